@@ -1,0 +1,208 @@
+#include "analysis/checker.h"
+
+#include <fmt/format.h>
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+#include "analysis/opset_history.h"
+
+namespace onnxkit::analysis {
+namespace {
+
+namespace checker = onnx::checker;
+
+// The checker's message without the "==> Context" it appends.
+std::string short_message(const checker::ValidationError& e) {
+  std::string what = e.std::runtime_error::what();
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  return what;
+}
+
+std::string describe_node(const onnx::NodeProto& node, int64_t index) {
+  if (node.name().empty()) return fmt::format("node #{} ({})", index, node.op_type());
+  return fmt::format("node #{} '{}' ({})", index, node.name(), node.op_type());
+}
+
+class Checker {
+ public:
+  Checker(const onnx::ModelProto& model, const std::filesystem::path& dir, CheckReport& report)
+      : model_(model), report_(report) {
+    const int64_t known_ir = onnx::Version::IR_VERSION;
+    ctx_.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), known_ir)));
+    std::unordered_map<std::string, int> opsets;
+    for (const auto& op : model.opset_import()) opsets[op.domain()] = static_cast<int>(op.version());
+    ctx_.set_opset_imports(opsets);
+    ctx_.set_model_dir(dir.string());
+    auto it = opsets.find("");
+    default_opset_ = it != opsets.end() ? it->second : 0;
+  }
+
+  void run() {
+    check_header();
+    checker::LexicalScopeContext root;
+    check_graph(model_.graph(), root);
+    try {
+      checker::check_model_local_functions(model_, ctx_, root);
+    } catch (const checker::ValidationError& e) {
+      add("model-local functions", short_message(e));
+    }
+  }
+
+ private:
+  void add(std::string location, std::string message, const onnx::NodeProto* node = nullptr, int64_t index = -1) {
+    CheckProblem p{std::move(location), std::move(message), index, "", ""};
+    if (node != nullptr) {
+      p.node_name = node->name();
+      p.op_type = node->op_type();
+    }
+    report_.problems.push_back(std::move(p));
+  }
+
+  void check_header() {
+    if (model_.ir_version() == 0) add("model", "ir_version is not set");
+    if (model_.ir_version() > onnx::Version::IR_VERSION)
+      report_.notes.push_back(fmt::format("ir_version {} is newer than this checker knows ({}); checked as {}",
+                                          model_.ir_version(), onnx::Version::IR_VERSION, onnx::Version::IR_VERSION));
+    if (model_.ir_version() >= 3 && model_.opset_import_size() == 0) add("model", "opset_import is empty");
+    std::set<std::string> domains;
+    for (const auto& op : model_.opset_import())
+      if (!domains.insert(op.domain()).second) add("model", fmt::format("opset_import lists domain '{}' twice", op.domain()));
+    std::set<std::string> keys;
+    for (const auto& prop : model_.metadata_props())
+      if (!keys.insert(prop.key()).second) add("model", fmt::format("metadata_props has key '{}' twice", prop.key()));
+    if (default_opset_ > libonnx_max_opset())
+      report_.notes.push_back(fmt::format(
+          "opset {} is newer than this checker's schemas ({}); operators changed since are checked for structure only",
+          default_opset_, libonnx_max_opset()));
+  }
+
+  bool out_of_date(const onnx::NodeProto& node) const {
+    return (node.domain().empty() || node.domain() == "ai.onnx") && changed_since_libonnx(node.op_type(), default_opset_);
+  }
+
+  // The main graph, node by node: the checker's own check_graph stops at the
+  // first problem.
+  void check_graph(const onnx::GraphProto& graph, const checker::LexicalScopeContext& parent) {
+    checker::LexicalScopeContext lex(parent);
+    for (const auto& vi : graph.input()) {
+      try_check(fmt::format("graph input '{}'", vi.name()), [&] { checker::check_value_info(vi, ctx_); });
+      lex.add(vi.name());
+    }
+    for (const auto& vi : graph.output())
+      try_check(fmt::format("graph output '{}'", vi.name()), [&] { checker::check_value_info(vi, ctx_); });
+    for (const auto& t : graph.initializer()) {
+      try_check(fmt::format("initializer '{}'", t.name()), [&] { checker::check_tensor(t, ctx_); });
+      if (ctx_.get_ir_version() <= 3 && !lex.this_graph_has(t.name()))
+        add(fmt::format("initializer '{}'", t.name()), "is not a graph input, which IR version 3 requires");
+      lex.add(t.name());
+    }
+    for (const auto& s : graph.sparse_initializer()) {
+      try_check(fmt::format("sparse initializer '{}'", s.values().name()),
+                [&] { checker::check_sparse_tensor(s, ctx_); });
+      lex.add(s.values().name());
+    }
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const auto& node = graph.node(i);
+      std::string where = describe_node(node, i);
+      for (const auto& in : node.input())
+        if (!in.empty() && !lex.this_or_ancestor_graph_has(in))
+          add(where, fmt::format("input '{}' is not a graph input, an initializer, or an output of an earlier node", in),
+              &node, i);
+      if (out_of_date(node)) {
+        report_.notes.push_back(fmt::format("{}: {} changed after opset {}; not checked against its schema", where,
+                                            node.op_type(), libonnx_max_opset()));
+      } else {
+        try {
+          checker::check_node(node, ctx_, lex);
+        } catch (const checker::ValidationError& e) {
+          add(where, short_message(e), &node, i);
+        }
+      }
+      for (const auto& out : node.output()) {
+        if (out.empty()) continue;
+        if (lex.this_graph_has(out))
+          add(where, fmt::format("output '{}' is already defined (the graph must be in SSA form)", out), &node, i);
+        lex.add(out);
+      }
+    }
+    for (const auto& vi : graph.output())
+      if (!lex.this_or_ancestor_graph_has(vi.name()))
+        add(fmt::format("graph output '{}'", vi.name()), "is not produced by any node, input or initializer");
+  }
+
+  template <class F>
+  void try_check(const std::string& where, F&& check) {
+    try {
+      check();
+    } catch (const checker::ValidationError& e) {
+      add(where, short_message(e));
+    }
+  }
+
+  const onnx::ModelProto& model_;
+  CheckReport& report_;
+  checker::CheckerContext ctx_;
+  int64_t default_opset_ = 0;
+};
+
+// Strict inference reports node errors as lines of
+// "(op_type:Conv, node name: conv1): [ShapeInferenceError] ...".
+void check_inference(const onnx::ModelProto& model, int64_t default_opset, CheckReport& report) {
+  onnx::ModelProto copy = model;
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
+    return;
+  } catch (const std::exception& e) {
+    std::multimap<std::string, int64_t> index_by_name;
+    for (int i = 0; i < model.graph().node_size(); ++i) index_by_name.emplace(model.graph().node(i).name(), i);
+    static const std::regex node_error(R"(\(op_type:([^,]*), node name: ([^)]*)\): (.*))");
+    std::string text = e.what();
+    size_t start = 0;
+    bool any = false;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      start = end == std::string::npos ? text.size() : end + 1;
+      std::smatch m;
+      if (!std::regex_search(line, m, node_error)) continue;
+      any = true;
+      std::string op = m[1], name = m[2], message = m[3];
+      auto range = index_by_name.equal_range(name);
+      int64_t index = std::distance(range.first, range.second) == 1 ? range.first->second : -1;
+      std::string where = index >= 0 ? describe_node(model.graph().node(static_cast<int>(index)), index)
+                                     : fmt::format("node '{}' ({})", name, op);
+      if (changed_since_libonnx(op, default_opset)) {
+        report.notes.push_back(where + ": shape inference skipped, the op changed after the checker's opset");
+        continue;
+      }
+      report.problems.push_back({where, "shape inference: " + message, index, name, op});
+    }
+    if (!any) {
+      std::string first = text.substr(0, text.find('\n'));
+      report.problems.push_back({"shape inference", first, -1, "", ""});
+    }
+  }
+}
+
+}  // namespace
+
+CheckReport check_model(const onnx::ModelProto& model, const std::filesystem::path& model_dir,
+                        const CheckOptions& options) {
+  CheckReport report;
+  Checker(model, model_dir, report).run();
+  if (options.full && report.valid()) {
+    int64_t opset = 0;
+    for (const auto& op : model.opset_import())
+      if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
+    check_inference(model, opset, report);
+  }
+  return report;
+}
+
+}  // namespace onnxkit::analysis

@@ -1,0 +1,25 @@
+#pragma once
+// Shape inference by ONNX's own C++ library. It knows operator schemas up to
+// opset 17; for newer opsets it applies the newest schema it has, so shapes
+// of ops changed since may be missing (never wrong: errors are dropped).
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "ir/model.h"
+
+namespace onnxkit::analysis {
+
+// Value name -> inferred type, for the main graph (declared types included).
+using TypeMap = std::unordered_map<std::string, onnx::TypeProto>;
+
+struct InferenceResult {
+  TypeMap types;
+  std::string warning;  // non-empty when inference stopped early, and why
+};
+
+InferenceResult infer_types_with_onnx(const ir::Model& model);
+
+}  // namespace onnxkit::analysis

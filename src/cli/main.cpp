@@ -1,0 +1,45 @@
+#include <google/protobuf/stubs/logging.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "cli/commands.h"
+
+namespace {
+
+// Protobuf logs parse problems on its own; our errors already say it.
+void quiet_protobuf(google::protobuf::LogLevel, const char*, int, const std::string&) {}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace onnxkit::cli;
+  google::protobuf::SetLogHandler(quiet_protobuf);
+
+  CLI::App app{"onnxkit: inspect, check and convert ONNX models, with no Python at run time."};
+  app.name("onnxkit");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "onnxkit 0.1.0");
+  app.footer("Run 'onnxkit COMMAND --help' for a command's options and examples.");
+
+  std::vector<Command> commands = {add_info_command(app), add_check_command(app), add_convert_command(app)};
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+  try {
+    for (const Command& c : commands)
+      if (c.app->parsed()) return c.run();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "onnxkit: error: out of memory\n");
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "onnxkit: internal error: %s\n", e.what());
+    return kExitFailure;
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,122 @@
+#include "io/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace onnxkit::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr size_t kBufferSize = 1 << 20;
+}
+
+Result<AtomicFile> AtomicFile::create(const fs::path& target) {
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) return make_error("{}: is a directory", target.string());
+  fs::path dir = target.parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec))
+    return make_error("{}: folder '{}' does not exist", target.string(), dir.string());
+  std::string pattern = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
+  if (fd < 0) return make_error("{}: cannot create a temporary file: {}", target.string(), std::strerror(errno));
+  // mkstemp creates 0600; a model is an ordinary file, so follow the umask.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  return AtomicFile(target, pattern, fd);
+}
+
+AtomicFile::AtomicFile(AtomicFile&& other) noexcept
+    : target_(std::move(other.target_)),
+      temp_(std::move(other.temp_)),
+      fd_(other.fd_),
+      buffer_(std::move(other.buffer_)),
+      written_(other.written_) {
+  other.fd_ = -1;
+  other.temp_.clear();
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+}
+
+Status AtomicFile::write_through(const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd_, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return make_error("{}: write failed: {}", target_.string(), std::strerror(errno));
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return {};
+}
+
+Status AtomicFile::flush() {
+  Status s = write_through(buffer_.data(), buffer_.size());
+  buffer_.clear();
+  return s;
+}
+
+Status AtomicFile::write(std::span<const std::byte> bytes) {
+  const char* data = reinterpret_cast<const char*>(bytes.data());
+  written_ += bytes.size();
+  if (buffer_.size() + bytes.size() <= kBufferSize) {
+    buffer_.append(data, bytes.size());
+    return {};
+  }
+  ONNXKIT_TRY(flush());
+  return write_through(data, bytes.size());
+}
+
+Status AtomicFile::write(std::string_view bytes) { return write(std::as_bytes(std::span(bytes.data(), bytes.size()))); }
+
+Status AtomicFile::copy_from(int fd, uint64_t offset, uint64_t length) {
+  ONNXKIT_TRY(flush());
+  auto in = static_cast<off64_t>(offset);
+  uint64_t left = length;
+  while (left > 0) {
+    ssize_t n = ::copy_file_range(fd, &in, fd_, nullptr, left, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // not supported here (or a short source): copy by hand
+    left -= static_cast<uint64_t>(n);
+  }
+  std::string chunk;
+  while (left > 0) {
+    chunk.resize(std::min<uint64_t>(left, kBufferSize));
+    ssize_t n = ::pread(fd, chunk.data(), chunk.size(), in);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return make_error("{}: cannot read the data to copy: {}", target_.string(), std::strerror(errno));
+    ONNXKIT_TRY(write_through(chunk.data(), static_cast<size_t>(n)));
+    in += n;
+    left -= static_cast<uint64_t>(n);
+  }
+  written_ += length;
+  return {};
+}
+
+Status AtomicFile::commit() {
+  // No fsync: the rename already guarantees no reader sees a partial file
+  // after a failed run, and syncing gigabytes would dominate save time.
+  ONNXKIT_TRY(flush());
+  int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) return make_error("{}: write failed: {}", target_.string(), std::strerror(errno));
+  if (::rename(temp_.c_str(), target_.c_str()) != 0)
+    return make_error("{}: cannot rename the temporary file into place: {}", target_.string(), std::strerror(errno));
+  temp_.clear();
+  return {};
+}
+
+Status write_file_atomically(const fs::path& path, std::string_view bytes) {
+  ONNXKIT_ASSIGN(AtomicFile file, AtomicFile::create(path));
+  ONNXKIT_TRY(file.write(bytes));
+  return file.commit();
+}
+
+}  // namespace onnxkit::io

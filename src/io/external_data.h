@@ -1,0 +1,66 @@
+#pragma once
+// Tensors whose data lives in side files next to the model (ONNX "external
+// data"). The side files are memory-mapped once each; tensors are views into
+// the mapping, never copied into protobuf strings.
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "io/mapped_file.h"
+#include "util/result.h"
+
+namespace onnxkit::io {
+
+// The external_data entries of a TensorProto.
+struct ExternalLocation {
+  std::string location;            // relative to the model's folder
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // absent: to the end of the file
+};
+
+Result<ExternalLocation> parse_external_location(const onnx::TensorProto& tensor);
+
+// Rewrites the tensor's external_data entries to point at `location`.
+void set_external_location(onnx::TensorProto& tensor, const std::string& location, uint64_t offset,
+                           uint64_t length);
+
+// Where an external tensor's bytes are: a range of a mapped side file.
+struct ExternalSlice {
+  std::shared_ptr<const MappedFile> file;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  std::span<const std::byte> bytes() const { return file->bytes().subspan(offset, length); }
+};
+
+class ExternalDataStore {
+ public:
+  explicit ExternalDataStore(std::filesystem::path base_dir) : base_dir_(std::move(base_dir)) {}
+
+  const std::filesystem::path& base_dir() const { return base_dir_; }
+
+  // The bytes of an external tensor. Refuses locations that are absolute or
+  // lead out of the model's folder, missing files, and ranges that do not fit
+  // in the file or do not match the tensor's dims.
+  Result<ExternalSlice> slice(const onnx::TensorProto& tensor) const;
+  Result<std::span<const std::byte>> bytes(const onnx::TensorProto& tensor) const;
+
+  // Total size of the side files mapped so far.
+  uint64_t mapped_bytes() const;
+
+ private:
+  Result<std::shared_ptr<const MappedFile>> file(const std::string& location) const;
+
+  std::filesystem::path base_dir_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::shared_ptr<const MappedFile>> files_;
+};
+
+}  // namespace onnxkit::io

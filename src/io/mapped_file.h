@@ -1,0 +1,38 @@
+#pragma once
+// A read-only memory map of a whole file. Weights stay on disk and are paged
+// in only when touched, which is what keeps `info` on a multi-GiB model cheap.
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+
+#include "util/result.h"
+
+namespace onnxkit::io {
+
+class MappedFile {
+ public:
+  static Result<std::shared_ptr<const MappedFile>> open(const std::filesystem::path& path);
+
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  size_t size() const { return size_; }
+  const std::filesystem::path& path() const { return path_; }
+  // Kept open for kernel-side copies (copy_file_range) of mapped ranges.
+  int fd() const { return fd_; }
+
+ private:
+  MappedFile(std::filesystem::path path, int fd, const std::byte* data, size_t size)
+      : path_(std::move(path)), fd_(fd), data_(data), size_(size) {}
+
+  std::filesystem::path path_;
+  int fd_;
+  const std::byte* data_;  // nullptr when size_ == 0 (an empty file cannot be mapped)
+  size_t size_;
+};
+
+}  // namespace onnxkit::io

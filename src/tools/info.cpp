@@ -1,0 +1,368 @@
+#include "tools/info.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "analysis/onnx_inference.h"
+#include "analysis/stats.h"
+#include "io/tensor_proto.h"
+#include "util/text.h"
+
+namespace onnxkit::tools {
+namespace {
+
+using nlohmann::json;
+
+json dims_json(const onnx::TensorShapeProto& shape) {
+  json dims = json::array();
+  for (const auto& d : shape.dim()) {
+    if (d.has_dim_value())
+      dims.push_back(d.dim_value());
+    else if (d.has_dim_param() && !d.dim_param().empty())
+      dims.push_back(d.dim_param());
+    else
+      dims.push_back(nullptr);
+  }
+  return dims;
+}
+
+json type_json(const onnx::TypeProto& type) {
+  switch (type.value_case()) {
+    case onnx::TypeProto::kTensorType: {
+      const auto& t = type.tensor_type();
+      return {{"kind", "tensor"},
+              {"dtype", io::data_type_name(t.elem_type())},
+              {"shape", t.has_shape() ? dims_json(t.shape()) : json(nullptr)}};
+    }
+    case onnx::TypeProto::kSparseTensorType: {
+      const auto& t = type.sparse_tensor_type();
+      return {{"kind", "sparse_tensor"},
+              {"dtype", io::data_type_name(t.elem_type())},
+              {"shape", t.has_shape() ? dims_json(t.shape()) : json(nullptr)}};
+    }
+    case onnx::TypeProto::kSequenceType:
+      return {{"kind", "sequence"}, {"element", type_json(type.sequence_type().elem_type())}};
+    case onnx::TypeProto::kOptionalType:
+      return {{"kind", "optional"}, {"element", type_json(type.optional_type().elem_type())}};
+    case onnx::TypeProto::kMapType:
+      return {{"kind", "map"},
+              {"key", io::data_type_name(type.map_type().key_type())},
+              {"value", type_json(type.map_type().value_type())}};
+    default:
+      return nullptr;
+  }
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: renormalize
+    exponent = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <class T>
+T read_at(const std::string& bytes, size_t i) {
+  T v;
+  std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+// The first values of a small inline tensor, as JSON numbers; null when the
+// tensor is large, external, or of a type shown only by its dtype.
+json tensor_values(const onnx::TensorProto& t, uint64_t count) {
+  constexpr uint64_t kMaxShown = 16;
+  if (count > kMaxShown || io::is_external(t)) return nullptr;
+  if (t.data_type() == onnx::TensorProto::STRING) {
+    json out = json::array();
+    for (const auto& s : t.string_data()) out.push_back(s);
+    return out;
+  }
+  auto bytes = io::inline_bytes(t);
+  if (!bytes.ok() || bytes->size() != io::data_byte_size(t.data_type(), count)) return nullptr;
+  json out = json::array();
+  for (size_t i = 0; i < count; ++i) {
+    switch (t.data_type()) {
+      case onnx::TensorProto::FLOAT: out.push_back(read_at<float>(*bytes, i)); break;
+      case onnx::TensorProto::DOUBLE: out.push_back(read_at<double>(*bytes, i)); break;
+      case onnx::TensorProto::FLOAT16: out.push_back(half_to_float(read_at<uint16_t>(*bytes, i))); break;
+      case onnx::TensorProto::INT64: out.push_back(read_at<int64_t>(*bytes, i)); break;
+      case onnx::TensorProto::INT32: out.push_back(read_at<int32_t>(*bytes, i)); break;
+      case onnx::TensorProto::INT16: out.push_back(read_at<int16_t>(*bytes, i)); break;
+      case onnx::TensorProto::INT8: out.push_back(read_at<int8_t>(*bytes, i)); break;
+      case onnx::TensorProto::UINT64: out.push_back(read_at<uint64_t>(*bytes, i)); break;
+      case onnx::TensorProto::UINT32: out.push_back(read_at<uint32_t>(*bytes, i)); break;
+      case onnx::TensorProto::UINT16: out.push_back(read_at<uint16_t>(*bytes, i)); break;
+      case onnx::TensorProto::UINT8: out.push_back(read_at<uint8_t>(*bytes, i)); break;
+      case onnx::TensorProto::BOOL: out.push_back(read_at<uint8_t>(*bytes, i) != 0); break;
+      default: return nullptr;
+    }
+  }
+  return out;
+}
+
+json tensor_json(const onnx::TensorProto& t) {
+  json j = {{"dtype", io::data_type_name(t.data_type())}, {"dims", json(std::vector<int64_t>(t.dims().begin(), t.dims().end()))}};
+  if (io::is_external(t)) j["external"] = true;
+  auto count = io::element_count(t);
+  if (count.ok()) {
+    json values = tensor_values(t, *count);
+    if (!values.is_null()) j["values"] = std::move(values);
+  }
+  return j;
+}
+
+json graph_summary(const ir::Graph& g) {
+  return {{"graph", g.name()}, {"nodes", g.nodes().size()}};
+}
+
+json attribute_json(const ir::Attribute& attr) {
+  const auto& a = attr.proto;
+  if (!a.ref_attr_name().empty()) return {{"ref", a.ref_attr_name()}};
+  switch (a.type()) {
+    case onnx::AttributeProto::FLOAT: return a.f();
+    case onnx::AttributeProto::INT: return a.i();
+    case onnx::AttributeProto::STRING: return a.s();
+    case onnx::AttributeProto::TENSOR: return tensor_json(a.t());
+    case onnx::AttributeProto::GRAPH: return attr.graph ? graph_summary(*attr.graph) : json(nullptr);
+    case onnx::AttributeProto::SPARSE_TENSOR:
+      return {{"sparse", true}, {"dims", json(std::vector<int64_t>(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end()))}};
+    case onnx::AttributeProto::TYPE_PROTO: return type_json(a.tp());
+    case onnx::AttributeProto::FLOATS: return json(std::vector<float>(a.floats().begin(), a.floats().end()));
+    case onnx::AttributeProto::INTS: return json(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    case onnx::AttributeProto::STRINGS: return json(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+    case onnx::AttributeProto::TENSORS: {
+      json out = json::array();
+      for (const auto& t : a.tensors()) out.push_back(tensor_json(t));
+      return out;
+    }
+    case onnx::AttributeProto::GRAPHS: {
+      json out = json::array();
+      for (const auto& g : attr.graphs) out.push_back(graph_summary(*g));
+      return out;
+    }
+    default: return nullptr;
+  }
+}
+
+json value_json(const ir::Value* v, const analysis::TypeMap& types) {
+  if (v == nullptr) return nullptr;  // an omitted optional input or output
+  json j = {{"name", v->name()}};
+  auto it = types.find(v->name());
+  const onnx::TypeProto* type = it != types.end() ? &it->second : (v->has_type() ? &v->type() : nullptr);
+  if (type != nullptr) {
+    j["type"] = type_json(*type);
+  } else if (const auto* t = v->initializer()) {
+    j["type"] = {{"kind", "tensor"}, {"dtype", io::data_type_name(t->data_type())},
+                 {"shape", json(std::vector<int64_t>(t->dims().begin(), t->dims().end()))}};
+  }
+  if (v->is_constant()) j["initializer"] = true;
+  return j;
+}
+
+json node_json(const ir::Node& n, size_t index, const std::optional<analysis::NodeCost>& cost,
+               const analysis::TypeMap& types) {
+  json j = {{"index", index}, {"name", n.name()}, {"op_type", n.op_type()}, {"domain", n.domain()}};
+  j["inputs"] = json::array();
+  for (const ir::Value* v : n.inputs()) j["inputs"].push_back(value_json(v, types));
+  j["outputs"] = json::array();
+  for (const ir::Value* v : n.outputs()) j["outputs"].push_back(value_json(v, types));
+  j["attributes"] = json::object();
+  for (const auto& a : n.attributes()) j["attributes"][a.name()] = attribute_json(a);
+  if (cost) {
+    j["macs"] = cost->macs;
+    j["flops"] = cost->flops;
+  } else {
+    j["macs"] = nullptr;
+    j["flops"] = nullptr;
+  }
+  return j;
+}
+
+// "float32[1,3,224,224]", "float32[batch,3,?,?]", "seq(float32[?])".
+std::string type_text(const json& type) {
+  if (type.is_null()) return "?";
+  const std::string kind = type.value("kind", "");
+  if (kind == "sequence") return "seq(" + type_text(type["element"]) + ")";
+  if (kind == "optional") return "optional(" + type_text(type["element"]) + ")";
+  if (kind == "map") return fmt::format("map({}, {})", type["key"].get<std::string>(), type_text(type["value"]));
+  std::string out = type["dtype"].get<std::string>();
+  if (kind == "sparse_tensor") out = "sparse " + out;
+  if (type["shape"].is_null()) return out + "[rank ?]";
+  std::vector<std::string> dims;
+  for (const auto& d : type["shape"]) dims.push_back(d.is_null() ? "?" : d.is_string() ? d.get<std::string>() : d.dump());
+  return out + "[" + join(dims, ",") + "]";
+}
+
+std::string value_text(const json& v) {
+  if (v.is_null()) return "(none)";
+  std::string out = v["name"].get<std::string>();
+  if (v.contains("type")) out += " " + type_text(v["type"]);
+  if (v.value("initializer", false)) out += " (initializer)";
+  return out;
+}
+
+std::string attribute_text(const json& a) {
+  if (a.is_object() && a.contains("graph")) return fmt::format("<graph '{}', {} nodes>", a["graph"].get<std::string>(), a["nodes"].get<size_t>());
+  if (a.is_object() && a.contains("dtype") && a.contains("dims")) {
+    std::string out = fmt::format("tensor {}{}", a["dtype"].get<std::string>(), a["dims"].dump());
+    if (a.contains("values")) out += " " + a["values"].dump();
+    return out;
+  }
+  if (a.is_string()) return "'" + a.get<std::string>() + "'";
+  return a.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+json model_info(const ir::Model& model, const InfoOptions& options) {
+  analysis::InferenceResult inferred = analysis::infer_types_with_onnx(model);
+  analysis::ModelStats stats = analysis::compute_stats(model, inferred.types);
+  const auto& h = model.header();
+  const ir::Graph& g = model.graph();
+
+  json info;
+  info["schema"] = "onnxkit.info/1";
+  uint64_t external_bytes = model.external_data() != nullptr ? model.external_data()->mapped_bytes() : 0;
+  info["file"] = {{"path", model.path().string()},
+                  {"size_bytes", model.file_size()},
+                  {"external_data_bytes", external_bytes}};
+  info["ir_version"] = h.ir_version();
+  info["producer"] = {{"name", h.producer_name()}, {"version", h.producer_version()}};
+  info["domain"] = h.domain();
+  info["model_version"] = h.model_version();
+  info["doc_string"] = h.doc_string();
+  info["opsets"] = json::array();
+  for (const auto& op : h.opset_import()) info["opsets"].push_back({{"domain", op.domain()}, {"version", op.version()}});
+  info["metadata"] = json::object();
+  for (const auto& p : h.metadata_props()) info["metadata"][p.key()] = p.value();
+  info["functions"] = h.functions_size();
+  info["graph"] = {{"name", g.name()}, {"nodes", stats.node_count}, {"nodes_with_subgraphs", stats.total_node_count}};
+
+  info["inputs"] = json::array();
+  for (const ir::Value* v : g.inputs())
+    if (!v->is_constant()) info["inputs"].push_back(value_json(v, inferred.types));
+  // IR < 4 lists initializers as inputs too: those are overridable defaults.
+  info["inputs_with_defaults"] = json::array();
+  for (const ir::Value* v : g.inputs())
+    if (v->is_constant()) info["inputs_with_defaults"].push_back(v->name());
+  info["outputs"] = json::array();
+  for (const ir::Value* v : g.outputs()) info["outputs"].push_back(value_json(v, inferred.types));
+
+  info["operators"] = json::array();
+  for (const auto& op : stats.operators)
+    info["operators"].push_back({{"domain", op.domain}, {"op_type", op.op_type}, {"count", op.count}});
+  info["initializers"] = {{"count", stats.initializer_count},
+                          {"parameters", stats.parameter_count},
+                          {"bytes", stats.parameter_bytes}};
+  info["compute"] = {{"macs", stats.total_macs},
+                     {"flops", stats.total_flops},
+                     {"nodes_without_shapes", stats.nodes_without_shapes}};
+  if (!inferred.warning.empty()) info["warnings"] = json::array({inferred.warning});
+
+  if (options.nodes) {
+    info["nodes"] = json::array();
+    size_t i = 0;
+    for (const ir::Node& n : g.nodes()) {
+      info["nodes"].push_back(node_json(n, i, stats.node_costs[i], inferred.types));
+      ++i;
+    }
+  }
+  return info;
+}
+
+Result<json> model_info(const std::filesystem::path& path, const InfoOptions& options) {
+  ONNXKIT_ASSIGN(auto model, ir::load_model(path));
+  return model_info(*model, options);
+}
+
+std::string render_info_text(const json& info) {
+  std::string out;
+  auto line = [&](std::string_view label, const std::string& text) { out += fmt::format("{:<13}{}\n", label, text); };
+  const auto& file = info["file"];
+  std::string size = human_bytes(file["size_bytes"].get<uint64_t>());
+  if (file["external_data_bytes"].get<uint64_t>() > 0)
+    size += " + " + human_bytes(file["external_data_bytes"].get<uint64_t>()) + " external data";
+  line("model", fmt::format("{} ({})", file["path"].get<std::string>(), size));
+  std::string producer = info["producer"]["name"].get<std::string>();
+  if (!info["producer"]["version"].get<std::string>().empty()) producer += " " + info["producer"]["version"].get<std::string>();
+  line("ir_version", std::to_string(info["ir_version"].get<int64_t>()));
+  if (!producer.empty()) line("producer", producer);
+  std::vector<std::string> opsets;
+  for (const auto& op : info["opsets"]) {
+    std::string domain = op["domain"].get<std::string>();
+    opsets.push_back(fmt::format("{} {}", domain.empty() ? "ai.onnx" : domain, op["version"].get<int64_t>()));
+  }
+  line("opsets", join(opsets, ", "));
+  for (const auto& [key, value] : info["metadata"].items()) line("metadata", key + " = " + value.get<std::string>());
+  if (info["functions"].get<int>() > 0) line("functions", std::to_string(info["functions"].get<int>()));
+  const auto& graph = info["graph"];
+  std::string nodes = std::to_string(graph["nodes"].get<size_t>());
+  if (graph["nodes_with_subgraphs"] != graph["nodes"])
+    nodes += fmt::format(" ({} with sub-graphs)", graph["nodes_with_subgraphs"].get<size_t>());
+  line("graph", fmt::format("'{}', {} nodes", graph["name"].get<std::string>(), nodes));
+  const auto& init = info["initializers"];
+  line("parameters", fmt::format("{} ({}) in {} initializers, {}", human_count(init["parameters"].get<uint64_t>()),
+                                 init["parameters"].get<uint64_t>(), init["count"].get<size_t>(),
+                                 human_bytes(init["bytes"].get<uint64_t>())));
+  const auto& compute = info["compute"];
+  std::string cost = fmt::format("{}, {}", human_count(compute["macs"].get<uint64_t>(), "MACs"),
+                                 human_count(compute["flops"].get<uint64_t>(), "FLOPs"));
+  if (compute["nodes_without_shapes"].get<size_t>() > 0)
+    cost += fmt::format(" (not counted: {} nodes whose shapes are unknown)", compute["nodes_without_shapes"].get<size_t>());
+  line("compute", cost);
+
+  out += "inputs\n";
+  for (const auto& v : info["inputs"]) out += "  " + value_text(v) + "\n";
+  if (!info["inputs_with_defaults"].empty())
+    out += fmt::format("  (+ {} initializers also listed as inputs)\n", info["inputs_with_defaults"].size());
+  out += "outputs\n";
+  for (const auto& v : info["outputs"]) out += "  " + value_text(v) + "\n";
+  out += "operators\n";
+  for (const auto& op : info["operators"]) {
+    std::string name = op["op_type"].get<std::string>();
+    if (!op["domain"].get<std::string>().empty()) name = op["domain"].get<std::string>() + ":" + name;
+    out += fmt::format("  {:<28}{:>6}\n", name, op["count"].get<size_t>());
+  }
+  if (info.contains("nodes")) {
+    out += "nodes\n";
+    for (const auto& n : info["nodes"]) {
+      std::string head = fmt::format("  #{} {}", n["index"].get<size_t>(), n["op_type"].get<std::string>());
+      if (!n["domain"].get<std::string>().empty()) head += " (" + n["domain"].get<std::string>() + ")";
+      if (!n["name"].get<std::string>().empty()) head += " '" + n["name"].get<std::string>() + "'";
+      if (!n["macs"].is_null() && n["macs"].get<uint64_t>() > 0)
+        head += fmt::format("  [{}, {}]", human_count(n["macs"].get<uint64_t>(), "MACs"),
+                            human_count(n["flops"].get<uint64_t>(), "FLOPs"));
+      else if (!n["flops"].is_null() && n["flops"].get<uint64_t>() > 0)
+        head += fmt::format("  [{}]", human_count(n["flops"].get<uint64_t>(), "FLOPs"));
+      out += head + "\n";
+      std::vector<std::string> ins, outs, attrs;
+      for (const auto& v : n["inputs"]) ins.push_back(value_text(v));
+      for (const auto& v : n["outputs"]) outs.push_back(value_text(v));
+      for (const auto& [k, v] : n["attributes"].items()) attrs.push_back(k + "=" + attribute_text(v));
+      out += "      in:    " + join(ins, ", ") + "\n";
+      out += "      out:   " + join(outs, ", ") + "\n";
+      if (!attrs.empty()) out += "      attrs: " + join(attrs, " ") + "\n";
+    }
+  }
+  if (info.contains("warnings"))
+    for (const auto& w : info["warnings"]) out += "warning: " + w.get<std::string>() + "\n";
+  return out;
+}
+
+}  // namespace onnxkit::tools

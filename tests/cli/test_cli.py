@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the onnxkit command line on real torch exports and on
+the committed corpus of broken files. Expected figures come from outside
+onnxkit: Python's onnx (parameter counts, model equality) and torch forward
+hooks (MACs), written by tests/models/export_models.py.
+
+usage: test_cli.py --onnxkit PATH --models DIR --corpus DIR [unittest args]"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ARGS = None
+
+
+def run(*args, check=None):
+    proc = subprocess.run([ARGS.onnxkit, *map(str, args)], capture_output=True, text=True, timeout=600)
+    if check is not None and proc.returncode != check:
+        raise AssertionError(f"onnxkit {' '.join(map(str, args))} exited {proc.returncode}, expected {check}\n"
+                             f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}")
+    return proc
+
+
+def info_json(path):
+    return json.loads(run("info", "--json", path, check=0).stdout)
+
+
+def exported_models():
+    models = sorted(glob.glob(os.path.join(ARGS.models, "*.onnx")))
+    assert models, f"no exported models in {ARGS.models}"
+    return models
+
+
+def load_expected(model):
+    with open(model.replace(".onnx", ".expected.json")) as f:
+        return json.load(f)
+
+
+def assert_same_model(test, a_path, b_path):
+    """Python's onnx as the referee: same graph, same initializer values."""
+    a, b = onnx.load(a_path), onnx.load(b_path)
+    a_weights = {t.name: numpy_helper.to_array(t) for t in a.graph.initializer}
+    b_weights = {t.name: numpy_helper.to_array(t) for t in b.graph.initializer}
+    test.assertEqual(a_weights.keys(), b_weights.keys())
+    for name in a_weights:
+        np.testing.assert_array_equal(a_weights[name], b_weights[name], err_msg=name)
+    for g in (a.graph, b.graph):
+        del g.initializer[:]
+    test.assertEqual(a, b)
+
+
+class Info(unittest.TestCase):
+    def test_parameters_match_python_onnx(self):
+        for model in exported_models():
+            expected = load_expected(model)
+            with self.subTest(model=os.path.basename(model)):
+                info = info_json(model)
+                self.assertEqual(info["initializers"]["parameters"], expected["parameters"])
+                self.assertEqual(info["initializers"]["count"], len(onnx.load(model).graph.initializer))
+
+    def test_macs_match_torch_hooks(self):
+        checked = 0
+        for model in exported_models():
+            expected = load_expected(model)
+            if expected["macs"] is None:
+                continue
+            with self.subTest(model=os.path.basename(model)):
+                info = info_json(model)
+                self.assertEqual(info["compute"]["macs"], expected["macs"])
+                self.assertEqual(info["compute"]["nodes_without_shapes"], 0)
+                checked += 1
+        self.assertGreater(checked, 0)
+
+    def test_resnet18_is_about_1_8_gmacs(self):
+        model = next(m for m in exported_models() if "resnet18" in m)
+        self.assertAlmostEqual(info_json(model)["compute"]["macs"] / 1e9, 1.814, places=3)
+
+    def test_json_shape(self):
+        model = exported_models()[0]
+        info = info_json(model)
+        for key in ("schema", "file", "ir_version", "producer", "opsets", "inputs", "outputs", "operators",
+                    "initializers", "compute", "graph"):
+            self.assertIn(key, info)
+        self.assertEqual(info["schema"], "onnxkit.info/1")
+        self.assertEqual(info["producer"]["name"], "pytorch")
+        proto = onnx.load(model)
+        self.assertEqual(info["graph"]["nodes"], len(proto.graph.node))
+        self.assertEqual(sum(op["count"] for op in info["operators"]), len(proto.graph.node))
+        self.assertEqual([i["name"] for i in info["inputs"]], [i.name for i in proto.graph.input])
+        dims = [d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+        self.assertEqual(info["inputs"][0]["type"]["shape"], dims)
+
+    def test_nodes_lists_every_node_with_attributes(self):
+        model = next(m for m in exported_models() if "resnet18" in m)
+        info = json.loads(run("info", "--json", "--nodes", model, check=0).stdout)
+        proto = onnx.load(model)
+        self.assertEqual(len(info["nodes"]), len(proto.graph.node))
+        first_conv = next(i for i, n in enumerate(proto.graph.node) if n.op_type == "Conv")
+        node = info["nodes"][first_conv]
+        expected = {a.name: list(a.ints) for a in proto.graph.node[first_conv].attribute if a.ints}
+        for name, value in expected.items():
+            self.assertEqual(node["attributes"][name], value)
+        self.assertEqual([v["name"] for v in node["inputs"]], list(proto.graph.node[first_conv].input))
+        text = run("info", "--nodes", model, check=0).stdout
+        self.assertIn("kernel_shape=[7,7]", text)
+
+    def test_symbolic_dims_are_kept(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = onnx.load(exported_models()[0])
+            model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+            path = os.path.join(tmp, "dynamic.onnx")
+            onnx.save(model, path)
+            info = info_json(path)
+            self.assertEqual(info["inputs"][0]["type"]["shape"][0], "batch")
+            self.assertIn("[batch,", run("info", path, check=0).stdout)
+
+
+class Check(unittest.TestCase):
+    def test_exported_models_are_valid(self):
+        for model in exported_models():
+            with self.subTest(model=os.path.basename(model)):
+                self.assertIn("valid", run("check", "--full", model, check=0).stdout)
+
+    def test_every_problem_names_its_node(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = onnx.load(next(m for m in exported_models() if "resnet18" in m))
+            convs = [n for n in model.graph.node if n.op_type == "Conv"]
+            convs[1].attribute.add().CopyFrom(onnx.helper.make_attribute("no_such_attr", 3))
+            convs[4].op_type = "NoSuchOp"
+            path = os.path.join(tmp, "broken.onnx")
+            onnx.save(model, path)
+            proc = run("check", path, check=1)
+            index1 = list(model.graph.node).index(convs[1])
+            index4 = list(model.graph.node).index(convs[4])
+            self.assertIn(f"node #{index1} '{convs[1].name}' (Conv)", proc.stdout)
+            self.assertIn("no_such_attr", proc.stdout)
+            self.assertIn(f"node #{index4} '{convs[4].name}' (NoSuchOp)", proc.stdout)
+            self.assertIn("2 problems", proc.stdout)
+
+    def test_full_reports_shape_errors(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = onnx.load(next(m for m in exported_models() if "resnet18" in m))
+            # Declare an output shape that contradicts the graph.
+            model.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 999
+            path = os.path.join(tmp, "wrong_shape.onnx")
+            onnx.save(model, path)
+            run("check", path, check=0)
+            proc = run("check", "--full", path, check=1)
+            self.assertIn("shape inference", proc.stdout)
+
+
+class Convert(unittest.TestCase):
+    def test_external_data_and_back(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for model in exported_models():
+                with self.subTest(model=os.path.basename(model)):
+                    ext = os.path.join(tmp, "ext.onnx")
+                    out = run("convert", model, ext, "--external-data", "--external-threshold", "4KB", check=0)
+                    self.assertIn("ext.onnx.data", out.stdout)
+                    self.assertLess(os.path.getsize(ext), os.path.getsize(model) / 10)
+                    proto = onnx.load(ext, load_external_data=False)
+                    external = [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+                    self.assertTrue(external)
+                    assert_same_model(self, model, ext)
+                    back = os.path.join(tmp, "back.onnx")
+                    run("convert", ext, back, check=0)
+                    assert_same_model(self, model, back)
+                    self.assertEqual(onnx.load(model), onnx.load(back), "inline again: the very same message")
+
+    def test_threshold_decides_what_goes_external(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = next(m for m in exported_models() if "resnet18" in m)
+            ext = os.path.join(tmp, "ext.onnx")
+            run("convert", model, ext, "--external-data", "--external-threshold", "100000", check=0)
+            for t in onnx.load(ext, load_external_data=False).graph.initializer:
+                size = int(np.prod(t.dims)) * 4
+                self.assertEqual(t.data_location == onnx.TensorProto.EXTERNAL, size >= 100000, t.name)
+
+
+class BadInput(unittest.TestCase):
+    def assert_clean_failure(self, args, path, expected_code=1):
+        proc = run(*args)
+        self.assertEqual(proc.returncode, expected_code, f"{args}: {proc.stderr}")
+        lines = proc.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, f"{args} should print one line, got: {proc.stderr}")
+        self.assertIn(str(path), lines[0])
+
+    def test_corpus_of_broken_files(self):
+        files = sorted(glob.glob(os.path.join(ARGS.corpus, "*.onnx")))
+        self.assertGreaterEqual(len(files), 15)
+        for path in files:
+            with self.subTest(file=os.path.basename(path)):
+                self.assert_clean_failure(["info", path], path)
+                # check reports a model it can read on stdout, one line per problem.
+                proc = run("check", path)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertIn(path, proc.stdout + proc.stderr)
+                with tempfile.TemporaryDirectory() as tmp:
+                    self.assert_clean_failure(["convert", path, os.path.join(tmp, "out.onnx")], path)
+                    self.assertEqual(os.listdir(tmp), [], "no output file may be written")
+
+    def test_directory_and_missing_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assert_clean_failure(["info", tmp], tmp)
+            self.assertIn("directory", run("info", tmp).stderr)
+            missing = os.path.join(tmp, "missing.onnx")
+            self.assert_clean_failure(["info", missing], missing)
+
+    def test_symlink_out_of_the_model_folder(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.mkdir(os.path.join(tmp, "model"))
+            with open(os.path.join(tmp, "secret.bin"), "wb") as f:
+                f.write(b"\0" * 16)
+            os.symlink(os.path.join(tmp, "secret.bin"), os.path.join(tmp, "model", "w.bin"))
+            model = onnx.load(os.path.join(ARGS.corpus, "..", "seeds", "valid_mul.onnx"))
+            w = model.graph.initializer[0]
+            w.ClearField("float_data")
+            w.data_location = onnx.TensorProto.EXTERNAL
+            entry = w.external_data.add()
+            entry.key, entry.value = "location", "w.bin"
+            path = os.path.join(tmp, "model", "m.onnx")
+            onnx.save(model, path)
+            self.assert_clean_failure(["info", path], path)
+            self.assertIn("leads out of the model's folder", run("info", path).stderr)
+
+    def test_usage_errors_exit_2(self):
+        self.assertEqual(run("info").returncode, 2)
+        self.assertEqual(run("info", "--no-such-flag", "x.onnx").returncode, 2)
+        self.assertEqual(run("frobnicate").returncode, 2)
+        self.assertEqual(run().returncode, 2)
+
+    def test_help_teaches(self):
+        for command in ("info", "check", "convert"):
+            proc = run(command, "--help", check=0)
+            self.assertIn("Examples:", proc.stdout)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--onnxkit", required=True)
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--corpus", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

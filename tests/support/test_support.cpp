@@ -1,0 +1,55 @@
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <onnx/defs/parser.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace onnxkit::testing {
+
+namespace fs = std::filesystem;
+
+onnx::ModelProto parse_model_text(const std::string& text) {
+  onnx::ModelProto model;
+  auto status = onnx::OnnxParser::Parse(model, text.c_str());
+  EXPECT_TRUE(status.IsOK()) << status.ErrorMessage() << "\n" << text;
+  return model;
+}
+
+std::unique_ptr<ir::Model> model_from_text(const std::string& text) {
+  auto model = ir::import_model(parse_model_text(text));
+  EXPECT_TRUE(model.ok()) << (model.ok() ? "" : model.error().message());
+  return model.ok() ? std::move(model).value() : nullptr;
+}
+
+std::vector<fs::path> backend_test_models() {
+  std::vector<fs::path> models;
+  for (const auto& entry : fs::recursive_directory_iterator(ONNX_TESTDATA))
+    if (entry.path().filename() == "model.onnx") models.push_back(entry.path());
+  std::sort(models.begin(), models.end());
+  return models;
+}
+
+TempDir::TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "onnxkit-test-XXXXXX").string();
+  char* made = ::mkdtemp(pattern.data());
+  if (made == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = made;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string proto_diff(const google::protobuf::Message& expected, const google::protobuf::Message& actual) {
+  google::protobuf::util::MessageDifferencer differ;
+  std::string report;
+  differ.ReportDifferencesToString(&report);
+  differ.Compare(expected, actual);
+  return report;
+}
+
+}  // namespace onnxkit::testing

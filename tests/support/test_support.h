@@ -1,0 +1,39 @@
+#pragma once
+// Helpers shared by the unit tests.
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/model.h"
+
+namespace onnxkit::testing {
+
+// Parses a model in ONNX's textual syntax; fails the test on a syntax error.
+onnx::ModelProto parse_model_text(const std::string& text);
+
+// parse_model_text, then import into the IR.
+std::unique_ptr<ir::Model> model_from_text(const std::string& text);
+
+// Every model.onnx under ONNX's backend test data, sorted.
+std::vector<std::filesystem::path> backend_test_models();
+
+// A fresh empty folder under the system temp dir, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Field-by-field comparison; returns "" when equal, else the differences.
+std::string proto_diff(const google::protobuf::Message& expected, const google::protobuf::Message& actual);
+
+}  // namespace onnxkit::testing

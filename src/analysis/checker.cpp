@@ -30,8 +30,8 @@ std::string describe_node(const onnx::NodeProto& node, int64_t index) {
 
 class Checker {
  public:
-  Checker(const onnx::ModelProto& model, const std::filesystem::path& dir, CheckReport& report)
-      : model_(model), report_(report) {
+  Checker(const onnx::ModelProto& model, const std::filesystem::path& dir, bool check_tensors, CheckReport& report)
+      : model_(model), report_(report), check_tensors_(check_tensors) {
     const int64_t known_ir = onnx::Version::IR_VERSION;
     ctx_.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), known_ir)));
     std::unordered_map<std::string, int> opsets;
@@ -96,7 +96,8 @@ class Checker {
     for (const auto& vi : graph.output())
       try_check(fmt::format("graph output '{}'", vi.name()), [&] { checker::check_value_info(vi, ctx_); });
     for (const auto& t : graph.initializer()) {
-      try_check(fmt::format("initializer '{}'", t.name()), [&] { checker::check_tensor(t, ctx_); });
+      if (check_tensors_)
+        try_check(fmt::format("initializer '{}'", t.name()), [&] { checker::check_tensor(t, ctx_); });
       if (ctx_.get_ir_version() <= 3 && !lex.this_graph_has(t.name()))
         add(fmt::format("initializer '{}'", t.name()), "is not a graph input, which IR version 3 requires");
       lex.add(t.name());
@@ -147,6 +148,7 @@ class Checker {
   const onnx::ModelProto& model_;
   CheckReport& report_;
   checker::CheckerContext ctx_;
+  bool check_tensors_;
   int64_t default_opset_ = 0;
 };
 
@@ -195,7 +197,7 @@ void check_inference(const onnx::ModelProto& model, int64_t default_opset, Check
 CheckReport check_model(const onnx::ModelProto& model, const std::filesystem::path& model_dir,
                         const CheckOptions& options) {
   CheckReport report;
-  Checker(model, model_dir, report).run();
+  Checker(model, model_dir, options.tensors, report).run();
   if (options.full && report.valid()) {
     int64_t opset = 0;
     for (const auto& op : model.opset_import())

@@ -29,6 +29,9 @@ struct CheckReport {
 
 struct CheckOptions {
   bool full = false;  // strict shape and type inference as well
+  // Check initializer data. Off for structural checks of models exported
+  // without their weights.
+  bool tensors = true;
 };
 
 // `model_dir` is where external data files are looked up.

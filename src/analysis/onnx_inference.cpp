@@ -1,8 +1,24 @@
 #include "analysis/onnx_inference.h"
 
+#include <fmt/format.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "analysis/checker.h"
+
 namespace onnxkit::analysis {
+
+namespace {
+
+// The types the main graph declares, after inference or without it.
+InferenceResult declared_types(const onnx::ModelProto& proto, InferenceResult result) {
+  const auto& g = proto.graph();
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+    for (const auto& vi : *list)
+      if (vi.has_type()) result.types.emplace(vi.name(), vi.type());
+  return result;
+}
+
+}  // namespace
 
 InferenceResult infer_types_with_onnx(const ir::Model& model) {
   // Inference reads small constant tensors (Reshape targets and the like),
@@ -11,6 +27,16 @@ InferenceResult infer_types_with_onnx(const ir::Model& model) {
   skeleton.max_inline_data_bytes = 64 * 1024;
   onnx::ModelProto proto = ir::export_model(model, skeleton);
   InferenceResult result;
+  // ONNX's inference assumes what its checker enforces (it crashes on a cycle,
+  // for one), so it only sees models that pass.
+  CheckOptions structure;
+  structure.tensors = false;
+  CheckReport check = check_model(proto, model.external_data() ? model.external_data()->base_dir() : ".", structure);
+  if (!check.valid()) {
+    result.warning = fmt::format("shapes were not inferred: the model fails the ONNX checker ({}: {}); see 'onnxkit check'",
+                                 check.problems[0].location, check.problems[0].message);
+    return declared_types(proto, std::move(result));
+  }
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
     onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
@@ -18,11 +44,7 @@ InferenceResult infer_types_with_onnx(const ir::Model& model) {
     std::string what = e.what();
     result.warning = "ONNX shape inference stopped: " + what.substr(0, what.find('\n'));
   }
-  const auto& g = proto.graph();
-  for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
-    for (const auto& vi : *list)
-      if (vi.has_type()) result.types.emplace(vi.name(), vi.type());
-  return result;
+  return declared_types(proto, std::move(result));
 }
 
 }  // namespace onnxkit::analysis

@@ -425,12 +425,12 @@ size_t Graph::cleanup(bool remove_unused_inputs) {
   return removed;
 }
 
-Status Graph::toposort() {
+Result<std::vector<Node*>> Graph::topological_order() const {
   std::vector<Node*> order;
   std::unordered_map<const Node*, size_t> index;
-  for (Node& n : nodes_) {
+  for (const Node& n : nodes_) {
     index[&n] = order.size();
-    order.push_back(&n);
+    order.push_back(const_cast<Node*>(&n));
   }
   std::vector<size_t> pending(order.size(), 0);
   std::vector<std::vector<size_t>> consumers(order.size());
@@ -446,12 +446,12 @@ Status Graph::toposort() {
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
   for (size_t i = 0; i < order.size(); ++i)
     if (pending[i] == 0) ready.push(i);
-  std::vector<size_t> sorted;
+  std::vector<Node*> sorted;
   sorted.reserve(order.size());
   while (!ready.empty()) {
     size_t i = ready.top();
     ready.pop();
-    sorted.push_back(i);
+    sorted.push_back(order[i]);
     for (size_t c : consumers[i])
       if (--pending[c] == 0) ready.push(c);
   }
@@ -459,10 +459,36 @@ Status Graph::toposort() {
     for (size_t i = 0; i < order.size(); ++i)
       if (pending[i] != 0) return make_error("graph '{}' has a cycle through {}", name(), order[i]->describe());
   }
-  for (size_t i : sorted) nodes_.splice(nodes_.end(), nodes_, order[i]->position_);
+  return sorted;
+}
+
+Status Graph::toposort() {
+  ONNXKIT_ASSIGN(std::vector<Node*> sorted, topological_order());
+  for (Node* n : sorted) nodes_.splice(nodes_.end(), nodes_, n->position_);
   for (Node& node : nodes_)
     for (Graph* sub : node.subgraphs()) ONNXKIT_TRY(sub->toposort());
   return {};
+}
+
+std::vector<Value*> Graph::outer_values_used() const {
+  std::vector<Value*> used;
+  for (const Node& node : nodes_) {
+    for (Value* v : node.inputs())
+      if (v != nullptr) used.push_back(v);
+    for (const Graph* sub : node.subgraphs())
+      for (Value* v : sub->outer_values_used()) used.push_back(v);
+  }
+  for (Value* v : outputs_) used.push_back(v);
+  // Keep those defined outside this graph, once each, in first-use order.
+  std::vector<Value*> outer;
+  std::unordered_set<Value*> seen;
+  for (Value* v : used) {
+    bool inside = false;
+    for (const Graph* g = v->owner_; g != nullptr; g = g->parent_graph())
+      if (g == this) inside = true;
+    if (!inside && seen.insert(v).second) outer.push_back(v);
+  }
+  return outer;
 }
 
 }  // namespace onnxkit::ir

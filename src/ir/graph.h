@@ -259,6 +259,12 @@ class Graph {
   // Orders nodes so each comes after the producers of its inputs (and of the
   // outer values its sub-graphs use), keeping the current order where free.
   Status toposort();
+  // That order, without changing the graph (sub-graphs not included).
+  Result<std::vector<Node*>> topological_order() const;
+
+  // Values defined outside this graph (in enclosing ones) that it or its
+  // sub-graphs read or return, each once, in first-use order.
+  std::vector<Value*> outer_values_used() const;
 
   // Deletes a value that nothing refers to any more.
   void erase_value(Value* value);

@@ -1,0 +1,157 @@
+#include "runtime/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "runtime/tensor_proto.h"
+
+namespace onnxkit::runtime {
+namespace {
+
+// Every value a step reads: its inputs, and what its sub-graphs read from
+// outside themselves.
+std::vector<const ir::Value*> reads_of(const ir::Node& node) {
+  std::vector<const ir::Value*> reads;
+  for (const ir::Value* v : node.inputs())
+    if (v != nullptr) reads.push_back(v);
+  for (const ir::Graph* sub : node.subgraphs())
+    for (const ir::Value* v : sub->outer_values_used()) reads.push_back(v);
+  return reads;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const GraphPlan* parent,
+                                              const std::vector<const ir::Value*>& returned,
+                                              const PlanContext& context) {
+  auto plan = std::make_shared<GraphPlan>();
+  plan->graph = &graph;
+  auto slot = [&](const ir::Value* v) {
+    auto [it, added] = plan->slots.emplace(v, static_cast<int>(plan->slot_count));
+    if (added) ++plan->slot_count;
+    return it->second;
+  };
+
+  // Outer-scope values come from the parent's frame.
+  for (const ir::Value* v : graph.outer_values_used()) {
+    if (parent == nullptr) return make_error("graph '{}' reads '{}', which nothing defines", graph.name(), v->name());
+    auto it = parent->slots.find(v);
+    if (it == parent->slots.end())
+      return make_error("graph '{}' reads '{}' from an enclosing graph that does not provide it", graph.name(), v->name());
+    plan->captures.emplace_back(slot(v), it->second);
+  }
+  for (const ir::Value* v : graph.inputs()) plan->inputs.push_back(slot(v));
+  for (const ir::Value* v : graph.initializers()) {
+    auto tensor = tensor_from_proto(*v->initializer(), context.model.external_data(),
+                                    std::shared_ptr<const void>(context.owner, v->initializer()));
+    if (!tensor.ok()) return tensor.error().in(fmt::format("initializer '{}'", v->name()));
+    plan->constants.emplace_back(slot(v), Value(std::move(tensor).value()));
+  }
+  if (!graph.sparse_initializers().empty())
+    return make_error("sparse initializer '{}' is not supported by the runtime", graph.sparse_initializers()[0]->name());
+
+  ONNXKIT_ASSIGN(std::vector<ir::Node*> order, graph.topological_order());
+  for (const ir::Node* node : order)
+    for (const ir::Value* v : node->outputs())
+      if (v != nullptr) slot(v);
+  // A value read but defined nowhere: neither input, initializer, node output nor capture.
+  for (const ir::Node* node : order)
+    for (const ir::Value* v : node->inputs())
+      if (v != nullptr && !plan->slots.count(v))
+        return make_error("{} reads '{}', which nothing produces", node->describe(), v->name());
+
+  const std::vector<const ir::Value*>& results =
+      returned.empty() ? std::vector<const ir::Value*>(graph.outputs().begin(), graph.outputs().end()) : returned;
+  std::unordered_set<int> returned_slots;
+  for (const ir::Value* v : results) {
+    auto it = plan->slots.find(v);
+    if (it == plan->slots.end()) return make_error("output '{}' is not produced by the graph", v->name());
+    plan->outputs.push_back(it->second);
+    returned_slots.insert(it->second);
+  }
+
+  // Kernels, built with the constants they can see.
+  std::unordered_map<int, const Tensor*> constant_by_slot;
+  for (const auto& [s, value] : plan->constants) constant_by_slot[s] = &value.tensor();
+  const GraphPlan* self = plan.get();
+  auto build_subgraph = [self, &context](const ir::Graph& sub) -> Result<std::shared_ptr<const GraphPlan>> {
+    ONNXKIT_ASSIGN(auto child, build_plan(sub, self, {}, context));
+    return std::shared_ptr<const GraphPlan>(std::move(child));
+  };
+  std::unordered_map<int, size_t> last_read;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const ir::Node& node = *order[k];
+    GraphPlan::Step step;
+    step.node = &node;
+    std::vector<const Tensor*> constants;
+    for (const ir::Value* v : node.inputs()) {
+      int s = v != nullptr ? plan->slots.at(v) : -1;
+      step.inputs.push_back(s);
+      auto it = constant_by_slot.find(s);
+      constants.push_back(it != constant_by_slot.end() ? it->second : nullptr);
+    }
+    for (const ir::Value* v : node.outputs()) {
+      int s = v != nullptr ? plan->slots.at(v) : -1;
+      step.outputs.push_back(s);
+      step.wanted.push_back(v != nullptr && (!v->uses().empty() || returned_slots.count(s) || v->is_any_graph_output()));
+    }
+    for (const ir::Value* v : reads_of(node)) last_read[plan->slots.at(v)] = k;
+    for (int s : step.outputs)
+      if (s >= 0 && !last_read.count(s)) last_read[s] = k;  // unread outputs go right away
+
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const int64_t opset = context.model.opset(domain);
+    const KernelDef* def = context.registry.find(domain, node.op_type(), opset);
+    if (def == nullptr) {
+      if (context.registry.knows(domain, node.op_type()))
+        return make_error("{}: {} at opset {} is not supported (other versions are)", node.describe(), node.op_type(), opset);
+      return make_error("{}: unsupported operator {}{} (opset {})", node.describe(),
+                        domain.empty() ? "" : domain + ":", node.op_type(), opset);
+    }
+    KernelInfo info(node, opset, std::move(constants), context.options, context.registry, build_subgraph);
+    auto kernel = def->create(info);
+    if (!kernel.ok()) return kernel.error().in(node.describe());
+    step.kernel = std::move(kernel).value();
+    plan->steps.push_back(std::move(step));
+  }
+  // Outputs returned to the caller stay; everything else goes after its last read.
+  for (const auto& [s, k] : last_read)
+    if (!returned_slots.count(s)) plan->steps[k].release.push_back(s);
+  for (auto& step : plan->steps) std::sort(step.release.begin(), step.release.end());
+  return plan;
+}
+
+Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads) {
+  Frame frame{plan, std::vector<Value>(plan.slot_count)};
+  for (const auto& [mine, theirs] : plan.captures) frame.slots[mine] = parent->slots[theirs];
+  for (const auto& [s, value] : plan.constants) frame.slots[s] = value;
+  // Inputs come after constants: an initializer listed as an input is a default.
+  for (size_t i = 0; i < plan.inputs.size() && i < inputs.size(); ++i)
+    if (!inputs[i].empty()) frame.slots[plan.inputs[i]] = std::move(inputs[i]);
+
+  for (const GraphPlan::Step& step : plan.steps) {
+    std::vector<const Value*> args;
+    args.reserve(step.inputs.size());
+    for (int s : step.inputs) args.push_back(s >= 0 ? &frame.slots[s] : nullptr);
+    std::vector<Value> results(step.outputs.size());
+    KernelContext ctx(std::move(args), results, step.wanted, frame, threads);
+    Status status = step.kernel->compute(ctx);
+    if (!status.ok()) return status.error().in(step.node->describe());
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      if (step.wanted[i] && results[i].empty())
+        return make_error("{}: produced no value for output {} ('{}')", step.node->describe(), i,
+                          step.node->output(i)->name());
+      frame.slots[step.outputs[i]] = std::move(results[i]);
+    }
+    for (int s : step.release) frame.slots[s] = Value();
+  }
+  std::vector<Value> out;
+  out.reserve(plan.outputs.size());
+  for (int s : plan.outputs) out.push_back(frame.slots[s]);
+  return out;
+}
+
+}  // namespace onnxkit::runtime

@@ -1,0 +1,58 @@
+#pragma once
+// Plans and runs one graph. A plan is built once: every value gets a slot,
+// every node a kernel, and every slot the step after which nothing reads it,
+// so its buffer is released there. Sub-graphs (If/Loop/Scan bodies) get
+// plans of their own whose outer-scope values are captured from the frame of
+// the graph running them.
+
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/model.h"
+#include "runtime/kernel.h"
+#include "runtime/session.h"
+
+namespace onnxkit::runtime {
+
+struct GraphPlan {
+  struct Step {
+    const ir::Node* node = nullptr;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> inputs;    // slot per input; -1 for an omitted one
+    std::vector<int> outputs;   // slot per output; -1 for an omitted one
+    std::vector<bool> wanted;   // outputs that someone reads (or returned)
+    std::vector<int> release;   // slots nothing reads after this step
+  };
+
+  const ir::Graph* graph = nullptr;
+  size_t slot_count = 0;
+  std::unordered_map<const ir::Value*, int> slots;
+  std::vector<int> inputs;                       // the graph's inputs, in order
+  std::vector<int> outputs;                      // what a run returns, in order
+  std::vector<std::pair<int, Value>> constants;  // initializers
+  std::vector<std::pair<int, int>> captures;     // (slot here, slot in the parent plan)
+  std::vector<Step> steps;
+};
+
+// The values of one run of a plan.
+struct Frame {
+  const GraphPlan& plan;
+  std::vector<Value> slots;
+};
+
+struct PlanContext {
+  const ir::Model& model;
+  const SessionOptions& options;
+  const KernelRegistry& registry;
+  std::shared_ptr<const void> owner;  // keeps initializer memory alive
+};
+
+// `returned`: the values a run returns (the graph's outputs when empty).
+Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const GraphPlan* parent,
+                                              const std::vector<const ir::Value*>& returned, const PlanContext& context);
+
+Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads);
+
+}  // namespace onnxkit::runtime

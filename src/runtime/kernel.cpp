@@ -1,0 +1,128 @@
+#include "runtime/kernel.h"
+
+#include <fmt/format.h>
+
+#include "runtime/executor.h"
+#include "runtime/tensor_proto.h"
+
+namespace onnxkit::runtime {
+
+int64_t KernelInfo::attr_int(std::string_view name, int64_t fallback) const { return node_.attr_int(name, fallback); }
+
+float KernelInfo::attr_float(std::string_view name, float fallback) const { return node_.attr_float(name, fallback); }
+
+std::string KernelInfo::attr_string(std::string_view name, std::string fallback) const {
+  return node_.attr_string(name, std::move(fallback));
+}
+
+std::vector<int64_t> KernelInfo::attr_ints(std::string_view name, std::vector<int64_t> fallback) const {
+  const ir::Attribute* a = node_.attribute(name);
+  if (a == nullptr) return fallback;
+  return {a->proto.ints().begin(), a->proto.ints().end()};
+}
+
+std::vector<float> KernelInfo::attr_floats(std::string_view name, std::vector<float> fallback) const {
+  const ir::Attribute* a = node_.attribute(name);
+  if (a == nullptr) return fallback;
+  return {a->proto.floats().begin(), a->proto.floats().end()};
+}
+
+std::vector<std::string> KernelInfo::attr_strings(std::string_view name) const {
+  const ir::Attribute* a = node_.attribute(name);
+  if (a == nullptr) return {};
+  return {a->proto.strings().begin(), a->proto.strings().end()};
+}
+
+Result<std::optional<Tensor>> KernelInfo::attr_tensor(std::string_view name) const {
+  const ir::Attribute* a = node_.attribute(name);
+  if (a == nullptr || !a->proto.has_t()) return std::optional<Tensor>();
+  auto t = tensor_from_proto(a->proto.t());
+  if (!t.ok()) return t.error().in(fmt::format("attribute '{}'", name));
+  return std::optional<Tensor>(std::move(t).value());
+}
+
+Result<std::shared_ptr<const GraphPlan>> KernelInfo::subgraph(std::string_view attr) const {
+  const ir::Attribute* a = node_.attribute(attr);
+  if (a == nullptr || !a->graph) return make_error("graph attribute '{}' is missing", attr);
+  auto plan = build_subgraph_(*a->graph);
+  if (!plan.ok()) return plan.error().in(fmt::format("attribute '{}'", attr));
+  return plan;
+}
+
+Result<const Tensor*> KernelContext::tensor(size_t i) const {
+  if (!has_input(i)) return make_error("input {} is missing", i);
+  if (!inputs_[i]->is_tensor()) return make_error("input {} should be a tensor, got {}", i, inputs_[i]->describe());
+  return &inputs_[i]->tensor();
+}
+
+Tensor& KernelContext::output(size_t i, DataType type, Shape shape) {
+  outputs_[i] = Value(Tensor(type, std::move(shape)));
+  return outputs_[i].tensor();
+}
+
+Result<std::vector<Value>> KernelContext::run_subgraph(const GraphPlan& plan, std::vector<Value> inputs) const {
+  return run_plan(plan, std::move(inputs), &frame_, threads_);
+}
+
+namespace {
+
+class FunctionKernel final : public Kernel {
+ public:
+  explicit FunctionKernel(ComputeFn compute) : compute_(std::move(compute)) {}
+  Status compute(KernelContext& ctx) const override { return compute_(ctx); }
+
+ private:
+  ComputeFn compute_;
+};
+
+}  // namespace
+
+KernelFactory make_kernel(std::function<Result<ComputeFn>(const KernelInfo&)> build) {
+  return [build = std::move(build)](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    ONNXKIT_ASSIGN(ComputeFn compute, build(info));
+    return std::unique_ptr<Kernel>(std::make_unique<FunctionKernel>(std::move(compute)));
+  };
+}
+
+KernelFactory make_kernel(ComputeFn compute) {
+  return [compute = std::move(compute)](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(std::make_unique<FunctionKernel>(compute));
+  };
+}
+
+void KernelRegistry::add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create) {
+  defs_.push_back({std::move(domain), std::move(op_type), since, until, std::move(create)});
+}
+
+const KernelDef* KernelRegistry::find(std::string_view domain, std::string_view op_type, int64_t opset) const {
+  for (const KernelDef& d : defs_)
+    if (d.op_type == op_type && d.domain == domain && d.since <= opset && opset <= d.until) return &d;
+  return nullptr;
+}
+
+bool KernelRegistry::knows(std::string_view domain, std::string_view op_type) const {
+  for (const KernelDef& d : defs_)
+    if (d.op_type == op_type && d.domain == domain) return true;
+  return false;
+}
+
+const KernelRegistry& KernelRegistry::builtin() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    register_elementwise_kernels(r);
+    register_math_kernels(r);
+    register_nn_kernels(r);
+    register_tensor_kernels(r);
+    register_indexing_kernels(r);
+    register_reduce_kernels(r);
+    register_control_kernels(r);
+    register_sequence_kernels(r);
+    register_detection_kernels(r);
+    register_rnn_kernels(r);
+    register_quantization_kernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace onnxkit::runtime

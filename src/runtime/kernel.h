@@ -1,0 +1,169 @@
+#pragma once
+// The kernel interface and registry. A kernel is built once per node when a
+// session is created (attributes parsed, constant weights prepacked) and then
+// computes, possibly from several threads at once, so compute() is const.
+//
+// Kernels are registered by (domain, op type, opset range) in one explicit
+// table (registry.cpp), family by family; an op whose semantics changed
+// between opsets has one entry per range.
+
+#include <climits>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/value.h"
+#include "util/result.h"
+
+namespace onnxkit::runtime {
+
+struct GraphPlan;
+struct Frame;
+struct SessionOptions;
+class KernelRegistry;
+
+inline constexpr int64_t kLatestOpset = INT_MAX;
+
+// What a kernel sees when it is built.
+class KernelInfo {
+ public:
+  KernelInfo(const ir::Node& node, int64_t opset, std::vector<const Tensor*> constant_inputs,
+             const SessionOptions& options, const KernelRegistry& registry,
+             std::function<Result<std::shared_ptr<const GraphPlan>>(const ir::Graph&)> build_subgraph)
+      : node_(node),
+        opset_(opset),
+        constant_inputs_(std::move(constant_inputs)),
+        options_(options),
+        registry_(registry),
+        build_subgraph_(std::move(build_subgraph)) {}
+
+  const ir::Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  const SessionOptions& options() const { return options_; }
+  const KernelRegistry& registry() const { return registry_; }
+
+  size_t num_inputs() const { return node_.inputs().size(); }
+  size_t num_outputs() const { return node_.outputs().size(); }
+  bool has_input(size_t i) const { return node_.input(i) != nullptr; }
+  bool has_output(size_t i) const { return node_.output(i) != nullptr; }
+  // The value of input i when it is known at build time (an initializer).
+  const Tensor* constant_input(size_t i) const { return i < constant_inputs_.size() ? constant_inputs_[i] : nullptr; }
+
+  bool has_attr(std::string_view name) const { return node_.attribute(name) != nullptr; }
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  float attr_float(std::string_view name, float fallback) const;
+  std::string attr_string(std::string_view name, std::string fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> attr_floats(std::string_view name, std::vector<float> fallback = {}) const;
+  std::vector<std::string> attr_strings(std::string_view name) const;
+  // A tensor attribute (null when absent).
+  Result<std::optional<Tensor>> attr_tensor(std::string_view name) const;
+
+  // The plan of a sub-graph attribute, scoped under the node's graph.
+  Result<std::shared_ptr<const GraphPlan>> subgraph(std::string_view attr) const;
+
+ private:
+  const ir::Node& node_;
+  int64_t opset_;
+  std::vector<const Tensor*> constant_inputs_;
+  const SessionOptions& options_;
+  const KernelRegistry& registry_;
+  std::function<Result<std::shared_ptr<const GraphPlan>>(const ir::Graph&)> build_subgraph_;
+};
+
+// What a kernel sees when it computes.
+class KernelContext {
+ public:
+  KernelContext(std::vector<const Value*> inputs, std::vector<Value>& outputs, const std::vector<bool>& wanted,
+                const Frame& frame, int threads)
+      : inputs_(std::move(inputs)), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads) {}
+
+  size_t num_inputs() const { return inputs_.size(); }
+  // Given, and not an omitted optional.
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr && !inputs_[i]->empty(); }
+  const Value& input_value(size_t i) const { return *inputs_[i]; }
+  // Input i as a tensor; an error (naming the input) if it is absent or not a tensor.
+  Result<const Tensor*> tensor(size_t i) const;
+  // For inputs the kernel has checked with has_input (or that are required
+  // and validated by the executor).
+  const Tensor& input(size_t i) const { return inputs_[i]->tensor(); }
+
+  size_t num_outputs() const { return outputs_.size(); }
+  bool wants_output(size_t i) const { return i < wanted_.size() && wanted_[i]; }
+  // Allocates output i.
+  Tensor& output(size_t i, DataType type, Shape shape);
+  void set_output(size_t i, Value value) { outputs_[i] = std::move(value); }
+
+  int threads() const { return threads_; }
+
+  // Runs a sub-graph (If/Loop/Scan body) with this node's scope as its outer
+  // scope; returns its outputs in order.
+  Result<std::vector<Value>> run_subgraph(const GraphPlan& plan, std::vector<Value> inputs) const;
+
+ private:
+  std::vector<const Value*> inputs_;
+  std::vector<Value>& outputs_;
+  const std::vector<bool>& wanted_;
+  const Frame& frame_;
+  int threads_;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual Status compute(KernelContext& ctx) const = 0;
+};
+
+using ComputeFn = std::function<Status(KernelContext&)>;
+using KernelFactory = std::function<Result<std::unique_ptr<Kernel>>(const KernelInfo&)>;
+
+// A kernel made of a function: the build step returns the compute step,
+// which captures whatever the build parsed.
+KernelFactory make_kernel(std::function<Result<ComputeFn>(const KernelInfo&)> build);
+
+// A kernel with nothing to build.
+KernelFactory make_kernel(ComputeFn compute);
+
+struct KernelDef {
+  std::string domain;  // "" for the default ai.onnx domain
+  std::string op_type;
+  int64_t since = 1;               // first opset version this kernel serves
+  int64_t until = kLatestOpset;    // last one, inclusive
+  KernelFactory create;
+};
+
+class KernelRegistry {
+ public:
+  void add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create);
+  // The kernel serving `op_type` at `opset` of `domain`, or null.
+  const KernelDef* find(std::string_view domain, std::string_view op_type, int64_t opset) const;
+  // True when some opset of the op has a kernel.
+  bool knows(std::string_view domain, std::string_view op_type) const;
+  const std::vector<KernelDef>& all() const { return defs_; }
+
+  // Every kernel onnxkit has.
+  static const KernelRegistry& builtin();
+
+ private:
+  std::vector<KernelDef> defs_;
+};
+
+// The families, each in kernels/<family>/ (called by builtin()).
+void register_elementwise_kernels(KernelRegistry& registry);
+void register_math_kernels(KernelRegistry& registry);
+void register_nn_kernels(KernelRegistry& registry);
+void register_tensor_kernels(KernelRegistry& registry);
+void register_indexing_kernels(KernelRegistry& registry);
+void register_reduce_kernels(KernelRegistry& registry);
+void register_control_kernels(KernelRegistry& registry);
+void register_sequence_kernels(KernelRegistry& registry);
+void register_detection_kernels(KernelRegistry& registry);
+void register_rnn_kernels(KernelRegistry& registry);
+void register_quantization_kernels(KernelRegistry& registry);
+
+}  // namespace onnxkit::runtime

@@ -1,0 +1,219 @@
+// Two-input element-wise ops with numpy broadcasting, and Where.
+
+#include <cmath>
+
+#include "runtime/kernels/elementwise/elementwise.h"
+
+namespace onnxkit::runtime::elementwise {
+namespace {
+
+// Checks the inputs, allocates the broadcast output of `out_type` (the
+// inputs' type when undefined) and hands both to `body`.
+template <class Body>
+Status with_binary(KernelContext& ctx, DataType out_type, Body&& body) {
+  ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+  ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+  if (a->dtype() != b->dtype())
+    return make_error("inputs have different element types ({} and {})", to_string(a->dtype()), to_string(b->dtype()));
+  ONNXKIT_ASSIGN(Shape shape, binary_shape(*a, *b));
+  Tensor& out = ctx.output(0, out_type == DataType::undefined ? a->dtype() : out_type, std::move(shape));
+  return body(*a, *b, out);
+}
+
+template <class F>
+void add_arithmetic(KernelRegistry& r, const char* op, F f) {
+  r.add("", op, 7, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
+          return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+            return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
+              map_binary<T, T, T>(a, b, out, f);
+              return {};
+            });
+          });
+        }));
+}
+
+// Integer division and modulo by zero would trap: refuse the input instead.
+template <class T>
+Status check_no_zero_divisor(const Tensor& b) {
+  if constexpr (std::is_integral_v<T>) {
+    for (T v : b.values<T>())
+      if (v == T(0)) return make_error("integer division by zero");
+  }
+  return {};
+}
+
+template <class F>
+void add_comparison(KernelRegistry& r, const char* op, int64_t since, F f) {
+  r.add("", op, since, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
+          return with_binary(ctx, DataType::boolean, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+            if (a.dtype() == DataType::boolean) {
+              map_binary<bool, bool, bool>(a, b, out, f);
+              return Status();
+            }
+            if (a.dtype() == DataType::string) {
+              map_binary<std::string, std::string, bool>(a, b, out, f);
+              return Status();
+            }
+            return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
+              map_binary<T, T, bool>(a, b, out, f);
+              return {};
+            });
+          });
+        }));
+}
+
+template <class F>
+void add_logical(KernelRegistry& r, const char* op, F f) {
+  r.add("", op, 7, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
+          return with_binary(ctx, DataType::boolean, [&](const Tensor& a, const Tensor& b, Tensor& out) -> Status {
+            if (a.dtype() != DataType::boolean) return make_error("{} takes bool, got {}", "logical op", to_string(a.dtype()));
+            map_binary<bool, bool, bool>(a, b, out, f);
+            return {};
+          });
+        }));
+}
+
+template <class F>
+void add_bitwise(KernelRegistry& r, const char* op, int64_t since, F f) {
+  r.add("", op, since, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
+          return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+            return dispatch_integer(a.dtype(), [&]<class T>() -> Status {
+              map_binary<T, T, T>(a, b, out, [&](T x, T y) { return static_cast<T>(f(x, y)); });
+              return {};
+            });
+          });
+        }));
+}
+
+// Exponentiation by squaring: integer powers stay exact.
+template <class T, class E>
+T integer_power(T base, E exponent) {
+  if (exponent < 0) return base == T(1) ? T(1) : T(0);
+  T result = 1;
+  auto e = static_cast<uint64_t>(exponent);
+  while (e) {
+    if (e & 1) result = static_cast<T>(result * base);
+    base = static_cast<T>(base * base);
+    e >>= 1;
+  }
+  return result;
+}
+
+}  // namespace
+
+void register_binary(KernelRegistry& r) {
+  add_arithmetic(r, "Add", [](auto x, auto y) { return x + y; });
+  add_arithmetic(r, "Sub", [](auto x, auto y) { return x - y; });
+  add_arithmetic(r, "Mul", [](auto x, auto y) { return x * y; });
+  r.add("", "Div", 7, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
+          return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+            return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
+              ONNXKIT_TRY(check_no_zero_divisor<T>(b));
+              map_binary<T, T, T>(a, b, out, [](auto x, auto y) { return x / y; });
+              return {};
+            });
+          });
+        }));
+  r.add("", "Mod", 10, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+          bool fmod = info.attr_int("fmod", 0) != 0;
+          return ComputeFn([fmod](KernelContext& ctx) -> Status {
+            return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+              return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
+                ONNXKIT_TRY(check_no_zero_divisor<T>(b));
+                map_binary<T, T, T>(a, b, out, [fmod](auto x, auto y) {
+                  using C = decltype(x);
+                  if constexpr (std::is_floating_point_v<C>) {
+                    C m = std::fmod(x, y);
+                    // Python's sign rule (sign of the divisor) unless fmod=1.
+                    if (!fmod && m != 0 && ((m < 0) != (y < 0))) m += y;
+                    return m;
+                  } else {
+                    C m = static_cast<C>(x % y);
+                    if constexpr (std::is_signed_v<C>)
+                      if (!fmod && m != 0 && ((m < 0) != (y < 0))) m = static_cast<C>(m + y);
+                    return m;
+                  }
+                });
+                return {};
+              });
+            });
+          });
+        }));
+  // Pow: the exponent may have a type of its own.
+  r.add("", "Pow", 7, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
+          ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+          ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+          ONNXKIT_ASSIGN(Shape shape, binary_shape(*a, *b));
+          Tensor& out = ctx.output(0, a->dtype(), std::move(shape));
+          return dispatch_numeric(a->dtype(), [&]<class T>() -> Status {
+            return dispatch_numeric(b->dtype(), [&]<class E>() -> Status {
+              map_binary<T, E, T>(*a, *b, out, [](auto x, auto y) {
+                using C = decltype(x);
+                if constexpr (std::is_integral_v<C> && std::is_integral_v<decltype(y)>) {
+                  return integer_power<C>(x, y);
+                } else {
+                  return static_cast<C>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+                }
+              });
+              return {};
+            });
+          });
+        }));
+
+  add_comparison(r, "Equal", 7, [](const auto& x, const auto& y) { return x == y; });
+  add_comparison(r, "Less", 7, [](const auto& x, const auto& y) { return x < y; });
+  add_comparison(r, "LessOrEqual", 12, [](const auto& x, const auto& y) { return x <= y; });
+  add_comparison(r, "Greater", 7, [](const auto& x, const auto& y) { return x > y; });
+  add_comparison(r, "GreaterOrEqual", 12, [](const auto& x, const auto& y) { return x >= y; });
+
+  add_logical(r, "And", [](bool x, bool y) { return x && y; });
+  add_logical(r, "Or", [](bool x, bool y) { return x || y; });
+  add_logical(r, "Xor", [](bool x, bool y) { return x != y; });
+
+  add_bitwise(r, "BitwiseAnd", 18, [](auto x, auto y) { return x & y; });
+  add_bitwise(r, "BitwiseOr", 18, [](auto x, auto y) { return x | y; });
+  add_bitwise(r, "BitwiseXor", 18, [](auto x, auto y) { return x ^ y; });
+  r.add("", "BitShift", 11, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+          std::string direction = info.attr_string("direction", "");
+          if (direction != "LEFT" && direction != "RIGHT")
+            return make_error("attribute 'direction' must be LEFT or RIGHT, got '{}'", direction);
+          bool left = direction == "LEFT";
+          return ComputeFn([left](KernelContext& ctx) -> Status {
+            return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+              return dispatch_integer(a.dtype(), [&]<class T>() -> Status {
+                map_binary<T, T, T>(a, b, out, [left](T x, T y) {
+                  if (y >= static_cast<T>(sizeof(T) * 8)) return T(0);
+                  return static_cast<T>(left ? x << y : x >> y);
+                });
+                return {};
+              });
+            });
+          });
+        }));
+
+  r.add("", "Where", 9, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
+          ONNXKIT_ASSIGN(const Tensor* c, ctx.tensor(0));
+          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(1));
+          ONNXKIT_ASSIGN(const Tensor* y, ctx.tensor(2));
+          if (c->dtype() != DataType::boolean) return make_error("condition must be bool, got {}", to_string(c->dtype()));
+          if (x->dtype() != y->dtype())
+            return make_error("X and Y have different element types ({} and {})", to_string(x->dtype()), to_string(y->dtype()));
+          ONNXKIT_ASSIGN(Shape shape, broadcast_shapes({&c->shape(), &x->shape(), &y->shape()}));
+          Tensor& out = ctx.output(0, x->dtype(), std::move(shape));
+          return dispatch_all(x->dtype(), [&]<class T>() -> Status {
+            const bool* pc = c->data<bool>();
+            const T* px = x->data<T>();
+            const T* py = y->data<T>();
+            T* po = out.mutable_data<T>();
+            for_each_broadcast_run<3>(out.shape(), {&c->shape(), &x->shape(), &y->shape()},
+                                      [&](int64_t o, const auto& off, const auto& step, int64_t n) {
+                                        for (int64_t i = 0; i < n; ++i)
+                                          po[o + i] = pc[off[0] + i * step[0]] ? px[off[1] + i * step[1]]
+                                                                               : py[off[2] + i * step[2]];
+                                      });
+            return {};
+          });
+        }));
+}
+
+}  // namespace onnxkit::runtime::elementwise

@@ -1,0 +1,152 @@
+#include "runtime/session.h"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <thread>
+#include <unordered_map>
+
+#include "io/tensor_proto.h"
+#include "runtime/executor.h"
+#include "runtime/kernel.h"
+#include "util/text.h"
+
+namespace onnxkit::runtime {
+namespace {
+
+std::string type_text(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type()) return "a non-tensor value";
+  const auto& t = type.tensor_type();
+  std::string dims;
+  if (t.has_shape()) {
+    std::vector<std::string> parts;
+    for (const auto& d : t.shape().dim())
+      parts.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
+    dims = "[" + join(parts, ",") + "]";
+  }
+  return io::data_type_name(t.elem_type()) + dims;
+}
+
+// Checks a fed value against the declared type: kind, element type, rank,
+// and every fixed dim.
+Status check_feed(const ValueInfo& info, const Value& value) {
+  const onnx::TypeProto& type = info.type;
+  auto mismatch = [&](const std::string& what) {
+    return make_error("input '{}': {}; got {}, the model expects {}", info.name, what, value.describe(), type_text(type));
+  };
+  if (type.has_tensor_type()) {
+    if (!value.is_tensor()) return mismatch("not a tensor");
+    const Tensor& t = value.tensor();
+    const auto& tt = type.tensor_type();
+    if (tt.elem_type() != 0 && static_cast<int32_t>(t.dtype()) != tt.elem_type()) return mismatch("wrong element type");
+    if (tt.has_shape()) {
+      if (static_cast<int>(t.rank()) != tt.shape().dim_size()) return mismatch("wrong rank");
+      for (int i = 0; i < tt.shape().dim_size(); ++i) {
+        const auto& d = tt.shape().dim(i);
+        if (d.has_dim_value() && d.dim_value() != t.dim(static_cast<size_t>(i)))
+          return mismatch(fmt::format("dim {} should be {}", i, d.dim_value()));
+      }
+    }
+  } else if (type.has_sequence_type() && !value.is_sequence()) {
+    return mismatch("not a sequence");
+  } else if (type.has_optional_type() && !value.is_optional()) {
+    return mismatch("not an optional");
+  }
+  return {};
+}
+
+}  // namespace
+
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const ir::Model> model, SessionOptions options) {
+  std::unique_ptr<Session> session(new Session());
+  session->model_ = model;
+  session->options_ = std::move(options);
+  const SessionOptions& opts = session->options_;
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  session->threads_ = opts.threads > 0 ? opts.threads : cores;
+  const KernelRegistry& registry = opts.registry != nullptr ? *opts.registry : KernelRegistry::builtin();
+  const ir::Graph& graph = model->graph();
+
+  std::vector<const ir::Value*> returned;
+  std::unordered_set<const ir::Value*> seen;
+  auto add_returned = [&](const ir::Value* v) {
+    if (seen.insert(v).second) returned.push_back(v);
+  };
+  if (opts.outputs.empty()) {
+    for (const ir::Value* v : graph.outputs()) add_returned(v);
+  } else {
+    for (const std::string& name : opts.outputs) {
+      const ir::Value* v = graph.find_value(name);
+      if (v == nullptr) {
+        std::vector<std::string> names;
+        for (const ir::Value* c : graph.values()) names.push_back(c->name());
+        std::string hint = closest_match(name, names);
+        return make_error("output '{}' is not a value of the model{}", name,
+                          hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint));
+      }
+      add_returned(v);
+    }
+  }
+  if (opts.all_outputs) {
+    ONNXKIT_ASSIGN(std::vector<ir::Node*> order, graph.topological_order());
+    for (const ir::Node* n : order)
+      for (const ir::Value* v : n->outputs())
+        if (v != nullptr) add_returned(v);
+  }
+
+  PlanContext context{*model, session->options_, registry, model};
+  ONNXKIT_ASSIGN(auto plan, build_plan(graph, nullptr, returned, context));
+  session->plan_ = std::move(plan);
+
+  for (const ir::Value* v : graph.inputs()) {
+    session->inputs_.push_back({v->name(), v->type()});
+    session->input_optional_.push_back(v->is_constant());
+  }
+  for (const ir::Value* v : returned) {
+    onnx::TypeProto type = v->type();
+    if (!v->has_type() && v->initializer() != nullptr) {
+      type.mutable_tensor_type()->set_elem_type(v->initializer()->data_type());
+      for (int64_t d : v->initializer()->dims()) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    session->outputs_.push_back({v->name(), type});
+  }
+  return session;
+}
+
+Status Session::validate(const NamedValues& feeds, std::vector<Value>& ordered) const {
+  ordered.assign(inputs_.size(), Value());
+  std::vector<bool> fed(inputs_.size(), false);
+  for (const auto& [name, value] : feeds) {
+    size_t i = 0;
+    while (i < inputs_.size() && inputs_[i].name != name) ++i;
+    if (i == inputs_.size()) {
+      std::vector<std::string> names;
+      for (const ValueInfo& info : inputs_) names.push_back(info.name);
+      std::string hint = closest_match(name, names);
+      return make_error("'{}' is not an input of the model{} (inputs: {})", name,
+                        hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), join(names, ", "));
+    }
+    if (fed[i]) return make_error("input '{}' is given twice", name);
+    ONNXKIT_TRY(check_feed(inputs_[i], value));
+    fed[i] = true;
+    ordered[i] = value;
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!fed[i] && !input_optional_[i]) missing.push_back(fmt::format("'{}' ({})", inputs_[i].name, type_text(inputs_[i].type)));
+  if (!missing.empty()) return make_error("missing input{} {}", missing.size() > 1 ? "s" : "", join(missing, ", "));
+  return {};
+}
+
+Result<std::vector<Value>> Session::run(const NamedValues& feeds) const {
+  std::vector<Value> ordered;
+  ONNXKIT_TRY(validate(feeds, ordered));
+  // OpenMP's thread count is per calling thread, so concurrent runs with
+  // different settings do not disturb each other.
+  omp_set_num_threads(threads_);
+  return run_plan(*plan_, std::move(ordered), nullptr, threads_);
+}
+
+}  // namespace onnxkit::runtime

@@ -1,0 +1,68 @@
+#pragma once
+// The runtime's public face: a Session is built once from a model (kernels
+// chosen and built, weights prepacked, the plan made) and then runs it, as
+// often as wanted, from as many threads as wanted.
+
+#include <onnx/onnx_pb.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/model.h"
+#include "runtime/value.h"
+#include "util/result.h"
+
+namespace onnxkit::runtime {
+
+class KernelRegistry;
+struct GraphPlan;
+
+struct SessionOptions {
+  int threads = 0;  // threads per run for the heavy kernels; 0: one per core
+  // Values to return, by name; empty: the graph's outputs.
+  std::vector<std::string> outputs;
+  // Also return every value a main-graph node produces (after the outputs).
+  bool all_outputs = false;
+  const KernelRegistry* registry = nullptr;  // null: KernelRegistry::builtin()
+};
+
+// A graph input or output as the model declares it.
+struct ValueInfo {
+  std::string name;
+  onnx::TypeProto type;  // may be empty when the model does not say
+};
+
+using NamedValues = std::vector<std::pair<std::string, Value>>;
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> create(std::shared_ptr<const ir::Model> model, SessionOptions options = {});
+  ~Session();
+
+  // Inputs the caller must or may feed (initializers listed as inputs are
+  // optional: their data is the default).
+  const std::vector<ValueInfo>& inputs() const { return inputs_; }
+  const std::vector<ValueInfo>& outputs() const { return outputs_; }
+  int threads() const { return threads_; }
+
+  // Runs the model; the result follows outputs(). Feeds are checked against
+  // the declared inputs: an unknown or missing name, or a wrong element type,
+  // rank or fixed dim, is an error naming the input.
+  Result<std::vector<Value>> run(const NamedValues& feeds) const;
+
+ private:
+  Session() = default;
+  Status validate(const NamedValues& feeds, std::vector<Value>& ordered) const;
+
+  std::shared_ptr<const ir::Model> model_;
+  SessionOptions options_;
+  int threads_ = 1;
+  std::shared_ptr<const GraphPlan> plan_;
+  std::vector<ValueInfo> inputs_;
+  std::vector<bool> input_optional_;
+  std::vector<ValueInfo> outputs_;
+};
+
+}  // namespace onnxkit::runtime

@@ -1,0 +1,183 @@
+#include "runtime/tensor.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "io/tensor_proto.h"
+
+namespace onnxkit::runtime {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+std::shared_ptr<void> allocate_bytes(size_t bytes) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+std::string to_string(DataType type) { return io::data_type_name(static_cast<int32_t>(type)); }
+
+size_t element_size(DataType type) {
+  switch (type) {
+    case DataType::float32:
+    case DataType::int32:
+    case DataType::uint32:
+      return 4;
+    case DataType::float64:
+    case DataType::int64:
+    case DataType::uint64:
+    case DataType::complex64:
+      return 8;
+    case DataType::complex128:
+      return 16;
+    case DataType::float16:
+    case DataType::bfloat16:
+    case DataType::int16:
+    case DataType::uint16:
+      return 2;
+    case DataType::int8:
+    case DataType::uint8:
+    case DataType::boolean:
+      return 1;
+    case DataType::string:
+      return sizeof(std::string);
+    default:
+      return 0;
+  }
+}
+
+bool is_floating(DataType t) {
+  return t == DataType::float32 || t == DataType::float64 || t == DataType::float16 || t == DataType::bfloat16;
+}
+
+bool is_integer(DataType t) {
+  switch (t) {
+    case DataType::int8:
+    case DataType::int16:
+    case DataType::int32:
+    case DataType::int64:
+    case DataType::uint8:
+    case DataType::uint16:
+    case DataType::uint32:
+    case DataType::uint64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_signed(DataType t) {
+  return t == DataType::int8 || t == DataType::int16 || t == DataType::int32 || t == DataType::int64 || is_floating(t);
+}
+
+Float16::Float16(float f) {
+  // Round to nearest even, with overflow to infinity and subnormals.
+  uint32_t x = float_bits(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or nan
+    bits = static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0));
+    return;
+  }
+  if (abs >= 0x477ff000u) {  // rounds to >= 65520: infinity
+    bits = static_cast<uint16_t>(sign | 0x7c00u);
+    return;
+  }
+  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    float scaled = bits_float(abs) * 16777216.0f;  // 2^24: units of the smallest subnormal
+    uint32_t m = static_cast<uint32_t>(std::nearbyint(scaled));
+    bits = static_cast<uint16_t>(sign | m);
+    return;
+  }
+  uint32_t mantissa_odd = (abs >> 13) & 1u;
+  abs += 0xc8000fffu + mantissa_odd;  // rebias exponent (-112 << 23) and round
+  bits = static_cast<uint16_t>(sign | (abs >> 13));
+}
+
+Float16::operator float() const {
+  uint32_t sign = (bits & 0x8000u) << 16, exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+  if (exponent == 0x1f) return bits_float(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent != 0) return bits_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  float magnitude = static_cast<float>(mantissa) / 16777216.0f;  // subnormal: mantissa * 2^-24
+  return sign ? -magnitude : magnitude;
+}
+
+BFloat16::BFloat16(float f) {
+  uint32_t x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    bits = static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+    return;
+  }
+  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+  bits = static_cast<uint16_t>(x >> 16);
+}
+
+BFloat16::operator float() const { return bits_float(static_cast<uint32_t>(bits) << 16); }
+
+int64_t shape_size(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_to_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
+
+Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape)), numel_(shape_size(shape_)) {
+  if (type_ == DataType::string) {
+    auto* strings = new std::string[static_cast<size_t>(std::max<int64_t>(numel_, 1))];
+    storage_ = std::shared_ptr<std::string>(strings, std::default_delete<std::string[]>());
+    data_ = strings;
+    return;
+  }
+  auto buffer = allocate_bytes(nbytes());
+  data_ = buffer.get();
+  storage_ = std::move(buffer);
+}
+
+Tensor Tensor::view(DataType type, Shape shape, const void* data, std::shared_ptr<const void> owner) {
+  Tensor t;
+  t.type_ = type;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_size(t.shape_);
+  t.storage_ = std::move(owner);
+  t.data_ = const_cast<void*>(data);
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_size(t.shape_);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(type_, shape_);
+  if (type_ == DataType::string) {
+    for (int64_t i = 0; i < numel_; ++i) t.mutable_data<std::string>()[i] = data<std::string>()[i];
+  } else if (nbytes() > 0) {
+    std::memcpy(t.data_, data_, nbytes());
+  }
+  return t;
+}
+
+}  // namespace onnxkit::runtime

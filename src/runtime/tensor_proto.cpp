@@ -1,0 +1,168 @@
+#include "runtime/tensor_proto.h"
+
+#include <cstring>
+
+#include "io/tensor_proto.h"
+
+namespace onnxkit::runtime {
+namespace {
+
+template <class Dst, class Field>
+void decode_field(const Field& field, Tensor& out) {
+  Dst* dst = out.mutable_data<Dst>();
+  int64_t i = 0;
+  for (auto v : field) {
+    if (i >= out.numel()) break;
+    if constexpr (std::is_same_v<Dst, Float16> || std::is_same_v<Dst, BFloat16>) {
+      dst[i].bits = static_cast<uint16_t>(v);  // int32_data holds the bits
+    } else {
+      dst[i] = static_cast<Dst>(v);
+    }
+    ++i;
+  }
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const io::ExternalDataStore* external,
+                                 std::shared_ptr<const void> owner) {
+  auto type = static_cast<DataType>(proto.data_type());
+  if (element_size(type) == 0)
+    return make_error("{}: element type {} is not supported by the runtime", io::describe_tensor(proto),
+                      io::data_type_name(proto.data_type()));
+  if (proto.has_segment()) return make_error("{}: segmented tensors are not supported", io::describe_tensor(proto));
+  ONNXKIT_ASSIGN(uint64_t count, io::element_count(proto));
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  const uint64_t bytes = count * element_size(type);
+
+  if (io::is_external(proto)) {
+    if (external == nullptr) return make_error("{}: data is external but no model folder is known", io::describe_tensor(proto));
+    ONNXKIT_ASSIGN(io::ExternalSlice slice, external->slice(proto));
+    if (slice.length != bytes)
+      return make_error("{}: external data has {} bytes, expected {}", io::describe_tensor(proto), slice.length, bytes);
+    return Tensor::view(type, std::move(shape), slice.bytes().data(), slice.file);
+  }
+  if (proto.has_raw_data() && type != DataType::string) {
+    if (proto.raw_data().size() != bytes)
+      return make_error("{}: raw_data has {} bytes, expected {}", io::describe_tensor(proto), proto.raw_data().size(), bytes);
+    if (owner != nullptr) return Tensor::view(type, std::move(shape), proto.raw_data().data(), std::move(owner));
+    Tensor t(type, std::move(shape));
+    if (bytes > 0) std::memcpy(t.mutable_raw(), proto.raw_data().data(), bytes);
+    return t;
+  }
+
+  Tensor t(type, std::move(shape));
+  uint64_t entries = 0;
+  switch (type) {
+    case DataType::float32: decode_field<float>(proto.float_data(), t); entries = proto.float_data_size(); break;
+    case DataType::float64: decode_field<double>(proto.double_data(), t); entries = proto.double_data_size(); break;
+    case DataType::int64: decode_field<int64_t>(proto.int64_data(), t); entries = proto.int64_data_size(); break;
+    case DataType::uint64: decode_field<uint64_t>(proto.uint64_data(), t); entries = proto.uint64_data_size(); break;
+    case DataType::uint32: decode_field<uint32_t>(proto.uint64_data(), t); entries = proto.uint64_data_size(); break;
+    case DataType::int32: decode_field<int32_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::int16: decode_field<int16_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::uint16: decode_field<uint16_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::int8: decode_field<int8_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::uint8: decode_field<uint8_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::boolean: decode_field<bool>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::float16: decode_field<Float16>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::bfloat16: decode_field<BFloat16>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::string: {
+      std::string* dst = t.mutable_data<std::string>();
+      for (int i = 0; i < proto.string_data_size() && i < t.numel(); ++i) dst[i] = proto.string_data(i);
+      entries = proto.string_data_size();
+      break;
+    }
+    case DataType::complex64: {
+      auto* dst = reinterpret_cast<float*>(t.mutable_raw());
+      for (int i = 0; i < proto.float_data_size() && i < 2 * t.numel(); ++i) dst[i] = proto.float_data(i);
+      entries = proto.float_data_size() / 2;
+      break;
+    }
+    case DataType::complex128: {
+      auto* dst = reinterpret_cast<double*>(t.mutable_raw());
+      for (int i = 0; i < proto.double_data_size() && i < 2 * t.numel(); ++i) dst[i] = proto.double_data(i);
+      entries = proto.double_data_size() / 2;
+      break;
+    }
+    default:
+      break;
+  }
+  if (entries != count)
+    return make_error("{}: holds {} values but its dims give {}", io::describe_tensor(proto), entries, count);
+  return t;
+}
+
+onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  if (!name.empty()) proto.set_name(name);
+  proto.set_data_type(static_cast<int32_t>(tensor.dtype()));
+  for (int64_t d : tensor.shape()) proto.add_dims(d);
+  if (tensor.dtype() == DataType::string) {
+    for (const std::string& s : tensor.values<std::string>()) proto.add_string_data(s);
+  } else {
+    proto.set_raw_data(tensor.raw(), tensor.nbytes());
+  }
+  return proto;
+}
+
+Result<Value> value_from_proto(const onnx::SequenceProto& proto) {
+  Sequence seq;
+  seq.elem_type = DataType::undefined;
+  if (proto.elem_type() != onnx::SequenceProto::TENSOR && proto.elem_type() != onnx::SequenceProto::UNDEFINED)
+    return make_error("sequence '{}': only sequences of tensors are supported", proto.name());
+  for (const auto& t : proto.tensor_values()) {
+    ONNXKIT_ASSIGN(Tensor tensor, tensor_from_proto(t));
+    seq.elem_type = tensor.dtype();
+    seq.items.push_back(std::move(tensor));
+  }
+  return Value(std::move(seq));
+}
+
+Result<Value> value_from_proto(const onnx::OptionalProto& proto) {
+  Optional opt;
+  switch (proto.elem_type()) {
+    case onnx::OptionalProto::TENSOR: {
+      ONNXKIT_ASSIGN(Tensor t, tensor_from_proto(proto.tensor_value()));
+      opt.elem_type = t.dtype();
+      opt.value = std::make_shared<Value>(std::move(t));
+      break;
+    }
+    case onnx::OptionalProto::SEQUENCE: {
+      ONNXKIT_ASSIGN(Value v, value_from_proto(proto.sequence_value()));
+      opt.is_sequence = true;
+      opt.elem_type = v.sequence().elem_type;
+      opt.value = std::make_shared<Value>(std::move(v));
+      break;
+    }
+    case onnx::OptionalProto::UNDEFINED:
+      break;  // an empty optional
+    default:
+      return make_error("optional '{}': only optional tensors and sequences are supported", proto.name());
+  }
+  return Value(std::move(opt));
+}
+
+onnx::SequenceProto sequence_to_proto(const Sequence& sequence, const std::string& name) {
+  onnx::SequenceProto proto;
+  if (!name.empty()) proto.set_name(name);
+  proto.set_elem_type(onnx::SequenceProto::TENSOR);
+  for (const Tensor& t : sequence.items) *proto.add_tensor_values() = tensor_to_proto(t);
+  return proto;
+}
+
+onnx::OptionalProto optional_to_proto(const Optional& optional, const std::string& name) {
+  onnx::OptionalProto proto;
+  if (!name.empty()) proto.set_name(name);
+  if (!optional.value) return proto;
+  if (optional.value->is_tensor()) {
+    proto.set_elem_type(onnx::OptionalProto::TENSOR);
+    *proto.mutable_tensor_value() = tensor_to_proto(optional.value->tensor());
+  } else if (optional.value->is_sequence()) {
+    proto.set_elem_type(onnx::OptionalProto::SEQUENCE);
+    *proto.mutable_sequence_value() = sequence_to_proto(optional.value->sequence());
+  }
+  return proto;
+}
+
+}  // namespace onnxkit::runtime

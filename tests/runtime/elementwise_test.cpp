@@ -1,0 +1,146 @@
+// Element-wise kernels on cases the backend data leaves out: broadcasting
+// layouts, 16-bit floats, integer edge cases, bad inputs.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/node_runner.h"
+
+namespace onnxkit {
+namespace {
+
+using runtime::DataType;
+using runtime::Float16;
+using runtime::Tensor;
+using testing::attr;
+using testing::expect_tensor_near;
+using testing::run_node;
+using testing::try_run_node;
+
+TEST(Elementwise, AddBroadcastsEveryLayout) {
+  // [2,3] + [3], [2,1] + [1,3], scalar + [2,3]: computed by hand.
+  auto a = Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto row = Tensor::from<float>({3}, {10, 20, 30});
+  auto out = run_node({.op_type = "Add", .inputs = {{"a", a}, {"b", row}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {11, 22, 33, 14, 25, 36}));
+
+  auto col = Tensor::from<float>({2, 1}, {100, 200});
+  auto line = Tensor::from<float>({1, 3}, {1, 2, 3});
+  out = run_node({.op_type = "Add", .inputs = {{"a", col}, {"b", line}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {101, 102, 103, 201, 202, 203}));
+
+  auto scalar = Tensor::from<float>({}, {0.5f});
+  out = run_node({.op_type = "Sub", .inputs = {{"a", scalar}, {"b", a}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {-0.5f, -1.5f, -2.5f, -3.5f, -4.5f, -5.5f}));
+}
+
+TEST(Elementwise, LargeBroadcastSplitsAcrossThreadsIdentically) {
+  // [64,32,64] * [32,1]: big enough to run on several threads.
+  std::vector<float> x(64 * 32 * 64), s(32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) - 48;
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<float>(i) * 0.5f;
+  std::vector<float> expected(x.size());
+  for (size_t i = 0; i < x.size(); ++i) expected[i] = x[i] * s[(i / 64) % 32];
+  for (int threads : {1, 2}) {
+    auto out = run_node({.op_type = "Mul",
+                         .inputs = {{"x", Tensor::from<float>({64, 32, 64}, x)}, {"s", Tensor::from<float>({32, 1}, s)}},
+                         .threads = threads});
+    expect_tensor_near(out[0].tensor(), Tensor::from<float>({64, 32, 64}, expected), 0, 0);
+  }
+}
+
+TEST(Elementwise, IncompatibleShapesAreAnErrorNamingTheNode) {
+  auto out = try_run_node({.op_type = "Add",
+                           .inputs = {{"a", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
+                                      {"b", Tensor::from<float>({2}, {1, 2})}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("under_test"), std::string::npos) << out.error().message();
+  EXPECT_NE(out.error().message().find("cannot broadcast"), std::string::npos) << out.error().message();
+}
+
+TEST(Elementwise, IntegerDivisionByZeroIsAnErrorNotACrash) {
+  auto out = try_run_node({.op_type = "Div",
+                           .inputs = {{"a", Tensor::from<int32_t>({2}, {1, 2})}, {"b", Tensor::from<int32_t>({2}, {1, 0})}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("division by zero"), std::string::npos);
+}
+
+TEST(Elementwise, Float16ComputesThroughFloat) {
+  // 1.5 -> 0x3E00, 2.0 -> 0x4000; their sum 3.5 -> 0x4300 (IEEE half).
+  Tensor a(DataType::float16, {2}), b(DataType::float16, {2});
+  a.mutable_data<Float16>()[0] = Float16(1.5f);
+  a.mutable_data<Float16>()[1] = Float16(-2.0f);
+  b.mutable_data<Float16>()[0] = Float16(2.0f);
+  b.mutable_data<Float16>()[1] = Float16(0.25f);
+  EXPECT_EQ(a.data<Float16>()[0].bits, 0x3E00);
+  auto out = run_node({.op_type = "Add", .inputs = {{"a", a}, {"b", b}}});
+  const Tensor& y = out[0].tensor();
+  ASSERT_EQ(y.dtype(), DataType::float16);
+  EXPECT_EQ(y.data<Float16>()[0].bits, 0x4300);
+  EXPECT_FLOAT_EQ(static_cast<float>(y.data<Float16>()[1]), -1.75f);
+}
+
+TEST(Elementwise, Float16ConversionRoundsLikeIeee) {
+  EXPECT_EQ(Float16(1.0f).bits, 0x3C00);
+  EXPECT_EQ(Float16(65504.0f).bits, 0x7BFF);      // largest half
+  EXPECT_EQ(Float16(65520.0f).bits, 0x7C00);      // rounds to infinity
+  EXPECT_EQ(Float16(5.9604645e-8f).bits, 0x0001);  // smallest subnormal
+  EXPECT_EQ(Float16(1e-8f).bits, 0x0000);
+  EXPECT_EQ(Float16(0.1f).bits, 0x2E66);
+  EXPECT_EQ(Float16(-2.0f).bits, 0xC000);
+  EXPECT_TRUE(std::isnan(static_cast<float>(Float16(std::nanf("")))));
+  EXPECT_FLOAT_EQ(static_cast<float>(Float16(0.1f)), 0.0999755859375f);
+}
+
+TEST(Elementwise, ModFollowsTheDivisorSignUnlessFmod) {
+  auto a = Tensor::from<int32_t>({4}, {-7, 7, -7, 7});
+  auto b = Tensor::from<int32_t>({4}, {3, -3, -3, 3});
+  auto out = run_node({.op_type = "Mod", .inputs = {{"a", a}, {"b", b}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({4}, {2, -2, -1, 1}));
+  out = run_node({.op_type = "Mod", .inputs = {{"a", a}, {"b", b}}, .attributes = {attr("fmod", 1)}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({4}, {-1, 1, -1, 1}));
+}
+
+TEST(Elementwise, ClipVersionsTakeBoundsFromAttributesThenInputs) {
+  auto x = Tensor::from<float>({4}, {-5, -1, 1, 5});
+  auto old = run_node({.op_type = "Clip", .opset = 6, .inputs = {{"x", x}},
+                       .attributes = {attr("min", -2.0f), attr("max", 2.0f)}});
+  expect_tensor_near(old[0].tensor(), Tensor::from<float>({4}, {-2, -1, 1, 2}));
+  auto only_max = run_node({.op_type = "Clip", .opset = 13,
+                            .inputs = {{"x", x}, {"", {}}, {"hi", Tensor::from<float>({}, {0.5f})}}});
+  expect_tensor_near(only_max[0].tensor(), Tensor::from<float>({4}, {-5, -1, 0.5f, 0.5f}));
+}
+
+TEST(Elementwise, SigmoidIsStableForLargeInputs) {
+  auto out = run_node({.op_type = "Sigmoid", .inputs = {{"x", Tensor::from<float>({3}, {-1000, 0, 1000})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {0, 0.5f, 1}));
+}
+
+TEST(Elementwise, PowKeepsIntegerPowersExact) {
+  auto out = run_node({.op_type = "Pow", .inputs = {{"a", Tensor::from<int64_t>({3}, {3, -2, 10})},
+                                                    {"b", Tensor::from<int64_t>({3}, {13, 3, 15})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({3}, {1594323, -8, 1000000000000000}));
+}
+
+TEST(Elementwise, SumMeanMaxMinFoldBroadcastInputs) {
+  auto a = Tensor::from<float>({2, 1}, {1, 2});
+  auto b = Tensor::from<float>({3}, {10, 20, 30});
+  auto c = Tensor::from<float>({}, {100});
+  auto sum = run_node({.op_type = "Sum", .inputs = {{"a", a}, {"b", b}, {"c", c}}});
+  expect_tensor_near(sum[0].tensor(), Tensor::from<float>({2, 3}, {111, 121, 131, 112, 122, 132}));
+  auto mean = run_node({.op_type = "Mean", .inputs = {{"a", a}, {"b", b}}});
+  expect_tensor_near(mean[0].tensor(), Tensor::from<float>({2, 3}, {5.5f, 10.5f, 15.5f, 6, 11, 16}));
+  auto max = run_node({.op_type = "Max", .inputs = {{"a", a}, {"c", Tensor::from<float>({}, {1.5f})}}});
+  expect_tensor_near(max[0].tensor(), Tensor::from<float>({2, 1}, {1.5f, 2}));
+}
+
+TEST(Elementwise, WhereBroadcastsAllThreeInputs) {
+  auto cond = Tensor::from<bool>({2, 1}, {true, false});
+  auto out = run_node({.op_type = "Where", .inputs = {{"c", cond}, {"x", Tensor::from<int64_t>({3}, {1, 2, 3})},
+                                                      {"y", Tensor::from<int64_t>({}, {-1})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2, 3}, {1, 2, 3, -1, -1, -1}));
+}
+
+}  // namespace
+}  // namespace onnxkit

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
-  libgtest-dev libonnx-testdata
+  libdnnl-dev libgtest-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )
 

@@ -27,5 +27,7 @@ int report_error(const CLI::App& command, const Error& error);
 Command add_info_command(CLI::App& root);
 Command add_check_command(CLI::App& root);
 Command add_convert_command(CLI::App& root);
+Command add_run_command(CLI::App& root);
+Command add_bench_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

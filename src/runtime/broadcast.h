@@ -31,6 +31,11 @@ std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& out);
 template <size_t N, class Visit>
 void for_each_broadcast_run(const Shape& out, const std::array<const Shape*, N>& inputs, Visit&& visit);
 
+// The same walk with explicit strides (in elements, one vector per input,
+// each as long as `out`): transposes, slices and tiles read this way.
+template <size_t N, class Visit>
+void for_each_strided_run(const Shape& out, std::array<std::vector<int64_t>, N> strides, Visit&& visit);
+
 // --- implementation ----------------------------------------------------------
 
 namespace detail {
@@ -49,9 +54,14 @@ inline constexpr int64_t kParallelThreshold = 1 << 16;
 
 template <size_t N, class Visit>
 void for_each_broadcast_run(const Shape& out, const std::array<const Shape*, N>& inputs, Visit&& visit) {
-  std::vector<std::vector<int64_t>> strides;
-  for (const Shape* s : inputs) strides.push_back(broadcast_strides(*s, out));
-  detail::Layout layout = detail::merge_dims(out, strides);
+  std::array<std::vector<int64_t>, N> strides;
+  for (size_t k = 0; k < N; ++k) strides[k] = broadcast_strides(*inputs[k], out);
+  for_each_strided_run<N>(out, std::move(strides), std::forward<Visit>(visit));
+}
+
+template <size_t N, class Visit>
+void for_each_strided_run(const Shape& out, std::array<std::vector<int64_t>, N> strides, Visit&& visit) {
+  detail::Layout layout = detail::merge_dims(out, std::vector<std::vector<int64_t>>(strides.begin(), strides.end()));
   const size_t rank = layout.dims.size();
   const int64_t total = shape_size(layout.dims);
   if (total == 0) return;

@@ -3,12 +3,22 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
+#include <chrono>
 #include <unordered_set>
 
 #include "runtime/tensor_proto.h"
 
 namespace onnxkit::runtime {
 namespace {
+
+class PassThrough final : public Kernel {
+ public:
+  Status compute(KernelContext& ctx) const override {
+    ctx.set_output(0, ctx.input_value(0));
+    return {};
+  }
+};
 
 // Every value a step reads: its inputs, and what its sub-graphs read from
 // outside themselves.
@@ -19,6 +29,32 @@ std::vector<const ir::Value*> reads_of(const ir::Node& node) {
   for (const ir::Graph* sub : node.subgraphs())
     for (const ir::Value* v : sub->outer_values_used()) reads.push_back(v);
   return reads;
+}
+
+// Producers whose kernels apply a fused activation (KernelInfo::fused_activation),
+// and the activations they take.
+bool fusable(const ir::Node& producer, const ir::Node& activation) {
+  static const std::set<std::pair<std::string, std::string>> kTable = {{"Conv", "Relu"}};
+  auto plain = [](const ir::Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; };
+  return plain(producer) && plain(activation) && kTable.count({producer.op_type(), activation.op_type()}) != 0;
+}
+
+// activation node -> its producer, where the pair can run as one kernel: the
+// producer's output feeds only the activation and nobody asks to see it.
+std::unordered_map<const ir::Node*, const ir::Node*> find_fusions(const std::vector<ir::Node*>& order,
+                                                                  const GraphPlan& plan,
+                                                                  const std::unordered_set<int>& returned) {
+  std::unordered_map<const ir::Node*, const ir::Node*> fused;
+  for (const ir::Node* node : order) {
+    const ir::Value* out = node->output(0);
+    if (out == nullptr || node->outputs().size() != 1 || out->uses().size() != 1 || out->is_any_graph_output() ||
+        returned.count(plan.slots.at(out)))
+      continue;
+    const ir::Use& use = out->uses()[0];
+    if (use.index != 0 || use.node->graph() != node->graph() || use.node->inputs().size() != 1) continue;
+    if (fusable(*node, *use.node)) fused[use.node] = node;
+  }
+  return fused;
 }
 
 }  // namespace
@@ -80,6 +116,9 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     ONNXKIT_ASSIGN(auto child, build_plan(sub, self, {}, context));
     return std::shared_ptr<const GraphPlan>(std::move(child));
   };
+  const auto fusions = find_fusions(order, *plan, returned_slots);
+  std::unordered_set<const ir::Node*> fused_producers;
+  for (const auto& [activation, producer] : fusions) fused_producers.insert(producer);
   std::unordered_map<int, size_t> last_read;
   for (size_t k = 0; k < order.size(); ++k) {
     const ir::Node& node = *order[k];
@@ -101,6 +140,12 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     for (int s : step.outputs)
       if (s >= 0 && !last_read.count(s)) last_read[s] = k;  // unread outputs go right away
 
+    if (fusions.count(&node)) {
+      // Its producer already applied it: pass the value on.
+      step.kernel = std::make_unique<PassThrough>();
+      plan->steps.push_back(std::move(step));
+      continue;
+    }
     const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     const int64_t opset = context.model.opset(domain);
     const KernelDef* def = context.registry.find(domain, node.op_type(), opset);
@@ -111,6 +156,10 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
                         domain.empty() ? "" : domain + ":", node.op_type(), opset);
     }
     KernelInfo info(node, opset, std::move(constants), context.options, context.registry, build_subgraph);
+    if (fused_producers.count(&node)) {
+      for (const auto& [activation, producer] : fusions)
+        if (producer == &node) info.set_fused_activation(activation->op_type());
+    }
     auto kernel = def->create(info);
     if (!kernel.ok()) return kernel.error().in(node.describe());
     step.kernel = std::move(kernel).value();
@@ -120,6 +169,9 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   for (const auto& [s, k] : last_read)
     if (!returned_slots.count(s)) plan->steps[k].release.push_back(s);
   for (auto& step : plan->steps) std::sort(step.release.begin(), step.release.end());
+  plan->profile = parent == nullptr && context.options.profile;
+  plan->step_nanos = std::vector<std::atomic<int64_t>>(plan->steps.size());
+  plan->step_calls = std::vector<std::atomic<int64_t>>(plan->steps.size());
   return plan;
 }
 
@@ -131,13 +183,22 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
   for (size_t i = 0; i < plan.inputs.size() && i < inputs.size(); ++i)
     if (!inputs[i].empty()) frame.slots[plan.inputs[i]] = std::move(inputs[i]);
 
-  for (const GraphPlan::Step& step : plan.steps) {
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const GraphPlan::Step& step = plan.steps[k];
+    auto started = plan.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     std::vector<const Value*> args;
     args.reserve(step.inputs.size());
     for (int s : step.inputs) args.push_back(s >= 0 ? &frame.slots[s] : nullptr);
     std::vector<Value> results(step.outputs.size());
     KernelContext ctx(std::move(args), results, step.wanted, frame, threads);
-    Status status = step.kernel->compute(ctx);
+    Status status;
+    try {
+      status = step.kernel->compute(ctx);
+    } catch (const std::bad_alloc&) {
+      status = make_error("out of memory");
+    } catch (const std::exception& e) {  // from a library a kernel calls; kernels themselves return errors
+      status = make_error("{}", e.what());
+    }
     if (!status.ok()) return status.error().in(step.node->describe());
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
@@ -147,6 +208,10 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
       frame.slots[step.outputs[i]] = std::move(results[i]);
     }
     for (int s : step.release) frame.slots[s] = Value();
+    if (plan.profile) {
+      plan.step_nanos[k] += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
+      ++plan.step_calls[k];
+    }
   }
   std::vector<Value> out;
   out.reserve(plan.outputs.size());

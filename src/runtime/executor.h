@@ -5,6 +5,7 @@
 // plans of their own whose outer-scope values are captured from the frame of
 // the graph running them.
 
+#include <atomic>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -34,6 +35,11 @@ struct GraphPlan {
   std::vector<std::pair<int, Value>> constants;  // initializers
   std::vector<std::pair<int, int>> captures;     // (slot here, slot in the parent plan)
   std::vector<Step> steps;
+
+  // Time spent in each step over all runs, when the session profiles.
+  bool profile = false;
+  mutable std::vector<std::atomic<int64_t>> step_nanos;
+  mutable std::vector<std::atomic<int64_t>> step_calls;
 };
 
 // The values of one run of a plan.

@@ -44,6 +44,12 @@ class KernelInfo {
 
   const ir::Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
+
+  // An activation ("Relu") the session fused into this node: the kernel must
+  // apply it to output 0 (the activation node itself passes values through).
+  // Only ops listed in executor.cpp's fusion table are ever asked.
+  const std::string& fused_activation() const { return fused_activation_; }
+  void set_fused_activation(std::string op) { fused_activation_ = std::move(op); }
   const SessionOptions& options() const { return options_; }
   const KernelRegistry& registry() const { return registry_; }
 
@@ -74,6 +80,7 @@ class KernelInfo {
   const SessionOptions& options_;
   const KernelRegistry& registry_;
   std::function<Result<std::shared_ptr<const GraphPlan>>(const ir::Graph&)> build_subgraph_;
+  std::string fused_activation_;
 };
 
 // What a kernel sees when it computes.
@@ -100,6 +107,12 @@ class KernelContext {
   void set_output(size_t i, Value value) { outputs_[i] = std::move(value); }
 
   int threads() const { return threads_; }
+
+  // The same context with other inputs, for kernels that adapt their inputs
+  // before handing them to another kernel.
+  KernelContext with_inputs(std::vector<const Value*> inputs) const {
+    return KernelContext(std::move(inputs), outputs_, wanted_, frame_, threads_);
+  }
 
   // Runs a sub-graph (If/Loop/Scan body) with this node's scope as its outer
   // scope; returns its outputs in order.

@@ -101,8 +101,7 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const ir::Model
   session->plan_ = std::move(plan);
 
   for (const ir::Value* v : graph.inputs()) {
-    session->inputs_.push_back({v->name(), v->type()});
-    session->input_optional_.push_back(v->is_constant());
+    session->inputs_.push_back({v->name(), v->type(), v->is_constant()});
   }
   for (const ir::Value* v : returned) {
     onnx::TypeProto type = v->type();
@@ -135,7 +134,7 @@ Status Session::validate(const NamedValues& feeds, std::vector<Value>& ordered) 
   }
   std::vector<std::string> missing;
   for (size_t i = 0; i < inputs_.size(); ++i)
-    if (!fed[i] && !input_optional_[i]) missing.push_back(fmt::format("'{}' ({})", inputs_[i].name, type_text(inputs_[i].type)));
+    if (!fed[i] && !inputs_[i].has_default) missing.push_back(fmt::format("'{}' ({})", inputs_[i].name, type_text(inputs_[i].type)));
   if (!missing.empty()) return make_error("missing input{} {}", missing.size() > 1 ? "s" : "", join(missing, ", "));
   return {};
 }
@@ -147,6 +146,20 @@ Result<std::vector<Value>> Session::run(const NamedValues& feeds) const {
   // different settings do not disturb each other.
   omp_set_num_threads(threads_);
   return run_plan(*plan_, std::move(ordered), nullptr, threads_);
+}
+
+}  // namespace onnxkit::runtime
+
+namespace onnxkit::runtime {
+
+std::vector<NodeProfile> Session::profile() const {
+  std::vector<NodeProfile> out;
+  if (!plan_->profile) return out;
+  for (size_t k = 0; k < plan_->steps.size(); ++k) {
+    const ir::Node& node = *plan_->steps[k].node;
+    out.push_back({node.name(), node.op_type(), plan_->step_calls[k].load(), plan_->step_nanos[k].load() / 1e6});
+  }
+  return out;
 }
 
 }  // namespace onnxkit::runtime

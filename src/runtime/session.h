@@ -26,12 +26,22 @@ struct SessionOptions {
   // Also return every value a main-graph node produces (after the outputs).
   bool all_outputs = false;
   const KernelRegistry* registry = nullptr;  // null: KernelRegistry::builtin()
+  bool profile = false;  // time every node of the main graph (see Session::profile)
+};
+
+// Where the time went, per node of the main graph, over every run so far.
+struct NodeProfile {
+  std::string name;
+  std::string op_type;
+  int64_t calls = 0;
+  double total_ms = 0;
 };
 
 // A graph input or output as the model declares it.
 struct ValueInfo {
   std::string name;
   onnx::TypeProto type;  // may be empty when the model does not say
+  bool has_default = false;  // an input backed by an initializer: feeding it is optional
 };
 
 using NamedValues = std::vector<std::pair<std::string, Value>>;
@@ -52,6 +62,9 @@ class Session {
   // rank or fixed dim, is an error naming the input.
   Result<std::vector<Value>> run(const NamedValues& feeds) const;
 
+  // Per-node times, in plan order (empty unless options.profile).
+  std::vector<NodeProfile> profile() const;
+
  private:
   Session() = default;
   Status validate(const NamedValues& feeds, std::vector<Value>& ordered) const;
@@ -61,7 +74,6 @@ class Session {
   int threads_ = 1;
   std::shared_ptr<const GraphPlan> plan_;
   std::vector<ValueInfo> inputs_;
-  std::vector<bool> input_optional_;
   std::vector<ValueInfo> outputs_;
 };
 

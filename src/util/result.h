@@ -83,7 +83,8 @@ using Status = Result<void>;
   } while (0)
 
 // `ONNXKIT_ASSIGN(auto x, f())`: declares x from a successful Result, or
-// returns its error from the enclosing function.
+// returns its error from the enclosing function. It expands to several
+// statements: under an `if`, use braces.
 #define ONNXKIT_ASSIGN(lhs, expr) ONNXKIT_ASSIGN_IMPL(ONNXKIT_CONCAT(onnxkit_result_, __LINE__), lhs, expr)
 #define ONNXKIT_ASSIGN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                        \

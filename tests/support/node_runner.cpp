@@ -124,7 +124,7 @@ void expect_tensor_near(const Tensor& actual, const Tensor& expected, double ato
       double a = static_cast<double>(actual.data<T>()[i]), e = static_cast<double>(expected.data<T>()[i]);
       if (std::isnan(e)) {
         EXPECT_TRUE(std::isnan(a)) << "element " << i << ": " << a << ", expected NaN";
-      } else if (runtime::is_floating(expected.dtype())) {
+      } else if (runtime::is_floating(expected.dtype()) && a != e) {
         EXPECT_LE(std::abs(a - e), atol + rtol * std::abs(e)) << "element " << i << ": " << a << ", expected " << e;
       } else {
         EXPECT_EQ(a, e) << "element " << i;

@@ -82,18 +82,28 @@ void register_activations(KernelRegistry& r) {
     };
   });
 
-  r.add("", "PRelu", 7, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-          ONNXKIT_ASSIGN(const Tensor* slope, ctx.tensor(1));
-          if (x->dtype() != slope->dtype()) return make_error("X and slope have different element types");
-          ONNXKIT_ASSIGN(Shape shape, binary_shape(*x, *slope));
-          if (shape != x->shape())
-            return make_error("slope {} does not broadcast to X {}", shape_to_string(slope->shape()),
-                              shape_to_string(x->shape()));
-          Tensor& y = ctx.output(0, x->dtype(), std::move(shape));
-          return dispatch_numeric(x->dtype(), [&]<class T>() -> Status {
-            map_binary<T, T, T>(*x, *slope, y, [](auto v, auto s) { return v < decltype(v)(0) ? v * s : v; });
-            return {};
+  r.add("", "PRelu", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+          // Before opset 7 a 1-D slope holds one value per channel (axis 1).
+          const bool per_channel = info.opset() < 7;
+          return ComputeFn([per_channel](KernelContext& ctx) -> Status {
+            ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+            ONNXKIT_ASSIGN(const Tensor* slope_in, ctx.tensor(1));
+            if (x->dtype() != slope_in->dtype()) return make_error("X and slope have different element types");
+            Tensor slope = *slope_in;
+            if (per_channel && slope.rank() == 1 && x->rank() >= 2 && slope.dim(0) == x->dim(1) && slope.dim(0) != 1) {
+              Shape s(x->rank() - 1, 1);
+              s[0] = slope.dim(0);
+              slope = slope.reshaped(s);
+            }
+            ONNXKIT_ASSIGN(Shape shape, binary_shape(*x, slope));
+            if (shape != x->shape())
+              return make_error("slope {} does not broadcast to X {}", shape_to_string(slope.shape()),
+                                shape_to_string(x->shape()));
+            Tensor& y = ctx.output(0, x->dtype(), std::move(shape));
+            return dispatch_numeric(x->dtype(), [&]<class T>() -> Status {
+              map_binary<T, T, T>(*x, slope, y, [](auto v, auto s) { return v < decltype(v)(0) ? v * s : v; });
+              return {};
+            });
           });
         }));
 

@@ -99,6 +99,50 @@ T integer_power(T base, E exponent) {
   return result;
 }
 
+// Before opset 7, binary ops broadcast only when asked (broadcast=1), and
+// then B lines up with A at `axis` (default: B's dims end A's dims).
+class LegacyBroadcast final : public Kernel {
+ public:
+  LegacyBroadcast(std::unique_ptr<Kernel> modern, bool broadcast, std::optional<int64_t> axis)
+      : modern_(std::move(modern)), broadcast_(broadcast), axis_(axis) {}
+
+  Status compute(KernelContext& ctx) const override {
+    ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+    ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+    if (!broadcast_) {
+      if (a->shape() != b->shape())
+        return make_error("shapes {} and {} differ and broadcast=0", shape_to_string(a->shape()), shape_to_string(b->shape()));
+      return modern_->compute(ctx);
+    }
+    const int64_t rank_a = static_cast<int64_t>(a->rank()), rank_b = static_cast<int64_t>(b->rank());
+    int64_t axis = axis_.value_or(rank_a - rank_b);
+    if (axis < 0) axis += rank_a;
+    if (axis < 0 || axis + rank_b > rank_a)
+      return make_error("B {} does not fit A {} at axis {}", shape_to_string(b->shape()), shape_to_string(a->shape()), axis);
+    Shape aligned(static_cast<size_t>(rank_a), 1);
+    for (int64_t i = 0; i < rank_b; ++i) aligned[static_cast<size_t>(axis + i)] = b->dim(static_cast<size_t>(i));
+    Value b_aligned(b->reshaped(aligned));
+    KernelContext adapted = ctx.with_inputs({&ctx.input_value(0), &b_aligned});
+    return modern_->compute(adapted);
+  }
+
+ private:
+  std::unique_ptr<Kernel> modern_;
+  bool broadcast_;
+  std::optional<int64_t> axis_;
+};
+
+// Registers opsets 1-6 of `op` around its opset-7 kernel.
+void add_legacy_broadcast(KernelRegistry& r, const char* op) {
+  KernelFactory modern = r.find("", op, 7)->create;
+  r.add("", op, 1, 6, [modern](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+    ONNXKIT_ASSIGN(std::unique_ptr<Kernel> kernel, modern(info));
+    std::optional<int64_t> axis;
+    if (info.has_attr("axis")) axis = info.attr_int("axis", 0);
+    return std::unique_ptr<Kernel>(std::make_unique<LegacyBroadcast>(std::move(kernel), info.attr_int("broadcast", 0) != 0, axis));
+  });
+}
+
 }  // namespace
 
 void register_binary(KernelRegistry& r) {
@@ -214,6 +258,8 @@ void register_binary(KernelRegistry& r) {
             return {};
           });
         }));
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "And", "Or", "Xor"})
+    add_legacy_broadcast(r, op);
 }
 
 }  // namespace onnxkit::runtime::elementwise

@@ -60,10 +60,10 @@ Status fold(KernelContext& ctx, Fold kind) {
 }  // namespace
 
 void register_variadic(KernelRegistry& r) {
-  r.add("", "Sum", 8, kLatestOpset, make_kernel([](KernelContext& ctx) { return fold(ctx, Fold::sum); }));
-  r.add("", "Mean", 8, kLatestOpset, make_kernel([](KernelContext& ctx) { return fold(ctx, Fold::mean); }));
-  r.add("", "Max", 8, kLatestOpset, make_kernel([](KernelContext& ctx) { return fold(ctx, Fold::max); }));
-  r.add("", "Min", 8, kLatestOpset, make_kernel([](KernelContext& ctx) { return fold(ctx, Fold::min); }));
+  r.add("", "Sum", 1, kLatestOpset, make_kernel([](KernelContext& ctx) { return fold(ctx, Fold::sum); }));
+  r.add("", "Mean", 1, kLatestOpset, make_kernel([](KernelContext& ctx) { return fold(ctx, Fold::mean); }));
+  r.add("", "Max", 1, kLatestOpset, make_kernel([](KernelContext& ctx) { return fold(ctx, Fold::max); }));
+  r.add("", "Min", 1, kLatestOpset, make_kernel([](KernelContext& ctx) { return fold(ctx, Fold::min); }));
 }
 
 }  // namespace onnxkit::runtime::elementwise

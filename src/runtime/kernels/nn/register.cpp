@@ -1,7 +1,17 @@
-#include "runtime/kernel.h"
+// The neural-network family: convolutions, pooling, normalizations, softmax,
+// dropout and losses.
+
+#include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime {
 
-void register_nn_kernels(KernelRegistry& registry) { (void)registry; }
+void register_nn_kernels(KernelRegistry& registry) {
+  nn::register_conv(registry);
+  nn::register_pool(registry);
+  nn::register_normalization(registry);
+  nn::register_softmax(registry);
+  nn::register_dropout(registry);
+  nn::register_loss(registry);
+}
 
 }  // namespace onnxkit::runtime

@@ -1,7 +1,12 @@
-#include "runtime/kernel.h"
+// The reduce family: the Reduce* ops, ArgMax and ArgMin.
+
+#include "runtime/kernels/reduce/reduce.h"
 
 namespace onnxkit::runtime {
 
-void register_reduce_kernels(KernelRegistry& registry) { (void)registry; }
+void register_reduce_kernels(KernelRegistry& registry) {
+  reduce::register_reductions(registry);
+  reduce::register_arg(registry);
+}
 
 }  // namespace onnxkit::runtime

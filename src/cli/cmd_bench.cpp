@@ -1,0 +1,42 @@
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/input_flags.h"
+#include "tools/bench.h"
+
+namespace onnxkit::cli {
+
+Command add_bench_command(CLI::App& root) {
+  struct Flags {
+    std::string model;
+    InputFlags inputs;
+    tools::BenchOptions options;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app = root.add_subcommand("bench", "Measure latency and peak memory of repeated runs");
+  app->add_option("MODEL", flags->model, "ONNX model file")->required();
+  add_input_flags(*app, flags->inputs, false);
+  app->add_option("--threads", flags->options.threads, "Threads per run (0: one per core)");
+  app->add_option("--warmup", flags->options.warmup, "Runs before measuring (5)");
+  app->add_option("--runs", flags->options.runs, "Measured runs (50)");
+  app->add_flag("--profile", flags->options.profile, "Also print the time spent per operator type and the slowest nodes");
+  app->add_flag("--json", flags->json, "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb...");
+  app->footer(
+      "Inputs are random unless given with --input; symbolic dims need --shape.\n\n"
+      "Examples:\n"
+      "  onnxkit bench resnet50.onnx --threads 2\n"
+      "  onnxkit bench bert.onnx --shape input_ids:1,128 --runs 100 --json");
+  return {app, [app, flags] {
+            auto inputs = input_options(flags->inputs);
+            if (!inputs.ok()) return report_error(*app, inputs.error());
+            flags->options.inputs = std::move(inputs).value();
+            auto report = tools::bench_model(flags->model, flags->options);
+            if (!report.ok()) return report_error(*app, report.error());
+            fmt::print("{}", flags->json ? tools::render_bench_json(*report) : tools::render_bench_text(*report));
+            if (flags->options.profile && !flags->json) fmt::print("{}", tools::render_bench_profile(*report));
+            return 0;
+          }};
+}
+
+}  // namespace onnxkit::cli

@@ -1,0 +1,54 @@
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/input_flags.h"
+#include "tools/run.h"
+#include "util/text.h"
+
+namespace onnxkit::cli {
+
+Command add_run_command(CLI::App& root) {
+  struct Flags {
+    std::string model;
+    InputFlags inputs;
+    int threads = 0;
+    std::string output_dir;
+    std::string outputs;
+    std::string format = "npy";
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app = root.add_subcommand("run", "Run a model on onnxkit's CPU runtime and save its outputs");
+  app->add_option("MODEL", flags->model, "ONNX model file")->required();
+  add_input_flags(*app, flags->inputs, true);
+  app->add_option("--threads", flags->threads, "Threads per run (0: one per core)");
+  app->add_option("--output-dir", flags->output_dir,
+                  "Write output_K.npy (or .pb) and outputs.json here, as ONNX's backend test data does");
+  app->add_option("--outputs", flags->outputs,
+                  "Which values to return: 'all' (every intermediate value too) or NAME,NAME,... (default: the graph's outputs)");
+  app->add_option("--format", flags->format, "File format of the outputs: npy or pb")->check(CLI::IsMember({"npy", "pb"}));
+  app->footer(
+      "Every input must come from --input or --random; inputs with symbolic dims need --shape.\n"
+      "With --outputs all, every tensor the graph computes is returned (the model file is\n"
+      "left as it is): compare them with another framework to find the first layer that differs.\n\n"
+      "Examples:\n"
+      "  onnxkit run model.onnx --random --shape input:1,3,224,224\n"
+      "  onnxkit run model.onnx --input input=image.npy --output-dir out/\n"
+      "  onnxkit run model.onnx --random --outputs all --output-dir layers/ --format pb");
+  return {app, [app, flags] {
+            auto inputs = input_options(flags->inputs);
+            if (!inputs.ok()) return report_error(*app, inputs.error());
+            tools::RunOptions options;
+            options.inputs = std::move(inputs).value();
+            options.threads = flags->threads;
+            options.output_dir = flags->output_dir;
+            options.format = flags->format == "pb" ? tools::TensorFormat::pb : tools::TensorFormat::npy;
+            if (flags->outputs == "all") options.all_outputs = true;
+            else if (!flags->outputs.empty()) options.outputs = split(flags->outputs, ',');
+            auto report = tools::run_model(flags->model, options);
+            if (!report.ok()) return report_error(*app, report.error());
+            fmt::print("{}", tools::render_run_text(*report));
+            return 0;
+          }};
+}
+
+}  // namespace onnxkit::cli

@@ -1,0 +1,90 @@
+#include "runtime/kernels/common.h"
+
+#include <cstring>
+
+#include "runtime/broadcast.h"
+
+namespace onnxkit::runtime {
+
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return make_error("axis {} is out of range for rank {}", axis, rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+Result<std::vector<int64_t>> read_int64s(const Tensor& tensor) {
+  if (tensor.dtype() == DataType::int64) return std::vector<int64_t>(tensor.values<int64_t>().begin(), tensor.values<int64_t>().end());
+  if (tensor.dtype() == DataType::int32) return std::vector<int64_t>(tensor.values<int32_t>().begin(), tensor.values<int32_t>().end());
+  return make_error("expected an int64 (or int32) tensor, got {}", to_string(tensor.dtype()));
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+namespace {
+
+template <class T>
+void copy_strided_as(const T* src, const std::vector<int64_t>& strides, T* dst, const Shape& shape) {
+  for_each_strided_run<1>(shape, {strides}, [&](int64_t o, const std::array<int64_t, 1>& off, const std::array<int64_t, 1>& step, int64_t n) {
+    const T* s = src + off[0];
+    T* d = dst + o;
+    if (step[0] == 1) {
+      if constexpr (std::is_trivially_copyable_v<T>) {
+        std::memcpy(d, s, static_cast<size_t>(n) * sizeof(T));
+      } else {
+        for (int64_t i = 0; i < n; ++i) d[i] = s[i];
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) d[i] = s[i * step[0]];
+    }
+  });
+}
+
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+
+}  // namespace
+
+void copy_strided(const Tensor& src, int64_t offset, const std::vector<int64_t>& strides, Tensor& out) {
+  switch (src.dtype() == DataType::string ? 0 : element_size(src.dtype())) {
+    case 0:
+      copy_strided_as(src.data<std::string>() + offset, strides, out.mutable_data<std::string>(), out.shape());
+      break;
+    case 1:
+      copy_strided_as(src.data<uint8_t>() + offset, strides, out.mutable_data<uint8_t>(), out.shape());
+      break;
+    case 2:
+      copy_strided_as(src.data<uint16_t>() + offset, strides, out.mutable_data<uint16_t>(), out.shape());
+      break;
+    case 4:
+      copy_strided_as(src.data<uint32_t>() + offset, strides, out.mutable_data<uint32_t>(), out.shape());
+      break;
+    case 8:
+      copy_strided_as(src.data<uint64_t>() + offset, strides, out.mutable_data<uint64_t>(), out.shape());
+      break;
+    default:
+      copy_strided_as(src.data<Bytes16>() + offset, strides, out.mutable_data<Bytes16>(), out.shape());
+      break;
+  }
+}
+
+void copy_elements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count) {
+  if (count <= 0) return;
+  if (src.dtype() == DataType::string) {
+    for (int64_t i = 0; i < count; ++i) dst.mutable_data<std::string>()[dst_offset + i] = src.data<std::string>()[src_offset + i];
+    return;
+  }
+  size_t es = element_size(src.dtype());
+  std::memcpy(static_cast<char*>(dst.mutable_raw()) + dst_offset * es,
+              static_cast<const char*>(src.raw()) + src_offset * es, static_cast<size_t>(count) * es);
+}
+
+}  // namespace onnxkit::runtime

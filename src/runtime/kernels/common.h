@@ -1,0 +1,28 @@
+#pragma once
+// Small helpers every kernel family uses: axes, integer lists from tensors,
+// and element copies that do not care about the element type.
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/kernel.h"
+
+namespace onnxkit::runtime {
+
+// `axis` in [-rank, rank) made non-negative, or an error naming it.
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
+
+// The values of an int32 or int64 tensor (shapes, axes, repeats, indices).
+Result<std::vector<int64_t>> read_int64s(const Tensor& tensor);
+
+// Row-major strides of a shape, in elements.
+std::vector<int64_t> contiguous_strides(const Shape& shape);
+
+// out[i] = src[offset + sum(index_d * strides_d)] over out's shape, for any
+// element type (strings included).
+void copy_strided(const Tensor& src, int64_t offset, const std::vector<int64_t>& strides, Tensor& out);
+
+// Copies `count` elements between tensors of the same type.
+void copy_elements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count);
+
+}  // namespace onnxkit::runtime

@@ -1,0 +1,82 @@
+#pragma once
+// Shared machinery of the math family: numpy-style batched matrix products
+// (MatMul, MatMulInteger, and QLinearMatMul in the quantization family),
+// conversions of the 16-bit floats, axis checks.
+
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/kernel.h"
+#include "runtime/kernels/math/gemm.h"
+
+namespace onnxkit::runtime::math {
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// The type arithmetic happens in: float for the 16-bit floats.
+template <class T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+// An error when a computed output shape is absurdly large (or its element
+// count overflows), instead of failing inside the allocator.
+Status check_output_shape(const Shape& shape, std::string_view what);
+
+// `axis` in [-rank, rank-1], made non-negative; an error naming `what`.
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what);
+
+// The elements of a 16-bit float tensor as floats (and back).
+std::vector<float> to_float(const Tensor& t);
+template <class T>
+void from_float(const float* src, T* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = T(src[i]);
+}
+
+// A numpy matmul of two shapes: 1-D operands are promoted (a vector on the
+// left is one row, on the right one column) and the promoted dim dropped
+// from the output; the dims before the last two broadcast.
+struct MatMulPlan {
+  Shape out;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  // Element offset of each product's matrices in A and B, per batch entry.
+  std::vector<int64_t> a_offset, b_offset;
+  // Batch index of A's and B's own (unbroadcast) matrix, per batch entry.
+  std::vector<int64_t> a_batch, b_batch;
+  // True when B is one matrix for every entry and A's matrices are packed
+  // back to back: the batch then folds into M as one product.
+  bool foldable = false;
+};
+
+// `a_name`/`b_name` name the operands in errors ("A", "B").
+Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, std::string_view a_name = "A",
+                               std::string_view b_name = "B");
+
+// Runs plan.batch products C_e = A_e * B_e with `product(e, a_off, b_off,
+// c_off, rows)`: rows is m, or m * batch once when the plan is foldable (e is
+// then 0). Threads go to the batch when the products are small and many,
+// else to each product.
+template <class Product>
+void for_each_matmul(const MatMulPlan& plan, Product&& product) {
+  const int64_t mn = plan.m * plan.n;
+  if (plan.batch == 0) return;
+  if (plan.foldable || plan.batch == 1) {
+    product(int64_t(0), plan.a_offset[0], plan.b_offset[0], int64_t(0), plan.m * (plan.foldable ? plan.batch : 1));
+    return;
+  }
+  const double work = static_cast<double>(plan.m) * static_cast<double>(plan.n) * static_cast<double>(plan.k);
+  const bool across = plan.batch >= 2 && work < 128.0 * 128.0 * 128.0 &&
+                      work * static_cast<double>(plan.batch) >= 64.0 * 64.0 * 64.0;
+#pragma omp parallel for if (across) schedule(dynamic)
+  for (int64_t e = 0; e < plan.batch; ++e) product(e, plan.a_offset[e], plan.b_offset[e], e * mn, plan.m);
+}
+
+// Family parts (register.cpp calls them).
+void register_matmul(KernelRegistry& registry);
+void register_einsum(KernelRegistry& registry);
+void register_cumsum(KernelRegistry& registry);
+void register_topk(KernelRegistry& registry);
+void register_det(KernelRegistry& registry);
+
+}  // namespace onnxkit::runtime::math

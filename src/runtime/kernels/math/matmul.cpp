@@ -1,0 +1,246 @@
+// Gemm, MatMul and MatMulInteger: shape checks and broadcasting here, the
+// arithmetic in gemm().
+
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "runtime/kernels/math/math.h"
+
+namespace onnxkit::runtime::math {
+namespace {
+
+// C of Gemm, stretched to m x n by unidirectional broadcasting: dims of C
+// align to the right of [m, n], each equal or 1.
+struct Bias {
+  const Tensor* c = nullptr;
+  int64_t row_stride = 0, col_stride = 0;
+};
+
+Result<Bias> gemm_bias(const Tensor& c, int64_t m, int64_t n, bool exact) {
+  const Shape target{m, n};
+  auto mismatch = [&] {
+    return make_error("input C has shape {}, which does not broadcast to the output [{},{}]{}",
+                      shape_to_string(c.shape()), m, n, exact ? " (broadcast=0 asks for exactly that shape)" : "");
+  };
+  if (c.rank() > 2) return mismatch();
+  if (exact && c.shape() != target) return mismatch();
+  Bias bias{&c};
+  const int64_t rows = c.rank() == 2 ? c.dim(0) : 1;
+  const int64_t cols = c.rank() >= 1 ? c.dim(c.rank() - 1) : 1;
+  if ((rows != m && rows != 1) || (cols != n && cols != 1)) return mismatch();
+  bias.col_stride = cols == 1 ? 0 : 1;
+  bias.row_stride = rows == 1 ? 0 : cols;
+  return bias;
+}
+
+template <class T, class Out>
+void fill_bias(const Bias& bias, int64_t m, int64_t n, Out* y) {
+  const T* c = bias.c->data<T>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) y[i * n + j] = static_cast<Out>(c[i * bias.row_stride + j * bias.col_stride]);
+}
+
+struct GemmAttrs {
+  float alpha = 1, beta = 1;
+  bool trans_a = false, trans_b = false;
+  bool c_required = false;  // before opset 11
+  bool c_exact = false;     // opset 1-6 with broadcast=0
+};
+
+template <class T>
+Status run_gemm(const GemmAttrs& g, const Tensor& a, const Tensor& b, const std::optional<Bias>& bias, int64_t m,
+                int64_t n, int64_t k, Tensor& out) {
+  const int64_t lda = a.dim(1), ldb = b.dim(1);
+  const bool use_c = bias.has_value() && g.beta != 0.0f;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    T* y = out.mutable_data<T>();
+    if (use_c) fill_bias<T>(*bias, m, n, y);
+    gemm(g.trans_a, g.trans_b, m, n, k, static_cast<T>(g.alpha), a.data<T>(), lda, b.data<T>(), ldb,
+         use_c ? static_cast<T>(g.beta) : T(0), y, n);
+  } else if constexpr (is_half_v<T>) {
+    const std::vector<float> fa = to_float(a), fb = to_float(b);
+    std::vector<float> y(static_cast<size_t>(m * n));
+    if (use_c) fill_bias<T>(*bias, m, n, y.data());
+    gemm(g.trans_a, g.trans_b, m, n, k, g.alpha, fa.data(), lda, fb.data(), ldb, use_c ? g.beta : 0.0f, y.data(), n);
+    from_float(y.data(), out.mutable_data<T>(), m * n);
+  } else {
+    T* y = out.mutable_data<T>();
+    const bool unit = g.alpha == 1.0f && (g.beta == 1.0f || !use_c);
+    if (unit) {
+      // Exact integer arithmetic in the common case.
+      if (use_c) fill_bias<T>(*bias, m, n, y);
+      gemm_reference<T, T>(g.trans_a, g.trans_b, m, n, k, T(1), a.data<T>(), lda, b.data<T>(), ldb,
+                           use_c ? T(1) : T(0), y, n);
+    } else {
+      // Fractional alpha or beta on integers: the product is exact, the
+      // scaling goes through double and truncates like a cast.
+      gemm_reference<T, T>(g.trans_a, g.trans_b, m, n, k, T(1), a.data<T>(), lda, b.data<T>(), ldb, T(0), y, n);
+      std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+      if (use_c) fill_bias<T>(*bias, m, n, c.data());
+      for (int64_t i = 0; i < m * n; ++i)
+        y[i] = static_cast<T>(static_cast<double>(g.alpha) * static_cast<double>(y[i]) + static_cast<double>(g.beta) * c[i]);
+    }
+  }
+  return {};
+}
+
+Result<ComputeFn> build_gemm(const KernelInfo& info) {
+  GemmAttrs g;
+  g.alpha = info.attr_float("alpha", 1.0f);
+  g.beta = info.attr_float("beta", 1.0f);
+  g.trans_a = info.attr_int("transA", 0) != 0;
+  g.trans_b = info.attr_int("transB", 0) != 0;
+  g.c_required = info.opset() < 11;
+  g.c_exact = info.opset() < 7 && info.attr_int("broadcast", 0) == 0;
+  return ComputeFn([g](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+    ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+    if (a->rank() != 2) return make_error("input A must be a matrix (rank 2), got shape {}", shape_to_string(a->shape()));
+    if (b->rank() != 2) return make_error("input B must be a matrix (rank 2), got shape {}", shape_to_string(b->shape()));
+    if (a->dtype() != b->dtype())
+      return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()),
+                        to_string(b->dtype()));
+    const int64_t m = g.trans_a ? a->dim(1) : a->dim(0), k = g.trans_a ? a->dim(0) : a->dim(1);
+    const int64_t kb = g.trans_b ? b->dim(1) : b->dim(0), n = g.trans_b ? b->dim(0) : b->dim(1);
+    if (k != kb)
+      return make_error("inner dimensions differ: A {} with transA={} has {} columns, B {} with transB={} has {} rows",
+                        shape_to_string(a->shape()), int(g.trans_a), k, shape_to_string(b->shape()), int(g.trans_b), kb);
+    std::optional<Bias> bias;
+    if (ctx.has_input(2)) {
+      ONNXKIT_ASSIGN(const Tensor* c, ctx.tensor(2));
+      if (c->dtype() != a->dtype())
+        return make_error("input C has element type {}, A and B have {}", to_string(c->dtype()), to_string(a->dtype()));
+      ONNXKIT_ASSIGN(bias, gemm_bias(*c, m, n, g.c_exact));
+    } else if (g.c_required) {
+      return make_error("input C is missing (it is optional only from opset 11)");
+    }
+    ONNXKIT_TRY(check_output_shape({m, n}, "the output"));
+    Tensor& out = ctx.output(0, a->dtype(), {m, n});
+    return dispatch_numeric(a->dtype(), [&]<class T>() -> Status { return run_gemm<T>(g, *a, *b, bias, m, n, k, out); });
+  });
+}
+
+template <class T>
+void run_matmul(const MatMulPlan& plan, const Tensor& a, const Tensor& b, Tensor& out) {
+  const int64_t n = plan.n, k = plan.k;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* pc = out.mutable_data<T>();
+    for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t bo, int64_t co, int64_t rows) {
+      gemm(false, false, rows, n, k, T(1), pa + ao, k, pb + bo, n, T(0), pc + co, n);
+    });
+  } else if constexpr (is_half_v<T>) {
+    const std::vector<float> fa = to_float(a), fb = to_float(b);
+    std::vector<float> fc(static_cast<size_t>(out.numel()));
+    for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t bo, int64_t co, int64_t rows) {
+      gemm(false, false, rows, n, k, 1.0f, fa.data() + ao, k, fb.data() + bo, n, 0.0f, fc.data() + co, n);
+    });
+    from_float(fc.data(), out.mutable_data<T>(), out.numel());
+  } else {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* pc = out.mutable_data<T>();
+    for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t bo, int64_t co, int64_t rows) {
+      gemm_reference<T, T>(false, false, rows, n, k, T(1), pa + ao, k, pb + bo, n, T(0), pc + co, n);
+    });
+  }
+}
+
+Status compute_matmul(KernelContext& ctx) {
+  ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+  ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+  if (a->dtype() != b->dtype())
+    return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()),
+                      to_string(b->dtype()));
+  ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), b->shape()));
+  Tensor& out = ctx.output(0, a->dtype(), plan.out);
+  return dispatch_numeric(a->dtype(), [&]<class T>() -> Status {
+    run_matmul<T>(plan, *a, *b, out);
+    return {};
+  });
+}
+
+// A zero point of MatMulInteger, expanded to one value per row of every
+// matrix of its operand (or per column, for B).
+Result<std::vector<int32_t>> expand_zero_point(KernelContext& ctx, size_t index, const Tensor& operand,
+                                               const MatMulPlan& plan, bool rows) {
+  const char* name = index == 2 ? "a_zero_point" : "b_zero_point";
+  const char* op_name = index == 2 ? "A" : "B";
+  const Shape& s = operand.shape();
+  const int64_t r = static_cast<int64_t>(s.size());
+  const int64_t matrices = r > 2 ? shape_size(Shape(s.begin(), s.end() - 2)) : 1;
+  const int64_t per = rows ? plan.m : plan.n;
+  std::vector<int32_t> out(static_cast<size_t>(matrices * per), 0);
+  if (!ctx.has_input(index)) return out;
+  ONNXKIT_ASSIGN(const Tensor* z, ctx.tensor(index));
+  if (z->dtype() != operand.dtype())
+    return make_error("input {} has element type {}, {} has {}", name, to_string(z->dtype()), op_name,
+                      to_string(operand.dtype()));
+  // Where each expanded entry reads z from.
+  std::function<int64_t(int64_t)> source;
+  if (z->numel() == 1) {
+    source = [](int64_t) { return int64_t(0); };
+  } else if (z->rank() == 1 && z->dim(0) == per) {
+    source = [per](int64_t i) { return i % per; };
+  } else {
+    // The full form: A's shape with the last dim 1, or B's with the row dim 1.
+    Shape expected = s;
+    if (r >= 2) expected[rows ? r - 1 : r - 2] = 1;
+    if (r < 2 || z->shape() != expected)
+      return make_error("input {} has shape {}; expected a scalar, [{}] (one per {}){}", name,
+                        shape_to_string(z->shape()), per, rows ? "row of A" : "column of B",
+                        r >= 2 ? " or " + shape_to_string(expected) : std::string());
+    source = [](int64_t i) { return i; };
+  }
+  const int64_t count = static_cast<int64_t>(out.size());
+  if (z->dtype() == DataType::uint8) {
+    for (int64_t i = 0; i < count; ++i) out[i] = z->data<uint8_t>()[source(i)];
+  } else {
+    for (int64_t i = 0; i < count; ++i) out[i] = z->data<int8_t>()[source(i)];
+  }
+  return out;
+}
+
+bool is_8bit(DataType t) { return t == DataType::int8 || t == DataType::uint8; }
+
+template <class A, class B>
+void run_matmul_integer(const MatMulPlan& plan, const Tensor& a, const Tensor& b, const std::vector<int32_t>& za,
+                        const std::vector<int32_t>& zb, Tensor& out) {
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  int32_t* pc = out.mutable_data<int32_t>();
+  const int64_t m = plan.m, n = plan.n, k = plan.k;
+  for_each_matmul(plan, [&](int64_t e, int64_t ao, int64_t bo, int64_t co, int64_t rows) {
+    gemm_integer<A, B>(rows, n, k, pa + ao, k, za.data() + plan.a_batch[e] * m, pb + bo, n,
+                       zb.data() + plan.b_batch[e] * n, pc + co, n);
+  });
+}
+
+Status compute_matmul_integer(KernelContext& ctx) {
+  ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+  ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+  if (!is_8bit(a->dtype())) return make_error("input A must be int8 or uint8, got {}", to_string(a->dtype()));
+  if (!is_8bit(b->dtype())) return make_error("input B must be int8 or uint8, got {}", to_string(b->dtype()));
+  ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), b->shape()));
+  ONNXKIT_ASSIGN(std::vector<int32_t> za, expand_zero_point(ctx, 2, *a, plan, true));
+  ONNXKIT_ASSIGN(std::vector<int32_t> zb, expand_zero_point(ctx, 3, *b, plan, false));
+  Tensor& out = ctx.output(0, DataType::int32, plan.out);
+  const bool ua = a->dtype() == DataType::uint8, ub = b->dtype() == DataType::uint8;
+  if (ua && ub) run_matmul_integer<uint8_t, uint8_t>(plan, *a, *b, za, zb, out);
+  else if (ua) run_matmul_integer<uint8_t, int8_t>(plan, *a, *b, za, zb, out);
+  else if (ub) run_matmul_integer<int8_t, uint8_t>(plan, *a, *b, za, zb, out);
+  else run_matmul_integer<int8_t, int8_t>(plan, *a, *b, za, zb, out);
+  return {};
+}
+
+}  // namespace
+
+void register_matmul(KernelRegistry& r) {
+  r.add("", "Gemm", 1, kLatestOpset, make_kernel(build_gemm));
+  r.add("", "MatMul", 1, kLatestOpset, make_kernel(compute_matmul));
+  r.add("", "MatMulInteger", 10, kLatestOpset, make_kernel(compute_matmul_integer));
+}
+
+}  // namespace onnxkit::runtime::math

@@ -1,0 +1,187 @@
+// Helpers shared by the neural-network kernels.
+
+#include <fmt/format.h>
+
+#include "runtime/kernels/nn/nn.h"
+
+namespace onnxkit::runtime::nn {
+
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what) {
+  if (axis < -rank || axis >= rank)
+    return make_error("{} {} is out of range for a tensor of rank {} (allowed: [{}, {}])", what, axis, rank, -rank,
+                      rank - 1);
+  return axis < 0 ? axis + rank : axis;
+}
+
+Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name) {
+  for (int64_t x : v)
+    if (x > kMaxAttributeValue)
+      return make_error("{} {} has a value above {}", name, shape_to_string(v), kMaxAttributeValue);
+  return {};
+}
+
+Result<int64_t> checked_size(const Shape& shape, std::string_view what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return make_error("{} shape {} has a negative dim", what, shape_to_string(shape));
+    if (d != 0 && n > (int64_t{1} << 62) / d)
+      return make_error("{} shape {} has too many elements", what, shape_to_string(shape));
+    n *= d;
+  }
+  return n;
+}
+
+int64_t dims_product(const Shape& shape, size_t first, size_t last) {
+  int64_t n = 1;
+  for (size_t i = first; i < last && i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+Result<std::vector<double>> read_doubles(const Tensor& t, std::string_view name) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  Status s = dispatch_float(t.dtype(), [&]<class T>() -> Status {
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(static_cast<compute_t<T>>(p[i]));
+    return {};
+  });
+  if (!s.ok()) return s.error().in(name);
+  return out;
+}
+
+Tensor doubles_to_tensor(DataType type, Shape shape, const std::vector<double>& values) {
+  Tensor t(type, std::move(shape));
+  (void)dispatch_float(type, [&]<class T>() -> Status {
+    T* p = t.mutable_data<T>();
+    for (int64_t i = 0; i < t.numel() && i < static_cast<int64_t>(values.size()); ++i)
+      p[i] = static_cast<T>(static_cast<compute_t<T>>(values[static_cast<size_t>(i)]));
+    return {};
+  });
+  return t;
+}
+
+Tensor to_float32(const Tensor& t) {
+  if (t.dtype() == DataType::float32) return t;
+  Tensor f(DataType::float32, t.shape());
+  float* out = f.mutable_data<float>();
+  const int64_t n = t.numel();
+  (void)dispatch_float(t.dtype(), [&]<class T>() -> Status {
+    const T* in = t.data<T>();
+#pragma omp parallel for if (n >= kParallelWork) schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+    return {};
+  });
+  return f;
+}
+
+void from_float32(const Tensor& f, Tensor& out) {
+  const float* in = f.data<float>();
+  const int64_t n = out.numel();
+  (void)dispatch_float(out.dtype(), [&]<class T>() -> Status {
+    T* p = out.mutable_data<T>();
+#pragma omp parallel for if (n >= kParallelWork) schedule(static)
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(in[i]);
+    return {};
+  });
+}
+
+Result<AutoPad> parse_auto_pad(const std::string& text) {
+  if (text == "NOTSET" || text.empty()) return AutoPad::notset;
+  if (text == "SAME_UPPER") return AutoPad::same_upper;
+  if (text == "SAME_LOWER") return AutoPad::same_lower;
+  if (text == "VALID") return AutoPad::valid;
+  return make_error("auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", text);
+}
+
+Result<WindowAttributes> read_window_attributes(const KernelInfo& info) {
+  WindowAttributes a;
+  ONNXKIT_ASSIGN(a.auto_pad, parse_auto_pad(info.attr_string("auto_pad", "NOTSET")));
+  a.kernel_shape = info.attr_ints("kernel_shape");
+  a.strides = info.attr_ints("strides");
+  a.dilations = info.attr_ints("dilations");
+  a.pads = info.attr_ints("pads");
+  a.ceil_mode = info.attr_int("ceil_mode", 0) != 0;
+  for (int64_t k : a.kernel_shape)
+    if (k < 1) return make_error("kernel_shape {} has a dim below 1", shape_to_string(a.kernel_shape));
+  for (int64_t s : a.strides)
+    if (s < 1) return make_error("strides {} has a value below 1", shape_to_string(a.strides));
+  for (int64_t d : a.dilations)
+    if (d < 1) return make_error("dilations {} has a value below 1", shape_to_string(a.dilations));
+  for (int64_t p : a.pads)
+    if (p < 0) return make_error("pads {} has a negative value", shape_to_string(a.pads));
+  if (a.pads.size() % 2 != 0) return make_error("pads {} has an odd number of values", shape_to_string(a.pads));
+  ONNXKIT_TRY(check_attribute_range(a.kernel_shape, "kernel_shape"));
+  ONNXKIT_TRY(check_attribute_range(a.strides, "strides"));
+  ONNXKIT_TRY(check_attribute_range(a.dilations, "dilations"));
+  ONNXKIT_TRY(check_attribute_range(a.pads, "pads"));
+  return a;
+}
+
+int64_t WindowGeometry::in_size() const { return shape_size(in); }
+int64_t WindowGeometry::out_size() const { return shape_size(out); }
+int64_t WindowGeometry::kernel_size() const { return shape_size(kernel); }
+
+Result<WindowGeometry> resolve_window(const WindowAttributes& attrs, const std::vector<int64_t>& in,
+                                      const std::vector<int64_t>& kernel) {
+  const size_t rank = in.size();
+  auto per_axis = [&](const std::vector<int64_t>& v, const char* name, int64_t fallback) -> Result<std::vector<int64_t>> {
+    if (v.empty()) return std::vector<int64_t>(rank, fallback);
+    if (v.size() != rank)
+      return make_error("{} {} has {} values, the input has {} spatial dims", name, shape_to_string(v), v.size(), rank);
+    return v;
+  };
+  WindowGeometry g;
+  g.in = in;
+  g.kernel = kernel;
+  if (kernel.size() != rank)
+    return make_error("kernel_shape {} has {} dims, the input has {} spatial dims", shape_to_string(kernel),
+                      kernel.size(), rank);
+  ONNXKIT_ASSIGN(g.strides, per_axis(attrs.strides, "strides", 1));
+  ONNXKIT_ASSIGN(g.dilations, per_axis(attrs.dilations, "dilations", 1));
+  g.pads_begin.assign(rank, 0);
+  g.pads_end.assign(rank, 0);
+  if (attrs.auto_pad == AutoPad::notset && !attrs.pads.empty()) {
+    if (attrs.pads.size() != 2 * rank)
+      return make_error("pads {} has {} values, expected {} (begin and end of {} spatial dims)",
+                        shape_to_string(attrs.pads), attrs.pads.size(), 2 * rank, rank);
+    for (size_t i = 0; i < rank; ++i) {
+      g.pads_begin[i] = attrs.pads[i];
+      g.pads_end[i] = attrs.pads[rank + i];
+    }
+  }
+  g.out.assign(rank, 0);
+  for (size_t i = 0; i < rank; ++i) {
+    if (in[i] < 0) return make_error("spatial dim {} is negative ({})", i, in[i]);
+    const int64_t extent = (kernel[i] - 1) * g.dilations[i] + 1;  // the dilated window
+    const int64_t s = g.strides[i];
+    switch (attrs.auto_pad) {
+      case AutoPad::same_upper:
+      case AutoPad::same_lower: {
+        g.out[i] = ceil_div(in[i], s);
+        const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * s + extent - in[i]);
+        // The odd pixel goes to the end for SAME_UPPER, the beginning for SAME_LOWER.
+        const int64_t small = total / 2, large = total - total / 2;
+        g.pads_begin[i] = attrs.auto_pad == AutoPad::same_upper ? small : large;
+        g.pads_end[i] = attrs.auto_pad == AutoPad::same_upper ? large : small;
+        break;
+      }
+      case AutoPad::valid:
+      case AutoPad::notset: {
+        const int64_t span = in[i] + g.pads_begin[i] + g.pads_end[i] - extent;
+        if (span < 0)
+          return make_error("spatial dim {}: the window ({} with dilation) is larger than the padded input ({})", i,
+                            extent, in[i] + g.pads_begin[i] + g.pads_end[i]);
+        if (attrs.ceil_mode && attrs.auto_pad == AutoPad::notset) {
+          g.out[i] = ceil_div(span, s) + 1;
+          // A last window that would start in the end padding is dropped.
+          if ((g.out[i] - 1) * s >= in[i] + g.pads_begin[i]) --g.out[i];
+        } else {
+          g.out[i] = span / s + 1;
+        }
+        break;
+      }
+    }
+  }
+  return g;
+}
+
+}  // namespace onnxkit::runtime::nn

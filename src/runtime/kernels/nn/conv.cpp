@@ -1,0 +1,674 @@
+// Conv (reference), ConvTranspose and Col2Im.
+
+#include "runtime/kernels/nn/conv.h"
+
+#include <map>
+#include <mutex>
+
+#include "runtime/kernels/nn/conv_dnnl.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "runtime/kernels/nn/gemm.h"
+
+namespace onnxkit::runtime::nn {
+namespace {
+
+// Grid positions o along one axis whose tap o * stride + offset falls inside [0, size).
+void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t grid, int64_t& lo, int64_t& hi) {
+  lo = std::clamp<int64_t>(ceil_div(-offset, stride), 0, grid);
+  hi = std::clamp<int64_t>(floor_div(size - 1 - offset, stride) + 1, lo, grid);
+}
+
+// Row-major strides of a shape.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
+  return s;
+}
+
+// The walk shared by im2col and col2im, for one kernel tap `kr` (row major
+// over g.kernel) over grid positions [p0, p1), cut into runs along the last
+// axis. For each run, calls run(p, o_first, o_last, lo, hi, base, offset): the
+// run starts at grid position p and covers last-axis indices [o_first,
+// o_last); those in [lo, hi) tap image[base + offset + o * stride], the others
+// fall in the padding (lo == hi when another axis does).
+template <class Run>
+void walk_rows(const WindowGeometry& g, int64_t kr, int64_t p0, int64_t p1, Run&& run) {
+  const size_t rank = g.rank();
+  const size_t last = rank - 1;
+  std::vector<int64_t> k(rank);
+  for (size_t d = rank; d-- > 0;) {
+    k[d] = kr % g.kernel[d];
+    kr /= g.kernel[d];
+  }
+  const std::vector<int64_t> in_strides = strides_of(g.in);
+  const int64_t grid_last = g.out[last];
+  const int64_t offset = k[last] * g.dilations[last] - g.pads_begin[last];
+  int64_t lo, hi;
+  valid_range(offset, g.strides[last], g.in[last], grid_last, lo, hi);
+  for (int64_t p = p0; p < p1;) {
+    const int64_t o_first = p % grid_last;
+    const int64_t run_end = std::min(p1, p - o_first + grid_last);
+    int64_t outer = p / grid_last, base = 0;
+    bool inside = true;
+    for (size_t d = last; d-- > 0;) {
+      const int64_t o = outer % g.out[d];
+      outer /= g.out[d];
+      const int64_t i = o * g.strides[d] + k[d] * g.dilations[d] - g.pads_begin[d];
+      if (i < 0 || i >= g.in[d]) inside = false;
+      base += i * in_strides[d];
+    }
+    const int64_t o_last = o_first + (run_end - p);
+    run(p, o_first, o_last, inside ? std::max(lo, o_first) : o_first, inside ? std::clamp(hi, o_first, o_last) : o_first,
+        base, offset);
+    p = run_end;
+  }
+}
+
+// col[c * ksize + kr][p - p0] for grid positions p in [p0, p1): the image
+// value under kernel tap kr of window p, zero in the padding.
+template <class T>
+void im2col_tile(const T* image, int64_t channels, const WindowGeometry& g, int64_t p0, int64_t p1, T* col) {
+  const int64_t ksize = g.kernel_size(), in_size = g.in_size(), width = p1 - p0;
+  const int64_t stride = g.strides[g.rank() - 1];
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* src = image + c * in_size;
+    for (int64_t kr = 0; kr < ksize; ++kr) {
+      T* dst = col + (c * ksize + kr) * width;
+      walk_rows(g, kr, p0, p1, [&](int64_t p, int64_t o_first, int64_t o_last, int64_t lo, int64_t hi, int64_t base,
+                                   int64_t offset) {
+        const int64_t shift = p - p0 - o_first;  // dst[shift + o] holds grid position o of this run
+        if (lo >= hi) lo = hi = o_last;
+        for (int64_t o = o_first; o < lo; ++o) dst[shift + o] = T(0);
+        if (stride == 1 && lo < hi) {
+          std::copy(src + base + offset + lo, src + base + offset + hi, dst + shift + lo);
+        } else {
+          for (int64_t o = lo; o < hi; ++o) dst[shift + o] = src[base + offset + o * stride];
+        }
+        for (int64_t o = hi; o < o_last; ++o) dst[shift + o] = T(0);
+      });
+    }
+  }
+}
+
+template <class T>
+void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T* y) {
+  const WindowGeometry& g = p.window;
+  const int64_t n_batch = p.batch, c_in = p.in_channels, m_out = p.out_channels, groups = p.group;
+  const int64_t cg = c_in / groups, mg = m_out / groups;
+  const int64_t ksize = g.kernel_size(), depth = cg * ksize;
+  const int64_t in_size = g.in_size(), out_size = g.out_size();
+  if (n_batch == 0 || m_out == 0 || out_size == 0) return;
+
+  if (cg == 1) {
+    // Depthwise: each output channel reads one input channel, too little
+    // depth for a matrix multiply; accumulate tap by tap instead.
+    const int64_t planes = n_batch * m_out;
+    const int64_t stride = g.strides[g.rank() - 1];
+#pragma omp parallel for if (planes > 1 && planes * out_size * ksize >= kParallelWork) schedule(static)
+    for (int64_t q = 0; q < planes; ++q) {
+      const int64_t n = q / m_out, m = q % m_out;
+      const T* image = x + (n * c_in + m / mg) * in_size;
+      T* out = y + q * out_size;
+      std::fill(out, out + out_size, bias != nullptr ? bias[m] : T(0));
+      for (int64_t kr = 0; kr < ksize; ++kr) {
+        const T wv = w[m * ksize + kr];
+        walk_rows(g, kr, 0, out_size, [&](int64_t p, int64_t o_first, int64_t, int64_t lo, int64_t hi, int64_t base,
+                                          int64_t offset) {
+          const int64_t shift = p - o_first;  // out[shift + o] is grid position o of this run
+          for (int64_t o = lo; o < hi; ++o) out[shift + o] += wv * image[base + offset + o * stride];
+        });
+      }
+    }
+    return;
+  }
+
+  // A 1x1 window with unit strides and no padding reads the image as is.
+  bool direct = true;
+  for (size_t d = 0; d < g.rank(); ++d)
+    direct = direct && g.kernel[d] == 1 && g.strides[d] == 1 && g.pads_begin[d] == 0 && g.pads_end[d] == 0;
+
+  // Output positions per task: the im2col tile stays a few MB, and there are
+  // tasks enough for every thread.
+  const int64_t threads = omp_get_max_threads();
+  int64_t tile = out_size;
+  if (!direct) tile = std::min(out_size, std::max<int64_t>(64, (int64_t{1} << 19) / std::max<int64_t>(depth, 1)));
+  const int64_t images = n_batch * groups;
+  if (images * ceil_div(out_size, tile) < threads) {
+    const int64_t per_image = ceil_div(threads, images);
+    tile = std::min(tile, std::max<int64_t>(64, ceil_div(out_size, per_image)));
+  }
+  const int64_t tiles = ceil_div(out_size, tile);
+  const int64_t tasks = images * tiles;
+  const bool parallel = tasks > 1 && n_batch * m_out * out_size * depth >= kParallelWork;
+
+#pragma omp parallel if (parallel)
+  {
+    std::vector<T> col(direct ? 0 : static_cast<size_t>(depth * tile));
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t n = task / (groups * tiles), gi = (task / tiles) % groups, t = task % tiles;
+      const int64_t p0 = t * tile, p1 = std::min(out_size, p0 + tile), width = p1 - p0;
+      const T* image = x + (n * c_in + gi * cg) * in_size;
+      T* out = y + (n * m_out + gi * mg) * out_size + p0;
+      const T* b = image + p0;
+      int64_t ldb = in_size;
+      if (!direct) {
+        im2col_tile(image, cg, g, p0, p1, col.data());
+        b = col.data();
+        ldb = width;
+      }
+      gemm<T>(mg, width, depth, w + gi * mg * depth, depth, b, ldb, out, out_size, false);
+      if (bias != nullptr)
+        for (int64_t m = 0; m < mg; ++m) {
+          const T v = bias[gi * mg + m];
+          for (int64_t j = 0; j < width; ++j) out[m * out_size + j] += v;
+        }
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void col2im(const T* col, int64_t channels, const WindowGeometry& g, T* image) {
+  const int64_t ksize = g.kernel_size(), in_size = g.in_size(), grid = g.out_size();
+  const int64_t stride = g.strides[g.rank() - 1];
+  for (int64_t c = 0; c < channels; ++c) {
+    T* dst = image + c * in_size;
+    for (int64_t kr = 0; kr < ksize; ++kr) {
+      const T* src = col + (c * ksize + kr) * grid;
+      walk_rows(g, kr, 0, grid, [&](int64_t p, int64_t o_first, int64_t, int64_t lo, int64_t hi, int64_t base,
+                                    int64_t offset) {
+        const int64_t shift = p - o_first;  // src[shift + o] holds grid position o of this run
+        for (int64_t o = lo; o < hi; ++o) dst[base + offset + o * stride] += src[shift + o];
+      });
+    }
+  }
+}
+
+template void col2im<float>(const float*, int64_t, const WindowGeometry&, float*);
+template void col2im<double>(const double*, int64_t, const WindowGeometry&, double*);
+
+Shape ConvParams::x_shape() const {
+  Shape s{batch, in_channels};
+  s.insert(s.end(), window.in.begin(), window.in.end());
+  return s;
+}
+
+Shape ConvParams::w_shape() const {
+  Shape s{out_channels, group > 0 ? in_channels / group : 0};
+  s.insert(s.end(), window.kernel.begin(), window.kernel.end());
+  return s;
+}
+
+Shape ConvParams::y_shape() const {
+  Shape s{batch, out_channels};
+  s.insert(s.end(), window.out.begin(), window.out.end());
+  return s;
+}
+
+Result<ConvAttributes> read_conv_attributes(const KernelInfo& info) {
+  ConvAttributes a;
+  ONNXKIT_ASSIGN(a.window, read_window_attributes(info));
+  a.window.ceil_mode = false;  // not a Conv attribute
+  a.group = info.attr_int("group", 1);
+  if (a.group < 1) return make_error("group is {}, must be at least 1", a.group);
+  return a;
+}
+
+Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x, const Shape& w) {
+  if (x.size() < 3)
+    return make_error("X must have shape [N, C, D1, ...] with at least one spatial dim, got {}", shape_to_string(x));
+  if (w.size() != x.size())
+    return make_error("W has rank {} ({}), X has rank {} ({}): they must match", w.size(), shape_to_string(w), x.size(),
+                      shape_to_string(x));
+  for (int64_t d : x)
+    if (d < 0) return make_error("X has a negative dim: {}", shape_to_string(x));
+  for (int64_t d : w)
+    if (d < 0) return make_error("W has a negative dim: {}", shape_to_string(w));
+  ConvParams p;
+  p.batch = x[0];
+  p.in_channels = x[1];
+  p.out_channels = w[0];
+  p.group = attrs.group;
+  if (p.in_channels % p.group != 0)
+    return make_error("X has {} channels, which group {} does not divide", p.in_channels, p.group);
+  if (p.out_channels % p.group != 0)
+    return make_error("W has {} output channels (dim 0), which group {} does not divide", p.out_channels, p.group);
+  if (w[1] != p.in_channels / p.group)
+    return make_error("W {} expects {} input channels per group, X {} has {} channels in {} group(s) ({} per group)",
+                      shape_to_string(w), w[1], shape_to_string(x), p.in_channels, p.group, p.in_channels / p.group);
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  if (!attrs.window.kernel_shape.empty() && attrs.window.kernel_shape != kernel)
+    return make_error("kernel_shape {} does not match the spatial dims of W {}",
+                      shape_to_string(attrs.window.kernel_shape), shape_to_string(w));
+  for (int64_t k : kernel)
+    if (k < 1) return make_error("W {} has an empty kernel dim", shape_to_string(w));
+  ONNXKIT_ASSIGN(p.window, resolve_window(attrs.window, std::vector<int64_t>(x.begin() + 2, x.end()), kernel));
+  ONNXKIT_TRY(checked_size(p.y_shape(), "Y"));
+  return p;
+}
+
+Status conv_reference(const ConvParams& p, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
+  if (x.shape() != p.x_shape())
+    return make_error("X has shape {}, the convolution was set up for {}", shape_to_string(x.shape()),
+                      shape_to_string(p.x_shape()));
+  if (w.shape() != p.w_shape())
+    return make_error("W has shape {}, the convolution was set up for {}", shape_to_string(w.shape()),
+                      shape_to_string(p.w_shape()));
+  if (y.shape() != p.y_shape())
+    return make_error("Y has shape {}, expected {}", shape_to_string(y.shape()), shape_to_string(p.y_shape()));
+  if (w.dtype() != x.dtype() || y.dtype() != x.dtype())
+    return make_error("X, W and Y must have one element type, got {}, {} and {}", to_string(x.dtype()),
+                      to_string(w.dtype()), to_string(y.dtype()));
+  if (bias != nullptr) {
+    if (bias->dtype() != x.dtype())
+      return make_error("B has type {}, X has {}", to_string(bias->dtype()), to_string(x.dtype()));
+    if (bias->rank() != 1 || bias->dim(0) != p.out_channels)
+      return make_error("B must have shape [{}] (one value per output channel), got {}", p.out_channels,
+                        shape_to_string(bias->shape()));
+  }
+  switch (x.dtype()) {
+    case DataType::float32:
+      conv_compute<float>(p, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
+                          y.mutable_data<float>());
+      return {};
+    case DataType::float64:
+      conv_compute<double>(p, x.data<double>(), w.data<double>(), bias ? bias->data<double>() : nullptr,
+                           y.mutable_data<double>());
+      return {};
+    case DataType::float16:
+    case DataType::bfloat16: {
+      Tensor xf = to_float32(x), wf = to_float32(w), yf(DataType::float32, y.shape());
+      std::optional<Tensor> bf;
+      if (bias != nullptr) bf = to_float32(*bias);
+      conv_compute<float>(p, xf.data<float>(), wf.data<float>(), bf ? bf->data<float>() : nullptr,
+                          yf.mutable_data<float>());
+      from_float32(yf, y);
+      return {};
+    }
+    default:
+      return make_error("element type {} is not supported here (floating point only)", to_string(x.dtype()));
+  }
+}
+
+namespace {
+
+// The optional bias of Conv and ConvTranspose: one value per output channel.
+Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& x, int64_t channels) {
+  if (!ctx.has_input(index)) return static_cast<const Tensor*>(nullptr);
+  ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(index));
+  if (b->dtype() != x.dtype()) return make_error("B has type {}, X has {}", to_string(b->dtype()), to_string(x.dtype()));
+  if (b->rank() != 1 || b->dim(0) != channels)
+    return make_error("B must have shape [{}] (one value per output channel), got {}", channels,
+                      shape_to_string(b->shape()));
+  return b;
+}
+
+// oneDNN primitives for the shapes a Conv node has met, built on first use
+// (a model with a dynamic batch meets few). Shared by concurrent runs.
+class DnnlConvCache {
+ public:
+  DnnlConvCache(std::shared_ptr<const Tensor> w, std::shared_ptr<const Tensor> bias, FusedActivation activation)
+      : w_(std::move(w)), bias_(std::move(bias)), activation_(activation) {}
+
+  // The primitive for `p`, or null when oneDNN cannot run it.
+  std::shared_ptr<const DnnlConv> get(const ConvParams& p) {
+    std::lock_guard lock(mutex_);
+    auto it = cache_.find(p.x_shape());
+    if (it != cache_.end()) return it->second;
+    if (cache_.size() >= kMaxShapes) return nullptr;
+    std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_);
+    cache_.emplace(p.x_shape(), conv);
+    return conv;
+  }
+
+ private:
+  static constexpr size_t kMaxShapes = 16;
+  std::shared_ptr<const Tensor> w_, bias_;
+  FusedActivation activation_;
+  std::mutex mutex_;
+  std::map<Shape, std::shared_ptr<const DnnlConv>> cache_;
+};
+
+// The fused Relu, for the runs oneDNN does not take.
+Status apply_relu(Tensor& y) {
+  return dispatch_float(y.dtype(), [&]<class T>() -> Status {
+    T* p = y.mutable_data<T>();
+    for (int64_t i = 0; i < y.numel(); ++i)
+      if (static_cast<float>(p[i]) < 0) p[i] = T(0);
+    return {};
+  });
+}
+
+KernelFactory conv_kernel() {
+  return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+    ONNXKIT_ASSIGN(ConvAttributes attrs, read_conv_attributes(info));
+    // With a static X shape and W an initializer, the geometry is settled
+    // once, here. A declared shape that does not fit W is left for the run
+    // to report: declared shapes of intermediate values can be stale.
+    std::shared_ptr<const ConvParams> fixed;
+    const Tensor* w = info.constant_input(1);
+    const ir::Value* x_value = info.node().input(0);
+    if (w != nullptr && x_value != nullptr) {
+      auto shape = x_value->static_shape();
+      if (shape && std::all_of(shape->begin(), shape->end(), [](int64_t d) { return d >= 0; })) {
+        auto p = make_conv_params(attrs, *shape, w->shape());
+        if (p.ok()) fixed = std::make_shared<const ConvParams>(std::move(p).value());
+      }
+    }
+    const bool relu = info.fused_activation() == "Relu";
+    // Constant float32 weights (and bias) run on oneDNN.
+    std::shared_ptr<DnnlConvCache> dnnl;
+    const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
+    if (w != nullptr && w->dtype() == DataType::float32 && (!info.has_input(2) || b != nullptr))
+      dnnl = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
+                                             b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
+                                             relu ? FusedActivation::relu : FusedActivation::none);
+    return ComputeFn([attrs, fixed, dnnl, relu](KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+      ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));
+      if (w->dtype() != x->dtype())
+        return make_error("W has type {}, X has {}", to_string(w->dtype()), to_string(x->dtype()));
+      ConvParams resolved;
+      const ConvParams* p = fixed.get();
+      if (p == nullptr || p->x_shape() != x->shape() || p->w_shape() != w->shape()) {
+        ONNXKIT_ASSIGN(resolved, make_conv_params(attrs, x->shape(), w->shape()));
+        p = &resolved;
+      }
+      ONNXKIT_ASSIGN(const Tensor* bias, read_bias(ctx, 2, *x, p->out_channels));
+      Tensor& y = ctx.output(0, x->dtype(), p->y_shape());
+      if (dnnl && x->dtype() == DataType::float32 && y.numel() > 0)
+        if (auto engine = dnnl->get(*p)) return engine->run(*x, y);
+      ONNXKIT_TRY(conv_reference(*p, *x, *w, bias, y));
+      if (relu) return apply_relu(y);
+      return {};
+    });
+  });
+}
+
+// --- ConvTranspose ------------------------------------------------------------
+
+struct ConvTransposeAttributes {
+  WindowAttributes window;
+  int64_t group = 1;
+  std::vector<int64_t> output_padding, output_shape;
+};
+
+struct ConvTransposeParams {
+  int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
+  // The transposed view: `in` is the output image Y, `out` is the grid of X.
+  WindowGeometry window;
+};
+
+Result<ConvTransposeParams> make_conv_transpose_params(const ConvTransposeAttributes& a, const Shape& x,
+                                                       const Shape& w) {
+  if (x.size() < 3)
+    return make_error("X must have shape [N, C, D1, ...] with at least one spatial dim, got {}", shape_to_string(x));
+  if (w.size() != x.size())
+    return make_error("W has rank {} ({}), X has rank {} ({}): they must match", w.size(), shape_to_string(w), x.size(),
+                      shape_to_string(x));
+  for (int64_t d : x)
+    if (d < 0) return make_error("X has a negative dim: {}", shape_to_string(x));
+  for (int64_t d : w)
+    if (d < 0) return make_error("W has a negative dim: {}", shape_to_string(w));
+  const size_t rank = x.size() - 2;
+  ConvTransposeParams p;
+  p.batch = x[0];
+  p.in_channels = x[1];
+  p.group = a.group;
+  if (w[0] != p.in_channels)
+    return make_error("W {} has {} input channels (dim 0), X {} has {}", shape_to_string(w), w[0], shape_to_string(x),
+                      p.in_channels);
+  if (p.in_channels % p.group != 0)
+    return make_error("X has {} channels, which group {} does not divide", p.in_channels, p.group);
+  p.out_channels = w[1] * p.group;
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  if (!a.window.kernel_shape.empty() && a.window.kernel_shape != kernel)
+    return make_error("kernel_shape {} does not match the spatial dims of W {}", shape_to_string(a.window.kernel_shape),
+                      shape_to_string(w));
+  for (int64_t k : kernel)
+    if (k < 1) return make_error("W {} has an empty kernel dim", shape_to_string(w));
+
+  auto per_axis = [&](const std::vector<int64_t>& v, const char* name, int64_t fallback) -> Result<std::vector<int64_t>> {
+    if (v.empty()) return std::vector<int64_t>(rank, fallback);
+    if (v.size() != rank)
+      return make_error("{} {} has {} values, X has {} spatial dims", name, shape_to_string(v), v.size(), rank);
+    return v;
+  };
+  WindowGeometry& g = p.window;
+  g.out.assign(x.begin() + 2, x.end());
+  g.kernel = kernel;
+  ONNXKIT_ASSIGN(g.strides, per_axis(a.window.strides, "strides", 1));
+  ONNXKIT_ASSIGN(g.dilations, per_axis(a.window.dilations, "dilations", 1));
+  ONNXKIT_ASSIGN(std::vector<int64_t> out_pad, per_axis(a.output_padding, "output_padding", 0));
+  for (int64_t v : out_pad)
+    if (v < 0) return make_error("output_padding {} has a negative value", shape_to_string(out_pad));
+  std::vector<int64_t> target;  // output_shape, spatial dims only
+  if (!a.output_shape.empty()) {
+    if (a.output_shape.size() == rank) target = a.output_shape;
+    else if (a.output_shape.size() == rank + 2) target.assign(a.output_shape.begin() + 2, a.output_shape.end());
+    else
+      return make_error("output_shape {} has {} values, X has {} spatial dims", shape_to_string(a.output_shape),
+                        a.output_shape.size(), rank);
+    for (int64_t v : target)
+      if (v < 0) return make_error("output_shape {} has a negative value", shape_to_string(a.output_shape));
+  }
+  if (a.window.auto_pad == AutoPad::notset && target.empty() && !a.window.pads.empty() &&
+      a.window.pads.size() != 2 * rank)
+    return make_error("pads {} has {} values, expected {} (begin and end of {} spatial dims)",
+                      shape_to_string(a.window.pads), a.window.pads.size(), 2 * rank, rank);
+  g.in.assign(rank, 0);
+  g.pads_begin.assign(rank, 0);
+  g.pads_end.assign(rank, 0);
+  for (size_t i = 0; i < rank; ++i) {
+    // The full (unpadded) extent the scatter covers along this axis.
+    const int64_t full = g.strides[i] * (g.out[i] - 1) + out_pad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
+    const bool same = a.window.auto_pad == AutoPad::same_upper || a.window.auto_pad == AutoPad::same_lower;
+    if (!target.empty() || same) {
+      g.in[i] = !target.empty() ? target[i] : g.out[i] * g.strides[i];
+      // Negative totals (an output larger than the scatter) are allowed: the
+      // extra positions receive only the bias.
+      const int64_t total = full - g.in[i];
+      const int64_t half = floor_div(total, 2);
+      if (a.window.auto_pad == AutoPad::same_upper) {
+        g.pads_begin[i] = half;
+        g.pads_end[i] = total - half;
+      } else {
+        g.pads_begin[i] = total - half;
+        g.pads_end[i] = half;
+      }
+    } else {
+      if (a.window.auto_pad == AutoPad::notset && !a.window.pads.empty()) {
+        g.pads_begin[i] = a.window.pads[i];
+        g.pads_end[i] = a.window.pads[rank + i];
+      }
+      g.in[i] = full - g.pads_begin[i] - g.pads_end[i];
+      if (g.in[i] < 0)
+        return make_error("spatial dim {}: pads {} remove more than the {} output positions", i,
+                          shape_to_string(a.window.pads), full);
+    }
+  }
+  Shape y_shape{p.batch, p.out_channels};
+  y_shape.insert(y_shape.end(), g.in.begin(), g.in.end());
+  ONNXKIT_TRY(checked_size(y_shape, "Y"));
+  return p;
+}
+
+template <class T>
+void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w, const T* bias, T* y) {
+  const WindowGeometry& g = p.window;
+  const int64_t groups = p.group, cg = p.in_channels / groups, mg = p.out_channels / groups;
+  const int64_t ksize = g.kernel_size(), rows = mg * ksize;
+  const int64_t grid = g.out_size(), image = g.in_size();
+  const int64_t y_numel = p.batch * p.out_channels * image;
+  std::fill(y, y + y_numel, T(0));
+  if (p.batch == 0 || p.out_channels == 0 || image == 0) return;
+  const bool parallel = p.batch * p.out_channels * ksize * grid * std::max<int64_t>(cg, 1) >= kParallelWork;
+
+  // W is [C, M/group, k...]: per group a [cg x rows] matrix, used transposed.
+  std::vector<T> wt(static_cast<size_t>(groups * rows * cg));
+  for (int64_t gi = 0; gi < groups; ++gi)
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t r = 0; r < rows; ++r) wt[(gi * rows + r) * cg + c] = w[(gi * cg + c) * rows + r];
+
+  std::vector<T> col(static_cast<size_t>(rows * grid));
+  const int64_t tile = 256;
+  const int64_t tiles = (grid + tile - 1) / tile;
+  for (int64_t n = 0; n < p.batch; ++n) {
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      const T* xg = x + (n * p.in_channels + gi * cg) * grid;
+      const T* wg = wt.data() + gi * rows * cg;
+#pragma omp parallel for if (parallel && tiles > 1) schedule(dynamic)
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t p0 = t * tile, width = std::min(grid, p0 + tile) - p0;
+        gemm<T>(rows, width, cg, wg, cg, xg + p0, grid, col.data() + p0, grid, false);
+      }
+      T* yg = y + (n * p.out_channels + gi * mg) * image;
+#pragma omp parallel for if (parallel && mg > 1) schedule(dynamic)
+      for (int64_t m = 0; m < mg; ++m) col2im(col.data() + m * ksize * grid, 1, g, yg + m * image);
+    }
+  }
+  if (bias != nullptr)
+    for (int64_t n = 0; n < p.batch; ++n)
+      for (int64_t m = 0; m < p.out_channels; ++m) {
+        T* plane = y + (n * p.out_channels + m) * image;
+        for (int64_t i = 0; i < image; ++i) plane[i] += bias[m];
+      }
+}
+
+KernelFactory conv_transpose_kernel() {
+  return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+    ConvTransposeAttributes a;
+    ONNXKIT_ASSIGN(a.window, read_window_attributes(info));
+    a.window.ceil_mode = false;
+    a.group = info.attr_int("group", 1);
+    if (a.group < 1) return make_error("group is {}, must be at least 1", a.group);
+    a.output_padding = info.attr_ints("output_padding");
+    a.output_shape = info.attr_ints("output_shape");
+    ONNXKIT_TRY(check_attribute_range(a.output_padding, "output_padding"));
+    ONNXKIT_TRY(check_attribute_range(a.output_shape, "output_shape"));
+    return ComputeFn([a](KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+      ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));
+      if (w->dtype() != x->dtype())
+        return make_error("W has type {}, X has {}", to_string(w->dtype()), to_string(x->dtype()));
+      ONNXKIT_ASSIGN(ConvTransposeParams p, make_conv_transpose_params(a, x->shape(), w->shape()));
+      ONNXKIT_ASSIGN(const Tensor* bias, read_bias(ctx, 2, *x, p.out_channels));
+      Shape y_shape{p.batch, p.out_channels};
+      y_shape.insert(y_shape.end(), p.window.in.begin(), p.window.in.end());
+      Tensor& y = ctx.output(0, x->dtype(), y_shape);
+      switch (x->dtype()) {
+        case DataType::float32:
+          conv_transpose_compute<float>(p, x->data<float>(), w->data<float>(), bias ? bias->data<float>() : nullptr,
+                                        y.mutable_data<float>());
+          return {};
+        case DataType::float64:
+          conv_transpose_compute<double>(p, x->data<double>(), w->data<double>(),
+                                         bias ? bias->data<double>() : nullptr, y.mutable_data<double>());
+          return {};
+        case DataType::float16:
+        case DataType::bfloat16: {
+          Tensor xf = to_float32(*x), wf = to_float32(*w), yf(DataType::float32, y_shape);
+          std::optional<Tensor> bf;
+          if (bias != nullptr) bf = to_float32(*bias);
+          conv_transpose_compute<float>(p, xf.data<float>(), wf.data<float>(), bf ? bf->data<float>() : nullptr,
+                                        yf.mutable_data<float>());
+          from_float32(yf, y);
+          return {};
+        }
+        default:
+          return make_error("element type {} is not supported here (floating point only)", to_string(x->dtype()));
+      }
+    });
+  });
+}
+
+// --- Col2Im ---------------------------------------------------------------------
+
+Result<std::vector<int64_t>> read_shape_input(KernelContext& ctx, size_t index, const char* name) {
+  ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
+  if (t->dtype() != DataType::int64 || t->rank() != 1)
+    return make_error("{} must be a 1-D int64 tensor, got {}{}", name, to_string(t->dtype()),
+                      shape_to_string(t->shape()));
+  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+}
+
+KernelFactory col2im_kernel() {
+  return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+    ONNXKIT_ASSIGN(WindowAttributes attrs, read_window_attributes(info));
+    attrs.auto_pad = AutoPad::notset;
+    attrs.ceil_mode = false;
+    return ComputeFn([attrs](KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(const Tensor* input, ctx.tensor(0));
+      ONNXKIT_ASSIGN(std::vector<int64_t> image, read_shape_input(ctx, 1, "image_shape"));
+      ONNXKIT_ASSIGN(std::vector<int64_t> block, read_shape_input(ctx, 2, "block_shape"));
+      if (image.empty() || block.size() != image.size())
+        return make_error("image_shape {} and block_shape {} must have the same, non-zero, number of dims",
+                          shape_to_string(image), shape_to_string(block));
+      for (int64_t v : block)
+        if (v < 1) return make_error("block_shape {} has a dim below 1", shape_to_string(block));
+      for (int64_t v : image)
+        if (v < 0) return make_error("image_shape {} has a negative dim", shape_to_string(image));
+      ONNXKIT_TRY(check_attribute_range(image, "image_shape"));
+      ONNXKIT_TRY(check_attribute_range(block, "block_shape"));
+      if (input->rank() != 3)
+        return make_error("input must have shape [N, C * prod(block_shape), L], got {}",
+                          shape_to_string(input->shape()));
+      ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(attrs, image, block));
+      const int64_t ksize = g.kernel_size();
+      if (input->dim(1) % ksize != 0)
+        return make_error("input dim 1 ({}) is not a multiple of the block size {} (block_shape {})", input->dim(1),
+                          ksize, shape_to_string(block));
+      if (input->dim(2) != g.out_size())
+        return make_error("input dim 2 is {}, but image_shape {} holds {} blocks {} (grid {})", input->dim(2),
+                          shape_to_string(image), g.out_size(), shape_to_string(block), shape_to_string(g.out));
+      const int64_t n_batch = input->dim(0), channels = input->dim(1) / ksize;
+      Shape y_shape{n_batch, channels};
+      y_shape.insert(y_shape.end(), image.begin(), image.end());
+      ONNXKIT_TRY(checked_size(y_shape, "output"));
+      Tensor& y = ctx.output(0, input->dtype(), y_shape);
+      auto run = [&]<class T>(const T* col, T* out) {
+        const int64_t planes = n_batch * channels, in_size = g.in_size(), rows = ksize * g.out_size();
+        std::fill(out, out + planes * in_size, T(0));
+#pragma omp parallel for if (planes > 1 && planes * rows >= kParallelWork) schedule(dynamic)
+        for (int64_t q = 0; q < planes; ++q) col2im(col + q * rows, 1, g, out + q * in_size);
+      };
+      switch (input->dtype()) {
+        case DataType::float32:
+          run(input->data<float>(), y.mutable_data<float>());
+          return {};
+        case DataType::float64:
+          run(input->data<double>(), y.mutable_data<double>());
+          return {};
+        case DataType::float16:
+        case DataType::bfloat16: {
+          Tensor in = to_float32(*input), out(DataType::float32, y_shape);
+          run(in.data<float>(), out.mutable_data<float>());
+          from_float32(out, y);
+          return {};
+        }
+        default:
+          return make_error("element type {} is not supported here (floating point only)", to_string(input->dtype()));
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void register_conv(KernelRegistry& r) {
+  // Conv and ConvTranspose kept their semantics from opset 1 (later versions
+  // only widened types and clarified text).
+  r.add("", "Conv", 1, kLatestOpset, conv_kernel());
+  r.add("", "ConvTranspose", 1, kLatestOpset, conv_transpose_kernel());
+  r.add("", "Col2Im", 18, kLatestOpset, col2im_kernel());
+}
+
+}  // namespace onnxkit::runtime::nn

@@ -1,0 +1,51 @@
+#pragma once
+// The reference convolution. Conv's kernel resolves a ConvParams (once at
+// build when the input shape is static and W is an initializer, else per
+// run) and calls conv_reference. A faster engine is tested against this
+// function, so it favours plain, checkable code: im2col over tiles of output
+// positions, then a blocked matrix multiply per (image, group, tile).
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/kernels/nn/nn.h"
+
+namespace onnxkit::runtime::nn {
+
+struct ConvParams {
+  int64_t batch = 0;
+  int64_t in_channels = 0;   // C
+  int64_t out_channels = 0;  // M
+  int64_t group = 1;
+  WindowGeometry window;     // spatial dims: input, kernel, strides, dilations, pads, output
+
+  Shape x_shape() const;  // [N, C, in...]
+  Shape w_shape() const;  // [M, C / group, kernel...]
+  Shape y_shape() const;  // [N, M, out...]
+};
+
+// Conv's attributes as parsed at build time.
+struct ConvAttributes {
+  WindowAttributes window;
+  int64_t group = 1;
+};
+
+Result<ConvAttributes> read_conv_attributes(const KernelInfo& info);
+
+// Checks X and W against each other and the attributes, and resolves the
+// output shape. kernel_shape defaults to W's spatial dims.
+Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x, const Shape& w);
+
+// y = conv(x, w) + bias, for float32, float64 and the 16-bit floats (computed
+// through float32). x, w and y must have the shapes of `p` (y allocated by the
+// caller) and the same element type; bias, when given, has M elements.
+Status conv_reference(const ConvParams& p, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
+
+// Adds the columns of `col` (rows: channel-major, then kernel offsets; columns:
+// positions of the window grid `g.out`) back into images of `g.in` with
+// `channels` channels. The inverse gather of im2col, shared by ConvTranspose
+// and Col2Im. `image` is accumulated into, not cleared.
+template <class T>
+void col2im(const T* col, int64_t channels, const WindowGeometry& g, T* image);
+
+}  // namespace onnxkit::runtime::nn

@@ -1,0 +1,123 @@
+#include "runtime/kernels/nn/conv_dnnl.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstring>
+#include <unordered_map>
+
+namespace onnxkit::runtime::nn {
+namespace {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::memory::format_tag plain_tag(size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  switch (rank) {
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    default: return tag::abcdef;
+  }
+}
+
+dnnl::memory::dims dims_of(const Shape& shape) { return dnnl::memory::dims(shape.begin(), shape.end()); }
+
+}  // namespace
+
+struct DnnlConv::State {
+  dnnl::convolution_forward primitive;
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::memory weights;  // in the primitive's layout, owned here
+  dnnl::memory bias;     // empty when there is none
+  dnnl::memory::desc src_md, dst_md;
+};
+
+DnnlConv::DnnlConv(std::unique_ptr<State> state) : state_(std::move(state)) {}
+DnnlConv::~DnnlConv() = default;
+
+std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w, const Tensor* bias,
+                                           FusedActivation activation) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  if (w.dtype() != DataType::float32 || p.window.rank() < 1 || p.window.rank() > 3) return nullptr;
+  try {
+    dnnl::engine& engine = cpu_engine();
+    const size_t rank = p.window.rank() + 2;
+    auto state = std::make_unique<State>();
+    state->src_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, plain_tag(rank));
+    state->dst_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, plain_tag(rank));
+    // Grouped weights are [G, M/G, C/G, k...] to oneDNN.
+    Shape w_shape = p.w_shape();
+    dnnl::memory::desc user_w_md;
+    if (p.group > 1) {
+      Shape g{p.group, p.out_channels / p.group};
+      g.insert(g.end(), w_shape.begin() + 1, w_shape.end());
+      user_w_md = dnnl::memory::desc(dims_of(g), dt::f32, plain_tag(rank + 1));
+      w_shape = g;
+    } else {
+      user_w_md = dnnl::memory::desc(dims_of(w_shape), dt::f32, plain_tag(rank));
+    }
+    dnnl::memory::desc any_w_md(dims_of(w_shape), dt::f32, tag::any);
+    dnnl::memory::desc bias_md;
+    if (bias != nullptr) bias_md = dnnl::memory::desc({p.out_channels}, dt::f32, tag::a);
+
+    dnnl::memory::dims strides(p.window.strides.begin(), p.window.strides.end());
+    dnnl::memory::dims dilations, pad_l(p.window.pads_begin.begin(), p.window.pads_begin.end()),
+        pad_r(p.window.pads_end.begin(), p.window.pads_end.end());
+    for (int64_t d : p.window.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
+    dnnl::convolution_forward::desc desc =
+        bias != nullptr ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, state->src_md, any_w_md,
+                                                          bias_md, state->dst_md, strides, dilations, pad_l, pad_r)
+                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, state->src_md, any_w_md,
+                                                          state->dst_md, strides, dilations, pad_l, pad_r);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratchpad per run: runs may overlap
+    if (activation == FusedActivation::relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(ops);
+    }
+    state->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine);
+    state->primitive = dnnl::convolution_forward(state->pd);
+
+    dnnl::stream stream(engine);
+    dnnl::memory user_w(user_w_md, engine, const_cast<void*>(w.raw()));
+    state->weights = dnnl::memory(state->pd.weights_desc(), engine);
+    dnnl::reorder(user_w, state->weights).execute(stream, user_w, state->weights);
+    if (bias != nullptr) {
+      state->bias = dnnl::memory(bias_md, engine);
+      std::memcpy(state->bias.get_data_handle(), bias->raw(), bias->nbytes());
+    }
+    stream.wait();
+    return std::unique_ptr<DnnlConv>(new DnnlConv(std::move(state)));
+  } catch (const dnnl::error&) {
+    return nullptr;  // no implementation for this case: the reference runs it
+  }
+}
+
+Status DnnlConv::run(const Tensor& x, Tensor& y) const {
+  try {
+    dnnl::engine& engine = cpu_engine();
+    dnnl::stream stream(engine);
+    dnnl::memory src(state_->src_md, engine, const_cast<void*>(x.raw()));
+    dnnl::memory dst(state_->dst_md, engine, y.mutable_raw());
+    dnnl::memory scratch(state_->pd.scratchpad_desc(), engine);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src},
+                                               {DNNL_ARG_WEIGHTS, state_->weights},
+                                               {DNNL_ARG_DST, dst},
+                                               {DNNL_ARG_SCRATCHPAD, scratch}};
+    if (state_->bias) args.emplace(DNNL_ARG_BIAS, state_->bias);
+    state_->primitive.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return make_error("oneDNN convolution failed: {}", e.what());
+  }
+  return {};
+}
+
+}  // namespace onnxkit::runtime::nn

@@ -1,0 +1,108 @@
+#pragma once
+// Shared machinery of the neural-network family: element types, axis and
+// parameter checks, and the geometry of sliding windows (convolution and
+// pooling share the rules of kernel_shape, strides, dilations, pads and
+// auto_pad).
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/kernel.h"
+
+namespace onnxkit::runtime::nn {
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// The type arithmetic happens in: float for the 16-bit floats, else T.
+template <class T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+// Work (elements touched) below which a kernel stays on one thread.
+inline constexpr int64_t kParallelWork = 1 << 15;
+
+// Integer division rounding down / up, for negative numerators too (pads
+// and offsets can make them negative).
+inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// `axis` in [-rank, rank) made non-negative, or an error naming `what`.
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what);
+
+// Attribute values (pads, strides, sizes...) above this are refused, so that
+// the index arithmetic built on them cannot overflow.
+inline constexpr int64_t kMaxAttributeValue = int64_t{1} << 31;
+
+// An error naming `name` when a value of `v` is above kMaxAttributeValue.
+Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name);
+
+// The element count of an output shape, or an error naming `what` when a dim
+// is negative or the count does not fit in 63 bits.
+Result<int64_t> checked_size(const Shape& shape, std::string_view what);
+
+// The product of dims [first, last) of `shape`.
+int64_t dims_product(const Shape& shape, size_t first, size_t last);
+
+// The elements of a floating-point tensor (any of the four float types) as
+// doubles: per-channel parameters are few, so kernels read them this way
+// whatever their type (BatchNormalization lets them differ from X's).
+Result<std::vector<double>> read_doubles(const Tensor& t, std::string_view name);
+
+// Copies `values` into a new tensor of the floating-point `type`.
+Tensor doubles_to_tensor(DataType type, Shape shape, const std::vector<double>& values);
+
+// A float tensor converted to float32 and back, for the 16-bit types that
+// compute through float.
+Tensor to_float32(const Tensor& t);
+void from_float32(const Tensor& f, Tensor& out);
+
+// --- sliding windows ----------------------------------------------------------
+
+enum class AutoPad { notset, same_upper, same_lower, valid };
+
+Result<AutoPad> parse_auto_pad(const std::string& text);
+
+// Attributes common to convolution and pooling, as written on the node
+// (empty vectors: absent).
+struct WindowAttributes {
+  AutoPad auto_pad = AutoPad::notset;
+  std::vector<int64_t> kernel_shape, strides, dilations, pads;
+  bool ceil_mode = false;
+};
+
+// Reads auto_pad, kernel_shape, strides, dilations, pads and ceil_mode, and
+// checks the values that need no shape: positive kernel, strides and
+// dilations, non-negative pads, an even number of pads.
+Result<WindowAttributes> read_window_attributes(const KernelInfo& info);
+
+// The resolved geometry of a window sliding over `in` (spatial dims only).
+struct WindowGeometry {
+  std::vector<int64_t> in, kernel, strides, dilations, pads_begin, pads_end, out;
+  size_t rank() const { return in.size(); }
+  int64_t in_size() const;
+  int64_t out_size() const;
+  int64_t kernel_size() const;
+};
+
+// Resolves strides, dilations and pads (explicit or from auto_pad) and the
+// output sizes, checking every list against the spatial rank. `kernel` is the
+// kernel shape already chosen by the caller.
+Result<WindowGeometry> resolve_window(const WindowAttributes& attrs, const std::vector<int64_t>& in,
+                                      const std::vector<int64_t>& kernel);
+
+// y = log_softmax(x) along n, with x and y (same type and size) seen as
+// [outer, n, inner]; shared by LogSoftmax and SoftmaxCrossEntropyLoss.
+Status log_softmax_along(const Tensor& x, int64_t outer, int64_t n, int64_t inner, Tensor& y);
+
+// --- registration ---------------------------------------------------------------
+
+void register_conv(KernelRegistry& registry);
+void register_pool(KernelRegistry& registry);
+void register_normalization(KernelRegistry& registry);
+void register_softmax(KernelRegistry& registry);
+void register_dropout(KernelRegistry& registry);
+void register_loss(KernelRegistry& registry);
+
+}  // namespace onnxkit::runtime::nn

@@ -1,0 +1,107 @@
+// Cast and CastLike between every pair of element types, strings included.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "runtime/kernels/tensor/tensor.h"
+
+namespace onnxkit::runtime::tensor_ops {
+namespace {
+
+template <class T>
+constexpr bool is_half = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// A float converted to an integer type: NaN gives 0 and values out of range
+// saturate (C++ leaves both undefined; ONNX leaves them unspecified).
+template <class To>
+To float_to_integer(double v) {
+  if (std::isnan(v)) return To(0);
+  if (v <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+  if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+  return static_cast<To>(v);
+}
+
+template <class To, class From>
+To convert(const From& v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<From, std::string>) {
+    if constexpr (std::is_same_v<To, bool>) {
+      return !(v.empty() || v == "0" || v == "false" || v == "False");
+    } else {
+      double d = std::strtod(v.c_str(), nullptr);  // accepts "inf", "-INF", "NaN"
+      return convert<To>(d);
+    }
+  } else if constexpr (std::is_same_v<To, std::string>) {
+    if constexpr (is_half<From>) return fmt::format("{}", static_cast<float>(v));
+    else if constexpr (std::is_same_v<From, bool>) return v ? "1" : "0";
+    else return fmt::format("{}", v);
+  } else if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (is_half<From>) return static_cast<float>(v) != 0.0f;
+    else return v != From(0);
+  } else if constexpr (is_half<To>) {
+    if constexpr (is_half<From>) return To(static_cast<float>(v));
+    else return To(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && (std::is_floating_point_v<From> || is_half<From>)) {
+    return float_to_integer<To>(static_cast<double>(v));
+  } else if constexpr (is_half<From>) {
+    return static_cast<To>(static_cast<float>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+// Element types Cast can handle (complex is not a Cast type).
+template <class F>
+Status dispatch_castable(DataType t, F&& f) {
+  switch (t) {
+    case DataType::boolean:
+      return f.template operator()<bool>();
+    case DataType::string:
+      return f.template operator()<std::string>();
+    default:
+      return dispatch_numeric(t, std::forward<F>(f));
+  }
+}
+
+Status cast(const Tensor& x, DataType to, KernelContext& ctx) {
+  if (x.dtype() == to) {
+    ctx.set_output(0, x);
+    return {};
+  }
+  Tensor& y = ctx.output(0, to, x.shape());
+  return dispatch_castable(x.dtype(), [&]<class From>() -> Status {
+    return dispatch_castable(to, [&]<class To>() -> Status {
+      const From* src = x.data<From>();
+      To* dst = y.mutable_data<To>();
+      const int64_t n = x.numel();
+      constexpr bool trivial = !std::is_same_v<From, std::string> && !std::is_same_v<To, std::string>;
+#pragma omp parallel for if (trivial && n >= (1 << 16))
+      for (int64_t i = 0; i < n; ++i) dst[i] = convert<To>(src[i]);
+      return {};
+    });
+  });
+}
+
+}  // namespace
+
+void register_cast(KernelRegistry& r) {
+  r.add("", "Cast", 6, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+          auto to = static_cast<DataType>(info.attr_int("to", 0));
+          if (element_size(to) == 0) return make_error("attribute 'to' ({}) is not a supported element type", static_cast<int>(to));
+          return ComputeFn([to](KernelContext& ctx) -> Status {
+            ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+            return cast(*x, to, ctx);
+          });
+        }));
+  r.add("", "CastLike", 15, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
+          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+          ONNXKIT_ASSIGN(const Tensor* like, ctx.tensor(1));
+          return cast(*x, like->dtype(), ctx);
+        }));
+}
+
+}  // namespace onnxkit::runtime::tensor_ops

@@ -1,0 +1,14 @@
+#pragma once
+// The tensor family: shape manipulation, casts, layout changes and tensors
+// made from attributes. Ops that only change a shape return views.
+
+#include "runtime/kernels/common.h"
+
+namespace onnxkit::runtime::tensor_ops {
+
+void register_shape_ops(KernelRegistry& registry);
+void register_cast(KernelRegistry& registry);
+void register_layout_ops(KernelRegistry& registry);
+void register_generators(KernelRegistry& registry);
+
+}  // namespace onnxkit::runtime::tensor_ops

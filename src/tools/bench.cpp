@@ -1,0 +1,114 @@
+#include "tools/bench.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "ir/model.h"
+#include "runtime/session.h"
+
+namespace onnxkit::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// The value at fraction q of sorted samples (nearest rank).
+double quantile(const std::vector<double>& sorted, double q) {
+  size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size()))) ;
+  return sorted[std::min(sorted.size() - 1, i == 0 ? 0 : i - 1)];
+}
+
+}  // namespace
+
+Result<BenchReport> bench_model(const std::filesystem::path& path, const BenchOptions& options) {
+  if (options.runs < 1) return make_error("--runs must be at least 1");
+  BenchReport report;
+  auto start = Clock::now();
+  ONNXKIT_ASSIGN(auto loaded, ir::load_model(path));
+  std::shared_ptr<const ir::Model> model(std::move(loaded));
+  report.load_ms = ms_since(start);
+
+  start = Clock::now();
+  runtime::SessionOptions session_options;
+  session_options.threads = options.threads;
+  session_options.profile = options.profile;
+  ONNXKIT_ASSIGN(auto session, runtime::Session::create(model, session_options));
+  report.session_ms = ms_since(start);
+  report.threads = session->threads();
+
+  InputOptions inputs = options.inputs;
+  inputs.random = true;
+  ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
+  for (int i = 0; i < options.warmup; ++i) ONNXKIT_TRY(session->run(feeds));
+  std::vector<runtime::NodeProfile> before = session->profile();
+  for (int i = 0; i < options.runs; ++i) {
+    start = Clock::now();
+    ONNXKIT_TRY(session->run(feeds));
+    report.run_ms.push_back(ms_since(start));
+  }
+  report.nodes = session->profile();
+  for (size_t i = 0; i < report.nodes.size() && i < before.size(); ++i) {
+    report.nodes[i].total_ms -= before[i].total_ms;
+    report.nodes[i].calls -= before[i].calls;
+  }
+  std::vector<double> sorted = report.run_ms;
+  std::sort(sorted.begin(), sorted.end());
+  report.min_ms = sorted.front();
+  report.median_ms = quantile(sorted, 0.5);
+  report.p90_ms = quantile(sorted, 0.9);
+  report.mean_ms = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  report.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  return report;
+}
+
+std::string render_bench_text(const BenchReport& r) {
+  return fmt::format(
+      "runs {}  threads {}\n"
+      "latency  min {:.2f} ms  median {:.2f} ms  p90 {:.2f} ms  mean {:.2f} ms\n"
+      "load {:.1f} ms  session {:.1f} ms  peak RSS {:.1f} MiB\n",
+      r.run_ms.size(), r.threads, r.min_ms, r.median_ms, r.p90_ms, r.mean_ms, r.load_ms, r.session_ms, r.peak_rss_mb);
+}
+
+std::string render_bench_profile(const BenchReport& r, size_t top) {
+  std::map<std::string, std::pair<double, int64_t>> by_op;
+  double total = 0;
+  for (const auto& n : r.nodes) {
+    by_op[n.op_type].first += n.total_ms;
+    by_op[n.op_type].second += 1;
+    total += n.total_ms;
+  }
+  const double runs = static_cast<double>(std::max<size_t>(r.run_ms.size(), 1));
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> ops(by_op.begin(), by_op.end());
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::string out = fmt::format("per run, by operator ({:.2f} ms in nodes):\n", total / runs);
+  for (const auto& [op, t] : ops)
+    out += fmt::format("  {:<24} {:>5} nodes  {:8.3f} ms  {:5.1f}%\n", op, t.second, t.first / runs, 100 * t.first / total);
+  std::vector<runtime::NodeProfile> nodes = r.nodes;
+  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+  out += fmt::format("slowest {} nodes:\n", std::min(top, nodes.size()));
+  for (size_t i = 0; i < nodes.size() && i < top; ++i)
+    out += fmt::format("  {:<40} {:<20} {:8.3f} ms\n", nodes[i].name, nodes[i].op_type, nodes[i].total_ms / runs);
+  return out;
+}
+
+std::string render_bench_json(const BenchReport& r) {
+  nlohmann::json j = {{"runs", r.run_ms.size()},   {"threads", r.threads},       {"min_ms", r.min_ms},
+                      {"median_ms", r.median_ms},  {"p90_ms", r.p90_ms},         {"mean_ms", r.mean_ms},
+                      {"load_ms", r.load_ms},      {"session_ms", r.session_ms}, {"peak_rss_mb", r.peak_rss_mb},
+                      {"run_ms", r.run_ms}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace onnxkit::tools

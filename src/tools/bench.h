@@ -1,0 +1,39 @@
+#pragma once
+// `onnxkit bench`: latency and memory of repeated runs of one session.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "tools/inputs.h"
+#include "util/result.h"
+
+namespace onnxkit::tools {
+
+struct BenchOptions {
+  InputOptions inputs;  // random unless files are given
+  int threads = 0;
+  int warmup = 5;
+  int runs = 50;
+  bool profile = false;  // time every node
+};
+
+struct BenchReport {
+  double load_ms = 0;     // reading the model
+  double session_ms = 0;  // building the session (kernels, prepacked weights)
+  std::vector<double> run_ms;
+  double min_ms = 0, median_ms = 0, p90_ms = 0, mean_ms = 0;
+  int threads = 0;
+  double peak_rss_mb = 0;  // of the whole process
+  std::vector<runtime::NodeProfile> nodes;  // with profile: per node, over the measured runs
+};
+
+Result<BenchReport> bench_model(const std::filesystem::path& model, const BenchOptions& options);
+
+std::string render_bench_text(const BenchReport& report);
+std::string render_bench_json(const BenchReport& report);
+// Time per operator type and the slowest `top` nodes, per run.
+std::string render_bench_profile(const BenchReport& report, size_t top = 15);
+
+}  // namespace onnxkit::tools

@@ -1,0 +1,35 @@
+#pragma once
+// The inputs of a run or a benchmark: read from files (.npy, .npz, .pb) or
+// made up (--random), checked against what the model declares.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/session.h"
+#include "util/result.h"
+
+namespace onnxkit::tools {
+
+struct InputOptions {
+  std::vector<std::pair<std::string, std::string>> files;   // NAME=FILE; NAME may be empty for a .npz
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;  // NAME:1,3,224,224
+  bool random = false;  // fill the inputs no file gives
+  uint64_t seed = 0;
+};
+
+// Parses "NAME=FILE" (or just "FILE.npz").
+Result<std::pair<std::string, std::string>> parse_input_flag(const std::string& flag);
+// Parses "NAME:1,3,224,224".
+Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std::string& flag);
+
+// One value per input the session needs, in its order; errors name the input.
+Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, const InputOptions& options);
+
+// Random data of a declared type: floats uniform in [0, 1), integers in
+// [0, 10) (valid as indices and token ids for any table of 10 or more), bools
+// either way. Symbolic dims take their value from `shape`.
+Result<runtime::Value> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed);
+
+}  // namespace onnxkit::tools

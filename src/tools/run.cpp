@@ -1,0 +1,118 @@
+#include "tools/run.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "io/atomic_file.h"
+#include "io/tensor_file.h"
+#include "ir/model.h"
+#include "runtime/tensor_proto.h"
+
+namespace onnxkit::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::Tensor;
+using runtime::Value;
+
+void summarize(const Value& value, OutputSummary& s) {
+  s.type = value.describe();
+  if (!value.is_tensor() || value.tensor().numel() == 0) return;
+  const Tensor& t = value.tensor();
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0;
+  Status st = runtime::dispatch_numeric(t.dtype(), [&]<class T>() -> Status {
+    for (const T& x : t.values<T>()) {
+      double v = static_cast<double>(x);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+    }
+    return {};
+  });
+  if (!st.ok()) return;
+  s.has_stats = true;
+  s.min = lo;
+  s.max = hi;
+  s.mean = sum / static_cast<double>(t.numel());
+}
+
+// Writes output `k`; returns the file name used.
+Result<std::string> write_output(const fs::path& dir, size_t k, const std::string& name, const Value& value, TensorFormat format) {
+  if (value.is_tensor() && format == TensorFormat::npy) {
+    std::string file = fmt::format("output_{}.npy", k);
+    ONNXKIT_TRY(io::write_npy(dir / file, runtime::tensor_to_proto(value.tensor(), name)));
+    return file;
+  }
+  // Sequences and optionals have no .npy form: they are always protobuf.
+  std::string file = fmt::format("output_{}.pb", k);
+  if (value.is_tensor()) ONNXKIT_TRY(io::write_pb(dir / file, runtime::tensor_to_proto(value.tensor(), name)));
+  else if (value.is_sequence()) ONNXKIT_TRY(io::write_pb(dir / file, runtime::sequence_to_proto(value.sequence(), name)));
+  else if (value.is_optional()) ONNXKIT_TRY(io::write_pb(dir / file, runtime::optional_to_proto(value.optional(), name)));
+  else return make_error("output '{}' has no value", name);
+  return file;
+}
+
+}  // namespace
+
+Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
+  ONNXKIT_ASSIGN(auto loaded, ir::load_model(path));
+  std::shared_ptr<const ir::Model> model(std::move(loaded));
+  runtime::SessionOptions session_options;
+  session_options.threads = options.threads;
+  session_options.outputs = options.outputs;
+  session_options.all_outputs = options.all_outputs;
+  ONNXKIT_ASSIGN(auto session, runtime::Session::create(model, session_options));
+  ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, options.inputs));
+
+  auto start = std::chrono::steady_clock::now();
+  ONNXKIT_ASSIGN(std::vector<Value> results, session->run(feeds));
+  RunReport report;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (!options.output_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(options.output_dir, ec);
+    if (ec) return make_error("{}: cannot create the folder: {}", options.output_dir.string(), ec.message());
+  }
+  nlohmann::json listing = nlohmann::json::array();
+  for (size_t k = 0; k < results.size(); ++k) {
+    OutputSummary s;
+    s.name = session->outputs()[k].name;
+    summarize(results[k], s);
+    if (!options.output_dir.empty()) {
+      ONNXKIT_ASSIGN(s.file, write_output(options.output_dir, k, s.name, results[k], options.format));
+      nlohmann::json entry = {{"index", k}, {"name", s.name}, {"file", s.file}};
+      if (results[k].is_tensor()) {
+        entry["dtype"] = runtime::to_string(results[k].tensor().dtype());
+        entry["shape"] = results[k].tensor().shape();
+      } else {
+        entry["type"] = s.type;
+      }
+      listing.push_back(entry);
+    }
+    report.outputs.push_back(std::move(s));
+  }
+  if (!options.output_dir.empty())
+    ONNXKIT_TRY(io::write_file_atomically(options.output_dir / "outputs.json", listing.dump(2) + "\n"));
+  return report;
+}
+
+std::string render_run_text(const RunReport& report) {
+  size_t width = 4;
+  for (const auto& o : report.outputs) width = std::max(width, o.name.size());
+  std::string out;
+  for (const auto& o : report.outputs) {
+    out += fmt::format("{:<{}}  {}", o.name, width, o.type);
+    if (o.has_stats) out += fmt::format("  min {:.6g}  max {:.6g}  mean {:.6g}", o.min, o.max, o.mean);
+    if (!o.file.empty()) out += "  -> " + o.file;
+    out += "\n";
+  }
+  out += fmt::format("ran in {:.2f} ms\n", report.seconds * 1000);
+  return out;
+}
+
+}  // namespace onnxkit::tools

@@ -1,0 +1,44 @@
+#pragma once
+// `onnxkit run`: one inference on our runtime, outputs summarized and
+// written in the ONNX backend test layout (DIR/output_K.npy or .pb plus
+// DIR/outputs.json).
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "tools/inputs.h"
+#include "util/result.h"
+
+namespace onnxkit::tools {
+
+enum class TensorFormat { npy, pb };
+
+struct RunOptions {
+  InputOptions inputs;
+  int threads = 0;
+  std::vector<std::string> outputs;  // names; empty: the graph's outputs
+  bool all_outputs = false;          // every intermediate value as well
+  std::filesystem::path output_dir;  // empty: write nothing
+  TensorFormat format = TensorFormat::npy;
+};
+
+struct OutputSummary {
+  std::string name;
+  std::string type;   // "float32[1,1000]", "seq(float32) of 3"
+  bool has_stats = false;
+  double min = 0, max = 0, mean = 0;
+  std::string file;   // relative to the output folder, when written
+};
+
+struct RunReport {
+  std::vector<OutputSummary> outputs;
+  double seconds = 0;  // the run alone
+};
+
+Result<RunReport> run_model(const std::filesystem::path& model, const RunOptions& options);
+
+std::string render_run_text(const RunReport& report);
+
+}  // namespace onnxkit::tools

@@ -1,0 +1,779 @@
+// Neural-network kernels on cases the backend data leaves out: group and
+// dilation combinations, 16-bit and 64-bit floats, opset 18+ forms, and bad
+// inputs. Expected values are worked out by hand or by the plain loops of
+// the definitions below, never by the code under test.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/kernels/nn/conv.h"
+#include "runtime/kernels/nn/gemm.h"
+#include "support/node_runner.h"
+
+namespace onnxkit {
+namespace {
+
+using runtime::BFloat16;
+using runtime::DataType;
+using runtime::Float16;
+using runtime::Shape;
+using runtime::Tensor;
+using testing::attr;
+using testing::expect_tensor_near;
+using testing::run_node;
+using testing::try_run_node;
+using Ints = std::vector<int64_t>;
+using Doubles = std::vector<double>;
+
+// A tensor of any float type holding `values`.
+Tensor make(DataType type, Shape shape, const Doubles& values) {
+  Tensor t(type, std::move(shape));
+  Status s = runtime::dispatch_float(type, [&]<class T>() -> Status {
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if constexpr (std::is_same_v<T, double>) t.mutable_data<T>()[i] = values[static_cast<size_t>(i)];
+      else t.mutable_data<T>()[i] = static_cast<T>(static_cast<float>(values[static_cast<size_t>(i)]));
+    }
+    return {};
+  });
+  EXPECT_TRUE(s.ok());
+  return t;
+}
+
+Tensor f32(Shape shape, const Doubles& values) { return make(DataType::float32, std::move(shape), values); }
+
+// Deterministic values in [-1, 1) that are exact in float16 (multiples of 1/64).
+Doubles pattern(int64_t n, int64_t seed) {
+  Doubles v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>((i * 37 + seed * 11) % 128 - 64) / 64.0;
+  return v;
+}
+
+int64_t product(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// Unflattens a row-major index.
+Ints unflatten(int64_t i, const Ints& dims) {
+  Ints idx(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    idx[d] = i % dims[d];
+    i /= dims[d];
+  }
+  return idx;
+}
+
+struct ConvCase {
+  Ints strides, pads, dilations;
+  int64_t group = 1;
+};
+
+// Convolution by its definition: every output element as one sum over the
+// window, out-of-range taps skipped (zero padding).
+Doubles naive_conv(const Doubles& x, const Shape& xs, const Doubles& w, const Shape& ws, const Doubles* b,
+                   const ConvCase& c, Shape& ys) {
+  const size_t rank = xs.size() - 2;
+  const int64_t n_batch = xs[0], channels = xs[1], m_out = ws[0], cg = ws[1], mg = m_out / c.group;
+  Ints in(xs.begin() + 2, xs.end()), k(ws.begin() + 2, ws.end()), out(rank);
+  for (size_t d = 0; d < rank; ++d)
+    out[d] = (in[d] + c.pads[d] + c.pads[rank + d] - ((k[d] - 1) * c.dilations[d] + 1)) / c.strides[d] + 1;
+  ys = {n_batch, m_out};
+  ys.insert(ys.end(), out.begin(), out.end());
+  Doubles y(static_cast<size_t>(product(ys)));
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t m = 0; m < m_out; ++m)
+      for (int64_t o = 0; o < product(out); ++o) {
+        const Ints oi = unflatten(o, out);
+        double sum = b ? (*b)[static_cast<size_t>(m)] : 0.0;
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t kk = 0; kk < product(k); ++kk) {
+            const Ints ki = unflatten(kk, k);
+            int64_t at = 0;
+            bool inside = true;
+            for (size_t d = 0; d < rank; ++d) {
+              const int64_t i = oi[d] * c.strides[d] + ki[d] * c.dilations[d] - c.pads[d];
+              inside = inside && i >= 0 && i < in[d];
+              at = at * in[d] + i;
+            }
+            if (!inside) continue;
+            const int64_t channel = (m / mg) * cg + ci;
+            sum += x[static_cast<size_t>((n * channels + channel) * product(in) + at)] *
+                   w[static_cast<size_t>((m * cg + ci) * product(k) + kk)];
+          }
+        y[static_cast<size_t>((n * m_out + m) * product(out) + o)] = sum;
+      }
+  return y;
+}
+
+// Runs Conv on x, w (and b) of `type` and compares with naive_conv.
+void check_conv(DataType type, const Shape& xs, const Shape& ws, bool with_bias, const ConvCase& c, double tol,
+                int threads = 1) {
+  const Doubles x = pattern(product(xs), 1), w = pattern(product(ws), 2), b = pattern(ws[0], 3);
+  Shape ys;
+  const Doubles y = naive_conv(x, xs, w, ws, with_bias ? &b : nullptr, c, ys);
+  std::vector<testing::NodeInput> inputs = {{"x", make(type, xs, x)}, {"w", make(type, ws, w), true}};
+  if (with_bias) inputs.push_back({"b", make(type, {ws[0]}, b)});
+  auto out = run_node({.op_type = "Conv",
+                       .opset = 13,
+                       .inputs = inputs,
+                       .attributes = {attr("strides", c.strides), attr("pads", c.pads), attr("dilations", c.dilations),
+                                      attr("group", c.group)},
+                       .threads = threads});
+  expect_tensor_near(out[0].tensor(), make(type, ys, y), tol, tol);
+}
+
+TEST(NnConv, OneTwoAndThreeDimsWithStridesPadsAndDilations) {
+  check_conv(DataType::float32, {2, 3, 11}, {4, 3, 3}, true, {{2}, {1, 2}, {2}}, 1e-5);
+  check_conv(DataType::float32, {1, 2, 7, 6}, {3, 2, 3, 2}, true, {{2, 1}, {1, 0, 2, 1}, {1, 2}}, 1e-5);
+  check_conv(DataType::float32, {1, 2, 5, 4, 6}, {2, 2, 2, 3, 2}, false, {{1, 2, 1}, {0, 1, 1, 1, 0, 0}, {2, 1, 3}},
+             1e-5);
+}
+
+TEST(NnConv, GroupsWithDilationAndDepthwiseMultiplier) {
+  // Two groups, dilated, strided, asymmetric padding.
+  check_conv(DataType::float32, {2, 4, 9, 8}, {6, 2, 3, 3}, true, {{2, 1}, {2, 1, 0, 2}, {2, 2}, 2}, 1e-5);
+  // Depthwise (group == C) with a channel multiplier of 2.
+  check_conv(DataType::float32, {1, 3, 6, 7}, {6, 1, 3, 3}, true, {{1, 2}, {1, 1, 1, 1}, {1, 1}, 3}, 1e-5);
+  // Depthwise, dilated, 1-D.
+  check_conv(DataType::float32, {2, 4, 12}, {4, 1, 3}, false, {{1}, {2, 2}, {3}, 4}, 1e-5);
+  // 1x1 kernels read the image directly; with a stride they do not.
+  check_conv(DataType::float32, {2, 4, 5, 5}, {3, 4, 1, 1}, true, {{1, 1}, {0, 0, 0, 0}, {1, 1}}, 1e-5);
+  check_conv(DataType::float32, {2, 4, 5, 5}, {3, 4, 1, 1}, true, {{2, 2}, {0, 0, 0, 0}, {1, 1}}, 1e-5);
+}
+
+TEST(NnConv, LargeConvIsTheSameOnOneOrTwoThreads) {
+  // Big enough to be split into tiles across threads (and over several k slices).
+  for (int threads : {1, 2})
+    check_conv(DataType::float32, {2, 64, 20, 21}, {48, 32, 3, 3}, true, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 2}, 1e-4,
+               threads);
+}
+
+TEST(NnConv, Float64AndSixteenBitFloats) {
+  check_conv(DataType::float64, {1, 4, 6, 5}, {4, 2, 2, 3}, true, {{1, 2}, {1, 0, 1, 1}, {2, 1}, 2}, 1e-12);
+  // Inputs are exact in half; the sums round once on the way out.
+  check_conv(DataType::float16, {1, 2, 5, 5}, {3, 2, 3, 3}, true, {{1, 1}, {1, 1, 1, 1}, {1, 1}}, 5e-3);
+  check_conv(DataType::bfloat16, {1, 2, 5, 5}, {3, 2, 3, 3}, false, {{2, 2}, {0, 0, 0, 0}, {1, 1}}, 2e-2);
+}
+
+TEST(NnConv, AutoPadSameAndValid) {
+  // 1-D, x = 1..5, w = [1, 1, 1], stride 2: SAME gives ceil(5 / 2) = 3 outputs
+  // with 2 pixels of padding, the odd one at the end (UPPER) or start (LOWER).
+  auto x = f32({1, 1, 5}, {1, 2, 3, 4, 5});
+  auto w = f32({1, 1, 3}, {1, 1, 1});
+  auto upper = run_node({.op_type = "Conv", .inputs = {{"x", x}, {"w", w}},
+                         .attributes = {attr("auto_pad", "SAME_UPPER"), attr("strides", Ints{2})}});
+  expect_tensor_near(upper[0].tensor(), f32({1, 1, 3}, {3, 9, 9}));  // pads 1, 1: [0+1+2, 2+3+4, 4+5+0]
+  auto x6 = f32({1, 1, 6}, {1, 2, 3, 4, 5, 6});
+  // Six inputs, stride 2: 3 outputs, total padding 1.
+  upper = run_node({.op_type = "Conv", .inputs = {{"x", x6}, {"w", w}},
+                    .attributes = {attr("auto_pad", "SAME_UPPER"), attr("strides", Ints{2})}});
+  expect_tensor_near(upper[0].tensor(), f32({1, 1, 3}, {6, 12, 11}));  // [1+2+3, 3+4+5, 5+6+0]
+  auto lower = run_node({.op_type = "Conv", .inputs = {{"x", x6}, {"w", w}},
+                         .attributes = {attr("auto_pad", "SAME_LOWER"), attr("strides", Ints{2})}});
+  expect_tensor_near(lower[0].tensor(), f32({1, 1, 3}, {3, 9, 15}));  // [0+1+2, 2+3+4, 4+5+6]
+  auto valid = run_node({.op_type = "Conv", .inputs = {{"x", x6}, {"w", w}},
+                         .attributes = {attr("auto_pad", "VALID"), attr("strides", Ints{2}), attr("pads", Ints{5, 5})}});
+  expect_tensor_near(valid[0].tensor(), f32({1, 1, 2}, {6, 12}));  // pads are ignored
+}
+
+TEST(NnConv, BadInputsAreErrorsNamingTheProblem) {
+  auto expect_error = [](const testing::NodeSpec& spec, const std::string& text) {
+    auto out = try_run_node(spec);
+    ASSERT_FALSE(out.ok()) << "expected an error containing: " << text;
+    EXPECT_NE(out.error().message().find(text), std::string::npos) << out.error().message();
+    EXPECT_NE(out.error().message().find("under_test"), std::string::npos) << out.error().message();
+  };
+  auto x = f32({1, 3, 5, 5}, pattern(75, 1));
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 2, 3, 3}, pattern(36, 2))}}},
+               "input channels per group");
+  expect_error({.op_type = "Conv", .inputs = {{"x", f32({3, 5}, pattern(15, 1))}, {"w", f32({2, 3}, pattern(6, 2))}}},
+               "at least one spatial dim");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3}, pattern(18, 2))}}}, "must match");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 1, 3, 3}, pattern(18, 2))}},
+                .attributes = {attr("group", 2)}},
+               "group 2 does not divide");
+  expect_error({.op_type = "Conv",
+                .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}, {"b", f32({3}, {1, 2, 3})}}},
+               "B must have shape [2]");
+  expect_error({.op_type = "Conv", .inputs = {{"x", f32({1, 1, 2, 2}, {1, 2, 3, 4})}, {"w", f32({1, 1, 3, 3}, pattern(9, 2))}}},
+               "larger than the padded input");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+                .attributes = {attr("kernel_shape", Ints{2, 2})}},
+               "does not match");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+                .attributes = {attr("strides", Ints{1, 1, 1})}},
+               "strides");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+                .attributes = {attr("strides", Ints{0, 1})}},
+               "below 1");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", make(DataType::float64, {2, 3, 3, 3}, pattern(54, 2))}}},
+               "W has type float64");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+                .attributes = {attr("auto_pad", "SAME")}},
+               "auto_pad 'SAME'");
+  // Absurd sizes are refused before any index arithmetic could overflow.
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+                .attributes = {attr("pads", Ints{int64_t{1} << 40, 0, 0, 0})}},
+               "has a value above");
+  // W an initializer and X declared with a static shape: the same error.
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 2, 3, 3}, pattern(36, 2)), true}}},
+               "input channels per group");
+}
+
+TEST(NnConv, ReferenceChecksItsTensorsAgainstTheParams) {
+  runtime::nn::ConvAttributes attrs;
+  auto params = runtime::nn::make_conv_params(attrs, {1, 2, 4, 4}, {3, 2, 3, 3});
+  ASSERT_TRUE(params.ok());
+  EXPECT_EQ(params->y_shape(), (Shape{1, 3, 2, 2}));
+  Tensor x = f32({1, 2, 4, 4}, pattern(32, 1)), w = f32({3, 2, 3, 3}, pattern(54, 2));
+  Tensor wrong_y(DataType::float32, {1, 3, 3, 3});
+  Status s = runtime::nn::conv_reference(*params, x, w, nullptr, wrong_y);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("Y has shape"), std::string::npos);
+  Tensor y(DataType::float32, {1, 3, 2, 2});
+  Tensor bad_bias = f32({2}, {1, 2});
+  EXPECT_FALSE(runtime::nn::conv_reference(*params, x, w, &bad_bias, y).ok());
+  EXPECT_TRUE(runtime::nn::conv_reference(*params, x, w, nullptr, y).ok());
+}
+
+TEST(NnGemm, MatchesAPlainTripleLoop) {
+  for (auto [m, n, k] : {std::tuple{5, 13, 300}, std::tuple{1, 1, 1}, std::tuple{70, 1030, 9}, std::tuple{8, 8, 0}}) {
+    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n), 1.0f);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 9) - 4);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
+    runtime::nn::gemm<float>(m, n, k, a.data(), k, b.data(), n, c.data(), n, true);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        double sum = 1;
+        for (int p = 0; p < k; ++p) sum += a[static_cast<size_t>(i * k + p)] * b[static_cast<size_t>(p * n + j)];
+        ASSERT_EQ(c[static_cast<size_t>(i * n + j)], static_cast<float>(sum)) << m << "x" << n << "x" << k;
+      }
+  }
+}
+
+// --- ConvTranspose ------------------------------------------------------------------
+
+// Transposed convolution by its definition: every input element scatters
+// x * w over its window; positions shifted by the begin pads and clipped.
+Doubles naive_conv_transpose(const Doubles& x, const Shape& xs, const Doubles& w, const Shape& ws, const ConvCase& c,
+                             const Ints& out_pad, Shape& ys) {
+  const size_t rank = xs.size() - 2;
+  const int64_t n_batch = xs[0], channels = xs[1], mg = ws[1], m_out = mg * c.group, cg = channels / c.group;
+  Ints in(xs.begin() + 2, xs.end()), k(ws.begin() + 2, ws.end()), out(rank);
+  for (size_t d = 0; d < rank; ++d)
+    out[d] = c.strides[d] * (in[d] - 1) + out_pad[d] + (k[d] - 1) * c.dilations[d] + 1 - c.pads[d] - c.pads[rank + d];
+  ys = {n_batch, m_out};
+  ys.insert(ys.end(), out.begin(), out.end());
+  Doubles y(static_cast<size_t>(product(ys)), 0.0);
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t ch = 0; ch < channels; ++ch)
+      for (int64_t i = 0; i < product(in); ++i) {
+        const Ints ii = unflatten(i, in);
+        for (int64_t m = 0; m < mg; ++m)
+          for (int64_t kk = 0; kk < product(k); ++kk) {
+            const Ints ki = unflatten(kk, k);
+            int64_t at = 0;
+            bool inside = true;
+            for (size_t d = 0; d < rank; ++d) {
+              const int64_t o = ii[d] * c.strides[d] + ki[d] * c.dilations[d] - c.pads[d];
+              inside = inside && o >= 0 && o < out[d];
+              at = at * out[d] + o;
+            }
+            if (!inside) continue;
+            const int64_t oc = (ch / cg) * mg + m;
+            y[static_cast<size_t>((n * m_out + oc) * product(out) + at)] +=
+                x[static_cast<size_t>((n * channels + ch) * product(in) + i)] *
+                w[static_cast<size_t>((ch * mg + m) * product(k) + kk)];
+          }
+      }
+  return y;
+}
+
+TEST(NnConvTranspose, GroupsStridesDilationsPadsAndOutputPadding) {
+  const Shape xs{2, 4, 3, 4}, ws{4, 3, 3, 2};
+  const ConvCase c{{2, 1}, {1, 0, 0, 1}, {1, 2}, 2};
+  const Ints out_pad{1, 0};
+  const Doubles x = pattern(product(xs), 4), w = pattern(product(ws), 5), b = pattern(6, 6);
+  Shape ys;
+  Doubles y = naive_conv_transpose(x, xs, w, ws, c, out_pad, ys);
+  for (int64_t q = 0; q < product(ys); ++q) y[static_cast<size_t>(q)] += b[static_cast<size_t>((q / (ys[2] * ys[3])) % 6)];
+  for (DataType type : {DataType::float32, DataType::float64}) {
+    auto out = run_node({.op_type = "ConvTranspose",
+                         .inputs = {{"x", make(type, xs, x)}, {"w", make(type, ws, w)}, {"b", make(type, {6}, b)}},
+                         .attributes = {attr("strides", c.strides), attr("pads", c.pads), attr("dilations", c.dilations),
+                                        attr("group", c.group), attr("output_padding", out_pad)}});
+    expect_tensor_near(out[0].tensor(), make(type, ys, y), 1e-5, 1e-5);
+  }
+  // 3-D, no bias.
+  const Shape xs3{1, 2, 2, 3, 2}, ws3{2, 2, 2, 2, 3};
+  const ConvCase c3{{1, 2, 2}, {0, 1, 0, 1, 0, 1}, {2, 1, 1}, 1};
+  const Doubles x3 = pattern(product(xs3), 7), w3 = pattern(product(ws3), 8);
+  Doubles y3 = naive_conv_transpose(x3, xs3, w3, ws3, c3, {0, 0, 0}, ys);
+  auto out = run_node({.op_type = "ConvTranspose",
+                       .inputs = {{"x", f32(xs3, x3)}, {"w", f32(ws3, w3)}},
+                       .attributes = {attr("strides", c3.strides), attr("pads", c3.pads), attr("dilations", c3.dilations)}});
+  expect_tensor_near(out[0].tensor(), f32(ys, y3));
+}
+
+TEST(NnConvTranspose, AutoPadAndOutputShape) {
+  // x = [1, 2, 3], w = [1, 1, 1], stride 2: the full scatter is
+  // [1, 1, 1+2, 2, 2+3, 3, 3] = [1, 1, 3, 2, 5, 3, 3] (7 positions).
+  auto x = f32({1, 1, 3}, {1, 2, 3});
+  auto w = f32({1, 1, 3}, {1, 1, 1});
+  auto run = [&](std::vector<onnx::AttributeProto> attrs) {
+    attrs.push_back(attr("strides", Ints{2}));
+    return run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", w}}, .attributes = attrs})[0].tensor();
+  };
+  // SAME: 3 * 2 = 6 outputs, one position cut at the end (UPPER) or start (LOWER).
+  expect_tensor_near(run({attr("auto_pad", "SAME_UPPER")}), f32({1, 1, 6}, {1, 1, 3, 2, 5, 3}));
+  expect_tensor_near(run({attr("auto_pad", "SAME_LOWER")}), f32({1, 1, 6}, {1, 3, 2, 5, 3, 3}));
+  // output_shape 5: two cut, one at each end; 8: one position past the scatter.
+  expect_tensor_near(run({attr("output_shape", Ints{5})}), f32({1, 1, 5}, {1, 3, 2, 5, 3}));
+  expect_tensor_near(run({attr("output_shape", Ints{8})}), f32({1, 1, 8}, {1, 1, 3, 2, 5, 3, 3, 0}));
+  expect_tensor_near(run({attr("output_shape", Ints{1, 1, 7})}), f32({1, 1, 7}, {1, 1, 3, 2, 5, 3, 3}));
+}
+
+TEST(NnConvTranspose, BadInputsAreErrors) {
+  auto x = f32({1, 2, 3}, pattern(6, 1));
+  auto out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", f32({3, 1, 2}, pattern(6, 2))}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("input channels (dim 0)"), std::string::npos) << out.error().message();
+  out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", f32({2, 1, 3}, pattern(6, 2))}},
+                      .attributes = {attr("pads", Ints{4, 4})}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("pads"), std::string::npos) << out.error().message();
+  out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", f32({2, 1, 3}, pattern(6, 2))}},
+                      .attributes = {attr("output_shape", Ints{1, 2})}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("output_shape"), std::string::npos) << out.error().message();
+}
+
+// --- Col2Im ---------------------------------------------------------------------------
+
+TEST(NnCol2Im, CountsOverlapsAndHandlesStridesDilationsPads) {
+  // 3x3 image, 2x2 blocks at stride 1: 4 blocks; summing ones counts how
+  // many blocks cover each pixel.
+  auto ones = f32({1, 4, 4}, Doubles(16, 1.0));
+  auto out = run_node({.op_type = "Col2Im", .opset = 18,
+                       .inputs = {{"x", ones}, {"image", Tensor::from<int64_t>({2}, {3, 3})},
+                                  {"block", Tensor::from<int64_t>({2}, {2, 2})}}});
+  expect_tensor_near(out[0].tensor(), f32({1, 1, 3, 3}, {1, 2, 1, 2, 4, 2, 1, 2, 1}));
+
+  // 2 channels, 5x4 image, 2x2 blocks, dilations [2, 1], strides [1, 2], pads [1, 0, 0, 1]:
+  // blocks per axis: (5 + 1 - 3) / 1 + 1 = 4 and (4 + 1 - 2) / 2 + 1 = 2.
+  const Ints image{5, 4}, block{2, 2}, strides{1, 2}, dil{2, 1}, pads{1, 0, 0, 1}, grid{4, 2};
+  const int64_t channels = 2, rows = channels * 4, cols = 8;
+  const Doubles col = pattern(rows * cols, 3);
+  Doubles expected(static_cast<size_t>(channels * 20), 0.0);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kr = 0; kr < 4; ++kr)
+      for (int64_t p = 0; p < cols; ++p) {
+        const int64_t ih = (p / 2) * strides[0] + (kr / 2) * dil[0] - pads[0];
+        const int64_t iw = (p % 2) * strides[1] + (kr % 2) * dil[1] - pads[1];
+        if (ih < 0 || ih >= 5 || iw < 0 || iw >= 4) continue;
+        expected[static_cast<size_t>(c * 20 + ih * 4 + iw)] += col[static_cast<size_t>((c * 4 + kr) * cols + p)];
+      }
+  out = run_node({.op_type = "Col2Im", .opset = 18,
+                  .inputs = {{"x", f32({1, rows, cols}, col)}, {"image", Tensor::from<int64_t>({2}, image)},
+                             {"block", Tensor::from<int64_t>({2}, block)}},
+                  .attributes = {attr("strides", strides), attr("dilations", dil), attr("pads", pads)}});
+  expect_tensor_near(out[0].tensor(), f32({1, channels, 5, 4}, expected));
+
+  auto bad = try_run_node({.op_type = "Col2Im", .opset = 18,
+                           .inputs = {{"x", f32({1, 4, 5}, Doubles(20, 1.0))}, {"image", Tensor::from<int64_t>({2}, {3, 3})},
+                                      {"block", Tensor::from<int64_t>({2}, {2, 2})}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("input dim 2 is 5"), std::string::npos) << bad.error().message();
+}
+
+// --- pooling --------------------------------------------------------------------------
+
+TEST(NnPool, MaxPoolIndicesIncludeThePlaneOffsetAndFollowStorageOrder) {
+  auto x = f32({2, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 8, 7, 6, 5, 4, 3, 2, 1});
+  auto out = run_node({.op_type = "MaxPool", .inputs = {{"x", x}}, .attributes = {attr("kernel_shape", Ints{2, 2})},
+                       .num_outputs = 2});
+  expect_tensor_near(out[0].tensor(), f32({2, 1, 2, 2}, {5, 6, 8, 9, 9, 8, 6, 5}));
+  expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({2, 1, 2, 2}, {4, 5, 7, 8, 9, 10, 12, 13}));
+  // Column major: (h, w) counts as w * H + h inside the plane.
+  out = run_node({.op_type = "MaxPool", .inputs = {{"x", x}},
+                  .attributes = {attr("kernel_shape", Ints{2, 2}), attr("storage_order", 1)}, .num_outputs = 2});
+  expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({2, 1, 2, 2}, {4, 7, 5, 8, 9, 12, 10, 13}));
+}
+
+TEST(NnPool, CeilModeDropsWindowsStartingInTheEndPadding) {
+  // 1..5, kernel 2, stride 2, pads 1: ceil gives 4 windows, but the 4th would
+  // start in the end padding, so 3 remain: [-1, 0], [1, 2], [3, 4].
+  auto x = f32({1, 1, 5}, {1, 2, 3, 4, 5});
+  std::vector<onnx::AttributeProto> a = {attr("kernel_shape", Ints{2}), attr("strides", Ints{2}), attr("pads", Ints{1, 1}),
+                                         attr("ceil_mode", 1)};
+  expect_tensor_near(run_node({.op_type = "MaxPool", .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 3}, {1, 3, 5}));
+  auto with_pad = a;
+  with_pad.push_back(attr("count_include_pad", 1));
+  expect_tensor_near(run_node({.op_type = "AveragePool", .inputs = {{"x", x}}, .attributes = with_pad})[0].tensor(),
+                     f32({1, 1, 3}, {0.5, 2.5, 4.5}));
+  expect_tensor_near(run_node({.op_type = "AveragePool", .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 3}, {1, 2.5, 4.5}));
+}
+
+TEST(NnPool, CeilModeWindowsPastThePaddingCountOnlyPaddedTaps) {
+  // 1..6, kernel 3, stride 2, pads 1: 4 windows over input indices
+  // [-1..1], [1..3], [3..5], [5..7]; index 6 is end padding, 7 is outside it.
+  auto x = f32({1, 1, 6}, {1, 2, 3, 4, 5, 6});
+  std::vector<onnx::AttributeProto> a = {attr("kernel_shape", Ints{3}), attr("strides", Ints{2}), attr("pads", Ints{1, 1}),
+                                         attr("ceil_mode", 1)};
+  auto with_pad = a;
+  with_pad.push_back(attr("count_include_pad", 1));
+  expect_tensor_near(run_node({.op_type = "AveragePool", .inputs = {{"x", x}}, .attributes = with_pad})[0].tensor(),
+                     f32({1, 1, 4}, {1, 3, 5, 3}));
+  expect_tensor_near(run_node({.op_type = "AveragePool", .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 4}, {1.5, 3, 5, 6}));
+  expect_tensor_near(run_node({.op_type = "MaxPool", .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 4}, {2, 4, 6, 6}));
+}
+
+TEST(NnPool, DilationsInMaxAverageAndLpPool) {
+  // 1-D, kernel 2, dilation 2: windows {0, 2}, {1, 3}, {2, 4}.
+  auto x = f32({1, 1, 5}, {1, 5, 2, 4, 3});
+  std::vector<onnx::AttributeProto> a = {attr("kernel_shape", Ints{2}), attr("dilations", Ints{2})};
+  expect_tensor_near(run_node({.op_type = "MaxPool", .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 3}, {2, 5, 3}));
+  expect_tensor_near(run_node({.op_type = "AveragePool", .opset = 19, .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 3}, {1.5, 4.5, 2.5}));
+  a.push_back(attr("p", 1));
+  expect_tensor_near(run_node({.op_type = "LpPool", .opset = 18, .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 3}, {3, 9, 5}));
+}
+
+TEST(NnPool, MaxPoolOnIntegersAnd3D) {
+  auto x = Tensor::from<int8_t>({1, 1, 4}, {-5, 3, -1, 7});
+  auto out = run_node({.op_type = "MaxPool", .inputs = {{"x", x}},
+                       .attributes = {attr("kernel_shape", Ints{2}), attr("strides", Ints{2})}, .num_outputs = 2});
+  expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({1, 1, 2}, {3, 7}));
+  expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({1, 1, 2}, {1, 3}));
+  auto u = Tensor::from<uint8_t>({1, 1, 2}, {200, 9});
+  expect_tensor_near(run_node({.op_type = "MaxPool", .inputs = {{"x", u}}, .attributes = {attr("kernel_shape", Ints{2})}})[0].tensor(),
+                     Tensor::from<uint8_t>({1, 1, 1}, {200}));
+  // 2x2x2 cube, kernel covering all of it.
+  auto cube = f32({1, 1, 2, 2, 2}, {1, 8, 3, 4, 5, 6, 7, 2});
+  out = run_node({.op_type = "MaxPool", .inputs = {{"x", cube}}, .attributes = {attr("kernel_shape", Ints{2, 2, 2})},
+                  .num_outputs = 2});
+  expect_tensor_near(out[0].tensor(), f32({1, 1, 1, 1, 1}, {8}));
+  expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({1, 1, 1, 1, 1}, {1}));
+}
+
+TEST(NnPool, LpPoolReadsAFloatPBeforeOpset2) {
+  auto x = f32({1, 1, 4}, {3, 4, 0, 0});
+  std::vector<onnx::AttributeProto> a = {attr("kernel_shape", Ints{2}), attr("strides", Ints{2})};
+  expect_tensor_near(run_node({.op_type = "LpPool", .opset = 11, .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 2}, {5, 0}));
+  a.push_back(attr("p", 1.0f));
+  expect_tensor_near(run_node({.op_type = "LpPool", .opset = 1, .inputs = {{"x", x}}, .attributes = a})[0].tensor(),
+                     f32({1, 1, 2}, {7, 0}));
+  auto g = run_node({.op_type = "GlobalLpPool", .inputs = {{"x", f32({1, 1, 2, 2}, {1, 2, 2, 4})}}});
+  expect_tensor_near(g[0].tensor(), f32({1, 1, 1, 1}, {5}));
+}
+
+TEST(NnPool, GlobalPoolsInHalfAndDouble) {
+  auto h = make(DataType::float16, {1, 2, 2}, {1, 2, 3, 5});
+  expect_tensor_near(run_node({.op_type = "GlobalAveragePool", .inputs = {{"x", h}}})[0].tensor(),
+                     make(DataType::float16, {1, 2, 1}, {1.5, 4}));
+  auto d = make(DataType::float64, {1, 2, 2}, {1, 2, 3, 5});
+  expect_tensor_near(run_node({.op_type = "GlobalMaxPool", .inputs = {{"x", d}}})[0].tensor(),
+                     make(DataType::float64, {1, 2, 1}, {2, 5}));
+}
+
+TEST(NnPool, BadInputsAreErrors) {
+  auto x = f32({1, 1, 4, 4}, pattern(16, 1));
+  auto out = try_run_node({.op_type = "MaxPool", .inputs = {{"x", x}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("kernel_shape is required"), std::string::npos);
+  out = try_run_node({.op_type = "MaxPool", .inputs = {{"x", x}}, .attributes = {attr("kernel_shape", Ints{2})}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("expected rank 3"), std::string::npos) << out.error().message();
+  out = try_run_node({.op_type = "AveragePool", .inputs = {{"x", x}}, .attributes = {attr("kernel_shape", Ints{5, 5})}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("larger than the padded input"), std::string::npos) << out.error().message();
+  out = try_run_node({.op_type = "AveragePool", .inputs = {{"x", Tensor::from<int32_t>({1, 1, 2}, {1, 2})}},
+                      .attributes = {attr("kernel_shape", Ints{2})}});
+  ASSERT_FALSE(out.ok());
+  out = try_run_node({.op_type = "MaxUnpool",
+                      .inputs = {{"x", f32({1, 1, 2}, {5, 6})}, {"i", Tensor::from<int64_t>({1, 1, 2}, {1, 4})}},
+                      .attributes = {attr("kernel_shape", Ints{2}), attr("strides", Ints{2})}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("I[1] = 4 is outside"), std::string::npos) << out.error().message();
+}
+
+TEST(NnPool, MaxUnpoolInvertsMaxPool) {
+  auto out = run_node({.op_type = "MaxUnpool",
+                       .inputs = {{"x", f32({1, 2, 2}, {5, 6, 7, 8})}, {"i", Tensor::from<int64_t>({1, 2, 2}, {1, 2, 4, 7})}},
+                       .attributes = {attr("kernel_shape", Ints{2}), attr("strides", Ints{2})}});
+  expect_tensor_near(out[0].tensor(), f32({1, 2, 4}, {0, 5, 6, 0, 7, 0, 0, 8}));
+}
+
+// --- normalization -----------------------------------------------------------------------
+
+TEST(NnNorm, BatchNormInferenceInEveryFloatType) {
+  // (x - mean) / sqrt(var) * scale + B with epsilon 0: channel 0 has mean 1,
+  // std 2, scale 1, B 0; channel 1 mean 3, std 1, scale 2, B 1.
+  for (DataType type : {DataType::float32, DataType::float64, DataType::float16}) {
+    auto out = run_node({.op_type = "BatchNormalization", .opset = 9,
+                         .inputs = {{"x", make(type, {1, 2, 1, 2}, {1, 2, 3, 4})}, {"s", make(type, {2}, {1, 2})},
+                                    {"b", make(type, {2}, {0, 1})}, {"m", make(type, {2}, {1, 3})},
+                                    {"v", make(type, {2}, {4, 1})}},
+                         .attributes = {attr("epsilon", 0.0f)}});
+    expect_tensor_near(out[0].tensor(), make(type, {1, 2, 1, 2}, {0, 0.5, 1, 3}));
+  }
+}
+
+TEST(NnNorm, BatchNormSpatialZeroBeforeOpset9) {
+  // One parameter per element of a sample: x is [N=2, C=1, 2].
+  auto out = run_node({.op_type = "BatchNormalization", .opset = 7,
+                       .inputs = {{"x", f32({2, 1, 2}, {1, 2, 3, 4})}, {"s", f32({1, 2}, {1, 1})}, {"b", f32({1, 2}, {0, 0})},
+                                  {"m", f32({1, 2}, {0, 10})}, {"v", f32({1, 2}, {1, 4})}},
+                       .attributes = {attr("epsilon", 0.0f), attr("spatial", 0)}});
+  expect_tensor_near(out[0].tensor(), f32({2, 1, 2}, {1, -4, 3, -3}));
+}
+
+TEST(NnNorm, BatchNormTrainingModeUpdatesRunningStatistics) {
+  // Batch statistics of 1, 2, 3, 4: mean 2.5, population variance 1.25.
+  const double inv = 1.0 / std::sqrt(1.25);
+  auto out = run_node({.op_type = "BatchNormalization", .opset = 15,
+                       .inputs = {{"x", f32({2, 1, 2}, {1, 2, 3, 4})}, {"s", f32({1}, {1})}, {"b", f32({1}, {0})},
+                                  {"m", f32({1}, {0})}, {"v", f32({1}, {1})}},
+                       .attributes = {attr("epsilon", 0.0f), attr("training_mode", 1)},
+                       .num_outputs = 3});
+  expect_tensor_near(out[0].tensor(), f32({2, 1, 2}, {-1.5 * inv, -0.5 * inv, 0.5 * inv, 1.5 * inv}));
+  expect_tensor_near(out[1].tensor(), f32({1}, {0.25}));          // 0 * 0.9 + 2.5 * 0.1
+  expect_tensor_near(out[2].tensor(), f32({1}, {0.9 + 0.125}));   // 1 * 0.9 + 1.25 * 0.1
+}
+
+TEST(NnNorm, BatchNormParameterOfTheWrongLengthIsAnError) {
+  auto out = try_run_node({.op_type = "BatchNormalization",
+                           .inputs = {{"x", f32({1, 2, 2}, {1, 2, 3, 4})}, {"s", f32({3}, {1, 1, 1})}, {"b", f32({2}, {0, 0})},
+                                      {"m", f32({2}, {0, 0})}, {"v", f32({2}, {1, 1})}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("scale has shape [3]"), std::string::npos) << out.error().message();
+}
+
+TEST(NnNorm, LayerNormWithStatisticsOutputs) {
+  // Rows [1, 2, 3] and [2, 4, 6]: means 2 and 4, variances 2/3 and 8/3; both
+  // normalize to [-a, 0, a] with a = sqrt(1.5).
+  const double a = std::sqrt(1.5);
+  auto out = run_node({.op_type = "LayerNormalization", .opset = 17,
+                       .inputs = {{"x", f32({2, 3}, {1, 2, 3, 2, 4, 6})}, {"s", f32({3}, {1, 1, 2})}, {"b", f32({3}, {0, 0, 1})}},
+                       .attributes = {attr("epsilon", 0.0f)},
+                       .num_outputs = 3});
+  expect_tensor_near(out[0].tensor(), f32({2, 3}, {-a, 0, 2 * a + 1, -a, 0, 2 * a + 1}));
+  expect_tensor_near(out[1].tensor(), f32({2, 1}, {2, 4}));
+  expect_tensor_near(out[2].tensor(), f32({2, 1}, {std::sqrt(1.5), std::sqrt(3.0 / 8.0)}));
+}
+
+TEST(NnNorm, LayerNormAxisZeroBroadcastScaleAndHalf) {
+  // All four values form one row: mean 4, variance 5.
+  const double inv = 1 / std::sqrt(5.0);
+  for (DataType type : {DataType::float32, DataType::float16}) {
+    auto out = run_node({.op_type = "LayerNormalization", .opset = 17,
+                         .inputs = {{"x", make(type, {2, 2}, {1, 3, 5, 7})}, {"s", make(type, {1}, {2})}},
+                         .attributes = {attr("axis", 0), attr("epsilon", 0.0f)},
+                         .num_outputs = 2});
+    expect_tensor_near(out[0].tensor(), make(type, {2, 2}, {-6 * inv, -2 * inv, 2 * inv, 6 * inv}), 2e-3, 2e-3);
+    expect_tensor_near(out[1].tensor(), f32({1, 1}, {4}));  // stash_type 1: float32 statistics
+  }
+  auto bad = try_run_node({.op_type = "LayerNormalization", .opset = 17,
+                           .inputs = {{"x", f32({2, 3}, pattern(6, 1))}, {"s", f32({2}, {1, 1})}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("does not broadcast"), std::string::npos) << bad.error().message();
+}
+
+TEST(NnNorm, GroupNormOpset18ScalesPerGroupAndOpset21PerChannel) {
+  // Groups {1, 3} and {2, 6}: means 2 and 4, std 1 and 2: both give [-1, 1].
+  auto x = f32({1, 4, 1}, {1, 3, 2, 6});
+  auto old = run_node({.op_type = "GroupNormalization", .opset = 18,
+                       .inputs = {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {0, 1})}},
+                       .attributes = {attr("num_groups", 2), attr("epsilon", 0.0f)}});
+  expect_tensor_near(old[0].tensor(), f32({1, 4, 1}, {-2, 2, -2, 4}));
+  auto now = run_node({.op_type = "GroupNormalization", .opset = 21,
+                       .inputs = {{"x", x}, {"s", f32({4}, {1, 2, 3, 4})}, {"b", f32({4}, {0, 0, 0, 1})}},
+                       .attributes = {attr("num_groups", 2), attr("epsilon", 0.0f)}});
+  expect_tensor_near(now[0].tensor(), f32({1, 4, 1}, {-1, 2, -3, 5}));
+  // The opset 18 shapes are wrong at 21, and 3 groups do not divide 4 channels.
+  auto bad = try_run_node({.op_type = "GroupNormalization", .opset = 21,
+                           .inputs = {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {0, 1})}},
+                           .attributes = {attr("num_groups", 2)}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("one per channel"), std::string::npos) << bad.error().message();
+  bad = try_run_node({.op_type = "GroupNormalization", .opset = 18,
+                      .inputs = {{"x", x}, {"s", f32({3}, {1, 1, 1})}, {"b", f32({3}, {0, 0, 0})}},
+                      .attributes = {attr("num_groups", 3)}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("does not divide"), std::string::npos) << bad.error().message();
+}
+
+TEST(NnNorm, InstanceNormInDouble) {
+  // 1, 2, 3, 4: mean 2.5, variance 1.25; scale 2, B 1.
+  const double inv = 1 / std::sqrt(1.25);
+  auto out = run_node({.op_type = "InstanceNormalization",
+                       .inputs = {{"x", make(DataType::float64, {1, 1, 4}, {1, 2, 3, 4})},
+                                  {"s", make(DataType::float64, {1}, {2})}, {"b", make(DataType::float64, {1}, {1})}},
+                       .attributes = {attr("epsilon", 0.0f)}});
+  expect_tensor_near(out[0].tensor(),
+                     make(DataType::float64, {1, 1, 4}, {1 - 3 * inv, 1 - inv, 1 + inv, 1 + 3 * inv}), 1e-12, 1e-12);
+}
+
+TEST(NnNorm, LrnWindowIsAsymmetricForEvenSizes) {
+  // x = [1, 2, 3] over channels, alpha / size = 1, beta 1, bias 1.
+  auto x = f32({1, 3, 1}, {1, 2, 3});
+  auto odd = run_node({.op_type = "LRN", .inputs = {{"x", x}},
+                       .attributes = {attr("size", 3), attr("alpha", 3.0f), attr("beta", 1.0f), attr("bias", 1.0f)}});
+  expect_tensor_near(odd[0].tensor(), f32({1, 3, 1}, {1.0 / 6, 2.0 / 15, 3.0 / 14}));
+  // size 2: channels c and c + 1.
+  auto even = run_node({.op_type = "LRN", .inputs = {{"x", x}},
+                        .attributes = {attr("size", 2), attr("alpha", 2.0f), attr("beta", 1.0f), attr("bias", 1.0f)}});
+  expect_tensor_near(even[0].tensor(), f32({1, 3, 1}, {1.0 / 6, 2.0 / 14, 3.0 / 10}));
+}
+
+TEST(NnNorm, LpNormalizationAndMeanVarianceNormalization) {
+  auto x = f32({2, 2}, {3, 4, 0, 0});
+  expect_tensor_near(run_node({.op_type = "LpNormalization", .inputs = {{"x", x}}})[0].tensor(),
+                     f32({2, 2}, {0.6, 0.8, 0, 0}));
+  expect_tensor_near(run_node({.op_type = "LpNormalization", .inputs = {{"x", x}}, .attributes = {attr("p", 1)}})[0].tensor(),
+                     f32({2, 2}, {3.0 / 7, 4.0 / 7, 0, 0}));
+  expect_tensor_near(run_node({.op_type = "LpNormalization", .inputs = {{"x", f32({2, 2}, {3, 1, 4, 0})}},
+                               .attributes = {attr("axis", 0)}})[0].tensor(),
+                     f32({2, 2}, {0.6, 1, 0.8, 0}));
+  auto bad = try_run_node({.op_type = "LpNormalization", .inputs = {{"x", x}}, .attributes = {attr("p", 3)}});
+  ASSERT_FALSE(bad.ok());
+  // Rows [1, 3] (mean 2, std 1) and [2, 2] (std 0: stays 0).
+  expect_tensor_near(run_node({.op_type = "MeanVarianceNormalization", .inputs = {{"x", f32({2, 2}, {1, 3, 2, 2})}},
+                               .attributes = {attr("axes", Ints{1})}})[0].tensor(),
+                     f32({2, 2}, {-1, 1, 0, 0}));
+  bad = try_run_node({.op_type = "MeanVarianceNormalization", .inputs = {{"x", f32({2, 2}, {1, 3, 2, 2})}}});
+  ASSERT_FALSE(bad.ok());  // default axes [0, 2, 3] need rank 4
+  EXPECT_NE(bad.error().message().find("out of range"), std::string::npos) << bad.error().message();
+}
+
+// --- softmax ---------------------------------------------------------------------------------
+
+TEST(NnSoftmax, Opset11CoercesTo2DAndOpset13UsesOneAxis) {
+  auto x = f32({1, 2, 2}, {1, 2, 3, 4});
+  // Opset 11, axis 1: one row of four values.
+  double sum = std::exp(1.0) + std::exp(2.0) + std::exp(3.0) + std::exp(4.0);
+  auto old = run_node({.op_type = "Softmax", .opset = 11, .inputs = {{"x", x}}, .attributes = {attr("axis", 1)}});
+  expect_tensor_near(old[0].tensor(),
+                     f32({1, 2, 2}, {std::exp(1.0) / sum, std::exp(2.0) / sum, std::exp(3.0) / sum, std::exp(4.0) / sum}));
+  // Opset 13, axis 1: pairs (1, 3) and (2, 4).
+  const double lo = 1 / (1 + std::exp(2.0)), hi = 1 - lo;
+  auto now = run_node({.op_type = "Softmax", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axis", 1)}});
+  expect_tensor_near(now[0].tensor(), f32({1, 2, 2}, {lo, lo, hi, hi}));
+  auto log = run_node({.op_type = "LogSoftmax", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axis", 1)}});
+  expect_tensor_near(log[0].tensor(), f32({1, 2, 2}, {std::log(lo), std::log(lo), std::log(hi), std::log(hi)}));
+  auto hard = run_node({.op_type = "Hardmax", .opset = 11, .inputs = {{"x", x}}, .attributes = {attr("axis", 1)}});
+  expect_tensor_near(hard[0].tensor(), f32({1, 2, 2}, {0, 0, 0, 1}));
+  hard = run_node({.op_type = "Hardmax", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axis", 1)}});
+  expect_tensor_near(hard[0].tensor(), f32({1, 2, 2}, {0, 0, 1, 1}));
+}
+
+TEST(NnSoftmax, HardmaxPicksTheFirstOfTiesAndHalfWorks) {
+  auto hard = run_node({.op_type = "Hardmax", .inputs = {{"x", f32({3}, {3, 1, 3})}}});
+  expect_tensor_near(hard[0].tensor(), f32({3}, {1, 0, 0}));
+  auto h = run_node({.op_type = "LogSoftmax", .inputs = {{"x", make(DataType::float16, {2}, {0, 0})}}});
+  expect_tensor_near(h[0].tensor(), make(DataType::float16, {2}, {-std::log(2.0), -std::log(2.0)}), 1e-3, 1e-3);
+  auto big = run_node({.op_type = "Softmax", .inputs = {{"x", f32({2}, {1000, 0})}}});
+  expect_tensor_near(big[0].tensor(), f32({2}, {1, 0}));
+  auto bad = try_run_node({.op_type = "Softmax", .inputs = {{"x", f32({2}, {1, 2})}}, .attributes = {attr("axis", 1)}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("axis 1 is out of range"), std::string::npos) << bad.error().message();
+}
+
+// --- dropout ---------------------------------------------------------------------------------
+
+TEST(NnDropout, InferenceMasksChangeTypeAtOpset10) {
+  auto x = f32({3}, {-1, 0, 1});
+  auto old = run_node({.op_type = "Dropout", .opset = 7, .inputs = {{"x", x}}, .num_outputs = 2});
+  expect_tensor_near(old[0].tensor(), x);
+  expect_tensor_near(old[1].tensor(), f32({3}, {1, 1, 1}));
+  auto mid = run_node({.op_type = "Dropout", .opset = 10, .inputs = {{"x", x}}, .num_outputs = 2});
+  expect_tensor_near(mid[1].tensor(), Tensor::from<bool>({3}, {true, true, true}));
+  auto now = run_node({.op_type = "Dropout", .opset = 13,
+                       .inputs = {{"x", x}, {"r", f32({}, {0.9})}, {"t", Tensor::from<bool>({}, {false})}}, .num_outputs = 2});
+  expect_tensor_near(now[0].tensor(), x);
+  expect_tensor_near(now[1].tensor(), Tensor::from<bool>({3}, {true, true, true}));
+}
+
+TEST(NnDropout, TrainingDropsAboutRatioAndScalesTheRest) {
+  const int64_t n = 4000;
+  auto x = f32({n}, Doubles(static_cast<size_t>(n), 1.0));
+  auto spec = testing::NodeSpec{.op_type = "Dropout", .opset = 13,
+                                .inputs = {{"x", x}, {"r", f32({}, {0.25})}, {"t", Tensor::from<bool>({}, {true})}},
+                                .attributes = {attr("seed", 7)}, .num_outputs = 2};
+  auto first = run_node(spec);
+  auto second = run_node(spec);
+  const Tensor& y = first[0].tensor();
+  const Tensor& mask = first[1].tensor();
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool keep = mask.data<bool>()[i];
+    kept += keep;
+    EXPECT_FLOAT_EQ(y.data<float>()[i], keep ? 1.0f / 0.75f : 0.0f);
+    EXPECT_EQ(keep, second[1].tensor().data<bool>()[i]) << "a seed gives one mask";
+  }
+  EXPECT_NEAR(static_cast<double>(kept) / n, 0.75, 0.03);
+  auto bad = try_run_node({.op_type = "Dropout", .opset = 13,
+                           .inputs = {{"x", x}, {"r", f32({}, {1.0})}, {"t", Tensor::from<bool>({}, {true})}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("ratio is 1"), std::string::npos) << bad.error().message();
+}
+
+// --- losses ----------------------------------------------------------------------------------
+
+TEST(NnLoss, NegativeLogLikelihoodReductionsWeightsAndIgnoreIndex) {
+  auto input = f32({2, 3}, {-1, -2, -3, -0.5, -1.5, -2.5});
+  auto target = Tensor::from<int64_t>({2}, {2, 0});
+  auto weight = f32({3}, {1, 2, 3});
+  auto run = [&](std::vector<onnx::AttributeProto> a, const Tensor& t) {
+    return run_node({.op_type = "NegativeLogLikelihoodLoss", .opset = 13,
+                     .inputs = {{"x", input}, {"t", t}, {"w", weight}}, .attributes = a})[0].tensor();
+  };
+  // Losses 3 * 3 = 9 and 0.5 * 1 = 0.5; weights 3 and 1.
+  expect_tensor_near(run({attr("reduction", "none")}, target), f32({2}, {9, 0.5}));
+  expect_tensor_near(run({attr("reduction", "sum")}, target), f32({}, {9.5}));
+  expect_tensor_near(run({}, target), f32({}, {9.5 / 4}));
+  expect_tensor_near(run({attr("ignore_index", 0)}, target), f32({}, {3}));
+  expect_tensor_near(run({attr("ignore_index", 0), attr("reduction", "none")}, Tensor::from<int32_t>({2}, {2, 0})),
+                     f32({2}, {9, 0}));
+  // Every target ignored: the mean is 0 / 0.
+  Tensor all = run({attr("ignore_index", 0)}, Tensor::from<int64_t>({2}, {0, 0}));
+  EXPECT_TRUE(std::isnan(all.data<float>()[0]));
+
+  auto bad = try_run_node({.op_type = "NegativeLogLikelihoodLoss", .opset = 13,
+                           .inputs = {{"x", input}, {"t", Tensor::from<int64_t>({2}, {2, 3})}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("target[1] = 3 is not a class index"), std::string::npos) << bad.error().message();
+  bad = try_run_node({.op_type = "NegativeLogLikelihoodLoss", .opset = 13,
+                      .inputs = {{"x", input}, {"t", Tensor::from<int64_t>({3}, {0, 0, 0})}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("target has shape [3]"), std::string::npos) << bad.error().message();
+}
+
+TEST(NnLoss, SoftmaxCrossEntropyInDoubleWithLogProb) {
+  // Two equal scores: log_prob = -ln 2 for both, loss ln 2.
+  auto out = run_node({.op_type = "SoftmaxCrossEntropyLoss", .opset = 13,
+                       .inputs = {{"x", make(DataType::float64, {1, 2}, {0, 0})}, {"t", Tensor::from<int64_t>({1}, {1})}},
+                       .num_outputs = 2});
+  expect_tensor_near(out[0].tensor(), make(DataType::float64, {}, {std::log(2.0)}), 1e-12, 1e-12);
+  expect_tensor_near(out[1].tensor(), make(DataType::float64, {1, 2}, {-std::log(2.0), -std::log(2.0)}), 1e-12, 1e-12);
+  // [N=1, C=2, d=2], scores (0, ln 3) at d0 and (ln 3, 0) at d1, labels 1 and 1:
+  // log_prob of class 1 is ln(3/4) then ln(1/4).
+  auto scores = f32({1, 2, 2}, {0, std::log(3.0), std::log(3.0), 0});
+  out = run_node({.op_type = "SoftmaxCrossEntropyLoss", .opset = 13,
+                  .inputs = {{"x", scores}, {"t", Tensor::from<int64_t>({1, 2}, {1, 1})}},
+                  .attributes = {attr("reduction", "none")}});
+  expect_tensor_near(out[0].tensor(), f32({1, 2}, {-std::log(0.75), -std::log(0.25)}));
+}
+
+}  // namespace
+}  // namespace onnxkit

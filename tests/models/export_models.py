@@ -8,6 +8,8 @@ against, computed independently of onnxkit:
                          Python's onnx, "macs": multiply-accumulates of every
                          Conv2d/Linear counted by torch forward hooks (null
                          where other ops do matrix products too)}
+  <name>.input.npy      the example input the model was exported with
+  <name>.torch.npy      PyTorch's output for that input (eval mode)
 
 Weights are random (seeded): the tests compare numbers, not accuracy."""
 
@@ -43,7 +45,46 @@ def build(name):
     if name == "bert_encoder":
         return BertLikeEncoder(), (torch.randint(0, 1000, (1, 128)),), ["input_ids"], False
     model = getattr(torchvision.models, name)(weights=None)
-    return model, (torch.rand(1, 3, 224, 224),), ["input"], True
+    return model, (example_images(1),), ["input"], True
+
+
+def example_images(n):
+    """Smooth random images: their averages differ from image to image, so
+    that a network's output depends on its input (white noise averages out)."""
+    low = torch.rand(n, 3, 7, 7) * 2 - 1
+    return nn.functional.interpolate(low, size=224, mode="bilinear", align_corners=False) + 0.1 * torch.rand(n, 3, 224, 224)
+
+
+def randomize(model):
+    """Weights that make a realistic network: torch's own initialization, drawn
+    afresh for every layer (cloned TransformerEncoder layers would otherwise
+    be identical, and torch would merge them on export), batch-norm affine
+    parameters away from the identity, and batch-norm statistics measured on
+    example images as training would (so no layer dies or explodes)."""
+    with torch.no_grad():
+        if isinstance(model, BertLikeEncoder):
+            for m in model.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    m.reset_parameters()
+                elif isinstance(m, nn.MultiheadAttention):
+                    m._reset_parameters()
+                elif isinstance(m, nn.LayerNorm):
+                    m.weight.uniform_(0.5, 1.5)
+                    m.bias.uniform_(-0.2, 0.2)
+            model.pos.normal_(0, 0.02)
+            return
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.reset_running_stats()
+                m.momentum = None  # a plain average over the calibration batches
+        model.train()
+        for _ in range(4):
+            model(example_images(8))
+        model.eval()
 
 
 def hook_macs(model, inputs):
@@ -75,14 +116,13 @@ def export(name, opset, out_dir):
     torch.manual_seed(0)
     model, inputs, input_names, macs_complete = build(name)
     model.eval()
-    with torch.no_grad():
-        # Fresh random weights everywhere: cloned layers (TransformerEncoder)
-        # would otherwise be identical, and torch would merge them on export.
-        for p in model.parameters():
-            p.copy_(torch.randn_like(p) * 0.05)
+    randomize(model)
     stem = f"{name}_opset{opset}"
     path = os.path.join(out_dir, stem + ".onnx")
     torch.onnx.export(model, inputs, path, input_names=input_names, output_names=["output"], opset_version=opset)
+    np.save(os.path.join(out_dir, stem + ".input.npy"), inputs[0].numpy())
+    with torch.no_grad():
+        np.save(os.path.join(out_dir, stem + ".torch.npy"), model(*inputs).numpy())
     proto = onnx.load(path)
     expected = {
         "parameters": int(sum(int(np.prod(t.dims)) for t in proto.graph.initializer)),

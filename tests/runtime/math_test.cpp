@@ -59,7 +59,7 @@ struct GemmCase {
 
 // Runs the blocked gemm and the naive loop on one case, with leading
 // dimensions wider than the matrices so stray reads or writes show.
-void check_gemm_case(const GemmCase& g, int threads) {
+void check_gemm_case(const GemmCase& g, int threads, bool portable) {
   const int64_t pad = 3;
   const int64_t a_rows = g.ta ? g.k : g.m, a_cols = g.ta ? g.m : g.k;
   const int64_t b_rows = g.tb ? g.n : g.k, b_cols = g.tb ? g.k : g.n;
@@ -74,10 +74,13 @@ void check_gemm_case(const GemmCase& g, int threads) {
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t j = g.n; j < ldc; ++j) expected[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
   omp_set_num_threads(threads);
-  runtime::math::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
+  if (portable)
+    runtime::math::gemm_portable(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
+  else
+    runtime::math::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
   omp_set_num_threads(1);
   const std::string what = ::testing::PrintToString(std::vector<int64_t>{g.m, g.n, g.k, g.ta, g.tb}) + " alpha " +
-                           std::to_string(g.alpha) + " beta " + std::to_string(g.beta) + " threads " + std::to_string(threads);
+                           std::to_string(g.alpha) + " beta " + std::to_string(g.beta) + " threads " + std::to_string(threads) + (portable ? " portable" : " oneDNN");
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
       const float e = expected[i * ldc + j], x = c[i * ldc + j];
@@ -93,8 +96,8 @@ TEST(MathGemm, BlockedMatchesNaiveLoopOnOddSizes) {
   for (int threads : {1, 2})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        check_gemm_case({67, 129, 33, ta, tb, 1.0f, 0.0f}, threads);
-        check_gemm_case({67, 129, 33, ta, tb, -0.75f, 0.5f}, threads);
+        for (bool portable : {false, true}) check_gemm_case({67, 129, 33, ta, tb, 1.0f, 0.0f}, threads, portable);
+        for (bool portable : {false, true}) check_gemm_case({67, 129, 33, ta, tb, -0.75f, 0.5f}, threads, portable);
       }
 }
 
@@ -102,15 +105,15 @@ TEST(MathGemm, BlockedCrossesEveryBlockBoundary) {
   // Deeper than one depth slice, taller than one row block, wider than one
   // column block; also one row, one column, and nothing to multiply.
   for (int threads : {1, 2}) {
-    check_gemm_case({150, 301, 517, false, false, 1.5f, 1.0f}, threads);
-    check_gemm_case({150, 301, 517, true, true, 1.0f, 0.0f}, threads);
-    check_gemm_case({1, 301, 517, false, true, 1.0f, 0.25f}, threads);
-    check_gemm_case({1, 301, 517, true, false, 1.0f, 0.0f}, threads);
-    check_gemm_case({301, 1, 517, false, false, 2.0f, 0.0f}, threads);
-    check_gemm_case({301, 1, 517, true, true, 1.0f, -1.0f}, threads);
-    check_gemm_case({5, 7, 0, false, false, 1.0f, 0.5f}, threads);
-    check_gemm_case({5, 7, 0, false, false, 1.0f, 0.0f}, threads);
-    check_gemm_case({7, 5, 3, false, false, 0.0f, 2.0f}, threads);
+    for (bool portable : {false, true}) check_gemm_case({150, 301, 517, false, false, 1.5f, 1.0f}, threads, portable);
+    for (bool portable : {false, true}) check_gemm_case({150, 301, 517, true, true, 1.0f, 0.0f}, threads, portable);
+    for (bool portable : {false, true}) check_gemm_case({1, 301, 517, false, true, 1.0f, 0.25f}, threads, portable);
+    for (bool portable : {false, true}) check_gemm_case({1, 301, 517, true, false, 1.0f, 0.0f}, threads, portable);
+    for (bool portable : {false, true}) check_gemm_case({301, 1, 517, false, false, 2.0f, 0.0f}, threads, portable);
+    for (bool portable : {false, true}) check_gemm_case({301, 1, 517, true, true, 1.0f, -1.0f}, threads, portable);
+    for (bool portable : {false, true}) check_gemm_case({5, 7, 0, false, false, 1.0f, 0.5f}, threads, portable);
+    for (bool portable : {false, true}) check_gemm_case({5, 7, 0, false, false, 1.0f, 0.0f}, threads, portable);
+    for (bool portable : {false, true}) check_gemm_case({7, 5, 3, false, false, 0.0f, 2.0f}, threads, portable);
   }
 }
 

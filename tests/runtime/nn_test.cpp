@@ -9,7 +9,6 @@
 #include <limits>
 
 #include "runtime/kernels/nn/conv.h"
-#include "runtime/kernels/nn/gemm.h"
 #include "support/node_runner.h"
 
 namespace onnxkit {
@@ -237,21 +236,6 @@ TEST(NnConv, ReferenceChecksItsTensorsAgainstTheParams) {
   Tensor bad_bias = f32({2}, {1, 2});
   EXPECT_FALSE(runtime::nn::conv_reference(*params, x, w, &bad_bias, y).ok());
   EXPECT_TRUE(runtime::nn::conv_reference(*params, x, w, nullptr, y).ok());
-}
-
-TEST(NnGemm, MatchesAPlainTripleLoop) {
-  for (auto [m, n, k] : {std::tuple{5, 13, 300}, std::tuple{1, 1, 1}, std::tuple{70, 1030, 9}, std::tuple{8, 8, 0}}) {
-    std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n), 1.0f);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int>(i % 9) - 4);
-    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int>(i % 5) - 2);
-    runtime::nn::gemm<float>(m, n, k, a.data(), k, b.data(), n, c.data(), n, true);
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < n; ++j) {
-        double sum = 1;
-        for (int p = 0; p < k; ++p) sum += a[static_cast<size_t>(i * k + p)] * b[static_cast<size_t>(p * n + j)];
-        ASSERT_EQ(c[static_cast<size_t>(i * n + j)], static_cast<float>(sum)) << m << "x" << n << "x" << k;
-      }
-  }
 }
 
 // --- ConvTranspose ------------------------------------------------------------------

@@ -8,9 +8,11 @@
 // dimensions lda, ldb, ldc (elements between rows as stored). When beta is 0,
 // C is only written, never read, so it may be uninitialized.
 //
-// gemm() for float and double is cache-blocked and parallel (OpenMP) when
-// large; gemm_reference() is the plain triple loop every engine is checked
-// against, and the path of the other element types.
+// gemm() for float runs on oneDNN's sgemm (JIT kernels for the CPU at hand);
+// gemm_portable() is our own cache-blocked loop nest, parallel (OpenMP) when
+// large and vectorized by the compiler, the fallback and the double path;
+// gemm_reference() is the plain triple loop every engine is checked against,
+// and the path of the other element types.
 
 #include <cstdint>
 #include <type_traits>
@@ -22,6 +24,11 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+void gemm_portable(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm_portable(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                   int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 namespace detail {
 template <class T, bool = std::is_integral_v<T>>

@@ -13,7 +13,7 @@
 #include <memory>
 #include <optional>
 
-#include "runtime/kernels/nn/gemm.h"
+#include "runtime/kernels/math/gemm.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -163,7 +163,7 @@ void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T*
         b = col.data();
         ldb = width;
       }
-      gemm<T>(mg, width, depth, w + gi * mg * depth, depth, b, ldb, out, out_size, false);
+      math::gemm_portable(false, false, mg, width, depth, T(1), w + gi * mg * depth, depth, b, ldb, T(0), out, out_size);
       if (bias != nullptr)
         for (int64_t m = 0; m < mg; ++m) {
           const T v = bias[gi * mg + m];
@@ -528,7 +528,7 @@ void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w
 #pragma omp parallel for if (parallel && tiles > 1) schedule(dynamic)
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t p0 = t * tile, width = std::min(grid, p0 + tile) - p0;
-        gemm<T>(rows, width, cg, wg, cg, xg + p0, grid, col.data() + p0, grid, false);
+        math::gemm_portable(false, false, rows, width, cg, T(1), wg, cg, xg + p0, grid, T(0), col.data() + p0, grid);
       }
       T* yg = y + (n * p.out_channels + gi * mg) * image;
 #pragma omp parallel for if (parallel && mg > 1) schedule(dynamic)

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""The ONNX Runtime side of runtime_bench.py: the same measurement as
+`onnxkit bench --json` (random inputs, warm-up, median of N runs, peak RSS),
+printed as the same JSON fields. Runs in the project's venv (.venv), where
+`pip install onnxruntime` put ORT; never imported by onnxkit itself."""
+
+import argparse
+import json
+import resource
+import statistics
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("model")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--level", default="all", choices=["basic", "extended", "all"])
+    args = p.parse_args()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                                        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                                        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[args.level]
+    session = ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in session.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in i.shape]
+        if "int64" in i.type:
+            feeds[i.name] = rng.integers(0, 10, shape).astype(np.int64)
+        else:
+            feeds[i.name] = rng.random(shape, dtype=np.float32)
+    for _ in range(args.warmup):
+        session.run(None, feeds)
+    times = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        session.run(None, feeds)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    print(json.dumps({"median_ms": statistics.median(times), "min_ms": times[0],
+                      "p90_ms": times[min(len(times) - 1, int(0.9 * len(times)))], "runs": len(times),
+                      "threads": args.threads, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "version": ort.__version__}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""onnxkit's runtime against ONNX Runtime's CPU path, side by side in one run:
+same models, same random inputs, same thread counts, processes alternated so
+that machine noise hits both. Prints median latency, the ratio (onnxkit / ORT,
+lower is better), peak RSS and onnxkit's achieved GFLOP/s.
+
+ORT runs from the project's venv: `/usr/bin/python3 -m venv --system-site-packages
+.venv && .venv/bin/pip install onnxruntime` (graph optimization level 'all').
+Its peak RSS includes the Python interpreter (about 30 MiB).
+
+usage: bench/runtime_bench.py [--rounds 3] [--runs 20] [--threads 1,2] [--models resnet50,...]"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+
+from common import DEBIAN_PYTHON, ROOT, onnxkit_binary
+
+MODELS = ["resnet50", "mobilenet_v2", "bert_encoder", "squeezenet1_1", "resnet18"]
+
+
+def export(name, folder):
+    path = os.path.join(folder, f"{name}_opset17.onnx")
+    if not os.path.exists(path):
+        subprocess.run([DEBIAN_PYTHON, os.path.join(ROOT, "tests", "models", "export_models.py"), "--out", folder,
+                        "--models", name, "--opsets", "17"], check=True, capture_output=True)
+    return path
+
+
+def measure(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out[out.index("{"):])
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--models", default=",".join(MODELS))
+    args = p.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    venv_python = os.path.join(ROOT, ".venv", "bin", "python")
+    onnxkit = onnxkit_binary()
+    print(f"{'model':<14} {'thr':>3} {'onnxkit ms':>11} {'ORT ms':>9} {'ratio':>6} "
+          f"{'onnxkit MiB':>12} {'ORT MiB':>8} {'GFLOP/s':>8}")
+    for name in args.models.split(","):
+        model = export(name, args.work)
+        info = json.loads(subprocess.run([onnxkit, "info", "--json", model], check=True, capture_output=True, text=True).stdout)
+        flops = info["compute"]["flops"]
+        for threads in (int(t) for t in args.threads.split(",")):
+            ours, theirs = [], []
+            for _ in range(args.rounds):
+                ours.append(measure([onnxkit, "bench", model, "--threads", str(threads), "--runs", str(args.runs), "--json"]))
+                theirs.append(measure([venv_python, os.path.join(ROOT, "bench", "ort_bench.py"), model, "--threads",
+                                       str(threads), "--runs", str(args.runs)]))
+            a = statistics.median(r["median_ms"] for r in ours)
+            b = statistics.median(r["median_ms"] for r in theirs)
+            rss_a = max(r["peak_rss_mb"] for r in ours)
+            rss_b = max(r["peak_rss_mb"] for r in theirs)
+            print(f"{name:<14} {threads:>3} {a:>11.2f} {b:>9.2f} {a / b:>6.2f} {rss_a:>12.1f} {rss_b:>8.1f} "
+                  f"{flops / a / 1e6:>8.1f}", flush=True)
+    print(f"ONNX Runtime {theirs[-1].get('version', '?')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `onnxkit run` and `onnxkit bench` on models exported by
+Debian's torch. The truth is PyTorch's own output for the same input
+(tests/models/export_models.py saves both), Python onnx's shape inference for
+intermediate shapes, and hand-made models for the error cases.
+
+usage: test_run.py --onnxkit PATH --models DIR [unittest args]"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ARGS = None
+
+
+def run(*args):
+    return subprocess.run([ARGS.onnxkit, *map(str, args)], capture_output=True, text=True, timeout=900)
+
+
+def models():
+    found = sorted(glob.glob(os.path.join(ARGS.models, "*.onnx")))
+    assert found, f"no exported models in {ARGS.models}"
+    return found
+
+
+def input_name(model):
+    return onnx.load(model, load_external_data=False).graph.input[0].name
+
+
+class MatchesPyTorch(unittest.TestCase):
+    def test_every_model_at_every_opset(self):
+        names = set()
+        for model in models():
+            stem = model[: -len(".onnx")]
+            names.add(os.path.basename(stem))
+            with self.subTest(model=os.path.basename(model)), tempfile.TemporaryDirectory() as out:
+                proc = run("run", model, "--input", f"{input_name(model)}={stem}.input.npy", "--output-dir", out)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                ours = np.load(os.path.join(out, "output_0.npy"))
+                ref = np.load(stem + ".torch.npy")
+                self.assertEqual(ours.shape, ref.shape)
+                bound = 1e-4 * max(1.0, float(np.abs(ref).max()))
+                self.assertLessEqual(float(np.abs(ours - ref).max()), bound)
+        for name in ("resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "bert_encoder"):
+            for opset in (13, 17):
+                self.assertIn(f"{name}_opset{opset}", names)
+
+
+class Outputs(unittest.TestCase):
+    def test_outputs_all_exposes_every_intermediate_with_its_shape(self):
+        model = os.path.join(ARGS.models, "resnet18_opset13.onnx")
+        with open(model, "rb") as f:
+            before = f.read()
+        proto = onnx.shape_inference.infer_shapes(onnx.load(model))
+        declared = {v.name: v.type.tensor_type for v in list(proto.graph.value_info) + list(proto.graph.output)}
+        node_outputs = [o for n in proto.graph.node for o in n.output if o]
+        with tempfile.TemporaryDirectory() as out:
+            proc = run("run", model, "--random", "--outputs", "all", "--output-dir", out, "--format", "pb")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(os.path.join(out, "outputs.json")) as f:
+                listing = json.load(f)
+            self.assertEqual(listing[0]["name"], proto.graph.output[0].name)
+            self.assertEqual(sorted(e["name"] for e in listing), sorted(node_outputs))
+            for entry in listing:
+                t = declared[entry["name"]]
+                self.assertEqual(entry["shape"], [d.dim_value for d in t.shape.dim], entry["name"])
+                self.assertEqual(entry["dtype"], "float32" if t.elem_type == TensorProto.FLOAT else entry["dtype"])
+                tensor = onnx.load_tensor(os.path.join(out, entry["file"]))
+                self.assertEqual(list(tensor.dims), entry["shape"])
+        with open(model, "rb") as f:
+            self.assertEqual(f.read(), before, "the model file must not change")
+
+    def test_named_outputs_and_npy_equal_pb(self):
+        model = os.path.join(ARGS.models, "mobilenet_v2_opset13.onnx")
+        stem = model[:-5]
+        feed = f"{input_name(model)}={stem}.input.npy"
+        middle = onnx.load(model).graph.node[5].output[0]
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            self.assertEqual(run("run", model, "--input", feed, "--outputs", f"{middle},output", "--output-dir", a).returncode, 0)
+            self.assertEqual(run("run", model, "--input", feed, "--outputs", f"{middle},output", "--output-dir", b,
+                                 "--format", "pb").returncode, 0)
+            for k in (0, 1):
+                npy = np.load(os.path.join(a, f"output_{k}.npy"))
+                pb = numpy_helper.to_array(onnx.load_tensor(os.path.join(b, f"output_{k}.pb")))
+                np.testing.assert_array_equal(npy, pb)
+            np.testing.assert_allclose(np.load(os.path.join(a, "output_1.npy")), np.load(stem + ".torch.npy"), atol=1e-4)
+
+
+def save(model, folder, name="m.onnx"):
+    path = os.path.join(folder, name)
+    onnx.save(model, path)
+    return path
+
+
+def tiny_model(op="Relu", domain="", input_dims=(2, 3)):
+    node = helper.make_node(op, ["x"], ["y"], name="the_node", domain=domain)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(input_dims))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 3)] if domain else [])
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+class BadInput(unittest.TestCase):
+    def assert_one_line_error(self, proc, *parts):
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, proc.stderr)
+        for p in parts:
+            self.assertIn(p, lines[0])
+
+    def test_unknown_missing_and_mistyped_inputs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save(tiny_model(input_dims=("batch", 3)), tmp)
+            np.save(os.path.join(tmp, "ok.npy"), np.ones((4, 3), np.float32))
+            np.save(os.path.join(tmp, "int.npy"), np.ones((4, 3), np.int64))
+            np.save(os.path.join(tmp, "rank.npy"), np.ones((4, 3, 1), np.float32))
+            np.save(os.path.join(tmp, "dim.npy"), np.ones((4, 5), np.float32))
+            self.assertEqual(run("run", path, "--input", f"x={tmp}/ok.npy").returncode, 0)
+            self.assert_one_line_error(run("run", path, "--input", f"xx={tmp}/ok.npy"), "'xx'", "did you mean 'x'")
+            self.assert_one_line_error(run("run", path), "missing input 'x'", "float32[batch,3]")
+            self.assert_one_line_error(run("run", path, "--input", f"x={tmp}/int.npy"), "input 'x'", "element type", "int64")
+            self.assert_one_line_error(run("run", path, "--input", f"x={tmp}/rank.npy"), "input 'x'", "rank")
+            self.assert_one_line_error(run("run", path, "--input", f"x={tmp}/dim.npy"), "input 'x'", "dim 1 should be 3")
+            self.assert_one_line_error(run("run", path, "--random"), "'x'", "symbolic dim 'batch'", "--shape")
+            self.assertEqual(run("run", path, "--random", "--shape", "x:5,3").returncode, 0)
+
+    def test_unsupported_op_names_op_domain_opset_and_node(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save(tiny_model("FancyOp", "com.example"), tmp)
+            self.assert_one_line_error(run("run", path, "--random"), "FancyOp", "com.example", "opset 3", "the_node")
+
+    def test_no_output_folder_left_half_written_on_failure(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save(tiny_model(), tmp)
+            out = os.path.join(tmp, "out")
+            self.assertEqual(run("run", path, "--input", "nope=x.npy", "--output-dir", out).returncode, 1)
+            self.assertFalse(os.path.exists(out))
+
+
+class Bench(unittest.TestCase):
+    def test_json_report(self):
+        model = os.path.join(ARGS.models, "squeezenet1_1_opset13.onnx")
+        proc = run("bench", model, "--runs", "3", "--warmup", "1", "--threads", "1", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        report = json.loads(proc.stdout)
+        for key in ("median_ms", "min_ms", "p90_ms", "runs", "threads", "peak_rss_mb"):
+            self.assertIn(key, report)
+        self.assertEqual(report["runs"], 3)
+        self.assertEqual(report["threads"], 1)
+        self.assertLessEqual(report["min_ms"], report["median_ms"])
+        self.assertLessEqual(report["median_ms"], report["p90_ms"])
+        self.assertGreater(report["peak_rss_mb"], 1)
+
+    def test_profile_lists_operators(self):
+        model = os.path.join(ARGS.models, "squeezenet1_1_opset13.onnx")
+        proc = run("bench", model, "--runs", "2", "--warmup", "1", "--profile")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("Conv", proc.stdout)
+        self.assertIn("slowest", proc.stdout)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--onnxkit", required=True)
+    parser.add_argument("--models", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -505,8 +505,12 @@ Status compute_as(KernelContext& ctx, const Config& cfg, const Prepacked& packed
   if (w == nullptr) {
     const Tensor* b = nullptr;
     const Tensor* p = nullptr;
-    if (ctx.has_input(kB)) ONNXKIT_ASSIGN(b, ctx.tensor(kB));
-    if (lstm && ctx.has_input(kPeephole)) ONNXKIT_ASSIGN(p, ctx.tensor(kPeephole));
+    if (ctx.has_input(kB)) {
+      ONNXKIT_ASSIGN(b, ctx.tensor(kB));
+    }
+    if (lstm && ctx.has_input(kPeephole)) {
+      ONNXKIT_ASSIGN(p, ctx.tensor(kPeephole));
+    }
     ONNXKIT_ASSIGN(owned, make_weights<C>(cfg, *wt, *rt, b, p));
     w = owned.get();
   }
@@ -552,7 +556,9 @@ Status compute_as(KernelContext& ctx, const Config& cfg, const Prepacked& packed
   std::vector<C> x_copy, h0_copy, c0_copy;
   ONNXKIT_ASSIGN(const C* h0, initial_state(kInitialH, "initial_h", h0_copy));
   const C* c0 = nullptr;
-  if (lstm) ONNXKIT_ASSIGN(c0, initial_state(kInitialC, "initial_c", c0_copy));
+  if (lstm) {
+    ONNXKIT_ASSIGN(c0, initial_state(kInitialC, "initial_c", c0_copy));
+  }
 
   ONNXKIT_TRY(checked_count({seq, batch, dirs, gate_count(cfg.cell), H}, "the projected input (X * W^T)"));
   const Shape y_shape = cfg.batch_first ? Shape{batch, seq, dirs, H} : Shape{seq, dirs, batch, H};

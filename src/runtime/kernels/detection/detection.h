@@ -1,0 +1,20 @@
+#pragma once
+// The detection family: NonMaxSuppression and RoiAlign.
+//
+// Boxes, regions and indices come from tensors: every index is checked
+// against its bound and every coordinate that decides a loop count is
+// checked for being finite before it is used, so bad input is an error and
+// never an out-of-bounds access or an endless loop.
+
+#include "runtime/kernels/common.h"
+
+namespace onnxkit::runtime::detection {
+
+void register_nms(KernelRegistry& registry);        // NonMaxSuppression (opset 10+)
+void register_roi_align(KernelRegistry& registry);  // RoiAlign (opsets 10 and 16)
+
+// The values of a float tensor (any of the four float types) as doubles, or
+// an error naming `name`.
+Result<std::vector<double>> read_floats(const Tensor& t, std::string_view name);
+
+}  // namespace onnxkit::runtime::detection

@@ -4,6 +4,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "analysis/checker.h"
+#include "analysis/newer_ops.h"
 
 namespace onnxkit::analysis {
 
@@ -45,6 +46,31 @@ InferenceResult infer_types_with_onnx(const ir::Model& model) {
     result.warning = "ONNX shape inference stopped: " + what.substr(0, what.find('\n'));
   }
   return declared_types(proto, std::move(result));
+}
+
+std::string apply_inferred_types(ir::Model& model) {
+  ir::Graph& graph = model.graph();
+  // Types our own rules add are declared as value_info for the next round of
+  // the library's inference, which then carries them downstream; the list the
+  // model had is restored at the end.
+  const std::vector<ir::Value*> declared = graph.value_info();
+  std::string warning;
+  for (int round = 0; round < 8; ++round) {
+    InferenceResult result = infer_types_with_onnx(model);
+    warning = result.warning;
+    for (ir::Value* v : graph.values()) {
+      if (v->is_graph_input() || v->is_constant()) continue;
+      auto found = result.types.find(v->name());
+      if (found != result.types.end())
+        *v->mutable_info().mutable_type() = found->second;
+      else if (!v->is_graph_output())
+        v->mutable_info().clear_type();
+    }
+    if (infer_newer_op_types(graph, model.opset()) == 0) break;
+  }
+  graph.clear_value_info();
+  for (ir::Value* v : declared) graph.add_value_info(v);
+  return warning;
 }
 
 }  // namespace onnxkit::analysis

@@ -23,3 +23,14 @@ struct InferenceResult {
 InferenceResult infer_types_with_onnx(const ir::Model& model);
 
 }  // namespace onnxkit::analysis
+
+namespace onnxkit::analysis {
+
+// Infers the main graph's types and writes them into its values (graph
+// inputs and initializers keep theirs; what inference no longer knows is
+// cleared, so no stale shape survives a rewrite). Ops newer than the
+// library's schemas get their types from our own rules (newer_ops.h), in
+// rounds with the library's inference. Returns the warning, if any.
+std::string apply_inferred_types(ir::Model& model);
+
+}  // namespace onnxkit::analysis

@@ -29,5 +29,7 @@ Command add_check_command(CLI::App& root);
 Command add_convert_command(CLI::App& root);
 Command add_run_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
+Command add_simplify_command(CLI::App& root);
+Command add_shapes_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

@@ -10,6 +10,9 @@ against, computed independently of onnxkit:
                          where other ops do matrix products too)}
   <name>.input.npy      the example input the model was exported with
   <name>.torch.npy      PyTorch's output for that input (eval mode)
+  <name>.input3.npy, <name>.torch3.npy
+                        the same at batch 3, for models exported with a
+                        symbolic batch dim (seed002)
 
 Weights are random (seeded): the tests compare numbers, not accuracy."""
 
@@ -40,10 +43,33 @@ class BertLikeEncoder(nn.Module):
         return self.norm(self.encoder(x))
 
 
+class Seed002(nn.Module):
+    """Seed 002's network: Upsample to a fixed size and x.view(x.size(0), -1),
+    the shape glue that engines choke on when the batch is dynamic."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer1 = nn.Sequential(
+            nn.Conv2d(3, 64, 3, 2, 1), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2, 1), nn.MaxPool2d(3, 2, 1), nn.Upsample((8, 8)))
+        self.fc = nn.Linear(4096, 10)
+        self.logit = nn.Softmax(-1)
+
+    def forward(self, x):
+        x = self.layer1(x)
+        x = x.view(x.size(0), -1)
+        return self.logit(self.fc(x))
+
+
+DYNAMIC_BATCH = {"seed002"}
+
+
 def build(name):
     """(module, example inputs, input names, whether hook-counted MACs are complete)."""
     if name == "bert_encoder":
         return BertLikeEncoder(), (torch.randint(0, 1000, (1, 128)),), ["input_ids"], False
+    if name == "seed002":  # MACs of a symbolic batch are unknown to a static count
+        return Seed002(), (torch.rand(1, 3, 32, 32),), ["input"], False
     model = getattr(torchvision.models, name)(weights=None)
     return model, (example_images(1),), ["input"], True
 
@@ -119,10 +145,16 @@ def export(name, opset, out_dir):
     randomize(model)
     stem = f"{name}_opset{opset}"
     path = os.path.join(out_dir, stem + ".onnx")
-    torch.onnx.export(model, inputs, path, input_names=input_names, output_names=["output"], opset_version=opset)
+    dynamic = {input_names[0]: {0: "batch"}, "output": {0: "batch"}} if name in DYNAMIC_BATCH else None
+    torch.onnx.export(model, inputs, path, input_names=input_names, output_names=["output"], opset_version=opset,
+                      dynamic_axes=dynamic)
     np.save(os.path.join(out_dir, stem + ".input.npy"), inputs[0].numpy())
     with torch.no_grad():
         np.save(os.path.join(out_dir, stem + ".torch.npy"), model(*inputs).numpy())
+        if name in DYNAMIC_BATCH:
+            batch3 = torch.rand(3, *inputs[0].shape[1:])
+            np.save(os.path.join(out_dir, stem + ".input3.npy"), batch3.numpy())
+            np.save(os.path.join(out_dir, stem + ".torch3.npy"), model(batch3).numpy())
     proto = onnx.load(path)
     expected = {
         "parameters": int(sum(int(np.prod(t.dims)) for t in proto.graph.initializer)),

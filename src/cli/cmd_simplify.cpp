@@ -1,0 +1,109 @@
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "passes/pass.h"
+#include "tools/simplify.h"
+#include "util/text.h"
+
+namespace onnxkit::cli {
+
+Command add_simplify_command(CLI::App& root) {
+  struct Flags {
+    std::string in, out;
+    std::vector<std::string> input_shapes;
+    std::vector<std::string> inputs;
+    int check = 1;
+    uint64_t seed = 0;
+    double rtol = 1e-4, atol = 1e-5;
+    std::string skip, exclude;
+    bool no_fold = false;
+    uint64_t fold_limit = 1 << 20;
+    bool remove_unused_inputs = false;
+    bool verify_each_pass = false;
+    bool external = false;
+    uint64_t threshold = 1024;
+    bool report = false;
+    bool list_passes = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app = root.add_subcommand(
+      "simplify", "Fold constants and remove glue operators, checking the result against the original before writing");
+  app->add_option("IN", flags->in, "ONNX model to read");
+  app->add_option("OUT", flags->out, "Simplified model to write (atomically; nothing is written if the check fails)");
+  app->add_option("--input-shape", flags->input_shapes,
+                  "Set an input's shape, numbers or symbols: input:1,3,224,224 or input:batch,3,224,224 (repeatable)");
+  app->add_option("--check", flags->check, "Random input sets to compare original and result on (default 1; 0: no check)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--input", flags->inputs, "Real data for the check: NAME=FILE (.npy, .pb) or FILE.npz (repeatable)");
+  app->add_option("--seed", flags->seed, "Seed of the check's random inputs");
+  app->add_option("--rtol", flags->rtol, "Relative tolerance of the check (1e-4)");
+  app->add_option("--atol", flags->atol, "Absolute tolerance of the check (1e-5)");
+  app->add_flag("--verify-each-pass", flags->verify_each_pass,
+                "Check after every pass that changed something, and name the pass that changed the numbers");
+  app->add_option("--skip", flags->skip, "Passes not to run, comma-separated (see --list-passes; 'fold-constants' too)");
+  app->add_option("--exclude-node", flags->exclude, "Nodes (by name) to keep as they are: not folded, not rewritten");
+  app->add_flag("--no-fold", flags->no_fold, "Do not fold constants");
+  app->add_option("--fold-limit", flags->fold_limit,
+                  "Do not fold a node whose output is over this size and larger than its inputs (1MiB; accepts 4KB, 16MiB...)")
+      ->transform(CLI::AsSizeValue(false));
+  app->add_flag("--remove-unused-inputs", flags->remove_unused_inputs, "Also drop graph inputs that feed nothing");
+  app->add_flag("--external-data", flags->external, "Store tensors of at least --external-threshold bytes in OUT.data");
+  app->add_option("--external-threshold", flags->threshold, "Size in bytes from which a tensor goes external (1024)")
+      ->transform(CLI::AsSizeValue(false));
+  app->add_flag("--report", flags->report, "Also print what each pass changed, node by node");
+  app->add_flag("--list-passes", flags->list_passes, "List the passes in the order they run, and exit");
+  app->footer(
+      "Shapes are inferred, constants folded and passes run until nothing changes. Symbolic\n"
+      "dims stay symbolic unless --input-shape sets them, and shape glue that depends on them is\n"
+      "still written as constants where it can be (Reshape to [0,-1], Resize by constant scales).\n"
+      "Before writing, original and result run on the same random inputs (symbolic dims as 2)\n"
+      "and every output must agree within --rtol/--atol; on a mismatch nothing is written, the exit\n"
+      "code is 1, and the message names the output and the first tensor that differs.\n\n"
+      "Examples:\n"
+      "  onnxkit simplify model.onnx model.sim.onnx\n"
+      "  onnxkit simplify model.onnx out.onnx --input-shape input:1,3,224,224 --report\n"
+      "  onnxkit simplify model.onnx out.onnx --skip fuse-bn-into-conv --exclude-node Resize_12\n"
+      "  onnxkit simplify model.onnx out.onnx --input image=image.npy --check 3 --verify-each-pass");
+  return {app, [app, flags] {
+            if (flags->list_passes) {
+              for (const auto& pass : passes::all_passes()) fmt::print("{:<36} {}\n", pass->name(), pass->summary());
+              fmt::print("{:<36} {}\n", "fold-constants", "evaluate nodes whose inputs are all known (after the passes)");
+              return 0;
+            }
+            if (flags->in.empty() || flags->out.empty()) {
+              fmt::print(stderr, "onnxkit simplify: error: IN and OUT are required (see --help)\n");
+              return kExitUsage;
+            }
+            tools::SimplifyToolOptions options;
+            for (const std::string& flag : flags->input_shapes) {
+              auto shape = tools::parse_input_shape_flag(flag);
+              if (!shape.ok()) return report_error(*app, shape.error());
+              options.input_shapes.push_back(std::move(shape).value());
+            }
+            for (const std::string& flag : flags->inputs) {
+              auto input = tools::parse_input_flag(flag);
+              if (!input.ok()) return report_error(*app, input.error());
+              options.check_inputs.files.push_back(std::move(input).value());
+            }
+            options.check_inputs.seed = flags->seed;
+            options.check_runs = flags->check;
+            options.rtol = flags->rtol;
+            options.atol = flags->atol;
+            options.verify_each_pass = flags->verify_each_pass;
+            for (const std::string& name : split(flags->skip, ','))
+              if (!name.empty()) options.simplify.passes.skipped_passes.insert(name);
+            for (const std::string& name : split(flags->exclude, ','))
+              if (!name.empty()) options.simplify.passes.excluded_nodes.insert(name);
+            options.simplify.passes.remove_unused_inputs = flags->remove_unused_inputs;
+            options.simplify.fold = !flags->no_fold;
+            options.simplify.folding.size_limit = flags->fold_limit;
+            options.save.external = flags->external ? io::ExternalDataPolicy::all : io::ExternalDataPolicy::keep;
+            options.save.threshold = flags->threshold;
+            auto report = tools::simplify_file(flags->in, flags->out, options);
+            if (!report.ok()) return report_error(*app, report.error());
+            fmt::print("{}", tools::render_simplify_text(*report, flags->report));
+            return 0;
+          }};
+}
+
+}  // namespace onnxkit::cli

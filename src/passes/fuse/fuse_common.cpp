@@ -1,0 +1,130 @@
+#include "passes/fuse/fuse_common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "runtime/tensor_proto.h"
+
+namespace onnxkit::passes::fuse {
+
+bool is_onnx_op(const ir::Node& node, std::string_view op_type) {
+  return node.op_type() == op_type && (node.domain().empty() || node.domain() == "ai.onnx");
+}
+
+ir::Node* sole_consumer(const ir::Value* value) {
+  if (value == nullptr || value->uses().size() != 1 || value->is_any_graph_output()) return nullptr;
+  ir::Node* consumer = value->uses().front().node;
+  // A reader inside a sub-graph cannot be merged with a node of this graph.
+  return consumer->graph() == value->owner() ? consumer : nullptr;
+}
+
+std::vector<ir::Node*> nodes_of(ir::Graph& graph, std::initializer_list<std::string_view> op_types) {
+  std::vector<ir::Node*> found;
+  for (ir::Node& node : graph.nodes())
+    for (std::string_view op : op_types)
+      if (is_onnx_op(node, op)) found.push_back(&node);
+  return found;
+}
+
+bool only_first_output_used(const ir::Node& node) {
+  if (node.output(0) == nullptr) return false;
+  for (size_t i = 1; i < node.outputs().size(); ++i) {
+    const ir::Value* extra = node.output(i);
+    if (extra != nullptr && (!extra->uses().empty() || extra->is_any_graph_output())) return false;
+  }
+  return true;
+}
+
+ir::Value* other_operand(const ir::Node& binary, const ir::Value* value) {
+  if (binary.inputs().size() != 2) return nullptr;
+  if (binary.input(0) == value && binary.input(1) != value) return binary.input(1);
+  if (binary.input(1) == value && binary.input(0) != value) return binary.input(0);
+  return nullptr;
+}
+
+std::optional<std::vector<double>> as_doubles(const runtime::Tensor& tensor) {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(tensor.numel()));
+  Status read = runtime::dispatch_float(tensor.dtype(), [&]<class T>() -> Status {
+    for (const T& v : tensor.values<T>()) {
+      if constexpr (std::is_same_v<T, double>) out.push_back(v);
+      else out.push_back(static_cast<double>(static_cast<float>(v)));  // half types convert through float
+    }
+    return {};
+  });
+  if (!read.ok()) return std::nullopt;
+  return out;
+}
+
+runtime::Tensor from_doubles(runtime::DataType type, const runtime::Shape& shape, const std::vector<double>& values) {
+  runtime::Tensor t(type, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (type == runtime::DataType::float64) t.mutable_data<double>()[i] = values[static_cast<size_t>(i)];
+    else t.mutable_data<float>()[i] = static_cast<float>(values[static_cast<size_t>(i)]);
+  }
+  return t;
+}
+
+bool is_fusable_weight_type(runtime::DataType type) {
+  return type == runtime::DataType::float32 || type == runtime::DataType::float64;
+}
+
+std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& constant, size_t rank,
+                                                      size_t channel_axis, int64_t channels) {
+  if (constant.rank() > rank || channel_axis >= rank || channels <= 0) return std::nullopt;
+  auto values = as_doubles(constant);
+  if (!values) return std::nullopt;
+  // The constant's axis i lines up with axis i + offset of the other tensor.
+  const size_t offset = rank - constant.rank();
+  bool varies = false;
+  for (size_t i = 0; i < constant.rank(); ++i) {
+    const int64_t dim = constant.dim(i);
+    if (i + offset == channel_axis && dim == channels) varies = true;
+    else if (dim != 1) return std::nullopt;
+  }
+  if (!varies) return std::vector<double>(static_cast<size_t>(channels), values->at(0));
+  return values;
+}
+
+std::optional<ChannelAffine> inference_batch_norm(const ir::Node& bn, const PassContext& context, int64_t channels) {
+  if (!is_onnx_op(bn, "BatchNormalization") || !only_first_output_used(bn) || channels <= 0) return std::nullopt;
+  // Training mode normalizes by the batch's own statistics; spatial=0 (before
+  // opset 9) keeps statistics per element, not per channel.
+  if (bn.attr_int("training_mode", 0) != 0 || bn.attr_int("spatial", 1) == 0) return std::nullopt;
+  // Before opset 7, is_test (default 0) chose between the two modes.
+  if (context.opset() < 7 && bn.attr_int("is_test", 0) != 1) return std::nullopt;
+  std::vector<double> params[4];  // gamma, beta, mean, var: inputs 1 to 4
+  for (size_t i = 0; i < 4; ++i) {
+    auto tensor = context.constant(bn.input(i + 1));
+    if (!tensor || tensor->numel() != channels) return std::nullopt;
+    auto values = as_doubles(*tensor);
+    if (!values) return std::nullopt;
+    params[i] = std::move(*values);
+  }
+  const double epsilon = bn.attr_float("epsilon", 1e-5f);
+  ChannelAffine affine;
+  for (size_t c = 0; c < static_cast<size_t>(channels); ++c) {
+    const double variance = params[3][c] + epsilon;
+    if (!(variance > 0)) return std::nullopt;  // the model divides by zero (or NaN): leave it to fail as it would
+    const double scale = params[0][c] / std::sqrt(variance);
+    affine.scale.push_back(scale);
+    affine.shift.push_back(params[1][c] - params[2][c] * scale);
+  }
+  return affine;
+}
+
+void set_constant_input(PassContext& context, ir::Node& node, size_t index, const runtime::Tensor& data,
+                        std::string_view name_hint) {
+  ir::Value* current = node.input(index);
+  auto old = context.constant(current);
+  const bool editable_in_place = old && current->uses().size() == 1 && !current->is_any_graph_output() &&
+                                 old->dtype() == data.dtype() && old->shape() == data.shape();
+  if (editable_in_place) {
+    current->owner()->set_initializer(current, runtime::tensor_to_proto(data));
+    return;
+  }
+  node.set_input(index, context.add_constant(*node.graph(), name_hint, data));
+}
+
+}  // namespace onnxkit::passes::fuse

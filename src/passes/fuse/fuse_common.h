@@ -1,0 +1,91 @@
+#pragma once
+// What the fusion passes share: finding the one consumer of a value, reading
+// float constants as doubles, per-output-channel constants, and writing a
+// node's new weights without touching data another node reads.
+//
+// Every fusion checks everything first and only then edits: a helper here
+// that answers nullopt/false/null has changed nothing.
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/pass.h"
+#include "runtime/tensor.h"
+
+namespace onnxkit::passes::fuse {
+
+// Factories, in the order register.cpp runs them (see each pass's file).
+std::unique_ptr<Pass> make_fuse_bn_into_conv();
+std::unique_ptr<Pass> make_fuse_bn_into_gemm();
+std::unique_ptr<Pass> make_fuse_add_into_conv_bias();
+std::unique_ptr<Pass> make_fuse_mul_into_conv_weights();
+std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm();
+std::unique_ptr<Pass> make_fuse_pad_into_conv();
+
+// True for `op_type` of the default ONNX domain ("" or "ai.onnx").
+bool is_onnx_op(const ir::Node& node, std::string_view op_type);
+
+// The node that alone reads `value`, when `value` has exactly one use, that
+// use is in the same graph (not inside a sub-graph), and no graph lists
+// `value` as an output; else null. A fusion may then make `value` disappear.
+ir::Node* sole_consumer(const ir::Value* value);
+
+// Nodes of `graph` whose op is one of `op_types`, in order: a snapshot, so
+// that a pass may remove other nodes while walking it.
+std::vector<ir::Node*> nodes_of(ir::Graph& graph, std::initializer_list<std::string_view> op_types);
+
+// True when `value` is output 0 of `node`, and every other output of `node`
+// is omitted or unused (BatchNormalization's running statistics).
+bool only_first_output_used(const ir::Node& node);
+
+// The input of the two-input `binary` node that is not `value`, when exactly
+// one of its two inputs is `value`; else null.
+ir::Value* other_operand(const ir::Node& binary, const ir::Value* value);
+
+// The elements of a float32, float64, float16 or bfloat16 tensor as doubles;
+// nullopt for other types.
+std::optional<std::vector<double>> as_doubles(const runtime::Tensor& tensor);
+
+// A float32 or float64 tensor of `shape` holding `values`.
+runtime::Tensor from_doubles(runtime::DataType type, const runtime::Shape& shape, const std::vector<double>& values);
+
+// True for the weight types the conv/gemm fusions rewrite: float32, float64.
+bool is_fusable_weight_type(runtime::DataType type);
+
+// When `constant`, broadcast against a tensor of rank `rank` (numpy rules,
+// aligned on the right), varies along axis `channel_axis` only, with size
+// `channels` or 1 there, and cannot make that tensor bigger: one value per
+// channel (a scalar repeated `channels` times). Else nullopt: [C] against a
+// 4-D conv output aligns with the width, not the channels.
+std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& constant, size_t rank,
+                                                      size_t channel_axis, int64_t channels);
+
+// A BatchNormalization in inference mode as the affine map it computes per
+// channel c: y = x * scale[c] + shift[c], where
+//   scale = gamma / sqrt(var + epsilon),  shift = beta - mean * scale.
+struct ChannelAffine {
+  std::vector<double> scale;
+  std::vector<double> shift;
+};
+
+// `bn`'s affine map over `channels` channels, when it is an inference-mode
+// BatchNormalization (training_mode 0, spatial 1, is_test 1 before opset 7,
+// only Y used) whose gamma, beta, mean and var are float constants of
+// `channels` elements each.
+std::optional<ChannelAffine> inference_batch_norm(const ir::Node& bn, const PassContext& context, int64_t channels);
+
+// Makes input `index` of `node` hold `data`. The initializer it reads now is
+// edited in place (keeping its name) when this node is its only reader and
+// the type and shape stay (so its declared type stays true);
+// otherwise (shared weights, a missing optional input) a new initializer
+// named after `name_hint` is added to the node's graph, and the old one is
+// left to the other readers or to cleanup.
+void set_constant_input(PassContext& context, ir::Node& node, size_t index, const runtime::Tensor& data,
+                        std::string_view name_hint);
+
+}  // namespace onnxkit::passes::fuse

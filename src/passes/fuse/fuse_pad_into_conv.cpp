@@ -1,0 +1,166 @@
+// fuse-pad-into-conv: zero padding in front of a Conv (or an AveragePool that
+// counts padding) is padding the consumer can do itself.
+//
+// Before:  p = Pad<mode = constant>(x, pads, 0)    y = Conv<pads = q>(p, W, B)
+// After:   y = Conv<pads = q + spatial part of pads>(x, W, B)
+//
+// Conditions: the Pad in constant mode with value 0 (the `value` attribute
+// before opset 11, the optional constant_value input from 11), its pads known
+// (attribute `pads`, `paddings` at opset 1; a constant input from 11, over
+// the constant `axes` input from 18 when given), none negative, and none on
+// the batch and channel axes; the Pad's output read by the consumer alone, as
+// its data input, and not a graph output; the consumer a Conv with auto_pad
+// NOTSET, or an AveragePool with auto_pad NOTSET, count_include_pad = 1 and
+// ceil_mode = 0. Neither node excluded. Not MaxPool: its own padding is -inf,
+// not 0. Not an AveragePool that excludes padding from its averages.
+//
+// The algebra: a Conv (or counting AveragePool) with pads q reads its input
+// surrounded by q zeros; reading x padded by p with zeros, surrounded by q
+// more zeros, is reading x surrounded by p + q zeros. Pad's pads are
+// [x1_begin, x2_begin, ..., x1_end, x2_end, ...] over all axes [N, C, d1...];
+// the consumer's are the same over d1... only.
+
+#include <fmt/format.h>
+
+#include "passes/fuse/fuse_common.h"
+
+namespace onnxkit::passes::fuse {
+namespace {
+
+std::optional<std::vector<int64_t>> constant_int64s(const PassContext& context, const ir::Value* value) {
+  auto tensor = context.constant(value);
+  if (!tensor || tensor->rank() > 1) return std::nullopt;
+  std::vector<int64_t> ints;
+  if (tensor->dtype() == runtime::DataType::int64)
+    for (int64_t v : tensor->values<int64_t>()) ints.push_back(v);
+  else if (tensor->dtype() == runtime::DataType::int32)
+    for (int32_t v : tensor->values<int32_t>()) ints.push_back(v);
+  else
+    return std::nullopt;
+  return ints;
+}
+
+// True when `pad` fills with zeros: constant mode and a zero (or absent) value.
+bool pads_with_zeros(const ir::Node& pad, const PassContext& context) {
+  if (pad.attr_string("mode", "constant") != "constant") return false;
+  if (context.opset() < 11) return pad.attr_float("value", 0.0f) == 0.0f;
+  const ir::Value* fill = pad.input(2);
+  if (fill == nullptr) return true;
+  auto tensor = context.constant(fill);
+  if (!tensor || tensor->numel() != 1) return false;
+  bool zero = false;
+  Status read = runtime::dispatch_numeric(tensor->dtype(), [&]<class T>() -> Status {
+    zero = static_cast<double>(tensor->data<T>()[0]) == 0.0;
+    return {};
+  });
+  return read.ok() && zero;
+}
+
+// The Pad's pads over all `rank` axes, begins then ends; nullopt when unknown
+// or inconsistent.
+std::optional<std::vector<int64_t>> full_pads(const ir::Node& pad, const PassContext& context, size_t rank) {
+  std::vector<int64_t> pads;
+  if (context.opset() < 11) {
+    pads = pad.attr_ints(context.opset() < 2 ? "paddings" : "pads");
+  } else {
+    auto given = constant_int64s(context, pad.input(1));
+    if (!given) return std::nullopt;
+    pads = std::move(*given);
+  }
+  if (context.opset() < 18 || pad.input(3) == nullptr) {
+    if (pads.size() != 2 * rank) return std::nullopt;
+    return pads;
+  }
+  // From opset 18, pads may cover only the listed axes.
+  auto axes = constant_int64s(context, pad.input(3));
+  if (!axes || pads.size() != 2 * axes->size()) return std::nullopt;
+  std::vector<int64_t> full(2 * rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes->size(); ++i) {
+    int64_t axis = (*axes)[i] < 0 ? (*axes)[i] + static_cast<int64_t>(rank) : (*axes)[i];
+    if (axis < 0 || axis >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(axis)]) return std::nullopt;
+    seen[static_cast<size_t>(axis)] = true;
+    full[static_cast<size_t>(axis)] = pads[i];
+    full[static_cast<size_t>(axis) + rank] = pads[i + axes->size()];
+  }
+  return full;
+}
+
+// The rank of the consumer's data input, as the consumer itself states it
+// (through its weights' or kernel's shape), when it does.
+std::optional<size_t> consumer_rank(const ir::Node& consumer) {
+  if (consumer.op_type() == "Conv") {
+    auto w_shape = consumer.input(1) ? consumer.input(1)->static_shape() : std::nullopt;
+    if (!w_shape || w_shape->size() < 3) return std::nullopt;
+    return w_shape->size();
+  }
+  const size_t kernel_rank = consumer.attr_ints("kernel_shape").size();
+  if (kernel_rank == 0) return std::nullopt;
+  return kernel_rank + 2;
+}
+
+// True when the consumer's own padding is zeros, so that Pad's zeros may join it.
+bool pads_like_zeros(const ir::Node& consumer) {
+  if (consumer.attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
+  if (is_onnx_op(consumer, "Conv")) return true;
+  return is_onnx_op(consumer, "AveragePool") && consumer.attr_int("count_include_pad", 0) == 1 &&
+         consumer.attr_int("ceil_mode", 0) == 0;
+}
+
+bool fuse(ir::Node& pad, PassContext& context) {
+  ir::Value* padded = pad.output(0);
+  ir::Node* consumer = sole_consumer(padded);
+  if (consumer == nullptr || context.excluded(*consumer) || consumer->input(0) != padded || pad.input(0) == nullptr ||
+      !only_first_output_used(pad) || !pads_like_zeros(*consumer) || !pads_with_zeros(pad, context))
+    return false;
+  auto rank = consumer_rank(*consumer);
+  auto x_shape = pad.input(0)->static_shape();
+  if (!rank && x_shape) rank = x_shape->size();
+  if (!rank || *rank < 3 || (x_shape && x_shape->size() != *rank)) return false;
+  auto pads = full_pads(pad, context, *rank);
+  if (!pads) return false;
+  const size_t spatial = *rank - 2;
+  for (int64_t p : *pads)
+    if (p < 0) return false;  // a crop, not a padding
+  if ((*pads)[0] != 0 || (*pads)[1] != 0 || (*pads)[*rank] != 0 || (*pads)[*rank + 1] != 0) return false;
+
+  std::vector<int64_t> merged = consumer->attr_ints("pads");
+  if (merged.empty()) merged.assign(2 * spatial, 0);
+  if (merged.size() != 2 * spatial) return false;
+  for (size_t i = 0; i < spatial; ++i) {
+    merged[i] += (*pads)[2 + i];                    // begin of spatial axis i
+    merged[spatial + i] += (*pads)[*rank + 2 + i];  // its end
+  }
+
+  onnx::AttributeProto attr;
+  attr.set_name("pads");
+  attr.set_type(onnx::AttributeProto::INTS);
+  for (int64_t p : merged) attr.add_ints(p);
+  consumer->set_attribute(std::move(attr));
+  consumer->set_input(0, pad.input(0));
+  context.note(fmt::format("{}: merged into the pads of {}", pad.describe(), consumer->describe()));
+  pad.graph()->remove_node(&pad);
+  return true;
+}
+
+class FusePadIntoConv final : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-pad-into-conv"; }
+  std::string_view summary() const override {
+    return "merge a zero Pad of the spatial axes into the pads of the Conv or counting AveragePool after it";
+  }
+
+  size_t run(ir::Graph& graph, PassContext& context) const override {
+    size_t changes = 0;
+    // The pass removes each Pad it fuses, and only that one: the snapshot stays valid.
+    for (ir::Node* pad : nodes_of(graph, {"Pad"}))
+      if (!context.excluded(*pad) && fuse(*pad, context)) ++changes;
+    return changes;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fuse_pad_into_conv() { return std::make_unique<FusePadIntoConv>(); }
+
+}  // namespace onnxkit::passes::fuse

@@ -1,0 +1,17 @@
+#include "passes/fuse/fuse_common.h"
+#include "passes/registry.h"
+
+namespace onnxkit::passes {
+
+void add_fusion_passes(std::vector<std::unique_ptr<Pass>>& passes) {
+  // BN first: a Conv followed by BN then Add folds both, BN into the weights
+  // and the Add into the bias that BN gave it.
+  passes.push_back(fuse::make_fuse_bn_into_conv());
+  passes.push_back(fuse::make_fuse_bn_into_gemm());
+  passes.push_back(fuse::make_fuse_add_into_conv_bias());
+  passes.push_back(fuse::make_fuse_mul_into_conv_weights());
+  passes.push_back(fuse::make_fuse_matmul_add_into_gemm());
+  passes.push_back(fuse::make_fuse_pad_into_conv());
+}
+
+}  // namespace onnxkit::passes

@@ -1,0 +1,93 @@
+#include "passes/pass.h"
+
+#include "passes/registry.h"
+#include "passes/resolve_shape_inputs.h"
+#include "runtime/tensor_proto.h"
+
+namespace onnxkit::passes {
+
+bool PassContext::excluded(const ir::Node& node) const {
+  return !node.name().empty() && options_.excluded_nodes.count(node.name()) > 0;
+}
+
+std::optional<runtime::Tensor> PassContext::constant(const ir::Value* value) const {
+  // An initializer that is also a graph input is only a default: callers may feed another value.
+  if (value == nullptr || value->initializer() == nullptr || value->is_graph_input()) return std::nullopt;
+  auto tensor = runtime::tensor_from_proto(*value->initializer(), model_.external_data());
+  if (!tensor.ok()) return std::nullopt;
+  return std::move(tensor).value();
+}
+
+ir::Value* PassContext::add_constant(ir::Graph& graph, std::string_view name, const runtime::Tensor& tensor) {
+  return graph.add_initializer(name, runtime::tensor_to_proto(tensor));
+}
+
+bool replace_value(ir::Graph& graph, ir::Value* from, ir::Value* to) {
+  if (from == to) return true;
+  // Sub-graphs below may return `from` directly (a branch that is just an
+  // outer value): they return `to` instead.
+  for (ir::Node& node : graph.nodes())
+    for (ir::Graph* sub : node.subgraphs())
+      sub->for_each_graph([&](ir::Graph& g) {
+        for (size_t i = 0; i < g.outputs().size(); ++i)
+          if (g.outputs()[i] == from) g.set_output(i, to);
+      });
+  bool from_is_output = false;
+  for (ir::Value* out : graph.outputs()) from_is_output = from_is_output || out == from;
+  if (!from_is_output) {
+    graph.replace_all_uses(from, to);
+    return true;
+  }
+  // `to` takes over the output's name, which must not break another
+  // interface: inputs and outputs keep theirs, and outer values are not ours.
+  if (to->owner() != &graph || to->is_graph_input() || to->is_any_graph_output()) return false;
+  graph.replace_all_uses(from, to);
+  for (size_t i = 0; i < graph.outputs().size(); ++i)
+    if (graph.outputs()[i] == from) graph.set_output(i, to);
+  std::string name = from->name();
+  if (from->has_type()) *to->mutable_info().mutable_type() = from->type();  // the declared output type
+  // Neither rename can fail: both names are made free first.
+  (void)graph.rename_value(from, graph.unique_name(name + "_replaced"));
+  (void)graph.rename_value(to, name);
+  return true;
+}
+
+bool bypass_node(ir::Node& node) {
+  ir::Value* in = node.input(0);
+  ir::Value* out = node.output(0);
+  if (in == nullptr || out == nullptr) return false;
+  for (size_t i = 1; i < node.outputs().size(); ++i) {
+    const ir::Value* extra = node.output(i);
+    if (extra != nullptr && (!extra->uses().empty() || extra->is_any_graph_output())) return false;
+  }
+  ir::Graph& graph = *node.graph();
+  if (!replace_value(graph, out, in)) return false;
+  graph.remove_node(&node);
+  return true;
+}
+
+const std::vector<std::unique_ptr<Pass>>& all_passes() {
+  static const std::vector<std::unique_ptr<Pass>> passes = [] {
+    std::vector<std::unique_ptr<Pass>> list;
+    list.push_back(make_resolve_shape_inputs());
+    add_elimination_passes(list);
+    add_fusion_passes(list);
+    return list;
+  }();
+  return passes;
+}
+
+const Pass* find_pass(std::string_view name) {
+  for (const auto& pass : all_passes())
+    if (pass->name() == name) return pass.get();
+  return nullptr;
+}
+
+size_t run_on_all_graphs(const Pass& pass, ir::Graph& graph, PassContext& context) {
+  size_t changes = pass.run(graph, context);
+  for (ir::Node& node : graph.nodes())
+    for (ir::Graph* sub : node.subgraphs()) changes += run_on_all_graphs(pass, *sub, context);
+  return changes;
+}
+
+}  // namespace onnxkit::passes

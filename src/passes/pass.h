@@ -1,0 +1,100 @@
+#pragma once
+// The optimizer's passes. A pass rewrites one graph in place (the driver
+// visits sub-graphs itself) and says how many rewrites it made; the driver
+// runs every pass, shape inference and constant folding to a fixed point.
+//
+// Before passes run, the driver writes what shape inference knows into each
+// value's type (Value::info), so a pass reads shapes with
+// Value::static_shape() and element types with Value::elem_type(). A pass
+// that cannot prove a rewrite safe (unknown shape, graph output that would
+// change name, node in the user's exclusion list) declines it.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/model.h"
+#include "runtime/tensor.h"
+
+namespace onnxkit::passes {
+
+struct PassOptions {
+  // Nodes (by name) that no pass may rewrite, remove or fold.
+  std::set<std::string, std::less<>> excluded_nodes;
+  // Passes (by name) not to run.
+  std::set<std::string, std::less<>> skipped_passes;
+  // Also drop graph inputs that feed nothing.
+  bool remove_unused_inputs = false;
+};
+
+class PassContext {
+ public:
+  PassContext(ir::Model& model, const PassOptions& options) : model_(model), options_(options) {}
+
+  ir::Model& model() { return model_; }
+  const PassOptions& options() const { return options_; }
+  int64_t opset(std::string_view domain = "") const { return model_.opset(domain); }
+
+  // True when the user asked to keep this node as it is.
+  bool excluded(const ir::Node& node) const;
+
+  // The data of an initializer (null when `value` is not one, is a graph
+  // input whose initializer is only a default, or its data cannot be read). Views the model's bytes: copy before changing them.
+  std::optional<runtime::Tensor> constant(const ir::Value* value) const;
+
+  // A new initializer holding `tensor`, named uniquely after `name`, in `graph`.
+  ir::Value* add_constant(ir::Graph& graph, std::string_view name, const runtime::Tensor& tensor);
+
+  // One line for `simplify --report`: what a pass changed, naming the nodes.
+  void note(std::string text) { notes_.push_back(std::move(text)); }
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  ir::Model& model_;
+  const PassOptions& options_;
+  std::vector<std::string> notes_;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  // Kebab-case, as --skip and --list-passes show it: "fuse-bn-into-conv".
+  virtual std::string_view name() const = 0;
+  // One line for --list-passes.
+  virtual std::string_view summary() const = 0;
+  // Rewrites `graph` only (not its sub-graphs); returns the number of rewrites.
+  virtual size_t run(ir::Graph& graph, PassContext& context) const = 0;
+};
+
+// Every pass, in the order the driver runs them.
+const std::vector<std::unique_ptr<Pass>>& all_passes();
+const Pass* find_pass(std::string_view name);
+
+// --- shared helpers for passes ----------------------------------------------
+
+// Makes the consumers of `from` (and graph output slots holding it: this
+// graph's, and those of sub-graphs that return it directly) read `to`
+// instead, so that the node producing `from` can go. When `from` is a
+// graph output and `to` is a graph input or another output, the rewrite is
+// impossible without renaming an interface value: returns false and changes
+// nothing.
+bool replace_value(ir::Graph& graph, ir::Value* from, ir::Value* to);
+
+// Removes a node whose output 0 is equivalent to its input 0 (Identity,
+// inference Dropout, a no-op Cast...): its consumers read the input. False,
+// and nothing changed, when replace_value declines.
+bool bypass_node(ir::Node& node);
+
+}  // namespace onnxkit::passes
+
+namespace onnxkit::passes {
+
+// Runs `pass` on `graph`, then on every sub-graph below it (parents first,
+// so a sub-graph that the parent's rewrite removed is never visited).
+size_t run_on_all_graphs(const Pass& pass, ir::Graph& graph, PassContext& context);
+
+}  // namespace onnxkit::passes

@@ -1,0 +1,46 @@
+#include "runtime/evaluate.h"
+
+#include "runtime/executor.h"
+
+namespace onnxkit::runtime {
+
+Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& model, const std::vector<Value>& inputs,
+                                         const KernelRegistry& registry) {
+  if (!node.subgraphs().empty()) return make_error("{}: nodes with sub-graphs are not evaluated alone", node.describe());
+  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  const int64_t opset = model.opset(domain);
+  const KernelDef* def = registry.find(domain, node.op_type(), opset);
+  if (def == nullptr) return make_error("{}: no kernel for {} at opset {}", node.describe(), node.op_type(), opset);
+
+  std::vector<const Tensor*> constants;
+  std::vector<const Value*> args;
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    const Value* v = i < inputs.size() && !inputs[i].empty() ? &inputs[i] : nullptr;
+    args.push_back(v);
+    constants.push_back(v != nullptr && v->is_tensor() ? &v->tensor() : nullptr);
+  }
+  SessionOptions options;
+  options.threads = 1;
+  auto no_subgraphs = [&](const ir::Graph&) -> Result<std::shared_ptr<const GraphPlan>> {
+    return make_error("{}: sub-graphs are not evaluated alone", node.describe());
+  };
+  KernelInfo info(node, opset, std::move(constants), options, registry, no_subgraphs);
+  ONNXKIT_ASSIGN(std::unique_ptr<Kernel> kernel, def->create(info));
+
+  static const GraphPlan empty_plan;
+  Frame frame{empty_plan, {}};
+  std::vector<bool> wanted;
+  for (const ir::Value* v : node.outputs()) wanted.push_back(v != nullptr);
+  std::vector<Value> results(node.outputs().size());
+  KernelContext ctx(std::move(args), results, wanted, frame, 1);
+  Status status;
+  try {
+    status = kernel->compute(ctx);
+  } catch (const std::exception& e) {
+    status = make_error("{}", e.what());
+  }
+  if (!status.ok()) return status.error().in(node.describe());
+  return results;
+}
+
+}  // namespace onnxkit::runtime

@@ -1,0 +1,19 @@
+#pragma once
+// Runs one node on values the caller already has, with the kernels a session
+// would use but without a session: what constant folding needs.
+
+#include <vector>
+
+#include "ir/model.h"
+#include "runtime/kernel.h"
+#include "runtime/value.h"
+#include "util/result.h"
+
+namespace onnxkit::runtime {
+
+// `inputs` follows node.inputs() (an empty Value for an omitted one); the
+// result follows node.outputs(). Nodes with sub-graphs are refused.
+Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& model, const std::vector<Value>& inputs,
+                                         const KernelRegistry& registry = KernelRegistry::builtin());
+
+}  // namespace onnxkit::runtime

@@ -1,0 +1,32 @@
+#include "tools/shapes.h"
+
+#include "analysis/onnx_inference.h"
+#include "ir/model.h"
+
+namespace onnxkit::tools {
+
+Result<ShapesReport> infer_shapes_file(const std::filesystem::path& in, const std::filesystem::path& out,
+                                       const io::SaveOptions& save) {
+  ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
+  ShapesReport report;
+  ir::Graph& graph = model->graph();
+  graph.clear_value_info();
+  report.warning = analysis::apply_inferred_types(*model);
+  for (ir::Node& node : graph.nodes())
+    for (ir::Value* v : node.outputs()) {
+      if (v == nullptr || v->is_graph_output()) continue;
+      ++report.values;
+      if (!v->has_type()) continue;
+      graph.add_value_info(v);
+      auto dims = v->static_shape();
+      if (!dims) continue;
+      ++report.with_shape;
+      bool all_static = true;
+      for (int64_t d : *dims) all_static = all_static && d >= 0;
+      report.fully_static += all_static;
+    }
+  ONNXKIT_TRY(ir::save_model(*model, out, save));
+  return report;
+}
+
+}  // namespace onnxkit::tools

@@ -1,0 +1,257 @@
+#include "tools/simplify.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "ir/model.h"
+#include "runtime/session.h"
+#include "tools/compare.h"
+#include "util/text.h"
+
+namespace onnxkit::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+ModelSummary summarize(const ir::Model& model) {
+  ModelSummary s;
+  for (const ir::Node& node : model.graph().nodes()) {
+    ++s.ops[node.domain().empty() || node.domain() == "ai.onnx" ? node.op_type() : node.domain() + ":" + node.op_type()];
+    ++s.nodes;
+  }
+  for (const ir::Value* v : model.graph().initializers()) {
+    uint64_t n = 1;
+    for (int64_t d : v->initializer()->dims()) n *= static_cast<uint64_t>(d);
+    s.parameters += n;
+  }
+  return s;
+}
+
+uint64_t files_size(const fs::path& model, const std::string& side_file) {
+  std::error_code ec;
+  uint64_t bytes = fs::file_size(model, ec);
+  if (ec) bytes = 0;
+  if (!side_file.empty()) {
+    uint64_t side = fs::file_size(model.parent_path() / side_file, ec);
+    if (!ec) bytes += side;
+  }
+  return bytes;
+}
+
+Status override_input_shapes(ir::Model& model, const SimplifyToolOptions& options) {
+  ir::Graph& graph = model.graph();
+  for (const auto& [name, dims] : options.input_shapes) {
+    ir::Value* input = nullptr;
+    std::vector<std::string> names;
+    for (ir::Value* v : graph.inputs()) {
+      if (v->is_constant()) continue;
+      names.push_back(v->name());
+      if (v->name() == name) input = v;
+    }
+    if (input == nullptr) {
+      std::string hint = closest_match(name, names);
+      return make_error("--input-shape: '{}' is not an input of the model{} (inputs: {})", name,
+                        hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), join(names, ", "));
+    }
+    auto* tensor_type = input->mutable_info().mutable_type()->mutable_tensor_type();
+    if (tensor_type->has_shape() && tensor_type->shape().dim_size() != static_cast<int>(dims.size()))
+      return make_error("--input-shape {}: {} dims given, the model declares {}", name, dims.size(),
+                        tensor_type->shape().dim_size());
+    auto* shape = tensor_type->mutable_shape();
+    shape->clear_dim();
+    for (const std::string& d : dims) {
+      auto* dim = shape->add_dim();
+      if (!d.empty() && std::all_of(d.begin(), d.end(), [](unsigned char c) { return std::isdigit(c); }))
+        dim->set_dim_value(std::stoll(d));
+      else
+        dim->set_dim_param(d);
+    }
+  }
+  return {};
+}
+
+// A session's handle on a model that outlives it, without copying it.
+std::shared_ptr<const ir::Model> borrow(const ir::Model& model) {
+  return std::shared_ptr<const ir::Model>(std::shared_ptr<const ir::Model>{}, &model);
+}
+
+// Runs models on the same inputs and compares them with a reference.
+class Checker {
+ public:
+  Checker(std::shared_ptr<const ir::Model> original, const SimplifyToolOptions& options)
+      : original_(std::move(original)), options_(options) {}
+
+  // Makes the inputs of each check run and the original's outputs on them.
+  Status prepare() {
+    runtime::SessionOptions session_options;
+    ONNXKIT_ASSIGN(reference_, runtime::Session::create(original_, session_options));
+    for (int run = 0; run < options_.check_runs; ++run) {
+      InputOptions inputs = options_.check_inputs;
+      inputs.random = true;
+      inputs.seed = inputs.seed + static_cast<uint64_t>(run);
+      // Symbolic dims left in the inputs take 2 (not 1, which hides batch bugs).
+      for (const runtime::ValueInfo& in : reference_->inputs()) {
+        if (in.has_default || !in.type.has_tensor_type() || !in.type.tensor_type().has_shape()) continue;
+        bool given = std::any_of(inputs.shapes.begin(), inputs.shapes.end(), [&](const auto& s) { return s.first == in.name; });
+        std::vector<int64_t> dims;
+        bool symbolic = false;
+        for (const auto& d : in.type.tensor_type().shape().dim()) {
+          symbolic = symbolic || !d.has_dim_value();
+          dims.push_back(d.has_dim_value() ? d.dim_value() : 2);
+        }
+        if (symbolic && !given) inputs.shapes.emplace_back(in.name, dims);
+      }
+      auto feeds = prepare_inputs(*reference_, inputs);
+      if (!feeds.ok()) return feeds.error().in("check inputs");
+      auto expected = reference_->run(*feeds);
+      if (!expected.ok())
+        return make_error("the original model fails on the check's inputs ({}); give real inputs with --input, "
+                          "fix shapes with --input-shape, or turn the check off with --check 0",
+                          expected.error().message());
+      feeds_.push_back(std::move(feeds).value());
+      expected_.push_back(std::move(expected).value());
+    }
+    return {};
+  }
+
+  // Compares `candidate` with the original on every prepared input.
+  Status check(std::shared_ptr<const ir::Model> candidate, double& max_abs_diff) {
+    ONNXKIT_ASSIGN(auto session, runtime::Session::create(candidate));
+    for (size_t run = 0; run < feeds_.size(); ++run) {
+      auto actual = session->run(feeds_[run]);
+      if (!actual.ok()) return make_error("the simplified model fails to run: {}", actual.error().message());
+      for (size_t i = 0; i < actual->size() && i < expected_[run].size(); ++i) {
+        Difference d = compare_values(expected_[run][i], (*actual)[i], options_.rtol, options_.atol);
+        max_abs_diff = std::max(max_abs_diff, d.max_abs_diff);
+        if (d.close) continue;
+        return make_error("output '{}' differs from the original's ({}; max abs diff {:g}){}",
+                          reference_->outputs()[i].name, d.detail, d.max_abs_diff,
+                          first_difference(*candidate, feeds_[run]));
+      }
+    }
+    return {};
+  }
+
+ private:
+  // "; first differing tensor: 'x' (Conv node 'c1')", from every value both models compute.
+  std::string first_difference(const ir::Model& candidate, const runtime::NamedValues& feeds) const {
+    runtime::SessionOptions all;
+    all.all_outputs = true;
+    auto a = runtime::Session::create(original_, all);
+    auto b = runtime::Session::create(borrow(candidate), all);
+    if (!a.ok() || !b.ok()) return "";
+    auto va = (*a)->run(feeds);
+    auto vb = (*b)->run(feeds);
+    if (!va.ok() || !vb.ok()) return "";
+    std::unordered_map<std::string, const runtime::Value*> original_values;
+    for (size_t i = 0; i < va->size(); ++i) original_values[(*a)->outputs()[i].name] = &(*va)[i];
+    std::unordered_map<std::string, const runtime::Value*> candidate_values;
+    for (size_t i = 0; i < vb->size(); ++i) candidate_values[(*b)->outputs()[i].name] = &(*vb)[i];
+    auto order = candidate.graph().topological_order();
+    if (!order.ok()) return "";
+    for (const ir::Node* node : *order)
+      for (const ir::Value* out : node->outputs()) {
+        if (out == nullptr) continue;
+        auto x = original_values.find(out->name());
+        auto y = candidate_values.find(out->name());
+        if (x == original_values.end() || y == candidate_values.end()) continue;
+        Difference d = compare_values(*x->second, *y->second, options_.rtol, options_.atol);
+        if (!d.close) return fmt::format("; first differing tensor: '{}' from {} ({})", out->name(), node->describe(), d.detail);
+      }
+    return "";
+  }
+
+  std::shared_ptr<const ir::Model> original_;
+  const SimplifyToolOptions& options_;
+  std::unique_ptr<runtime::Session> reference_;
+  std::vector<runtime::NamedValues> feeds_;
+  std::vector<std::vector<runtime::Value>> expected_;
+};
+
+
+}  // namespace
+
+Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(const std::string& flag) {
+  size_t colon = flag.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == flag.size())
+    return make_error("--input-shape '{}': expected NAME:D0,D1,... (numbers or symbols), e.g. input:1,3,224,224", flag);
+  std::vector<std::string> dims = split(std::string_view(flag).substr(colon + 1), ',');
+  for (const std::string& d : dims)
+    if (d.empty() || d[0] == '-') return make_error("--input-shape '{}': dim '{}' must be a positive number or a symbol", flag, d);
+  return std::make_pair(flag.substr(0, colon), dims);
+}
+
+Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out, const SimplifyToolOptions& options) {
+  SimplifyToolReport report;
+  ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
+  ONNXKIT_TRY(override_input_shapes(*model, options));
+  report.before = summarize(*model);
+  report.before.file_bytes = model->file_size();
+
+  std::optional<Checker> checker;
+  if (options.check_runs > 0) {
+    // The reference is the file as loaded (with the same input shapes), untouched by the passes.
+    ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> original, ir::load_model(in));
+    ONNXKIT_TRY(override_input_shapes(*original, options));
+    checker.emplace(std::shared_ptr<const ir::Model>(std::move(original)), options);
+    ONNXKIT_TRY(checker->prepare());
+  }
+  passes::SimplifyOptions simplify = options.simplify;
+  if (options.verify_each_pass && checker) {
+    simplify.after_change = [&](const ir::Model& current, std::string_view) -> Status {
+      double ignored = 0;
+      return checker->check(borrow(current), ignored);
+    };
+  }
+  ONNXKIT_ASSIGN(report.passes, passes::simplify_model(*model, simplify));
+  report.after = summarize(*model);
+
+  if (checker) {
+    Status checked = checker->check(borrow(*model), report.max_abs_diff);
+    if (!checked.ok()) return checked.error().in("check failed, nothing written");
+    report.checks_run = options.check_runs;
+  }
+  ONNXKIT_ASSIGN(io::SaveSummary saved, ir::save_model(*model, out, options.save));
+  report.after.file_bytes = files_size(out, saved.external_file);
+  return report;
+}
+
+std::string render_simplify_text(const SimplifyToolReport& report, bool details) {
+  std::string text;
+  std::map<std::string, std::pair<size_t, size_t>> rows;
+  for (const auto& [op, n] : report.before.ops) rows[op].first = n;
+  for (const auto& [op, n] : report.after.ops) rows[op].second = n;
+  size_t width = 10;
+  for (const auto& [op, counts] : rows) width = std::max(width, op.size());
+  auto row = [&](const std::string& label, const std::string& before, const std::string& after, bool mark) {
+    text += fmt::format("{:<{}}  {:>10}  {:>10}{}\n", label, width, before, after, mark ? "  *" : "");
+  };
+  row("", "before", "after", false);
+  for (const auto& [op, counts] : rows)
+    row(op, std::to_string(counts.first), std::to_string(counts.second), counts.first != counts.second);
+  row("nodes", std::to_string(report.before.nodes), std::to_string(report.after.nodes), report.before.nodes != report.after.nodes);
+  row("parameters", human_count(report.before.parameters), human_count(report.after.parameters),
+      report.before.parameters != report.after.parameters);
+  row("file size", human_bytes(report.before.file_bytes), human_bytes(report.after.file_bytes), false);
+  if (details) {
+    text += "\nchanges per pass:\n";
+    for (const auto& [pass, n] : report.passes.changes)
+      if (n > 0) text += fmt::format("  {:<34} {}\n", pass, n);
+    text += fmt::format("  {:<34} {}\n", "dead nodes removed", report.passes.removed_nodes);
+    for (const std::string& note : report.passes.notes) text += fmt::format("  - {}\n", note);
+  }
+  for (const std::string& w : report.passes.warnings) text += fmt::format("warning: {}\n", w);
+  text += fmt::format("{} round{} of passes and folding", report.passes.iterations, report.passes.iterations == 1 ? "" : "s");
+  if (report.checks_run > 0)
+    text += fmt::format("; checked on {} input set{}: max abs diff {:g}", report.checks_run,
+                        report.checks_run == 1 ? "" : "s", report.max_abs_diff);
+  else
+    text += "; not checked (--check 0)";
+  text += "\n";
+  return text;
+}
+
+}  // namespace onnxkit::tools

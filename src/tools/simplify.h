@@ -1,0 +1,59 @@
+#pragma once
+// `onnxkit simplify`: the passes' driver on a model file, with input shapes
+// overridden on request, and a numeric check of the result against the
+// original before anything is written.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/model_file.h"
+#include "passes/simplify.h"
+#include "tools/inputs.h"
+#include "util/result.h"
+
+namespace onnxkit::tools {
+
+struct SimplifyToolOptions {
+  passes::SimplifyOptions simplify;
+  // NAME -> dims, each a number or a symbol: the input's declared shape
+  // becomes exactly this (the seeds' "set the batch size").
+  std::vector<std::pair<std::string, std::vector<std::string>>> input_shapes;
+  // Random inputs to compare original and result on (0: no check). Inputs
+  // given in check_inputs.files are used as they are.
+  int check_runs = 1;
+  InputOptions check_inputs;
+  double rtol = 1e-4;
+  double atol = 1e-5;
+  // Check after every pass that changed something, naming the one that broke the numbers.
+  bool verify_each_pass = false;
+  io::SaveOptions save;
+};
+
+struct ModelSummary {
+  std::map<std::string, size_t> ops;  // op type -> count, main graph
+  size_t nodes = 0;                   // main graph
+  uint64_t parameters = 0;            // initializer elements, main graph
+  uint64_t file_bytes = 0;            // model file plus its side file
+};
+
+struct SimplifyToolReport {
+  ModelSummary before, after;
+  passes::SimplifyReport passes;
+  int checks_run = 0;
+  double max_abs_diff = 0;  // over every output of every check
+};
+
+// Parses "NAME:1,3,224,224" or "NAME:batch,3,224,224".
+Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(const std::string& flag);
+
+Result<SimplifyToolReport> simplify_file(const std::filesystem::path& in, const std::filesystem::path& out,
+                                         const SimplifyToolOptions& options);
+
+// The before/after table; with `details`, what each pass changed as well.
+std::string render_simplify_text(const SimplifyToolReport& report, bool details);
+
+}  // namespace onnxkit::tools

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `onnxkit simplify` on models exported by Debian's torch
+(tests/models/export_models.py). The truth is PyTorch's output for the same
+input, Python onnx's checker for validity, and the seeds' expectations for
+what the glue must become.
+
+usage: test_simplify.py --onnxkit PATH --models DIR [unittest args]"""
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ARGS = None
+GLUE_OPS = {"Shape", "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Constant", "Cast"}
+
+
+def onnxkit(*args):
+    return subprocess.run([ARGS.onnxkit, *map(str, args)], capture_output=True, text=True, timeout=900)
+
+
+def run_model(model, input_file, out_dir):
+    name = onnx.load(model, load_external_data=False).graph.input[0].name
+    proc = onnxkit("run", model, "--input", f"{name}={input_file}", "--output-dir", out_dir)
+    assert proc.returncode == 0, proc.stderr
+    return np.load(os.path.join(out_dir, "output_0.npy"))
+
+
+def initializer(graph, name):
+    for t in graph.initializer:
+        if t.name == name:
+            return numpy_helper.to_array(t)
+    return None
+
+
+def close_to(test, ours, ref):
+    test.assertEqual(ours.shape, ref.shape)
+    bound = 1e-4 * max(1.0, float(np.abs(ref).max()))
+    test.assertLessEqual(float(np.abs(ours - ref).max()), bound)
+
+
+class Seed002DynamicBatch(unittest.TestCase):
+    """Upsample((8, 8)) and x.view(x.size(0), -1) with a symbolic batch: the
+    glue must become a Resize with constant scales and one Reshape with a
+    constant shape, and the model must still take any batch."""
+
+    def test_glue_becomes_constants_and_any_batch_still_runs(self):
+        for opset in (13, 17):
+            stem = os.path.join(ARGS.models, f"seed002_opset{opset}")
+            with self.subTest(opset=opset), tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "sim.onnx")
+                proc = onnxkit("simplify", stem + ".onnx", out)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                model = onnx.load(out)
+                onnx.checker.check_model(model)
+                ops = [n.op_type for n in model.graph.node]
+                self.assertFalse(GLUE_OPS & set(ops), ops)
+                self.assertEqual(ops.count("Reshape"), 1)
+                reshape = next(n for n in model.graph.node if n.op_type == "Reshape")
+                target = initializer(model.graph, reshape.input[1])
+                self.assertIsNotNone(target, "the Reshape's shape is not a constant")
+                self.assertIn(target.tolist(), ([0, 4096], [-1, 4096]))
+                resize = next(n for n in model.graph.node if n.op_type == "Resize")
+                self.assertEqual(len(resize.input), 3, "Resize still has sizes")
+                scales = initializer(model.graph, resize.input[2])
+                self.assertEqual(scales.tolist(), [1.0, 1.0, 2.0, 2.0])  # 4x4 after two pools, to 8x8
+                batch = model.graph.input[0].type.tensor_type.shape.dim[0]
+                self.assertEqual(batch.dim_param, "batch")
+                close_to(self, run_model(out, stem + ".input.npy", os.path.join(tmp, "b1")), np.load(stem + ".torch.npy"))
+                close_to(self, run_model(out, stem + ".input3.npy", os.path.join(tmp, "b3")), np.load(stem + ".torch3.npy"))
+
+    def test_input_shape_fixes_the_batch(self):
+        stem = os.path.join(ARGS.models, "seed002_opset13")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "sim.onnx")
+            proc = onnxkit("simplify", stem + ".onnx", out, "--input-shape", "input:1,3,32,32")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            model = onnx.load(out)
+            dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+            self.assertEqual(dims, [1, 3, 32, 32])
+            reshape = next(n for n in model.graph.node if n.op_type == "Reshape")
+            self.assertIn(initializer(model.graph, reshape.input[1]).tolist(), ([0, 4096], [-1, 4096], [1, 4096]))
+            close_to(self, run_model(out, stem + ".input.npy", os.path.join(tmp, "o")), np.load(stem + ".torch.npy"))
+
+
+class RealModels(unittest.TestCase):
+    def test_every_exported_model_simplifies_and_still_matches_pytorch(self):
+        models = sorted(glob.glob(os.path.join(ARGS.models, "*.onnx")))
+        self.assertTrue(models)
+        for model in models:
+            stem = model[: -len(".onnx")]
+            with self.subTest(model=os.path.basename(model)), tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "sim.onnx")
+                proc = onnxkit("simplify", model, out)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("max abs diff", proc.stdout)
+                before, after = onnx.load(model), onnx.load(out)
+                onnx.checker.check_model(after)
+                self.assertLessEqual(len(after.graph.node), len(before.graph.node))
+                self.assertEqual([i.name for i in after.graph.input], [i.name for i in before.graph.input])
+                self.assertEqual([o.name for o in after.graph.output], [o.name for o in before.graph.output])
+                close_to(self, run_model(out, stem + ".input.npy", os.path.join(tmp, "o")), np.load(stem + ".torch.npy"))
+
+    def test_output_is_byte_identical_from_run_to_run(self):
+        model = os.path.join(ARGS.models, "bert_encoder_opset17.onnx")
+        with tempfile.TemporaryDirectory() as tmp:
+            outs = [os.path.join(tmp, f"{k}.onnx") for k in range(2)]
+            for out in outs:
+                proc = onnxkit("simplify", model, out, "--check", "0")
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(outs[0], "rb") as a, open(outs[1], "rb") as b:
+                self.assertEqual(a.read(), b.read())
+
+
+class Shapes(unittest.TestCase):
+    def test_value_info_agrees_with_python_onnx_inference(self):
+        for name in ("resnet18_opset13", "bert_encoder_opset17", "seed002_opset13"):
+            model = os.path.join(ARGS.models, name + ".onnx")
+            with self.subTest(model=name), tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "shapes.onnx")
+                proc = onnxkit("shapes", model, out)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                ours = {vi.name: vi.type for vi in onnx.load(out).graph.value_info}
+                theirs = {vi.name: vi.type for vi in onnx.shape_inference.infer_shapes(onnx.load(model)).graph.value_info}
+                outputs = {o.name for o in onnx.load(model).graph.output}
+                produced = {v for n in onnx.load(model).graph.node for v in n.output if v} - outputs
+                self.assertEqual(set(ours), set(theirs) & produced)
+                for value, type_ in theirs.items():
+                    if value in ours:
+                        self.assertEqual(ours[value], type_, value)
+
+
+def conv_bn_model(path):
+    """Conv then BatchNormalization with random weights: fusing them changes
+    the rounding, so a check with zero tolerance must catch it."""
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 16).astype(np.float32), "scale"),
+        numpy_helper.from_array(rng.uniform(-0.2, 0.2, 16).astype(np.float32), "bias"),
+        numpy_helper.from_array(rng.uniform(-0.1, 0.1, 16).astype(np.float32), "mean"),
+        numpy_helper.from_array(rng.uniform(0.5, 2.0, 16).astype(np.float32), "var"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"], name="bn"),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [y], initializer=weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+class Errors(unittest.TestCase):
+    def test_a_failed_check_writes_nothing_and_names_the_output(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src, out = os.path.join(tmp, "convbn.onnx"), os.path.join(tmp, "out.onnx")
+            conv_bn_model(src)
+            exact = ["--rtol", "0", "--atol", "0"]
+            proc = onnxkit("simplify", src, out, *exact)
+            self.assertEqual(proc.returncode, 1, proc.stdout)
+            self.assertIn("output 'y' differs", proc.stderr)
+            self.assertIn("nothing written", proc.stderr)
+            self.assertFalse(os.path.exists(out))
+            self.assertEqual(os.listdir(tmp), ["convbn.onnx"])  # no temporary file left either
+            # Checking after each pass names the pass that changed the numbers.
+            proc = onnxkit("simplify", src, out, *exact, "--verify-each-pass")
+            self.assertEqual(proc.returncode, 1, proc.stdout)
+            self.assertIn("after pass fuse-bn-into-conv", proc.stderr)
+            # Without that pass the numbers are the same; without the check, anything goes through.
+            proc = onnxkit("simplify", src, out, *exact, "--skip", "fuse-bn-into-conv")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            proc = onnxkit("simplify", src, out, *exact, "--check", "0")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("not checked", proc.stdout)
+            self.assertEqual(onnx.load(out).graph.output[0].name, "y")
+
+    def test_bad_arguments_name_what_is_wrong(self):
+        model = os.path.join(ARGS.models, "seed002_opset13.onnx")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.onnx")
+            cases = [
+                (["--skip", "fuse-everything"], "fuse-everything"),
+                (["--input-shape", "inptu:1,3,32,32"], "did you mean 'input'"),
+                (["--input-shape", "input:1,3,32"], "3 dims given"),
+                (["--input-shape", "input"], "NAME:D0,D1"),
+            ]
+            for extra, expected in cases:
+                with self.subTest(extra=extra):
+                    proc = onnxkit("simplify", model, out, *extra)
+                    self.assertEqual(proc.returncode, 1, proc.stdout)
+                    self.assertIn(expected, proc.stderr)
+                    self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+                    self.assertFalse(os.path.exists(out))
+            proc = onnxkit("simplify", os.path.join(tmp, "missing.onnx"), out)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn("missing.onnx", proc.stderr)
+
+    def test_list_passes_and_report(self):
+        proc = onnxkit("simplify", "--list-passes")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("resolve-shape-inputs", proc.stdout)
+        self.assertIn("fold-constants", proc.stdout)
+        model = os.path.join(ARGS.models, "seed002_opset13.onnx")
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = onnxkit("simplify", model, os.path.join(tmp, "o.onnx"), "--report")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("changes per pass", proc.stdout)
+            self.assertIn("Reshape node '/Reshape'", proc.stdout)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--onnxkit", required=True)
+    parser.add_argument("--models", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest])

@@ -328,6 +328,27 @@ void Graph::move_node(Node* node, Node* before) {
   nodes_.splice(before != nullptr ? before->position_ : nodes_.end(), nodes_, node->position_);
 }
 
+Status Graph::absorb_subgraph(Graph& sub, Node* before) {
+  if (sub.parent_graph() != this) return make_error("graph '{}' is not a sub-graph of a node of '{}'", sub.name(), name());
+  if (!sub.inputs_.empty()) return make_error("sub-graph '{}' has inputs: only an input-free graph can be inlined", sub.name());
+  if (before != nullptr && before->graph_ != this) return make_error("insertion point is not a node of graph '{}'", name());
+  for (Node& node : sub.nodes_) node.graph_ = this;
+  nodes_.splice(before != nullptr ? before->position_ : nodes_.end(), sub.nodes_);
+  for (auto& [name, value] : sub.values_) {
+    value->owner_ = this;
+    values_.emplace(name, std::move(value));
+  }
+  sub.values_.clear();
+  auto move_all = [](std::vector<Value*>& from, std::vector<Value*>& to) {
+    to.insert(to.end(), from.begin(), from.end());
+    from.clear();
+  };
+  move_all(sub.initializers_, initializers_);
+  move_all(sub.sparse_initializers_, sparse_initializers_);
+  move_all(sub.value_info_, value_info_);
+  return {};
+}
+
 void Graph::replace_all_uses(Value* from, Value* to) {
   if (from == to) return;
   std::vector<Use> uses = from->uses_;

@@ -238,6 +238,12 @@ class Graph {
   void remove_node(Node* node);
   // Moves `node` so it sits just before `before` (at the end when null).
   void move_node(Node* node, Node* before);
+  // Moves every node, value and initializer of `sub` (a sub-graph of one of
+  // this graph's nodes, with no inputs: an If branch) into this graph, just
+  // before `before`. Names need no change: they are unique in the model.
+  // `sub` keeps its output list, now naming values of this graph, until its
+  // node goes. Fails, changing nothing, when `sub` is not such a graph.
+  Status absorb_subgraph(Graph& sub, Node* before);
 
   // Points every node input that reads `from` at `to`, in sub-graphs too.
   // Graph outputs are left alone (see set_output).

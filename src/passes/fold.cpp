@@ -15,7 +15,7 @@ namespace {
 bool never_folded(const ir::Node& node) {
   static const std::set<std::string, std::less<>> ops = {
       "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
-      "Dropout",  // folded only as the identity it is at inference, by eliminate-identity
+      "Dropout",  // folded only as the identity it is at inference, by eliminate-dropout
       "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"};
   bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
   return !default_domain || ops.count(node.op_type()) > 0 || !node.subgraphs().empty();

@@ -1,5 +1,7 @@
 #include "passes/pass.h"
 
+#include <algorithm>
+
 #include "passes/registry.h"
 #include "passes/resolve_shape_inputs.h"
 #include "runtime/tensor_proto.h"
@@ -18,12 +20,42 @@ std::optional<runtime::Tensor> PassContext::constant(const ir::Value* value) con
   return std::move(tensor).value();
 }
 
+std::optional<std::vector<int64_t>> PassContext::constant_ints(const ir::Value* value) const {
+  auto data = constant(value);
+  if (!data || data->rank() > 1) return std::nullopt;
+  if (data->dtype() == runtime::DataType::int64) {
+    auto v = data->values<int64_t>();
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+  if (data->dtype() == runtime::DataType::int32) {
+    auto v = data->values<int32_t>();
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+  return std::nullopt;
+}
+
 ir::Value* PassContext::add_constant(ir::Graph& graph, std::string_view name, const runtime::Tensor& tensor) {
   return graph.add_initializer(name, runtime::tensor_to_proto(tensor));
 }
 
+namespace {
+
+bool is_output_of(const ir::Graph& graph, const ir::Value* value) {
+  return std::find(graph.outputs().begin(), graph.outputs().end(), value) != graph.outputs().end();
+}
+
+}  // namespace
+
+bool can_replace_value(const ir::Graph& graph, const ir::Value* from, const ir::Value* to) {
+  if (from == to || !is_output_of(graph, from)) return true;
+  // `to` takes over the output's name, which must not break another
+  // interface: inputs and outputs keep theirs, and outer values are not ours.
+  return to->owner() == &graph && !to->is_graph_input() && !to->is_any_graph_output();
+}
+
 bool replace_value(ir::Graph& graph, ir::Value* from, ir::Value* to) {
   if (from == to) return true;
+  if (!can_replace_value(graph, from, to)) return false;
   // Sub-graphs below may return `from` directly (a branch that is just an
   // outer value): they return `to` instead.
   for (ir::Node& node : graph.nodes())
@@ -32,16 +64,8 @@ bool replace_value(ir::Graph& graph, ir::Value* from, ir::Value* to) {
         for (size_t i = 0; i < g.outputs().size(); ++i)
           if (g.outputs()[i] == from) g.set_output(i, to);
       });
-  bool from_is_output = false;
-  for (ir::Value* out : graph.outputs()) from_is_output = from_is_output || out == from;
-  if (!from_is_output) {
-    graph.replace_all_uses(from, to);
-    return true;
-  }
-  // `to` takes over the output's name, which must not break another
-  // interface: inputs and outputs keep theirs, and outer values are not ours.
-  if (to->owner() != &graph || to->is_graph_input() || to->is_any_graph_output()) return false;
   graph.replace_all_uses(from, to);
+  if (!is_output_of(graph, from)) return true;
   for (size_t i = 0; i < graph.outputs().size(); ++i)
     if (graph.outputs()[i] == from) graph.set_output(i, to);
   std::string name = from->name();
@@ -64,6 +88,25 @@ bool bypass_node(ir::Node& node) {
   if (!replace_value(graph, out, in)) return false;
   graph.remove_node(&node);
   return true;
+}
+
+bool is_onnx_op(const ir::Node& node, std::string_view op_type) {
+  return node.op_type() == op_type && (node.domain().empty() || node.domain() == "ai.onnx");
+}
+
+ir::Node* sole_consumer(const ir::Value* value) {
+  if (value == nullptr || value->uses().size() != 1 || value->is_any_graph_output()) return nullptr;
+  ir::Node* consumer = value->uses().front().node;
+  // A reader inside a sub-graph cannot be merged with a node of this graph.
+  return consumer->graph() == value->owner() ? consumer : nullptr;
+}
+
+std::vector<ir::Node*> nodes_of(ir::Graph& graph, std::initializer_list<std::string_view> op_types) {
+  std::vector<ir::Node*> found;
+  for (ir::Node& node : graph.nodes())
+    for (std::string_view op : op_types)
+      if (is_onnx_op(node, op)) found.push_back(&node);
+  return found;
 }
 
 const std::vector<std::unique_ptr<Pass>>& all_passes() {

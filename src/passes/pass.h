@@ -10,6 +10,7 @@
 // change name, node in the user's exclusion list) declines it.
 
 #include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <set>
@@ -45,6 +46,9 @@ class PassContext {
   // The data of an initializer (null when `value` is not one, is a graph
   // input whose initializer is only a default, or its data cannot be read). Views the model's bytes: copy before changing them.
   std::optional<runtime::Tensor> constant(const ir::Value* value) const;
+  // The elements of an int64 or int32 initializer of rank 0 or 1 (axes,
+  // shapes, pads...); nullopt when `value` is not one.
+  std::optional<std::vector<int64_t>> constant_ints(const ir::Value* value) const;
 
   // A new initializer holding `tensor`, named uniquely after `name`, in `graph`.
   ir::Value* add_constant(ir::Graph& graph, std::string_view name, const runtime::Tensor& tensor);
@@ -83,11 +87,25 @@ const Pass* find_pass(std::string_view name);
 // impossible without renaming an interface value: returns false and changes
 // nothing.
 bool replace_value(ir::Graph& graph, ir::Value* from, ir::Value* to);
+// Whether replace_value(graph, from, to) would succeed.
+bool can_replace_value(const ir::Graph& graph, const ir::Value* from, const ir::Value* to);
 
 // Removes a node whose output 0 is equivalent to its input 0 (Identity,
 // inference Dropout, a no-op Cast...): its consumers read the input. False,
 // and nothing changed, when replace_value declines.
 bool bypass_node(ir::Node& node);
+
+// True for `op_type` of the default ONNX domain ("" or "ai.onnx").
+bool is_onnx_op(const ir::Node& node, std::string_view op_type);
+
+// The node that alone reads `value`, when `value` has exactly one use, that
+// use is in the same graph (not inside a sub-graph), and no graph lists
+// `value` as an output; else null. A rewrite may then make `value` disappear.
+ir::Node* sole_consumer(const ir::Value* value);
+
+// Nodes of `graph` whose op is one of `op_types`, in order: a snapshot, so
+// that a pass may remove other nodes while walking it.
+std::vector<ir::Node*> nodes_of(ir::Graph& graph, std::initializer_list<std::string_view> op_types);
 
 }  // namespace onnxkit::passes
 

@@ -87,18 +87,7 @@ class Evaluator {
     return memo_[value] ? &*memo_[value] : nullptr;
   }
 
-  std::optional<std::vector<int64_t>> constant_ints(const ir::Value* value) {
-    auto data = context_.constant(value);
-    if (!data || data->rank() > 1) return std::nullopt;
-    std::vector<int64_t> out;
-    if (data->dtype() == runtime::DataType::int64)
-      for (int64_t i = 0; i < data->numel(); ++i) out.push_back(data->data<int64_t>()[i]);
-    else if (data->dtype() == runtime::DataType::int32)
-      for (int64_t i = 0; i < data->numel(); ++i) out.push_back(data->data<int32_t>()[i]);
-    else
-      return std::nullopt;
-    return out;
-  }
+  std::optional<std::vector<int64_t>> constant_ints(const ir::Value* value) { return context_.constant_ints(value); }
 
  private:
   std::optional<SymbolicVector> compute(const ir::Value* value) {

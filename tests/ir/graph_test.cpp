@@ -99,6 +99,38 @@ TEST(Graph, RemoveNodeDropsOuterUsesOfItsSubgraphs) {
   EXPECT_TRUE(x->uses().empty());
 }
 
+TEST(Graph, AbsorbSubgraphMovesABranchIntoItsParent) {
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+branches (float[2] x, bool c) => (float[2] y) {
+  y = If (c) <then_branch = then_g () => (float[2] t) <float[2] k = {1, 2}> { m = Mul(x, k)  t = Relu(m) },
+              else_branch = else_g () => (float[2] e) { e = Neg(x) }>
+}
+)");
+  ir::Graph& g = model->graph();
+  ir::Node* if_node = &g.nodes().front();
+  ir::Graph& then_g = *if_node->subgraphs().front();
+  EXPECT_FALSE(g.absorb_subgraph(g, if_node).ok());  // not a sub-graph of g
+  ASSERT_TRUE(g.absorb_subgraph(then_g, if_node).ok());
+  EXPECT_EQ(op_types(g), (std::vector<std::string>{"Mul", "Relu", "If"}));
+  EXPECT_TRUE(then_g.nodes().empty());
+  ir::Value* t = g.find_value("t");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->owner(), &g);
+  EXPECT_EQ(t->producer()->graph(), &g);
+  ASSERT_NE(g.find_value("k"), nullptr);
+  EXPECT_NE(g.find_value("k")->initializer(), nullptr);
+  EXPECT_EQ(then_g.outputs().front(), t);  // still listed until the If goes
+  // Rewire the If's reader to the absorbed value, then drop the If.
+  g.replace_all_uses(g.find_value("y"), t);
+  g.set_output(0, t);
+  g.remove_node(if_node);
+  EXPECT_EQ(g.find_value("x")->uses().size(), 1u);  // the else branch's use went with the If
+  auto proto = ir::export_model(*model);
+  EXPECT_EQ(proto.graph().node_size(), 2);
+  EXPECT_EQ(proto.graph().initializer_size(), 1);
+}
+
 TEST(Graph, CleanupRemovesWhatNoOutputNeeds) {
   auto model = model_from_text(R"(
 <ir_version: 8, opset_import: ["" : 15]>

@@ -43,6 +43,37 @@ TEST(SimplifyDriver, RemovesGlueFoldsSubgraphsAndReachesAFixedPoint) {
   EXPECT_EQ(again->iterations, 1);
 }
 
+TEST(SimplifyDriver, DropsDeadNodesUnusedInitializersAndStaleValueInfo) {
+  // d feeds nothing; w is unused; v's declared shape is wrong; u feeds
+  // nothing and goes only when asked.
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x, float[3] u) => (float[2] y) <float[4] w = {1, 2, 3, 4}> {
+  d = Sigmoid(x)
+  v = Exp(x)
+  y = Relu(v)
+})");
+  ir::Graph& graph = model->graph();
+  onnx::TypeProto wrong;
+  wrong.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  wrong.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(7);
+  *graph.find_value("v")->mutable_info().mutable_type() = wrong;
+  graph.add_value_info(graph.find_value("v"));
+  passes::SimplifyOptions options;
+  options.passes.skipped_passes.insert("fold-constants");
+  ASSERT_TRUE(passes::simplify_model(*model, options).ok());
+  EXPECT_EQ(count_ops(graph, "Sigmoid"), 0u);
+  EXPECT_EQ(graph.find_value("w"), nullptr);
+  ASSERT_EQ(graph.value_info().size(), 1u);
+  EXPECT_EQ(graph.value_info()[0]->static_shape(), (std::vector<int64_t>{2}));
+  EXPECT_EQ(graph.inputs().size(), 2u);
+
+  options.passes.remove_unused_inputs = true;
+  ASSERT_TRUE(passes::simplify_model(*model, options).ok());
+  ASSERT_EQ(graph.inputs().size(), 1u);
+  EXPECT_EQ(graph.inputs()[0]->name(), "x");
+}
+
 TEST(SimplifyDriver, SameInputGivesByteIdenticalOutput) {
   auto a = model_from_text(kGlue);
   auto b = model_from_text(kGlue);

@@ -8,25 +8,6 @@
 
 namespace onnxkit::passes::fuse {
 
-bool is_onnx_op(const ir::Node& node, std::string_view op_type) {
-  return node.op_type() == op_type && (node.domain().empty() || node.domain() == "ai.onnx");
-}
-
-ir::Node* sole_consumer(const ir::Value* value) {
-  if (value == nullptr || value->uses().size() != 1 || value->is_any_graph_output()) return nullptr;
-  ir::Node* consumer = value->uses().front().node;
-  // A reader inside a sub-graph cannot be merged with a node of this graph.
-  return consumer->graph() == value->owner() ? consumer : nullptr;
-}
-
-std::vector<ir::Node*> nodes_of(ir::Graph& graph, std::initializer_list<std::string_view> op_types) {
-  std::vector<ir::Node*> found;
-  for (ir::Node& node : graph.nodes())
-    for (std::string_view op : op_types)
-      if (is_onnx_op(node, op)) found.push_back(&node);
-  return found;
-}
-
 bool only_first_output_used(const ir::Node& node) {
   if (node.output(0) == nullptr) return false;
   for (size_t i = 1; i < node.outputs().size(); ++i) {

@@ -27,18 +27,6 @@ std::unique_ptr<Pass> make_fuse_mul_into_conv_weights();
 std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm();
 std::unique_ptr<Pass> make_fuse_pad_into_conv();
 
-// True for `op_type` of the default ONNX domain ("" or "ai.onnx").
-bool is_onnx_op(const ir::Node& node, std::string_view op_type);
-
-// The node that alone reads `value`, when `value` has exactly one use, that
-// use is in the same graph (not inside a sub-graph), and no graph lists
-// `value` as an output; else null. A fusion may then make `value` disappear.
-ir::Node* sole_consumer(const ir::Value* value);
-
-// Nodes of `graph` whose op is one of `op_types`, in order: a snapshot, so
-// that a pass may remove other nodes while walking it.
-std::vector<ir::Node*> nodes_of(ir::Graph& graph, std::initializer_list<std::string_view> op_types);
-
 // True when `value` is output 0 of `node`, and every other output of `node`
 // is omitted or unused (BatchNormalization's running statistics).
 bool only_first_output_used(const ir::Node& node);

@@ -27,19 +27,6 @@
 namespace onnxkit::passes::fuse {
 namespace {
 
-std::optional<std::vector<int64_t>> constant_int64s(const PassContext& context, const ir::Value* value) {
-  auto tensor = context.constant(value);
-  if (!tensor || tensor->rank() > 1) return std::nullopt;
-  std::vector<int64_t> ints;
-  if (tensor->dtype() == runtime::DataType::int64)
-    for (int64_t v : tensor->values<int64_t>()) ints.push_back(v);
-  else if (tensor->dtype() == runtime::DataType::int32)
-    for (int32_t v : tensor->values<int32_t>()) ints.push_back(v);
-  else
-    return std::nullopt;
-  return ints;
-}
-
 // True when `pad` fills with zeros: constant mode and a zero (or absent) value.
 bool pads_with_zeros(const ir::Node& pad, const PassContext& context) {
   if (pad.attr_string("mode", "constant") != "constant") return false;
@@ -63,7 +50,7 @@ std::optional<std::vector<int64_t>> full_pads(const ir::Node& pad, const PassCon
   if (context.opset() < 11) {
     pads = pad.attr_ints(context.opset() < 2 ? "paddings" : "pads");
   } else {
-    auto given = constant_int64s(context, pad.input(1));
+    auto given = context.constant_ints(pad.input(1));
     if (!given) return std::nullopt;
     pads = std::move(*given);
   }
@@ -72,7 +59,7 @@ std::optional<std::vector<int64_t>> full_pads(const ir::Node& pad, const PassCon
     return pads;
   }
   // From opset 18, pads may cover only the listed axes.
-  auto axes = constant_int64s(context, pad.input(3));
+  auto axes = context.constant_ints(pad.input(3));
   if (!axes || pads.size() != 2 * axes->size()) return std::nullopt;
   std::vector<int64_t> full(2 * rank, 0);
   std::vector<bool> seen(rank, false);

@@ -1,0 +1,56 @@
+#pragma once
+// The elimination family: passes that remove nodes computing nothing new.
+// Most of them are "bypass" passes: a node whose output equals its input 0
+// goes, and its readers read that input (see bypass_node).
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "passes/pass.h"
+
+namespace onnxkit::passes::eliminate {
+
+// Factories, in the order register.cpp runs them (see each pass's file).
+std::unique_ptr<Pass> make_eliminate_identity();
+std::unique_ptr<Pass> make_eliminate_dropout();
+std::unique_ptr<Pass> make_eliminate_noop_cast();
+std::unique_ptr<Pass> make_eliminate_noop_transpose();
+std::unique_ptr<Pass> make_eliminate_noop_reshape();
+std::unique_ptr<Pass> make_eliminate_noop_expand();
+std::unique_ptr<Pass> make_eliminate_noop_pad();
+std::unique_ptr<Pass> make_eliminate_noop_slice();
+std::unique_ptr<Pass> make_eliminate_single_concat();
+std::unique_ptr<Pass> make_eliminate_single_split();
+std::unique_ptr<Pass> make_eliminate_squeeze_unsqueeze();
+std::unique_ptr<Pass> make_merge_consecutive_transposes();
+std::unique_ptr<Pass> make_merge_consecutive_reshapes();
+std::unique_ptr<Pass> make_eliminate_duplicate_initializers();
+std::unique_ptr<Pass> make_eliminate_common_subexpressions();
+std::unique_ptr<Pass> make_inline_constant_if();
+
+// True when output 0 of `node` is, for every input, equal to its input 0.
+using NoopTest = std::function<bool(const ir::Node& node, const PassContext& context)>;
+
+// A pass that bypasses each node of the default domain whose op is one of
+// `op_types` and that `is_noop` accepts, unless the user excluded it.
+std::unique_ptr<Pass> make_bypass_pass(std::string_view name, std::string_view summary,
+                                       std::initializer_list<std::string_view> op_types, NoopTest is_noop);
+
+// The rank of `value` when its type says it.
+std::optional<size_t> known_rank(const ir::Value* value);
+
+// `axes` made non-negative against `rank`, or nullopt when one is out of range.
+std::optional<std::vector<int64_t>> normalize_axes(std::vector<int64_t> axes, int64_t rank);
+
+// An int list that is an attribute before `input_since_opset` and a constant
+// input (at `input_index`) from then on: Squeeze/Unsqueeze axes, Pad pads,
+// Slice starts... nullopt when absent or not constant; see `present`.
+std::optional<std::vector<int64_t>> ints_attribute_or_input(const ir::Node& node, const PassContext& context,
+                                                            std::string_view attribute, size_t input_index,
+                                                            int64_t input_since_opset, bool* present = nullptr);
+
+}  // namespace onnxkit::passes::eliminate

@@ -31,5 +31,6 @@ Command add_run_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
 Command add_simplify_command(CLI::App& root);
 Command add_shapes_command(CLI::App& root);
+Command add_edit_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   using namespace onnxkit::cli;
   google::protobuf::SetLogHandler(quiet_protobuf);
 
-  CLI::App app{"onnxkit: inspect, check, simplify, run, benchmark and convert ONNX models, with no Python at run time."};
+  CLI::App app{"onnxkit: inspect, check, simplify, edit, run, benchmark and convert ONNX models, with no Python at run time."};
   app.name("onnxkit");
   app.require_subcommand(1);
   app.set_version_flag("--version", "onnxkit 0.1.0");
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
 
   std::vector<Command> commands = {add_info_command(app), add_check_command(app), add_convert_command(app),
                                   add_run_command(app), add_bench_command(app), add_simplify_command(app),
-                                  add_shapes_command(app)};
+                                  add_shapes_command(app), add_edit_command(app)};
 
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "io/external_data.h"
 #include "io/model_file.h"
@@ -37,6 +38,8 @@ class Model {
   // Resolves tensors with external data (null when the model has none and
   // was not loaded from a file).
   const io::ExternalDataStore* external_data() const { return external_data_.get(); }
+  // The same store, shared: for a new Model built from this one's tensors.
+  const std::shared_ptr<const io::ExternalDataStore>& shared_external_data() const { return external_data_; }
   void set_external_data(std::shared_ptr<const io::ExternalDataStore> store) { external_data_ = std::move(store); }
 
   // The file it was loaded from, and that file's size (0 when not loaded).
@@ -59,6 +62,11 @@ class Model {
 // Fails on what the IR cannot represent: a name defined twice in one graph.
 Result<std::unique_ptr<Model>> import_model(onnx::ModelProto proto,
                                             std::shared_ptr<const io::ExternalDataStore> external_data = nullptr);
+
+// Node::set_attribute for any attribute: graph-valued ones (g, graphs) are
+// imported into the IR as sub-graphs of `node`, whose nodes may read values
+// visible from the node's graph.
+Result<Attribute*> import_attribute(Node& node, onnx::AttributeProto attribute);
 
 struct ExportOptions {
   // Leave out the data of inline tensors larger than this many bytes (dims

@@ -11,6 +11,7 @@ namespace onnxkit::ir {
 class ProtoImporter {
  public:
   static Status import_graph(onnx::GraphProto& proto, Graph& graph);
+  static Result<Attribute*> import_attribute(Node& node, onnx::AttributeProto& proto);
 
  private:
   // The value named `name` visible from `graph`, or a new one without a
@@ -124,6 +125,29 @@ Status ProtoImporter::import_graph(onnx::GraphProto& proto, Graph& graph) {
     }
   }
   return {};
+}
+
+Result<Attribute*> ProtoImporter::import_attribute(Node& node, onnx::AttributeProto& proto) {
+  std::unique_ptr<Graph> graph;
+  std::vector<std::unique_ptr<Graph>> graphs;
+  if (proto.has_g()) {
+    graph = std::make_unique<Graph>(node.graph_->model_, &node);
+    ONNXKIT_TRY(import_graph(*proto.mutable_g(), *graph));
+  }
+  for (auto& gp : *proto.mutable_graphs()) {
+    graphs.push_back(std::make_unique<Graph>(node.graph_->model_, &node));
+    ONNXKIT_TRY(import_graph(gp, *graphs.back()));
+  }
+  proto.clear_g();
+  proto.clear_graphs();
+  Attribute& attr = node.set_attribute(std::move(proto));  // drops the old sub-graphs
+  attr.graph = std::move(graph);
+  attr.graphs = std::move(graphs);
+  return &attr;
+}
+
+Result<Attribute*> import_attribute(Node& node, onnx::AttributeProto attribute) {
+  return ProtoImporter::import_attribute(node, attribute);
 }
 
 Result<std::unique_ptr<Model>> import_model(onnx::ModelProto proto,

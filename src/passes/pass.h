@@ -37,6 +37,7 @@ class PassContext {
   PassContext(ir::Model& model, const PassOptions& options) : model_(model), options_(options) {}
 
   ir::Model& model() { return model_; }
+  const ir::Model& model() const { return model_; }
   const PassOptions& options() const { return options_; }
   int64_t opset(std::string_view domain = "") const { return model_.opset(domain); }
 

@@ -13,6 +13,12 @@ against, computed independently of onnxkit:
   <name>.input3.npy, <name>.torch3.npy
                         the same at batch 3, for models exported with a
                         symbolic batch dim (seed002)
+  <name>.input4.npy, <name>.torch4.npy
+                        the same at batch 4, for models exported with a fixed
+                        batch of 1 that a test makes dynamic (fixed_batch)
+  <name>.middle_input.npy, <name>.middle_output.npy
+                        what the network between its preprocessing head and
+                        its Softmax tail takes and gives (prepost)
 
 Weights are random (seeded): the tests compare numbers, not accuracy."""
 
@@ -61,6 +67,66 @@ class Seed002(nn.Module):
         return self.logit(self.fc(x))
 
 
+class PReLUNet(nn.Module):
+    """PReLU per channel and with one shared slope (MXNet's face models)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, 1, 1)
+        self.act1 = nn.PReLU(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, 2, 1)
+        self.act2 = nn.PReLU()
+
+    def forward(self, x):
+        return self.act2(self.conv2(self.act1(self.conv1(x))))
+
+
+class InstanceNormNet(nn.Module):
+    """Style-transfer style block: Conv, InstanceNorm (epsilon 1e-5 by default), ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, 1, 1)
+        self.norm = nn.InstanceNorm2d(8, affine=True)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.norm(self.conv(x)))
+
+
+class PrePostNet(nn.Module):
+    """Mean/std normalization as Sub/Div in front, Softmax behind: what users
+    cut off before putting the network on an NPU (seed 000)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.fc = nn.Linear(16, 10)
+
+    def middle(self, x):
+        return self.fc(torch.flatten(self.body(x), 1))
+
+    def forward(self, x):
+        return torch.softmax(self.middle((x - self.mean) / self.std), dim=1)
+
+
+class FixedBatchNet(nn.Module):
+    """A network exported with batch 1 fixed everywhere (as tf2onnx leaves
+    it, or torch without dynamic_axes); flatten exports as Flatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, 1, 1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.AdaptiveAvgPool2d(2))
+        self.fc = nn.Linear(32, 5)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.body(x), 1))
+
+
+SMALL_MODELS = {"prelu": PReLUNet, "instance_norm": InstanceNormNet, "prepost": PrePostNet, "fixed_batch": FixedBatchNet}
 DYNAMIC_BATCH = {"seed002"}
 
 
@@ -70,6 +136,8 @@ def build(name):
         return BertLikeEncoder(), (torch.randint(0, 1000, (1, 128)),), ["input_ids"], False
     if name == "seed002":  # MACs of a symbolic batch are unknown to a static count
         return Seed002(), (torch.rand(1, 3, 32, 32),), ["input"], False
+    if name in SMALL_MODELS:  # the edit tests' models; their MACs are not what they test
+        return SMALL_MODELS[name](), (torch.rand(1, 3, 16, 16),), ["input"], False
     model = getattr(torchvision.models, name)(weights=None)
     return model, (example_images(1),), ["input"], True
 
@@ -103,6 +171,8 @@ def randomize(model):
             if isinstance(m, nn.BatchNorm2d):
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.2, 0.2)
+            elif isinstance(m, nn.PReLU):  # not torch's 0.25 everywhere: a slope per channel must show
+                m.weight.uniform_(0.05, 0.5)
         for m in model.modules():
             if isinstance(m, nn.BatchNorm2d):
                 m.reset_running_stats()
@@ -155,6 +225,14 @@ def export(name, opset, out_dir):
             batch3 = torch.rand(3, *inputs[0].shape[1:])
             np.save(os.path.join(out_dir, stem + ".input3.npy"), batch3.numpy())
             np.save(os.path.join(out_dir, stem + ".torch3.npy"), model(batch3).numpy())
+        if name == "fixed_batch":
+            batch4 = torch.rand(4, *inputs[0].shape[1:])
+            np.save(os.path.join(out_dir, stem + ".input4.npy"), batch4.numpy())
+            np.save(os.path.join(out_dir, stem + ".torch4.npy"), model(batch4).numpy())
+        if name == "prepost":
+            middle_input = (inputs[0] - model.mean) / model.std
+            np.save(os.path.join(out_dir, stem + ".middle_input.npy"), middle_input.numpy())
+            np.save(os.path.join(out_dir, stem + ".middle_output.npy"), model.middle(middle_input).numpy())
     proto = onnx.load(path)
     expected = {
         "parameters": int(sum(int(np.prod(t.dims)) for t in proto.graph.initializer)),

@@ -4,39 +4,58 @@
 // Before:  y = If(c = true) { then: t = Relu(x) => t;  else: ... }   z = Neg(y)
 // After:   t = Relu(x)   z = Neg(t)
 //
-// The condition must be an initializer (not a graph input's default) of one
-// element. Declined when an output of the If is a graph output that the
-// branch's value cannot replace: the value is an outer one that is a graph
-// input or another output, or the branch returns one value twice.
+// When an output of the If is a graph output and the branch returns a value
+// that cannot take its name (an outer graph input, or a value returned
+// twice), an Identity carries it: y = Identity(x).
 
 #include <fmt/format.h>
 
-#include <set>
-
 #include "passes/eliminate/eliminate_common.h"
+#include "runtime/tensor_proto.h"
 
 namespace onnxkit::passes::eliminate {
-namespace {
 
-std::optional<bool> constant_condition(const ir::Node& node, const PassContext& context) {
-  auto cond = context.constant(node.input(0));
-  if (!cond || cond->numel() != 1 || cond->dtype() != runtime::DataType::boolean) return std::nullopt;
-  return cond->data<bool>()[0];
-}
-
-bool can_inline(const ir::Graph& graph, const ir::Node& node, const ir::Graph& branch) {
-  if (branch.outputs().size() != node.outputs().size() || !branch.inputs().empty()) return false;
-  std::set<const ir::Value*> returned;
-  for (size_t i = 0; i < branch.outputs().size(); ++i) {
-    const ir::Value* from = node.output(i);
-    const ir::Value* to = branch.outputs()[i];
-    const bool repeated = !returned.insert(to).second;
-    if (from == nullptr || !from->is_graph_output()) continue;
-    // The branch's own values become this graph's, neither inputs nor outputs.
-    if (repeated || (to->owner() != &branch && !can_replace_value(graph, from, to))) return false;
+std::optional<bool> constant_if_condition(const ir::Node& node, const PassContext& context) {
+  if (!is_onnx_op(node, "If") || node.input(0) == nullptr) return std::nullopt;
+  const ir::Value* cond = node.input(0);
+  std::optional<runtime::Tensor> data = context.constant(cond);
+  const ir::Node* producer = cond->producer();
+  if (!data && producer != nullptr && is_onnx_op(*producer, "Constant")) {
+    const ir::Attribute* value = producer->attribute("value");
+    if (value != nullptr && value->proto.has_t()) {
+      auto tensor = runtime::tensor_from_proto(value->proto.t(), context.model().external_data());
+      if (tensor.ok()) data = std::move(tensor).value();
+    }
   }
-  return true;
+  if (!data || data->numel() != 1 || data->dtype() != runtime::DataType::boolean) return std::nullopt;
+  return data->data<bool>()[0];
 }
+
+Status inline_if_branch(ir::Node& node, bool taken) {
+  const char* branch_name = taken ? "then_branch" : "else_branch";
+  ir::Attribute* attribute = node.attribute(branch_name);
+  if (attribute == nullptr || attribute->graph == nullptr) return make_error("{} has no {}", node.describe(), branch_name);
+  ir::Graph& branch = *attribute->graph;
+  if (branch.outputs().size() != node.outputs().size())
+    return make_error("{}: its {} returns {} values for {} outputs", node.describe(), branch_name,
+                      branch.outputs().size(), node.outputs().size());
+  ir::Graph& graph = *node.graph();
+  ONNXKIT_TRY(graph.absorb_subgraph(branch, &node));
+  // The branch stops listing its results, so that they can take over the If's outputs.
+  const std::vector<ir::Value*> results = branch.outputs();
+  while (!branch.outputs().empty()) branch.remove_output(branch.outputs().size() - 1);
+  for (size_t i = 0; i < node.outputs().size(); ++i) {
+    ir::Value* from = node.output(i);
+    if (from == nullptr || replace_value(graph, from, results[i])) continue;
+    ir::Node* identity = graph.insert_node(&node, "Identity", {results[i]}, {from->name() + "_inlined"});
+    identity->set_name(graph.unique_node_name(from->name() + "_inlined"));
+    replace_value(graph, from, identity->output(0));  // a fresh value: cannot decline
+  }
+  graph.remove_node(&node);
+  return {};
+}
+
+namespace {
 
 class InlineConstantIf final : public Pass {
  public:
@@ -47,20 +66,11 @@ class InlineConstantIf final : public Pass {
     size_t changes = 0;
     for (ir::Node* node : nodes_of(graph, {"If"})) {
       if (context.excluded(*node)) continue;
-      auto taken = constant_condition(*node, context);
+      auto taken = constant_if_condition(*node, context);
       if (!taken) continue;
-      ir::Attribute* attribute = node->attribute(*taken ? "then_branch" : "else_branch");
-      if (attribute == nullptr || attribute->graph == nullptr) continue;
-      ir::Graph& branch = *attribute->graph;
-      if (!can_inline(graph, *node, branch)) continue;
-      if (!graph.absorb_subgraph(branch, node).ok()) continue;
-      // The branch stops listing its results, so that they can take over the If's outputs.
-      const std::vector<ir::Value*> results = branch.outputs();
-      while (!branch.outputs().empty()) branch.remove_output(branch.outputs().size() - 1);
-      for (size_t i = 0; i < node->outputs().size(); ++i)
-        if (node->output(i) != nullptr) replace_value(graph, node->output(i), results[i]);
-      context.note(fmt::format("{} took its {} branch, now inlined", node->describe(), *taken ? "then" : "else"));
-      graph.remove_node(node);
+      std::string described = node->describe();
+      if (!inline_if_branch(*node, *taken).ok()) continue;
+      context.note(fmt::format("{} took its {} branch, now inlined", described, *taken ? "then" : "else"));
       ++changes;
     }
     return changes;

@@ -53,4 +53,15 @@ std::optional<std::vector<int64_t>> ints_attribute_or_input(const ir::Node& node
                                                             std::string_view attribute, size_t input_index,
                                                             int64_t input_since_opset, bool* present = nullptr);
 
+// The branch an If takes when its condition is a one-element bool constant:
+// an initializer (not a graph input's default) or a Constant node's value.
+std::optional<bool> constant_if_condition(const ir::Node& node, const PassContext& context);
+
+// Replaces `node`, an If, by the nodes of its `taken` branch; the If's
+// outputs become the branch's results (an Identity keeps an interface name
+// when the branch returns a graph input or one value twice). Fails, changing
+// nothing, when the branch has inputs or a result count unlike the If's.
+// The pass inline-constant-if and `edit --remove-op If` both use it.
+Status inline_if_branch(ir::Node& node, bool taken);
+
 }  // namespace onnxkit::passes::eliminate

@@ -46,23 +46,42 @@ g (float[2] x, bool c) => (float[2] y, float[2] z) <bool c = {1}> {
   EXPECT_EQ(run_pass("inline-constant-if", *model), 0u);
 }
 
-TEST(InlineConstantIf, ABranchReturningAnInputCannotReplaceAGraphOutput) {
-  // y would become x: an output renamed into an input.
+TEST(InlineConstantIf, ABranchReturningAnInputKeepsTheOutputNameThroughAnIdentity) {
   auto model = model_from_text(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[2] x) => (float[2] y) <bool c = {1}> {
   y = If (c) <then_branch = t () => (float[2] t_out) { t_out = Identity(x) }, else_branch = e () => (float[2] e_out) { e_out = Abs(x) }>
 })");
   auto before = clone(*model);
-  EXPECT_EQ(run_pass("inline-constant-if", *model), 1u);  // t_out is the branch's own value: fine
+  EXPECT_EQ(run_pass("inline-constant-if", *model), 1u);  // t_out is the branch's own value: it takes y's name
   expect_same_outputs(*before, *model);
+  // A branch returning the outer input x itself: y cannot become x, so y = Identity(x).
   auto direct = model_from_text(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[2] x) => (float[2] y) <bool c = {1}> {
   y = If (c) <then_branch = t () => (float[2] t_out) { t_out = Neg(x) }, else_branch = e () => (float[2] e_out) { e_out = Abs(x) }>
 })");
   direct->graph().nodes().front().subgraphs().front()->set_output(0, direct->graph().find_value("x"));
-  EXPECT_EQ(run_pass("inline-constant-if", *direct), 0u);
+  EXPECT_EQ(run_pass("inline-constant-if", *direct), 1u);
+  EXPECT_EQ(count_ops(direct->graph(), "If"), 0u);
+  EXPECT_EQ(output_names(direct->graph()), (std::vector<std::string>{"y"}));
+  const ir::Node* producer = direct->graph().outputs()[0]->producer();
+  ASSERT_NE(producer, nullptr);
+  EXPECT_EQ(producer->op_type(), "Identity");
+  EXPECT_EQ(producer->input(0)->name(), "x");
+}
+
+TEST(InlineConstantIf, AConstantNodeConditionCounts) {
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) {
+  c = Constant <value = bool {0}> ()
+  y = If (c) <then_branch = t () => (float[2] t_out) { t_out = Neg(x) }, else_branch = e () => (float[2] e_out) { e_out = Abs(x) }>
+})");
+  auto before = clone(*model);
+  EXPECT_EQ(run_pass("inline-constant-if", *model), 1u);
+  EXPECT_EQ(model->graph().outputs()[0]->producer()->op_type(), "Abs");
+  expect_same_outputs(*before, *model);
 }
 
 TEST(InlineConstantIf, NestedIfsInlineLevelByLevel) {

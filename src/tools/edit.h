@@ -1,0 +1,163 @@
+#pragma once
+// Graph surgery, the library behind `onnxkit edit`: onnx-graphsurgeon's
+// moves over the IR (find, bypass, rewire, set attributes, cut), and the
+// fixes of the seeds as whole-model operations (set the batch, rewrite
+// PReLU, inline an If whose condition is constant...).
+//
+// Lookups by name fail with an error that names what was asked for and, when
+// one is close, suggests it. Operations check what they touch and decline
+// with an error rather than leave a half-made edit behind where they can;
+// validate_edited_model() is the final word on the whole model.
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/model.h"
+#include "util/result.h"
+
+namespace onnxkit::tools {
+
+// --- finding -----------------------------------------------------------------
+
+// Every node of `graph` and of the sub-graphs below it for which `match` is
+// true, parents first, each graph in its node order.
+std::vector<ir::Node*> find_nodes(ir::Graph& graph, const std::function<bool(const ir::Node&)>& match);
+std::vector<ir::Node*> find_nodes_by_op(ir::Graph& graph, std::string_view op_type);
+// The node named `name` anywhere in the model that `graph` belongs to.
+Result<ir::Node*> find_node(ir::Graph& graph, std::string_view name);
+// The tensor named `name` anywhere in the model (sub-graphs included).
+Result<ir::Value*> find_tensor(ir::Graph& graph, std::string_view name);
+
+// --- nodes -----------------------------------------------------------------
+
+// The seeds' remove_node: the node's consumers (and a graph output it
+// produces) read its first input instead, and the node goes. An If node
+// whose condition is a constant is inlined instead (inline_if).
+Status remove_node(ir::Node& node);
+
+// True, with the branch taken, when `node` is an If whose condition is an
+// initializer or the output of a Constant node.
+std::optional<bool> constant_if_condition(ir::Node& node);
+
+// Replaces an If node whose condition is constant by the nodes of the branch
+// it takes (simplify's inline-constant-if); the If's outputs become that
+// branch's outputs.
+Status inline_if(ir::Node& node);
+
+// A new node of `op_type` (with `attributes`) that takes over `node`'s
+// inputs, outputs and name; `node` goes. Returns the new node.
+Result<ir::Node*> replace_node(ir::Node& node, std::string_view op_type,
+                               std::vector<onnx::AttributeProto> attributes = {}, std::string_view domain = "");
+
+// Renames a node; the name must not be used by another node of the model.
+Status rename_node(ir::Node& node, std::string name);
+// Renames a tensor everywhere it is referred to (sub-graphs included).
+Status rename_tensor(ir::Value& value, std::string name);
+
+// Points input `index` of `node` at `value` (null unsets an optional input:
+// trailing unset inputs are dropped). The op's schema, when known, decides
+// whether the index exists and whether the input may be left out.
+Status set_node_input(ir::Node& node, size_t index, ir::Value* value);
+
+// The schema's name for input `index` of `node` ("scales" for Resize's #2),
+// or "input<index>" when the op has no schema here.
+std::string input_name(const ir::Node& node, size_t index);
+
+// --- attributes ----------------------------------------------------------------
+
+// Typed attributes, one maker per AttributeProto type.
+onnx::AttributeProto make_attribute(std::string name, int64_t value);
+onnx::AttributeProto make_attribute(std::string name, float value);
+onnx::AttributeProto make_attribute(std::string name, std::string value);
+onnx::AttributeProto make_attribute(std::string name, std::vector<int64_t> values);
+onnx::AttributeProto make_attribute(std::string name, std::vector<float> values);
+onnx::AttributeProto make_attribute(std::string name, std::vector<std::string> values);
+onnx::AttributeProto make_attribute(std::string name, onnx::TensorProto value);
+
+// The type the op's schema gives attribute `name` of `node` (UNDEFINED when
+// the op has no schema here); an error when the schema has no such attribute.
+Result<onnx::AttributeProto::AttributeType> schema_attribute_type(const ir::Node& node, std::string_view name);
+
+// Sets (replaces or adds) an attribute of `node`. A type that disagrees
+// with the op's schema is an error naming both. Graph-valued attributes (g,
+// graphs) are imported into the IR as the node's sub-graphs.
+Status set_attribute(ir::Node& node, onnx::AttributeProto attribute);
+// Removes an attribute; an error when the node has none of that name.
+Status delete_attribute(ir::Node& node, std::string_view name);
+
+// Parses `text` as the value of attribute `name` of `node`, typed by the
+// op's schema, else by the attribute the node already has, else by the
+// literal: 3 -> int, 1e-5 -> float, [1,2,3] -> ints, [0.5,1] -> floats,
+// float:[1,2] or FILE.npy -> tensor, anything else -> string.
+Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_view name, std::string_view text);
+
+// --- tensors -----------------------------------------------------------------
+
+// Replaces the data of an initializer, keeping its name. Its declared type
+// (as a graph input or in value_info) follows the new shape. A different
+// element type is an error.
+Status set_initializer(ir::Value& value, onnx::TensorProto tensor);
+
+// A tensor literal: "float:[1,1,2,2]", "int64:[-1,4096]", "int64:[[1,2],[3,4]]",
+// "float:0.5" (a scalar). Types: float, float16, double, int8..int64,
+// uint8..uint64, bool.
+Result<onnx::TensorProto> parse_tensor_literal(std::string_view text);
+// True when `text` starts like a tensor literal ("TYPE:").
+bool looks_like_tensor_literal(std::string_view text);
+
+// --- graph inputs and outputs ----------------------------------------------------
+
+// Makes `value` (of the main graph) an output of the model, typed by shape
+// inference (the seeds' add_extra_output); nothing happens when it is one.
+Status add_graph_output(ir::Model& model, ir::Value& value);
+// Removes the output named `name` (the tensor stays while something uses it).
+Status remove_graph_output(ir::Model& model, std::string_view name);
+// Adds a new input of the main graph.
+Result<ir::Value*> add_graph_input(ir::Model& model, std::string_view name, const onnx::TypeProto& type);
+// Removes an input that nothing reads any more.
+Status remove_graph_input(ir::Model& model, std::string_view name);
+
+// --- whole-model operations (the seeds' fixes) -------------------------------
+
+// The declared shape of input `name`: each dim a number or a symbol.
+Status set_input_shape(ir::Model& model, std::string_view name, const std::vector<std::string>& dims);
+// Dim 0 of every graph input and output (the seeds' set_model_input_batch):
+// a number, or a symbol such as "batch" to make the batch dynamic.
+// Returns warnings, e.g. a Reshape whose constant shape fixes the old batch.
+Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view batch);
+// Removes every node of `op_type` (remove_node); If nodes only where their
+// condition is constant. Returns how many went; `skipped` names those that stayed.
+Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector<std::string>* skipped = nullptr);
+// Every node output of the main graph becomes a graph output with its
+// inferred type. Returns how many were added; `untyped` names those left
+// out because inference knows nothing of them.
+size_t add_all_outputs(ir::Model& model, std::vector<std::string>* untyped = nullptr);
+// Keeps only what computes `outputs` from `inputs` (tensors of the main
+// graph), as onnx.utils.extract_model: intermediate tensors listed as inputs
+// become graph inputs, and anything the outputs need beyond the inputs and
+// constants is an error that names it.
+Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs);
+// PRelu(x, s) = Relu(x) - Relu(-x) * s, for engines without PRelu. Exact:
+// each branch is one rounding of x * s or none. Returns how many.
+size_t replace_prelu(ir::Model& model);
+// A PRelu slope of shape [C] becomes [C,1,...,1] (per channel of an NCHW
+// input), initializer and declared shape together (the seeds' MXNet fix).
+// Returns how many slopes changed.
+Result<size_t> fix_prelu_slope(ir::Model& model);
+// Converts the default domain to opset `version` with ONNX's version converter.
+Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t version);
+
+// The final word before writing: no input left without a producer, nodes in
+// order, types re-inferred (declared output shapes that inference now
+// contradicts follow it), then ONNX's checker with strict shape inference.
+Status validate_edited_model(ir::Model& model);
+
+}  // namespace onnxkit::tools

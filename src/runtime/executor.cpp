@@ -7,6 +7,8 @@
 #include <chrono>
 #include <unordered_set>
 
+#include "runtime/kernels/nn/blocked.h"
+#include "runtime/layout.h"
 #include "runtime/tensor_proto.h"
 
 namespace onnxkit::runtime {
@@ -19,17 +21,6 @@ class PassThrough final : public Kernel {
     return {};
   }
 };
-
-// Every value a step reads: its inputs, and what its sub-graphs read from
-// outside themselves.
-std::vector<const ir::Value*> reads_of(const ir::Node& node) {
-  std::vector<const ir::Value*> reads;
-  for (const ir::Value* v : node.inputs())
-    if (v != nullptr) reads.push_back(v);
-  for (const ir::Graph* sub : node.subgraphs())
-    for (const ir::Value* v : sub->outer_values_used()) reads.push_back(v);
-  return reads;
-}
 
 // Producers whose kernels apply a fused activation (KernelInfo::fused_activation),
 // and the activations they take.
@@ -119,53 +110,135 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   const auto fusions = find_fusions(order, *plan, returned_slots);
   std::unordered_set<const ir::Node*> fused_producers;
   for (const auto& [activation, producer] : fusions) fused_producers.insert(producer);
-  std::unordered_map<int, size_t> last_read;
+
+  // The main graph's convolution chains run on blocked activations. Every
+  // value keeps its plain slot; a value that also exists blocked gets a
+  // second slot, and reorder steps fill whichever a consumer needs.
+  LayoutPlan layout;
+  if (parent == nullptr && context.options.blocked_layout) {
+    layout = plan_layout(order, [&](const ir::Value* v) -> const Tensor* {
+      auto it = v == nullptr ? plan->slots.end() : plan->slots.find(v);
+      if (it == plan->slots.end()) return nullptr;
+      auto c = constant_by_slot.find(it->second);
+      return c != constant_by_slot.end() ? c->second : nullptr;
+    });
+  }
+  auto new_slot = [&] { return static_cast<int>(plan->slot_count++); };
+  std::unordered_map<const ir::Value*, int> blocked_slot;
+  for (const auto& [v, channels] : layout.channels) blocked_slot[v] = new_slot();
+  // A blocked value also needs its plain form when a plain node, a sub-graph
+  // or the caller reads it.
+  auto needs_plain = [&](const ir::Value* v) {
+    if (v->is_any_graph_output() || returned_slots.count(plan->slots.at(v))) return true;
+    for (const ir::Use& use : v->uses()) {
+      if (use.node->graph() != &graph || !layout.blocked_nodes.count(use.node)) return true;
+      auto acts = activation_inputs(*use.node);
+      if (std::find(acts.begin(), acts.end(), use.index) == acts.end()) return true;
+    }
+    return false;
+  };
+
   for (size_t k = 0; k < order.size(); ++k) {
     const ir::Node& node = *order[k];
+    const bool blocked = layout.blocked_nodes.count(&node) != 0;
     GraphPlan::Step step;
     step.node = &node;
     std::vector<const Tensor*> constants;
-    for (const ir::Value* v : node.inputs()) {
+    std::vector<size_t> acts = blocked ? activation_inputs(node) : std::vector<size_t>();
+    bool plain_input = false;
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      const ir::Value* v = node.input(i);
       int s = v != nullptr ? plan->slots.at(v) : -1;
-      step.inputs.push_back(s);
       auto it = constant_by_slot.find(s);
       constants.push_back(it != constant_by_slot.end() ? it->second : nullptr);
+      if (v != nullptr && std::find(acts.begin(), acts.end(), i) != acts.end()) {
+        const Tensor* w = blocked_slot.count(v) ? nullptr : constant_by_slot.at(plan->slots.at(node.input(1)));
+        if (w != nullptr && nn::conv_reads_plain(node, *w)) {
+          plain_input = true;  // a first layer reads the plain input itself
+        } else if (w != nullptr) {
+          // A plain value entering a blocked region (only a Conv starts one).
+          const int64_t channels = w->dim(1) * node.attr_int("group", 1);
+          blocked_slot[v] = new_slot();
+          GraphPlan::Step reorder;
+          reorder.node = &node;
+          reorder.kind = "ToBlocked";
+          reorder.inputs = {s};
+          reorder.outputs = {blocked_slot[v]};
+          reorder.wanted = {true};
+          reorder.kernel = nn::make_to_blocked(channels);
+          plan->steps.push_back(std::move(reorder));
+        }
+        if (!plain_input) s = blocked_slot.at(v);
+      }
+      step.inputs.push_back(s);
     }
     for (const ir::Value* v : node.outputs()) {
       int s = v != nullptr ? plan->slots.at(v) : -1;
+      if (blocked && v != nullptr) s = blocked_slot.at(v);
       step.outputs.push_back(s);
-      step.wanted.push_back(v != nullptr && (!v->uses().empty() || returned_slots.count(s) || v->is_any_graph_output()));
+      step.wanted.push_back(v != nullptr && (!v->uses().empty() || returned_slots.count(plan->slots.at(v)) ||
+                                             v->is_any_graph_output()));
     }
-    for (const ir::Value* v : reads_of(node)) last_read[plan->slots.at(v)] = k;
-    for (int s : step.outputs)
-      if (s >= 0 && !last_read.count(s)) last_read[s] = k;  // unread outputs go right away
 
     if (fusions.count(&node)) {
       // Its producer already applied it: pass the value on.
       step.kernel = std::make_unique<PassThrough>();
-      plan->steps.push_back(std::move(step));
-      continue;
+    } else {
+      const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+      const int64_t opset = context.model.opset(domain);
+      const KernelDef* def = context.registry.find(domain, node.op_type(), opset);
+      if (def == nullptr) {
+        if (context.registry.knows(domain, node.op_type()))
+          return make_error("{}: {} at opset {} is not supported (other versions are)", node.describe(), node.op_type(),
+                            opset);
+        return make_error("{}: unsupported operator {}{} (opset {})", node.describe(),
+                          domain.empty() ? "" : domain + ":", node.op_type(), opset);
+      }
+      KernelInfo info(node, opset, std::move(constants), context.options, context.registry, build_subgraph);
+      if (fused_producers.count(&node)) {
+        for (const auto& [activation, producer] : fusions)
+          if (producer == &node) info.set_fused_activation(activation->op_type());
+      }
+      Result<std::unique_ptr<Kernel>> kernel = make_error("no kernel");
+      const std::string& op = node.op_type();
+      if (blocked && op == "Conv")
+        kernel = nn::make_blocked_conv(info, plain_input);
+      else if (blocked && (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool"))
+        kernel = nn::make_blocked_pool(info, layout.channels.at(node.input(0)));
+      else if (blocked && op == "Concat")
+        kernel = nn::make_blocked_concat();
+      else
+        kernel = def->create(info);  // element-wise ops read blocked tensors as they are
+      if (!kernel.ok()) return kernel.error().in(node.describe());
+      step.kernel = std::move(kernel).value();
     }
-    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
-    const int64_t opset = context.model.opset(domain);
-    const KernelDef* def = context.registry.find(domain, node.op_type(), opset);
-    if (def == nullptr) {
-      if (context.registry.knows(domain, node.op_type()))
-        return make_error("{}: {} at opset {} is not supported (other versions are)", node.describe(), node.op_type(), opset);
-      return make_error("{}: unsupported operator {}{} (opset {})", node.describe(),
-                        domain.empty() ? "" : domain + ":", node.op_type(), opset);
-    }
-    KernelInfo info(node, opset, std::move(constants), context.options, context.registry, build_subgraph);
-    if (fused_producers.count(&node)) {
-      for (const auto& [activation, producer] : fusions)
-        if (producer == &node) info.set_fused_activation(activation->op_type());
-    }
-    auto kernel = def->create(info);
-    if (!kernel.ok()) return kernel.error().in(node.describe());
-    step.kernel = std::move(kernel).value();
     plan->steps.push_back(std::move(step));
+
+    if (blocked && node.output(0) != nullptr && needs_plain(node.output(0))) {
+      GraphPlan::Step reorder;
+      reorder.node = &node;
+      reorder.kind = "ToPlain";
+      reorder.inputs = {blocked_slot.at(node.output(0))};
+      reorder.outputs = {plan->slots.at(node.output(0))};
+      reorder.wanted = {true};
+      reorder.kernel = nn::make_to_plain(layout.channels.at(node.output(0)));
+      plan->steps.push_back(std::move(reorder));
+    }
   }
-  // Outputs returned to the caller stay; everything else goes after its last read.
+
+  // Buffers go after their last read (an unread output right after its
+  // step); what the caller gets back stays.
+  std::unordered_map<int, size_t> last_read;
+  for (size_t k = 0; k < plan->steps.size(); ++k) {
+    const GraphPlan::Step& step = plan->steps[k];
+    for (int s : step.inputs)
+      if (s >= 0) last_read[s] = k;
+    if (step.kind == nullptr)
+      for (const ir::Graph* sub : step.node->subgraphs())
+        for (const ir::Value* v : sub->outer_values_used()) last_read[plan->slots.at(v)] = k;
+    for (int s : step.outputs)
+      if (s >= 0 && !last_read.count(s)) last_read[s] = k;
+  }
   for (const auto& [s, k] : last_read)
     if (!returned_slots.count(s)) plan->steps[k].release.push_back(s);
   for (auto& step : plan->steps) std::sort(step.release.begin(), step.release.end());

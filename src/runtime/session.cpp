@@ -156,8 +156,9 @@ std::vector<NodeProfile> Session::profile() const {
   std::vector<NodeProfile> out;
   if (!plan_->profile) return out;
   for (size_t k = 0; k < plan_->steps.size(); ++k) {
-    const ir::Node& node = *plan_->steps[k].node;
-    out.push_back({node.name(), node.op_type(), plan_->step_calls[k].load(), plan_->step_nanos[k].load() / 1e6});
+    const GraphPlan::Step& step = plan_->steps[k];
+    const std::string op = step.kind != nullptr ? step.kind : step.node->op_type();
+    out.push_back({step.node->name(), op, plan_->step_calls[k].load(), plan_->step_nanos[k].load() / 1e6});
   }
   return out;
 }

@@ -27,6 +27,8 @@ struct SessionOptions {
   bool all_outputs = false;
   const KernelRegistry* registry = nullptr;  // null: KernelRegistry::builtin()
   bool profile = false;  // time every node of the main graph (see Session::profile)
+  // Run convolution chains on blocked activations (see runtime/layout.h).
+  bool blocked_layout = true;
 };
 
 // Where the time went, per node of the main graph, over every run so far.

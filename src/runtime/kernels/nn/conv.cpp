@@ -311,32 +311,6 @@ Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& 
   return b;
 }
 
-// oneDNN primitives for the shapes a Conv node has met, built on first use
-// (a model with a dynamic batch meets few). Shared by concurrent runs.
-class DnnlConvCache {
- public:
-  DnnlConvCache(std::shared_ptr<const Tensor> w, std::shared_ptr<const Tensor> bias, FusedActivation activation)
-      : w_(std::move(w)), bias_(std::move(bias)), activation_(activation) {}
-
-  // The primitive for `p`, or null when oneDNN cannot run it.
-  std::shared_ptr<const DnnlConv> get(const ConvParams& p) {
-    std::lock_guard lock(mutex_);
-    auto it = cache_.find(p.x_shape());
-    if (it != cache_.end()) return it->second;
-    if (cache_.size() >= kMaxShapes) return nullptr;
-    std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_);
-    cache_.emplace(p.x_shape(), conv);
-    return conv;
-  }
-
- private:
-  static constexpr size_t kMaxShapes = 16;
-  std::shared_ptr<const Tensor> w_, bias_;
-  FusedActivation activation_;
-  std::mutex mutex_;
-  std::map<Shape, std::shared_ptr<const DnnlConv>> cache_;
-};
-
 // The fused Relu, for the runs oneDNN does not take.
 Status apply_relu(Tensor& y) {
   return dispatch_float(y.dtype(), [&]<class T>() -> Status {
@@ -370,7 +344,7 @@ KernelFactory conv_kernel() {
     if (w != nullptr && w->dtype() == DataType::float32 && (!info.has_input(2) || b != nullptr))
       dnnl = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
                                              b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
-                                             relu ? FusedActivation::relu : FusedActivation::none);
+                                             relu ? FusedActivation::relu : FusedActivation::none, ActivationLayout::plain);
     return ComputeFn([attrs, fixed, dnnl, relu](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));

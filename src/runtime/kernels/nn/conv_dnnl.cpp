@@ -39,7 +39,7 @@ DnnlConv::DnnlConv(std::unique_ptr<State> state) : state_(std::move(state)) {}
 DnnlConv::~DnnlConv() = default;
 
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w, const Tensor* bias,
-                                           FusedActivation activation) {
+                                           FusedActivation activation, ActivationLayout layout) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   if (w.dtype() != DataType::float32 || p.window.rank() < 1 || p.window.rank() > 3) return nullptr;
@@ -47,8 +47,11 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
     dnnl::engine& engine = cpu_engine();
     const size_t rank = p.window.rank() + 2;
     auto state = std::make_unique<State>();
-    state->src_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, plain_tag(rank));
-    state->dst_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, plain_tag(rank));
+    if (layout != ActivationLayout::plain && rank != 4) return nullptr;
+    const tag src_tag = layout == ActivationLayout::blocked ? tag::nChw8c : plain_tag(rank);
+    const tag dst_tag = layout == ActivationLayout::plain ? plain_tag(rank) : tag::nChw8c;
+    state->src_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, src_tag);
+    state->dst_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, dst_tag);
     // Grouped weights are [G, M/G, C/G, k...] to oneDNN.
     Shape w_shape = p.w_shape();
     dnnl::memory::desc user_w_md;
@@ -118,6 +121,16 @@ Status DnnlConv::run(const Tensor& x, Tensor& y) const {
     return make_error("oneDNN convolution failed: {}", e.what());
   }
   return {};
+}
+
+std::shared_ptr<const DnnlConv> DnnlConvCache::get(const ConvParams& p) {
+  std::lock_guard lock(mutex_);
+  auto it = cache_.find(p.x_shape());
+  if (it != cache_.end()) return it->second;
+  if (cache_.size() >= kMaxShapes) return nullptr;
+  std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_, layout_);
+  cache_.emplace(p.x_shape(), conv);
+  return conv;
 }
 
 }  // namespace onnxkit::runtime::nn

@@ -4,7 +4,9 @@
 // activations stay plain N,C,spatial so neighbouring kernels see ordinary
 // tensors. Tested against conv_reference.
 
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "runtime/kernels/nn/conv.h"
 
@@ -13,14 +15,23 @@ namespace onnxkit::runtime::nn {
 // An activation oneDNN applies to the convolution's output in place.
 enum class FusedActivation { none, relu };
 
+// How activations are laid out in memory: plain [N, C, spatial...], or
+// blocked [N, ceil(C/8), H, W, 8] with zeros in the padded channels (oneDNN's
+// nChw8c, which its AVX2 kernels read fastest). A network's first layer,
+// with fewer than 8 input channels, reads plain and writes blocked: oneDNN
+// has fast kernels for that and only a slow one for a padded blocked input.
+enum class ActivationLayout { plain, blocked, plain_to_blocked };
+
 class DnnlConv {
  public:
   // Null when oneDNN has no primitive for these parameters.
   static std::unique_ptr<DnnlConv> create(const ConvParams& params, const Tensor& w, const Tensor* bias,
-                                          FusedActivation activation = FusedActivation::none);
+                                          FusedActivation activation = FusedActivation::none,
+                                          ActivationLayout layout = ActivationLayout::plain);
   ~DnnlConv();
 
-  // y (allocated, of params.y_shape()) = act(conv(x) + bias). Thread-safe.
+  // y = act(conv(x) + bias), both in the layout the primitive was made for
+  // and allocated by the caller. Thread-safe.
   Status run(const Tensor& x, Tensor& y) const;
 
   struct State;
@@ -28,6 +39,26 @@ class DnnlConv {
  private:
   explicit DnnlConv(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
+};
+
+// oneDNN primitives for the input shapes a Conv node has met, built on first
+// use (a model with a dynamic batch meets few). Shared by concurrent runs.
+class DnnlConvCache {
+ public:
+  DnnlConvCache(std::shared_ptr<const Tensor> w, std::shared_ptr<const Tensor> bias, FusedActivation activation,
+                ActivationLayout layout)
+      : w_(std::move(w)), bias_(std::move(bias)), activation_(activation), layout_(layout) {}
+
+  // The primitive for `p`, or null when oneDNN cannot run it.
+  std::shared_ptr<const DnnlConv> get(const ConvParams& p);
+
+ private:
+  static constexpr size_t kMaxShapes = 16;
+  std::shared_ptr<const Tensor> w_, bias_;
+  FusedActivation activation_;
+  ActivationLayout layout_;
+  std::mutex mutex_;
+  std::map<Shape, std::shared_ptr<const DnnlConv>> cache_;
 };
 
 }  // namespace onnxkit::runtime::nn

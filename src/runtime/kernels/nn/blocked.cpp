@@ -1,0 +1,289 @@
+#include "runtime/kernels/nn/blocked.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "runtime/kernels/nn/conv.h"
+#include "runtime/kernels/nn/conv_dnnl.h"
+#include "runtime/kernels/nn/nn.h"
+
+namespace onnxkit::runtime::nn {
+namespace {
+
+constexpr int64_t B = kChannelBlock;
+
+int64_t blocks(int64_t c) { return (c + B - 1) / B; }
+
+// The logical [N, C, H, W] of a blocked tensor with C channels.
+Result<Shape> logical_shape(const Tensor& t, int64_t channels) {
+  if (t.rank() != 5 || t.dim(4) != B || t.dim(1) != blocks(channels))
+    return make_error("expected a blocked tensor of {} channels, got {}", channels, shape_to_string(t.shape()));
+  return Shape{t.dim(0), channels, t.dim(2), t.dim(3)};
+}
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+bool plain_domain(const ir::Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+class BlockedConv final : public Kernel {
+ public:
+  BlockedConv(ConvAttributes attrs, Tensor w, std::shared_ptr<DnnlConvCache> engine, int64_t in_channels,
+              bool plain_input)
+      : attrs_(std::move(attrs)),
+        w_(std::move(w)),
+        engine_(std::move(engine)),
+        in_channels_(in_channels),
+        plain_input_(plain_input) {}
+
+  Status compute(KernelContext& ctx) const override {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    Shape shape = x->shape();
+    if (plain_input_) {
+      if (x->rank() != 4 || x->dim(1) != in_channels_ || x->dtype() != DataType::float32)
+        return make_error("X must be float32 [N, {}, H, W] ({} = W's input channels per group times group), got {} {}",
+                          in_channels_, in_channels_, to_string(x->dtype()), shape_to_string(x->shape()));
+    } else {
+      ONNXKIT_ASSIGN(shape, logical_shape(*x, in_channels_));
+    }
+    ONNXKIT_ASSIGN(ConvParams p, make_conv_params(attrs_, shape, w_.shape()));
+    Shape y = p.y_shape();
+    Tensor& out = ctx.output(0, DataType::float32, blocked_shape(y[0], y[1], y[2], y[3]));
+    std::shared_ptr<const DnnlConv> conv = engine_->get(p);
+    if (conv == nullptr) return make_error("oneDNN has no blocked convolution for input {}", shape_to_string(shape));
+    return conv->run(*x, out);
+  }
+
+ private:
+  ConvAttributes attrs_;
+  Tensor w_;
+  std::shared_ptr<DnnlConvCache> engine_;
+  int64_t in_channels_;
+  bool plain_input_;
+};
+
+enum class PoolKind { max, average };
+
+struct PoolPrimitive {
+  dnnl::pooling_forward primitive;
+  dnnl::pooling_forward::primitive_desc pd;
+  dnnl::memory::desc src, dst;
+};
+
+class BlockedPool final : public Kernel {
+ public:
+  BlockedPool(PoolKind kind, bool global, WindowAttributes window, bool include_pad, int64_t channels)
+      : kind_(kind), global_(global), window_(std::move(window)), include_pad_(include_pad), channels_(channels) {}
+
+  Status compute(KernelContext& ctx) const override {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    ONNXKIT_ASSIGN(Shape shape, logical_shape(*x, channels_));
+    ONNXKIT_ASSIGN(std::shared_ptr<const PoolPrimitive> pool, primitive(shape));
+    const dnnl::memory::dims& out = pool->dst.dims();
+    Tensor& y = ctx.output(0, DataType::float32, blocked_shape(out[0], out[1], out[2], out[3]));
+    try {
+      dnnl::engine& engine = cpu_engine();
+      dnnl::stream stream(engine);
+      dnnl::memory src(pool->src, engine, const_cast<void*>(x->raw()));
+      dnnl::memory dst(pool->dst, engine, y.mutable_raw());
+      dnnl::memory scratch(pool->pd.scratchpad_desc(), engine);
+      pool->primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}});
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return make_error("oneDNN pooling failed: {}", e.what());
+    }
+    return {};
+  }
+
+ private:
+  Result<std::shared_ptr<const PoolPrimitive>> primitive(const Shape& x) const {
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(x); it != cache_.end()) return it->second;
+    WindowAttributes window = window_;
+    if (global_) window.kernel_shape = {x[2], x[3]};
+    ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(window, {x[2], x[3]}, window.kernel_shape));
+    using tag = dnnl::memory::format_tag;
+    auto pool = std::make_shared<PoolPrimitive>();
+    try {
+      pool->src = dnnl::memory::desc({x[0], x[1], x[2], x[3]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nChw8c);
+      pool->dst = dnnl::memory::desc({x[0], x[1], g.out[0], g.out[1]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nChw8c);
+      dnnl::memory::dims pad_r(2);
+      for (size_t i = 0; i < 2; ++i)  // ceil_mode's last window may reach past the end pads
+        pad_r[i] = std::max(g.pads_end[i], (g.out[i] - 1) * g.strides[i] + g.kernel[i] - g.in[i] - g.pads_begin[i]);
+      auto algorithm = kind_ == PoolKind::max ? dnnl::algorithm::pooling_max
+                       : include_pad_         ? dnnl::algorithm::pooling_avg_include_padding
+                                              : dnnl::algorithm::pooling_avg_exclude_padding;
+      dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, pool->src, pool->dst,
+                                       {g.strides[0], g.strides[1]}, {g.kernel[0], g.kernel[1]},
+                                       {g.pads_begin[0], g.pads_begin[1]}, pad_r);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      pool->pd = dnnl::pooling_forward::primitive_desc(desc, attr, cpu_engine());
+      pool->primitive = dnnl::pooling_forward(pool->pd);
+    } catch (const dnnl::error& e) {
+      return make_error("oneDNN has no blocked pooling for {}: {}", shape_to_string(x), e.what());
+    }
+    cache_.emplace(x, pool);
+    return std::shared_ptr<const PoolPrimitive>(pool);
+  }
+
+  PoolKind kind_;
+  bool global_;
+  WindowAttributes window_;
+  bool include_pad_;
+  int64_t channels_;
+  mutable std::mutex mutex_;
+  mutable std::map<Shape, std::shared_ptr<const PoolPrimitive>> cache_;
+};
+
+class ToBlocked final : public Kernel {
+ public:
+  explicit ToBlocked(int64_t channels) : channels_(channels) {}
+  Status compute(KernelContext& ctx) const override {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    if (x->rank() != 4 || x->dim(1) != channels_ || x->dtype() != DataType::float32)
+      return make_error("X must be float32 [N, {}, H, W] ({} = W's input channels per group times group), got {} {}",
+                        channels_, channels_, to_string(x->dtype()), shape_to_string(x->shape()));
+    const int64_t n = x->dim(0), c = channels_, hw = x->dim(2) * x->dim(3), cb = blocks(c);
+    Tensor& y = ctx.output(0, DataType::float32, blocked_shape(n, c, x->dim(2), x->dim(3)));
+    const float* src = x->data<float>();
+    float* dst = y.mutable_data<float>();
+#pragma omp parallel for collapse(2) if (n * cb * hw >= (1 << 14))
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t b = 0; b < cb; ++b) {
+        float* out = dst + (i * cb + b) * hw * B;
+        const int64_t lanes = std::min(B, c - b * B);
+        for (int64_t p = 0; p < hw; ++p) {
+          for (int64_t l = 0; l < lanes; ++l) out[p * B + l] = src[(i * c + b * B + l) * hw + p];
+          for (int64_t l = lanes; l < B; ++l) out[p * B + l] = 0.0f;
+        }
+      }
+    return {};
+  }
+
+ private:
+  int64_t channels_;
+};
+
+class ToPlain final : public Kernel {
+ public:
+  explicit ToPlain(int64_t channels) : channels_(channels) {}
+  Status compute(KernelContext& ctx) const override {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    ONNXKIT_ASSIGN(Shape shape, logical_shape(*x, channels_));
+    const int64_t n = shape[0], c = channels_, hw = shape[2] * shape[3], cb = blocks(c);
+    Tensor& y = ctx.output(0, DataType::float32, shape);
+    const float* src = x->data<float>();
+    float* dst = y.mutable_data<float>();
+#pragma omp parallel for collapse(2) if (n * cb * hw >= (1 << 14))
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t b = 0; b < cb; ++b) {
+        const float* in = src + (i * cb + b) * hw * B;
+        const int64_t lanes = std::min(B, c - b * B);
+        for (int64_t l = 0; l < lanes; ++l) {
+          float* out = dst + (i * c + b * B + l) * hw;
+          for (int64_t p = 0; p < hw; ++p) out[p] = in[p * B + l];
+        }
+      }
+    return {};
+  }
+
+ private:
+  int64_t channels_;
+};
+
+class BlockedConcat final : public Kernel {
+ public:
+  Status compute(KernelContext& ctx) const override {
+    std::vector<const Tensor*> xs;
+    int64_t total_blocks = 0;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(i));
+      if (t->rank() != 5 || (!xs.empty() && (t->dim(0) != xs[0]->dim(0) || t->dim(2) != xs[0]->dim(2) ||
+                                             t->dim(3) != xs[0]->dim(3))))
+        return make_error("input {} has shape {}, which does not concatenate", i, shape_to_string(t->shape()));
+      xs.push_back(t);
+      total_blocks += t->dim(1);
+    }
+    const int64_t n = xs[0]->dim(0), plane = xs[0]->dim(2) * xs[0]->dim(3) * B;
+    Tensor& y = ctx.output(0, DataType::float32, {n, total_blocks, xs[0]->dim(2), xs[0]->dim(3), B});
+    float* dst = y.mutable_data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t at = 0;
+      for (const Tensor* t : xs) {
+        const int64_t chunk = t->dim(1) * plane;
+        std::memcpy(dst + (i * total_blocks + at) * plane, t->data<float>() + i * chunk, chunk * sizeof(float));
+        at += t->dim(1);
+      }
+    }
+    return {};
+  }
+};
+
+}  // namespace
+
+Shape blocked_shape(int64_t n, int64_t c, int64_t h, int64_t w) { return {n, blocks(c), h, w, B}; }
+
+bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* bias) {
+  if (!plain_domain(node) || w == nullptr || w->dtype() != DataType::float32 || w->rank() != 4) return false;
+  if (node.input(2) != nullptr && bias == nullptr) return false;
+  const int64_t group = node.attr_int("group", 1);
+  if (group <= 0 || w->dim(0) % group != 0) return false;
+  const int64_t in_channels = w->dim(1) * group, out_channels = w->dim(0);
+  const bool depthwise = group == in_channels && group == out_channels;
+  return group == 1 || depthwise || (w->dim(1) % B == 0 && (out_channels / group) % B == 0);
+}
+
+bool pool_can_run_blocked(const ir::Node& node) {
+  if (!plain_domain(node)) return false;
+  const std::string& op = node.op_type();
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return true;
+  if (op != "MaxPool" && op != "AveragePool") return false;
+  if (node.attr_ints("kernel_shape").size() != 2) return false;
+  for (int64_t d : node.attr_ints("dilations"))
+    if (d != 1) return false;
+  if (op == "MaxPool" && node.output(1) != nullptr) return false;  // Indices are defined on the plain layout
+  // Windows past the end pads do not count in ONNX; oneDNN would count them.
+  if (op == "AveragePool" && node.attr_int("count_include_pad", 0) != 0 && node.attr_int("ceil_mode", 0) != 0) return false;
+  return node.attr_int("storage_order", 0) == 0;
+}
+
+bool conv_reads_plain(const ir::Node& node, const Tensor& w) {
+  return node.attr_int("group", 1) == 1 && w.rank() == 4 && w.dim(1) < B;
+}
+
+Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool plain_input) {
+  ONNXKIT_ASSIGN(ConvAttributes attrs, read_conv_attributes(info));
+  const Tensor* w = info.constant_input(1);
+  const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
+  if (!conv_can_run_blocked(info.node(), w, b)) return make_error("cannot run in the blocked layout");
+  auto engine = std::make_shared<DnnlConvCache>(
+      std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
+      info.fused_activation() == "Relu" ? FusedActivation::relu : FusedActivation::none,
+      plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
+  return std::unique_ptr<Kernel>(
+      std::make_unique<BlockedConv>(attrs, *w, engine, w->dim(1) * attrs.group, plain_input));
+}
+
+Result<std::unique_ptr<Kernel>> make_blocked_pool(const KernelInfo& info, int64_t channels) {
+  const std::string& op = info.node().op_type();
+  const bool global = op.rfind("Global", 0) == 0;
+  const PoolKind kind = op.find("Max") != std::string::npos ? PoolKind::max : PoolKind::average;
+  WindowAttributes window;
+  if (!global) {
+    ONNXKIT_ASSIGN(window, read_window_attributes(info));
+  }
+  const bool include_pad = info.attr_int("count_include_pad", 0) != 0;
+  return std::unique_ptr<Kernel>(std::make_unique<BlockedPool>(kind, global, window, include_pad, channels));
+}
+
+std::unique_ptr<Kernel> make_blocked_concat() { return std::make_unique<BlockedConcat>(); }
+std::unique_ptr<Kernel> make_to_blocked(int64_t channels) { return std::make_unique<ToBlocked>(channels); }
+std::unique_ptr<Kernel> make_to_plain(int64_t channels) { return std::make_unique<ToPlain>(channels); }
+
+}  // namespace onnxkit::runtime::nn

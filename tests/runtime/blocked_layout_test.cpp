@@ -1,0 +1,117 @@
+// Convolution chains on blocked activations (runtime/layout.h,
+// kernels/nn/blocked.h) give what the plain kernels give, at the edges that
+// are easy to get wrong: channel counts that are not whole blocks, a first
+// layer reading the plain input, pools with ceil_mode, depthwise and grouped
+// convolutions, residual adds, channel concatenation, and element-wise ops
+// that do not keep the padded channels zero. The plain kernels are checked
+// against ONNX's backend data (conformance) and PyTorch (cli_run).
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ir/model.h"
+#include "runtime/session.h"
+#include "runtime/tensor_proto.h"
+#include "support/node_runner.h"
+#include "support/test_support.h"
+
+namespace onnxkit {
+namespace {
+
+using runtime::Tensor;
+
+Tensor random_tensor(runtime::Shape shape, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  Tensor t(runtime::DataType::float32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = normal(rng);
+  return t;
+}
+
+// `text` with its weights (name -> shape) added as random initializers.
+std::shared_ptr<const ir::Model> with_weights(const std::string& text,
+                                              const std::vector<std::pair<std::string, runtime::Shape>>& weights) {
+  onnx::ModelProto proto = testing::parse_model_text(text);
+  unsigned seed = 1;
+  for (const auto& [name, shape] : weights) {
+    onnx::TensorProto t = runtime::tensor_to_proto(random_tensor(shape, seed++, 0.3f));
+    t.set_name(name);
+    *proto.mutable_graph()->add_initializer() = std::move(t);
+  }
+  auto model = ir::import_model(std::move(proto));
+  EXPECT_TRUE(model.ok()) << (model.ok() ? "" : model.error().message());
+  return model.ok() ? std::shared_ptr<const ir::Model>(std::move(model).value()) : nullptr;
+}
+
+size_t count_steps(const runtime::Session& session, std::string_view op) {
+  size_t n = 0;
+  for (const runtime::NodeProfile& p : session.profile()) n += p.op_type == op;
+  return n;
+}
+
+void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, const Tensor& x,
+                                 size_t expected_to_blocked) {
+  ASSERT_NE(model, nullptr);
+  auto blocked = runtime::Session::create(model, {.threads = 2, .profile = true, .blocked_layout = true});
+  auto plain = runtime::Session::create(model, {.threads = 2, .profile = true, .blocked_layout = false});
+  ASSERT_TRUE(blocked.ok()) << blocked.error().message();
+  ASSERT_TRUE(plain.ok()) << plain.error().message();
+  auto ours = (*blocked)->run({{"x", x}});
+  auto reference = (*plain)->run({{"x", x}});
+  ASSERT_TRUE(ours.ok()) << ours.error().message();
+  ASSERT_TRUE(reference.ok()) << reference.error().message();
+  ASSERT_EQ(ours->size(), reference->size());
+  for (size_t i = 0; i < ours->size(); ++i) {
+    SCOPED_TRACE((*blocked)->outputs()[i].name);
+    testing::expect_tensor_near((*ours)[i].tensor(), (*reference)[i].tensor(), 1e-5, 1e-5);
+  }
+  // The blocked session did run blocked: it reordered back to plain at the edges.
+  EXPECT_GT(count_steps(**blocked, "ToPlain"), 0u);
+  EXPECT_EQ(count_steps(**blocked, "ToBlocked"), expected_to_blocked);
+  EXPECT_EQ(count_steps(**plain, "ToPlain"), 0u);
+}
+
+TEST(BlockedLayout, AChainWithPartialBlocksPoolsConcatAndResidualsMatchesPlain) {
+  // 12 and 20 channels leave padded lanes; Sigmoid (1/2 at 0) must not see them.
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3,18,19] x) => (float[2,40] y, float[2,12,18,19] s, float[2,40,5,5] cat) {
+  c1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (x, w1, b1)
+  r1 = Relu(c1)
+  s = Sigmoid(r1)
+  p1 = MaxPool <kernel_shape = [3,3], strides = [2,2], ceil_mode = 1> (r1)
+  c2 = Conv <kernel_shape = [1,1]> (p1, w2, b2)
+  d2 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = 20> (c2, w3)
+  a = Add(c2, d2)
+  c4 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], strides = [2,2]> (a, w4)
+  e4 = Elu(c4)
+  a5 = AveragePool <kernel_shape = [3,3], strides = [2,2], pads = [1,1,1,1]> (a)
+  cat = Concat <axis = 1> (a5, e4)
+  g = GlobalAveragePool(cat)
+  y = Flatten(g)
+})",
+                            {{"w1", {12, 3, 3, 3}}, {"b1", {12}}, {"w2", {20, 12, 1, 1}}, {"b2", {20}},
+                             {"w3", {20, 1, 3, 3}}, {"w4", {20, 20, 3, 3}}});
+  // The first layer (3 channels) reads x as it is: nothing is reordered into blocks.
+  expect_blocked_equals_plain(model, random_tensor({2, 3, 18, 19}, 7), 0);
+}
+
+TEST(BlockedLayout, AGroupedConvOnWholeBlocksAndAPlainInputThatNeedsReordering) {
+  // 16 input channels: the region starts with a reorder of x into blocks.
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,16,9,9] x) => (float[1,16,9,9] y) {
+  c1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = 2> (x, w1, b1)
+  lo = Constant <value = float {-0.5}> ()
+  hi = Constant <value = float {0.3}> ()
+  r1 = Clip(c1, lo, hi)
+  c2 = Conv <kernel_shape = [1,1]> (r1, w2)
+  y = Mul(c2, c1)
+})",
+                            {{"w1", {16, 8, 3, 3}}, {"b1", {16}}, {"w2", {16, 16, 1, 1}}});
+  expect_blocked_equals_plain(model, random_tensor({1, 16, 9, 9}, 3), 1);
+}
+
+}  // namespace
+}  // namespace onnxkit

@@ -123,9 +123,8 @@ Status Session::validate(const NamedValues& feeds, std::vector<Value>& ordered) 
     if (i == inputs_.size()) {
       std::vector<std::string> names;
       for (const ValueInfo& info : inputs_) names.push_back(info.name);
-      std::string hint = closest_match(name, names);
-      return make_error("'{}' is not an input of the model{} (inputs: {})", name,
-                        hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), join(names, ", "));
+      return make_error("'{}' is not an input of the model{} (inputs: {})", name, did_you_mean(name, names),
+                        join(names, ", "));
     }
     if (fed[i]) return make_error("input '{}' is given twice", name);
     ONNXKIT_TRY(check_feed(inputs_[i], value));

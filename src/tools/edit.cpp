@@ -22,11 +22,6 @@ namespace onnxkit::tools {
 
 namespace {
 
-std::string hint(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best = closest_match(word, candidates);
-  return best.empty() ? "" : fmt::format("; did you mean '{}'?", best);
-}
-
 const onnx::OpSchema* schema_of(const ir::Node& node) {
   const ir::Model* model = node.graph()->model();
   std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
@@ -91,7 +86,7 @@ Result<ir::Node*> find_node(ir::Graph& graph, std::string_view name) {
     for (ir::Node& n : g.nodes())
       if (!n.name().empty()) names.push_back(n.name());
   });
-  return make_error("no node is named '{}'{}", name, hint(name, names));
+  return make_error("no node is named '{}'{}", name, did_you_mean(name, names));
 }
 
 Result<ir::Value*> find_tensor(ir::Graph& graph, std::string_view name) {
@@ -108,7 +103,7 @@ Result<ir::Value*> find_tensor(ir::Graph& graph, std::string_view name) {
     return make_error("no tensor is named '{}': that is {}, whose output is '{}'", name, nodes[0]->describe(),
                       nodes[0]->output(0)->name());
   std::sort(names.begin(), names.end());
-  return make_error("no tensor is named '{}'{}", name, hint(name, names));
+  return make_error("no tensor is named '{}'{}", name, did_you_mean(name, names));
 }
 
 // --- nodes -----------------------------------------------------------------
@@ -316,7 +311,7 @@ Status delete_attribute(ir::Node& node, std::string_view name) {
   if (node.remove_attribute(name)) return {};
   std::vector<std::string> names;
   for (const ir::Attribute& a : node.attributes()) names.push_back(a.name());
-  return make_error("{} has no attribute '{}'{}", node.describe(), name, hint(name, names));
+  return make_error("{} has no attribute '{}'{}", node.describe(), name, did_you_mean(name, names));
 }
 
 Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_view name, std::string_view text) {
@@ -447,7 +442,7 @@ Status remove_graph_output(ir::Model& model, std::string_view name) {
     }
     names.push_back(graph.outputs()[i]->name());
   }
-  return make_error("'{}' is not an output of the model{}", name, hint(name, names));
+  return make_error("'{}' is not an output of the model{}", name, did_you_mean(name, names));
 }
 
 Result<ir::Value*> add_graph_input(ir::Model& model, std::string_view name, const onnx::TypeProto& type) {
@@ -471,7 +466,7 @@ Status remove_graph_input(ir::Model& model, std::string_view name) {
     if (v->uses().empty() && !v->is_any_graph_output() && !v->is_constant()) graph.erase_value(v);
     return {};
   }
-  return make_error("'{}' is not an input of the model{}", name, hint(name, names));
+  return make_error("'{}' is not an input of the model{}", name, did_you_mean(name, names));
 }
 
 }  // namespace onnxkit::tools

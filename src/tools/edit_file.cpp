@@ -28,11 +28,6 @@ struct EditContext {
 
 using Handler = Status (*)(EditContext&, const std::string&);
 
-std::string hint(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best = closest_match(word, candidates);
-  return best.empty() ? "" : fmt::format("; did you mean '{}'?", best);
-}
-
 // "LEFT<sep>RIGHT" split at the first `sep`; an error naming the syntax when absent.
 Result<std::pair<std::string, std::string>> split_at(const std::string& text, char sep, std::string_view syntax) {
   size_t at = text.find(sep);
@@ -102,7 +97,7 @@ Status op_rename(EditContext& c, const std::string& arg) {
     for (ir::Node& n : g.nodes())
       if (!n.name().empty()) names_in_use.push_back(n.name());
   });
-  return make_error("no tensor or node is named '{}'{}", old_name, hint(old_name, names_in_use));
+  return make_error("no tensor or node is named '{}'{}", old_name, did_you_mean(old_name, names_in_use));
 }
 
 Status op_remove_node(EditContext& c, const std::string& arg) {
@@ -148,7 +143,7 @@ Status op_set_attr_op(EditContext& c, const std::string& arg) {
     c.model->graph().for_each_graph([&](ir::Graph& g) {
       for (ir::Node& n : g.nodes()) ops.push_back(n.op_type());
     });
-    return make_error("no node of the model is a {}{}", op, hint(op, ops));
+    return make_error("the model has no {} node{}", op, did_you_mean(op, ops));
   }
   for (ir::Node* node : nodes) ONNXKIT_TRY(set_attribute_text(*node, attr, value));
   c.report.done.push_back(fmt::format("{} {} node{}: {} = {}", nodes.size(), op, nodes.size() == 1 ? "" : "s", attr, value));
@@ -246,7 +241,7 @@ Status op_set_input(EditContext& c, const std::string& arg) {
       std::vector<std::string> names;
       for (ir::Value* v : graph.values()) names.push_back(v->name());
       return make_error("'{}' is neither a tensor of the model, a .npy file nor a literal such as float:[1,1,2,2]{}",
-                        value_text, hint(value_text, names));
+                        value_text, did_you_mean(value_text, names));
     }
     std::string base = node->name().empty() ? node->op_type() : node->name();
     value = graph.add_initializer(fmt::format("{}_{}", base, input_name(*node, i)), std::move(tensor));
@@ -358,7 +353,7 @@ Result<std::vector<EditOperation>> parse_edit_script(std::string_view text, cons
     const EditOperationInfo* info = find_edit_operation(name);
     if (info == nullptr) {
       if (name == "script") return make_error("{}: a script cannot run another script", where);
-      return make_error("{}: unknown operation '{}'{}", where, name, hint(name, names));
+      return make_error("{}: unknown operation '{}'{}", where, name, did_you_mean(name, names));
     }
     if (info->argument.empty() && !argument.empty())
       return make_error("{}: {} takes no argument (got '{}')", where, name, argument);

@@ -16,27 +16,26 @@
 #include "passes/pass.h"
 #include "runtime/tensor_proto.h"
 #include "tools/edit.h"
+#include "tools/edit_literals.h"
 #include "util/text.h"
 
 namespace onnxkit::tools {
 
 namespace {
 
-std::string hint(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best = closest_match(word, candidates);
-  return best.empty() ? "" : fmt::format("; did you mean '{}'?", best);
-}
-
 bool is_number(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-void set_dim(onnx::TensorShapeProto::Dimension& dim, const std::string& value) {
-  if (is_number(value)) {
-    dim.set_dim_value(std::stoll(value));
-  } else {
+Status set_dim(onnx::TensorShapeProto::Dimension& dim, const std::string& value) {
+  if (!is_number(value)) {
     dim.set_dim_param(value);
+    return {};
   }
+  auto number = literals::parse_int(value);
+  if (!number.ok()) return make_error("dim '{}' is too large", value);
+  dim.set_dim_value(*number);
+  return {};
 }
 
 // The elements of a small constant integer tensor (an initializer or a
@@ -75,13 +74,13 @@ Status set_input_shape(ir::Model& model, std::string_view name, const std::vecto
     if (v->name() == name) input = v;
   }
   if (input == nullptr)
-    return make_error("'{}' is not an input of the model{} (inputs: {})", name, hint(name, names), join(names, ", "));
+    return make_error("'{}' is not an input of the model{} (inputs: {})", name, did_you_mean(name, names), join(names, ", "));
   auto* tensor_type = input->mutable_info().mutable_type()->mutable_tensor_type();
   if (tensor_type->has_shape() && tensor_type->shape().dim_size() != static_cast<int>(dims.size()))
     return make_error("input '{}': {} dims given, the model declares {}", name, dims.size(), tensor_type->shape().dim_size());
   auto* shape = tensor_type->mutable_shape();
   shape->clear_dim();
-  for (const std::string& d : dims) set_dim(*shape->add_dim(), d);
+  for (const std::string& d : dims) ONNXKIT_TRY(set_dim(*shape->add_dim(), d));
   return {};
 }
 
@@ -90,6 +89,9 @@ Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view ba
   if (batch.empty()) return make_error("the batch must be a number or a symbol such as 'batch'");
   if (!is_number(batch) && !(std::isalpha(static_cast<unsigned char>(batch[0])) || batch[0] == '_'))
     return make_error("batch '{}' is neither a positive number nor a symbol (letters, digits, '_')", batch);
+  onnx::TensorShapeProto::Dimension parsed;
+  ONNXKIT_TRY(set_dim(parsed, std::string(batch)));
+  if (parsed.has_dim_value() && parsed.dim_value() == 0) return make_error("a batch of 0 holds nothing");
   std::vector<std::string> warnings;
   int64_t old_batch = -1;
   size_t changed = 0;
@@ -99,8 +101,7 @@ Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view ba
       return;
     auto* dim = v->mutable_info().mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0);
     if (old_batch < 0 && dim->has_dim_value()) old_batch = dim->dim_value();
-    dim->Clear();
-    set_dim(*dim, std::string(batch));
+    *dim = parsed;
     ++changed;
   };
   for (ir::Value* v : graph.inputs())
@@ -129,7 +130,7 @@ Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector
     model.graph().for_each_graph([&](ir::Graph& g) {
       for (ir::Node& n : g.nodes()) ops.insert(n.op_type());
     });
-    return make_error("the model has no {} node{}", op_type, hint(op_type, {ops.begin(), ops.end()}));
+    return make_error("the model has no {} node{}", op_type, did_you_mean(op_type, {ops.begin(), ops.end()}));
   }
   size_t removed = 0;
   // Sub-graphs before the graphs holding them: inlining an If never frees a node still to visit.
@@ -170,7 +171,7 @@ Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs
   auto find = [&](const std::string& name, std::string_view role) -> Result<ir::Value*> {
     ir::Value* v = graph.find_value(name);
     if (v == nullptr)
-      return make_error("{} '{}' is not a tensor of the main graph{}", role, name, hint(name, all));
+      return make_error("{} '{}' is not a tensor of the main graph{}", role, name, did_you_mean(name, all));
     return v;
   };
   for (const std::string& name : inputs)

@@ -129,9 +129,8 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
   auto unknown = [&](const std::string& name, const std::string& flag) {
     std::vector<std::string> names;
     for (const auto& in : inputs) names.push_back(in.name);
-    std::string hint = closest_match(name, names);
-    return make_error("{}: '{}' is not an input of the model{} (inputs: {})", flag, name,
-                      hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), join(names, ", "));
+    return make_error("{}: '{}' is not an input of the model{} (inputs: {})", flag, name, did_you_mean(name, names),
+                      join(names, ", "));
   };
   for (const auto& [name, dims] : options.shapes)
     if (find(name) == nullptr) return unknown(name, "--shape");

@@ -52,9 +52,8 @@ Status override_input_shapes(ir::Model& model, const SimplifyToolOptions& option
       if (v->name() == name) input = v;
     }
     if (input == nullptr) {
-      std::string hint = closest_match(name, names);
       return make_error("--input-shape: '{}' is not an input of the model{} (inputs: {})", name,
-                        hint.empty() ? "" : fmt::format("; did you mean '{}'?", hint), join(names, ", "));
+                        did_you_mean(name, names), join(names, ", "));
     }
     auto* tensor_type = input->mutable_info().mutable_type()->mutable_tensor_type();
     if (tensor_type->has_shape() && tensor_type->shape().dim_size() != static_cast<int>(dims.size()))

@@ -77,4 +77,9 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best = closest_match(word, candidates);
+  return best.empty() ? "" : "; did you mean '" + best + "'?";
+}
+
 }  // namespace onnxkit

@@ -26,5 +26,7 @@ std::vector<std::string> split(std::string_view text, char separator);
 // The closest of `candidates` to `word` by edit distance, if close enough to
 // be worth suggesting ("did you mean ...?"); empty otherwise.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+// "; did you mean 'X'?" with X = closest_match(word, candidates), or "" when none is close.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace onnxkit

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "support/node_runner.h"
 
@@ -140,6 +142,43 @@ TEST(Elementwise, WhereBroadcastsAllThreeInputs) {
   auto out = run_node({.op_type = "Where", .inputs = {{"c", cond}, {"x", Tensor::from<int64_t>({3}, {1, 2, 3})},
                                                       {"y", Tensor::from<int64_t>({}, {-1})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2, 3}, {1, 2, 3, -1, -1, -1}));
+}
+
+TEST(Elementwise, SubKeepsOperandOrderWhenEitherSideIsTheRowBroadcast) {
+  auto row = Tensor::from<float>({1, 3}, {1, 2, 3});
+  auto rows = Tensor::from<float>({2, 3}, {10, 20, 30, 40, 50, 60});
+  auto out = run_node({.op_type = "Sub", .inputs = {{"a", row}, {"b", rows}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {-9, -18, -27, -39, -48, -57}));
+  out = run_node({.op_type = "Sub", .inputs = {{"a", rows}, {"b", row}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {9, 18, 27, 39, 48, 57}));
+}
+
+TEST(Elementwise, FloatErfIsWithinAFewUlpsOfTheCLibraryEverywhere) {
+  // A dense sweep through every piece of the approximation, both signs,
+  // tiny values (relative accuracy near 0) and the special values.
+  std::vector<float> xs;
+  for (int i = -70000; i <= 70000; ++i) xs.push_back(static_cast<float>(i) * 1e-4f);
+  for (float tiny : {1e-30f, 1e-10f, 3e-5f, -2e-7f}) xs.push_back(tiny);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float special : {0.0f, -0.0f, inf, -inf, std::nanf("")}) xs.push_back(special);
+  auto x = Tensor::from<float>({static_cast<int64_t>(xs.size())}, xs);
+  auto out = run_node({.op_type = "Erf", .inputs = {{"x", x}}});
+  const float* y = out[0].tensor().data<float>();
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double expected = std::erf(static_cast<double>(xs[i]));
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(y[i]));
+      continue;
+    }
+    EXPECT_EQ(std::signbit(y[i]), std::signbit(expected)) << xs[i];
+    if (expected == 0) {
+      EXPECT_EQ(y[i], 0.0f);
+      continue;
+    }
+    worst = std::max(worst, std::abs(y[i] - expected) / std::abs(expected));
+  }
+  EXPECT_LT(worst, 4e-7);  // float's ulp is 6e-8 to 1.2e-7 relative
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "runtime/kernels/elementwise/elementwise.h"
+#include "runtime/kernels/elementwise/fast_erf.h"
 
 namespace onnxkit::runtime::elementwise {
 namespace {
@@ -64,7 +65,13 @@ void register_unary(KernelRegistry& r) {
   add_unary<Types::floats>(r, "Asinh", 9, [](auto v) { return std::asinh(v); });
   add_unary<Types::floats>(r, "Acosh", 9, [](auto v) { return std::acosh(v); });
   add_unary<Types::floats>(r, "Atanh", 9, [](auto v) { return std::atanh(v); });
-  add_unary<Types::floats>(r, "Erf", 9, [](auto v) { return std::erf(v); });
+  add_unary<Types::floats>(r, "Erf", 9, [](auto v) {
+    if constexpr (std::is_same_v<decltype(v), float>) {
+      return fast_erf(v);
+    } else {
+      return std::erf(v);
+    }
+  });
   add_unary<Types::floats>(r, "Sigmoid", 1, [](auto v) {
     using T = decltype(v);
     // Stable on both sides: never exp of a large positive number.

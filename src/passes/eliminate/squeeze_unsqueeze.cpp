@@ -50,7 +50,8 @@ bool undoes(const ir::Node& first, const ir::Node& second, const PassContext& co
   auto x_rank = known_rank(x);
   if (first.op_type() == "Squeeze") {
     // Both refer to x's rank.
-    std::optional<int64_t> rank = x_rank ? std::optional<int64_t>(*x_rank) : std::nullopt;
+    std::optional<int64_t> rank;
+    if (x_rank) rank = static_cast<int64_t>(*x_rank);
     auto removed = sorted_axes(first, context, rank, x);
     auto inserted = sorted_axes(second, context, rank, nullptr);
     return removed && inserted && *removed == *inserted;

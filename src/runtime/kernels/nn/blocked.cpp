@@ -110,8 +110,8 @@ class BlockedPool final : public Kernel {
     using tag = dnnl::memory::format_tag;
     auto pool = std::make_shared<PoolPrimitive>();
     try {
-      pool->src = dnnl::memory::desc({x[0], x[1], x[2], x[3]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nChw8c);
-      pool->dst = dnnl::memory::desc({x[0], x[1], g.out[0], g.out[1]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nChw8c);
+      pool->src = dnnl::memory::desc({x[0], x[1], x[2], x[3]}, dnnl::memory::data_type::f32, tag::nChw8c);
+      pool->dst = dnnl::memory::desc({x[0], x[1], g.out[0], g.out[1]}, dnnl::memory::data_type::f32, tag::nChw8c);
       dnnl::memory::dims pad_r(2);
       for (size_t i = 0; i < 2; ++i)  // ceil_mode's last window may reach past the end pads
         pad_r[i] = std::max(g.pads_end[i], (g.out[i] - 1) * g.strides[i] + g.kernel[i] - g.in[i] - g.pads_begin[i]);

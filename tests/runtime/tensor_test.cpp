@@ -123,5 +123,18 @@ TEST(Tensor, UnsqueezeAxesMoveFromAttributeToInput) {
   EXPECT_EQ(now[0].tensor().shape(), (runtime::Shape{3, 1}));
 }
 
+TEST(Tensor, LargeBuffersAreReusedInsteadOfReturnedToTheSystem) {
+  const void* first = nullptr;
+  {
+    Tensor a(DataType::float32, {512, 512});
+    first = a.raw();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+  }
+  Tensor b(DataType::float32, {512, 512});  // the same size: the buffer a left
+  EXPECT_EQ(b.raw(), first);
+  Tensor c(DataType::float32, {512, 512});  // b still holds it: a new one
+  EXPECT_NE(c.raw(), first);
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -1,17 +1,21 @@
 #pragma once
-// erf for float, about five times faster than the C library's erff and
-// within a few float ulps of it: a piecewise polynomial fitted by
-// scripts/fit_erf.py (which prints the tables below and their error).
-// BERT-like models spend a sixth of their time in Erf (GELU) otherwise.
+// erf for float, within a few float ulps of the C library's erff and about
+// three times as fast (4 ns against 13 ns an element on random normal
+// inputs, one core of the benchmark machine): a piecewise polynomial fitted
+// by scripts/fit_erf.py, which prints the tables below and their error.
+// GELU makes Erf a sixth of a BERT-like model's time.
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace onnxkit::runtime::elementwise {
 
 namespace fast_erf_tables {
-// scripts/fit_erf.py: largest relative error with float coefficients 5.36e-08
-inline constexpr float kSmall[6] = {1.128379167e+00f, -3.761263890e-01f, 1.128379160e-01f, -2.686612008e-02f, 5.222422071e-03f, -8.326073488e-04f};
-inline constexpr float kPieces[15][8] = {
+// scripts/fit_erf.py: largest relative error with float coefficients 5.38e-08
+inline constexpr float kCentres[17] = {0.000000000e+00f, 3.750000000e-01f, 6.250000000e-01f, 8.750000000e-01f, 1.125000000e+00f, 1.375000000e+00f, 1.625000000e+00f, 1.875000000e+00f, 2.125000000e+00f, 2.375000000e+00f, 2.625000000e+00f, 2.875000000e+00f, 3.125000000e+00f, 3.375000000e+00f, 3.625000000e+00f, 3.875000000e+00f, 0.000000000e+00f};
+inline constexpr float kPieces[17][8] = {
+    {0.000000000e+00f, 1.128379166e+00f, 0.000000000e+00f, -3.761260765e-01f, 0.000000000e+00f, 1.128128732e-01f, 0.000000000e+00f, -2.622226136e-02f},
     {4.041169094e-01f, 9.803528095e-01f, -3.676322929e-01f, -2.348761938e-01f, 1.665799719e-01f, 4.547531148e-02f, -4.975647316e-02f, -5.454950500e-03f},
     {6.232408822e-01f, 7.634995358e-01f, -4.771872035e-01f, -5.567184460e-02f, 1.764578195e-01f, -2.741230795e-02f, -4.113638506e-02f, 1.379691623e-02f},
     {7.840750611e-01f, 5.247450453e-01f, -4.591519164e-01f, 9.292359868e-02f, 1.123971182e-01f, -6.721488679e-02f, -1.042487926e-02f, 1.849421021e-02f},
@@ -27,31 +31,28 @@ inline constexpr float kPieces[15][8] = {
     {9.999981847e-01f, 1.275174079e-05f, -4.303717802e-05f, 9.258297041e-05f, -1.418711827e-04f, 1.637676323e-04f, -1.481284853e-04f, 1.028440893e-04f},
     {9.999997049e-01f, 2.215920279e-06f, -8.032730724e-06f, 1.867375542e-05f, -3.116236076e-05f, 3.958916568e-05f, -4.016223829e-05f, 3.183167428e-05f},
     {9.999999575e-01f, 3.398223812e-07f, -1.316817738e-06f, 3.288492479e-06f, -5.930650332e-06f, 8.207822248e-06f, -9.207520634e-06f, 8.140690625e-06f},
+    {1.000000000e+00f, 0.000000000e+00f, 0.000000000e+00f, 0.000000000e+00f, 0.000000000e+00f, 0.000000000e+00f, 0.000000000e+00f, 0.000000000e+00f},
 };
 }  // namespace fast_erf_tables
 
-// erf is odd. For |x| < 1/4, erf(x) = x * Q(x^2), exact in relative terms
-// near 0; on [k/4, (k+1)/4), k = 1..15, erf(x) = P_k(|x| - (k + 1/2)/4);
-// from 4 on, erf(x) is 1 in float (1 - 1.5e-8).
+// erf is odd; row k = floor(4|x|) of the table holds erf on [k/4, (k+1)/4)
+// as a polynomial in |x| - centre_k (row 16: the constant 1, from 4 on).
+// The row is picked by index, not by branches: inputs of random size cost
+// no mispredictions.
 inline float fast_erf(float x) {
   using namespace fast_erf_tables;
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return x;  // NaN
   const float a = std::fabs(x);
-  float y;
-  if (a < 0.25f) {
-    const float u = a * a;
-    float q = kSmall[5];
-    for (int i = 4; i >= 0; --i) q = q * u + kSmall[i];
-    y = a * q;
-  } else if (a < 4.0f) {
-    const int k = static_cast<int>(a * 4.0f);
-    const float t = a - (static_cast<float>(k) + 0.5f) * 0.25f;
-    const float* c = kPieces[k - 1];
-    float p = c[7];
-    for (int i = 6; i >= 0; --i) p = p * t + c[i];
-    y = p;
-  } else {
-    y = a == a ? 1.0f : a;  // NaN stays NaN
-  }
+  const float clamped = a < 4.0f ? a : 4.0f;
+  const int k = static_cast<int>(clamped * 4.0f);  // 0..16
+  const float* c = kPieces[k];
+  const float t = clamped - kCentres[k];
+  // Estrin's scheme: a short dependency chain, so that neighbouring
+  // elements overlap in the pipeline.
+  const float t2 = t * t, t4 = t2 * t2;
+  const float y = ((c[0] + c[1] * t) + t2 * (c[2] + c[3] * t)) + t4 * ((c[4] + c[5] * t) + t2 * (c[6] + c[7] * t));
   return std::copysign(y, x);
 }
 

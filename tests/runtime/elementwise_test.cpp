@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/kernels/elementwise/fast_math.h"
 #include "support/node_runner.h"
 
 namespace onnxkit {
@@ -179,6 +180,27 @@ TEST(Elementwise, FloatErfIsWithinAFewUlpsOfTheCLibraryEverywhere) {
     worst = std::max(worst, std::abs(y[i] - expected) / std::abs(expected));
   }
   EXPECT_LT(worst, 4e-7);  // float's ulp is 6e-8 to 1.2e-7 relative
+}
+
+TEST(Elementwise, FastExpIsWithinAFewUlpsOfTheCLibrary) {
+  // What Softmax uses: e^(x - shift) over an array.
+  std::vector<float> xs;
+  for (int i = -87000; i <= 88000; ++i) xs.push_back(static_cast<float>(i) * 1e-3f);
+  std::vector<float> ys(xs.size());
+  runtime::elementwise::exp_floats(xs.data(), 0.0f, ys.data(), static_cast<int64_t>(xs.size()));
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double expected = std::exp(static_cast<double>(xs[i]));
+    worst = std::max(worst, std::abs(ys[i] - expected) / expected);
+  }
+  EXPECT_LT(worst, 4e-7);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = {-inf, -100.0f, 0.0f, std::nanf("")}, out(4);
+  runtime::elementwise::exp_floats(special.data(), 1.0f, out.data(), 4);
+  EXPECT_EQ(out[0], 0.0f);  // a masked Softmax entry is exactly 0
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_NEAR(out[2], std::exp(-1.0f), 1e-7);
+  EXPECT_TRUE(std::isnan(out[3]));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // Shared machinery of the element-wise family: maps over one tensor and
 // broadcasting maps over two or three, parallel when large.
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -25,6 +27,21 @@ inline constexpr int64_t kParallelElements = 1 << 15;
 // Binary ops do less work per element: below this, waking a second thread
 // costs more than it saves (measured on BERT's [128, 256] bias adds).
 inline constexpr int64_t kParallelBinaryElements = 1 << 17;
+
+// body(begin, end) over [0, n) in one chunk per thread when n is large.
+template <class Body>
+void map_chunks(int64_t n, Body body) {
+  if (n < kParallelElements) {
+    body(0, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+    body(begin, end);
+  }
+}
 
 // out[i] = f(in[i]) over every element.
 template <class In, class Out, class F>

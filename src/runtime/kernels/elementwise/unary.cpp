@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "runtime/kernels/elementwise/elementwise.h"
-#include "runtime/kernels/elementwise/fast_erf.h"
+#include "runtime/kernels/elementwise/fast_math.h"
 
 namespace onnxkit::runtime::elementwise {
 namespace {
@@ -65,13 +65,20 @@ void register_unary(KernelRegistry& r) {
   add_unary<Types::floats>(r, "Asinh", 9, [](auto v) { return std::asinh(v); });
   add_unary<Types::floats>(r, "Acosh", 9, [](auto v) { return std::acosh(v); });
   add_unary<Types::floats>(r, "Atanh", 9, [](auto v) { return std::atanh(v); });
-  add_unary<Types::floats>(r, "Erf", 9, [](auto v) {
-    if constexpr (std::is_same_v<decltype(v), float>) {
-      return fast_erf(v);
-    } else {
-      return std::erf(v);
-    }
-  });
+  r.add("", "Erf", 9, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
+          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+          Tensor& y = ctx.output(0, x->dtype(), x->shape());
+          if (x->dtype() == DataType::float32) {
+            map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
+              erf_floats(x->data<float>() + begin, y.mutable_data<float>() + begin, end - begin);
+            });
+            return {};
+          }
+          return dispatch_float(x->dtype(), [&]<class T>() -> Status {
+            map_unary<T, T>(*x, y, [](compute_t<T> v) { return std::erf(v); });
+            return {};
+          });
+        }));
   add_unary<Types::floats>(r, "Sigmoid", 1, [](auto v) {
     using T = decltype(v);
     // Stable on both sides: never exp of a large positive number.

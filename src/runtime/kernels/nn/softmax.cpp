@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/kernels/elementwise/fast_math.h"
 #include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime::nn {
@@ -35,10 +36,15 @@ void softmax_compute(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) 
         // Subtracting the row's max keeps exp from overflowing.
         double sum = 0;
         if constexpr (kMode == Mode::softmax) {
-          for (int64_t i = 0; i < n; ++i) {
-            const C e = std::exp(static_cast<C>(in[i]) - max);
-            out[i] = static_cast<T>(e);
-            sum += static_cast<double>(e);
+          if constexpr (std::is_same_v<T, float>) {
+            elementwise::exp_floats(in, max, out, n);
+            for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(out[i]);
+          } else {
+            for (int64_t i = 0; i < n; ++i) {
+              const C e = std::exp(static_cast<C>(in[i]) - max);
+              out[i] = static_cast<T>(e);
+              sum += static_cast<double>(e);
+            }
           }
           const C inv = static_cast<C>(1.0 / sum);
           for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<C>(out[i]) * inv);

@@ -11,6 +11,7 @@ Command add_simplify_command(CLI::App& root) {
   struct Flags {
     std::string in, out;
     std::vector<std::string> input_shapes;
+    bool keep_dynamic = false;
     std::vector<std::string> inputs;
     int check = 1;
     uint64_t seed = 0;
@@ -32,6 +33,9 @@ Command add_simplify_command(CLI::App& root) {
   app->add_option("OUT", flags->out, "Simplified model to write (atomically; nothing is written if the check fails)");
   app->add_option("--input-shape", flags->input_shapes,
                   "Set an input's shape, numbers or symbols: input:1,3,224,224 or input:batch,3,224,224 (repeatable)");
+  app->add_flag("--keep-dynamic", flags->keep_dynamic,
+                "Keep every symbolic dim symbolic: an --input-shape that would fix one is an error "
+                "(dims stay symbolic by default; this makes it a promise)");
   app->add_option("--check", flags->check, "Random input sets to compare original and result on (default 1; 0: no check)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--input", flags->inputs, "Real data for the check: NAME=FILE (.npy, .pb) or FILE.npz (repeatable)");
@@ -75,6 +79,7 @@ Command add_simplify_command(CLI::App& root) {
               return kExitUsage;
             }
             tools::SimplifyToolOptions options;
+            options.keep_dynamic = flags->keep_dynamic;
             for (const std::string& flag : flags->input_shapes) {
               auto shape = tools::parse_input_shape_flag(flag);
               if (!shape.ok()) return report_error(*app, shape.error());

@@ -7,6 +7,8 @@
 
 #include "ir/model.h"
 #include "runtime/session.h"
+#include "tools/edit.h"
+#include "tools/edit_literals.h"
 #include "tools/compare.h"
 #include "util/text.h"
 
@@ -42,32 +44,19 @@ uint64_t files_size(const fs::path& model, const std::string& side_file) {
 }
 
 Status override_input_shapes(ir::Model& model, const SimplifyToolOptions& options) {
-  ir::Graph& graph = model.graph();
   for (const auto& [name, dims] : options.input_shapes) {
-    ir::Value* input = nullptr;
-    std::vector<std::string> names;
-    for (ir::Value* v : graph.inputs()) {
-      if (v->is_constant()) continue;
-      names.push_back(v->name());
-      if (v->name() == name) input = v;
+    if (options.keep_dynamic) {
+      for (const ir::Value* v : model.graph().inputs()) {
+        if (v->name() != name || !v->has_type() || !v->type().tensor_type().has_shape()) continue;
+        const auto& declared = v->type().tensor_type().shape();
+        for (int i = 0; i < declared.dim_size() && i < static_cast<int>(dims.size()); ++i)
+          if (declared.dim(i).has_dim_param() && literals::is_int(dims[static_cast<size_t>(i)]))
+            return make_error("--keep-dynamic: --input-shape would fix dim {} of '{}' ('{}') to {}", i, name,
+                              declared.dim(i).dim_param(), dims[static_cast<size_t>(i)]);
+      }
     }
-    if (input == nullptr) {
-      return make_error("--input-shape: '{}' is not an input of the model{} (inputs: {})", name,
-                        did_you_mean(name, names), join(names, ", "));
-    }
-    auto* tensor_type = input->mutable_info().mutable_type()->mutable_tensor_type();
-    if (tensor_type->has_shape() && tensor_type->shape().dim_size() != static_cast<int>(dims.size()))
-      return make_error("--input-shape {}: {} dims given, the model declares {}", name, dims.size(),
-                        tensor_type->shape().dim_size());
-    auto* shape = tensor_type->mutable_shape();
-    shape->clear_dim();
-    for (const std::string& d : dims) {
-      auto* dim = shape->add_dim();
-      if (!d.empty() && std::all_of(d.begin(), d.end(), [](unsigned char c) { return std::isdigit(c); }))
-        dim->set_dim_value(std::stoll(d));
-      else
-        dim->set_dim_param(d);
-    }
+    Status set = set_input_shape(model, name, dims);
+    if (!set.ok()) return make_error("--input-shape: {}", set.error().message());
   }
   return {};
 }

@@ -22,6 +22,8 @@ struct SimplifyToolOptions {
   // NAME -> dims, each a number or a symbol: the input's declared shape
   // becomes exactly this (the seeds' "set the batch size").
   std::vector<std::pair<std::string, std::vector<std::string>>> input_shapes;
+  // Refuse an input_shapes entry that would turn a symbolic dim into a number.
+  bool keep_dynamic = false;
   // Random inputs to compare original and result on (0: no check). Inputs
   // given in check_inputs.files are used as they are.
   int check_runs = 1;

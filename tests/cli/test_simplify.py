@@ -191,6 +191,7 @@ class Errors(unittest.TestCase):
                 (["--input-shape", "inptu:1,3,32,32"], "did you mean 'input'"),
                 (["--input-shape", "input:1,3,32"], "3 dims given"),
                 (["--input-shape", "input"], "NAME:D0,D1"),
+                (["--keep-dynamic", "--input-shape", "input:1,3,32,32"], "--keep-dynamic: --input-shape would fix dim 0"),
             ]
             for extra, expected in cases:
                 with self.subTest(extra=extra):
@@ -199,6 +200,11 @@ class Errors(unittest.TestCase):
                     self.assertIn(expected, proc.stderr)
                     self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
                     self.assertFalse(os.path.exists(out))
+            # Symbols are kept: renaming the batch symbol is not fixing it.
+            proc = onnxkit("simplify", model, out, "--keep-dynamic", "--input-shape", "input:N,3,32,32")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual(onnx.load(out).graph.input[0].type.tensor_type.shape.dim[0].dim_param, "N")
+            os.remove(out)
             proc = onnxkit("simplify", os.path.join(tmp, "missing.onnx"), out)
             self.assertEqual(proc.returncode, 1)
             self.assertIn("missing.onnx", proc.stderr)

@@ -8,8 +8,11 @@
 // output as an extra graph output, then checks the model before writing it.
 
 #include <fmt/format.h>
+#include <onnx/defs/attr_proto_util.h>
 
 #include "ir/model.h"
+#include <onnx/defs/attr_proto_util.h>
+
 #include "tools/edit.h"
 
 using namespace onnxkit;
@@ -18,7 +21,7 @@ static Status fix(const char* in, const char* out) {
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
 
   for (ir::Node* node : tools::find_nodes_by_op(model->graph(), "InstanceNormalization"))
-    ONNXKIT_TRY(tools::set_attribute(*node, tools::make_attribute("epsilon", 1e-5f)));
+    ONNXKIT_TRY(tools::set_attribute(*node, onnx::MakeAttribute("epsilon", 1e-5f)));
 
   for (ir::Node* node : tools::find_nodes_by_op(model->graph(), "Identity")) ONNXKIT_TRY(tools::remove_node(*node));
 

@@ -218,7 +218,7 @@ size_t infer_newer_op_types(ir::Graph& graph, int64_t opset) {
   auto order = graph.topological_order();
   if (!order.ok()) return 0;
   for (ir::Node* node : *order) {
-    if ((!node->domain().empty() && node->domain() != "ai.onnx") || !changed_since_libonnx(node->op_type(), opset))
+    if (!node->in_onnx_domain() || !changed_since_libonnx(node->op_type(), opset))
       continue;
     bool missing = false;
     for (const ir::Value* out : node->outputs())

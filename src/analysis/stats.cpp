@@ -176,7 +176,7 @@ std::optional<Dims> ShapeLookup::dims(const ir::Value* value) const {
 
 
 std::optional<NodeCost> node_cost(const ir::Node& node, const ShapeLookup& shapes) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx") return NodeCost{};
+  if (!node.in_onnx_domain()) return NodeCost{};
   auto it = cost_models().find(node.op_type());
   if (it == cost_models().end()) return NodeCost{};
   return it->second(node, shapes);

@@ -98,6 +98,20 @@ std::string data_type_name(int32_t data_type) {
   return "type" + std::to_string(data_type);
 }
 
+std::string type_text(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type()) return "a non-tensor value";
+  const auto& t = type.tensor_type();
+  std::string text = data_type_name(t.elem_type());
+  if (!t.has_shape()) return text;
+  text += '[';
+  for (int i = 0; i < t.shape().dim_size(); ++i) {
+    const auto& d = t.shape().dim(i);
+    if (i > 0) text += ',';
+    text += d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?";
+  }
+  return text + ']';
+}
+
 int32_t data_type_from_name(std::string_view name) {
   for (const auto& t : kTypes)
     if (iequals(name, t.name) || iequals(name, t.onnx_name)) return t.code;

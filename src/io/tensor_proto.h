@@ -16,6 +16,10 @@ namespace onnxkit::io {
 // or "type<N>" for a code this build does not know.
 std::string data_type_name(int32_t data_type);
 
+// "float32[1,3,?,batch]" for a tensor type (dims unknown: "?"; no shape: no
+// brackets), "a non-tensor value" for the others.
+std::string type_text(const onnx::TypeProto& type);
+
 // The ONNX element type for a numpy-style or ONNX-style name ("float32",
 // "float", "FLOAT", "int64"...); 0 when unknown.
 int32_t data_type_from_name(std::string_view name);

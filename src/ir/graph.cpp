@@ -64,6 +64,13 @@ std::optional<std::vector<int64_t>> Value::static_shape() const {
 bool Value::is_graph_input() const { return contains(owner_->inputs_, this); }
 bool Value::is_graph_output() const { return contains(owner_->outputs_, this); }
 
+const onnx::TensorProto* Value::constant_tensor() const {
+  if (initializer_ != nullptr) return is_graph_input() ? nullptr : initializer_.get();
+  if (producer_ == nullptr || !producer_->is_onnx_op("Constant")) return nullptr;
+  const Attribute* value = producer_->attribute("value");
+  return value != nullptr && value->proto.has_t() ? &value->proto.t() : nullptr;
+}
+
 // --- Node ------------------------------------------------------------------
 
 void Node::drop_input_use(size_t i) {

@@ -70,6 +70,12 @@ class Value {
   // Listed as an output of any graph: its owner's, or a sub-graph's that
   // returns this outer value directly.
   bool is_any_graph_output() const { return output_refs_ > 0; }
+  // The tensor this value always holds: its initializer (unless it is also a
+  // graph input, whose initializer is only a default) or the `value` of the
+  // Constant node making it; null otherwise.
+  const onnx::TensorProto* constant_tensor() const;
+  // Read by a node or returned by a graph: removing its producer matters.
+  bool is_used() const { return !uses_.empty() || is_any_graph_output(); }
 
  private:
   friend class Graph;
@@ -119,6 +125,10 @@ class Node {
   onnx::NodeProto& mutable_header() { return header_; }
   const std::string& op_type() const { return header_.op_type(); }
   const std::string& domain() const { return header_.domain(); }
+  // True in the default ONNX domain, which is named "" or "ai.onnx".
+  bool in_onnx_domain() const { return domain().empty() || domain() == "ai.onnx"; }
+  // True for `op` of the default ONNX domain.
+  bool is_onnx_op(std::string_view op) const { return op_type() == op && in_onnx_domain(); }
   const std::string& name() const { return header_.name(); }
   void set_name(std::string name) { header_.set_name(std::move(name)); }
 

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <memory>
 #include <string_view>
-#include <vector>
 
 #include "io/external_data.h"
 #include "io/model_file.h"

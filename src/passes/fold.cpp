@@ -13,12 +13,11 @@ namespace onnxkit::passes {
 namespace {
 
 bool never_folded(const ir::Node& node) {
-  static const std::set<std::string, std::less<>> ops = {
-      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
-      "Dropout",  // folded only as the identity it is at inference, by eliminate-dropout
-      "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"};
-  bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-  return !default_domain || ops.count(node.op_type()) > 0 || !node.subgraphs().empty();
+  // Dropout is folded only as the identity it is at inference, by eliminate-dropout.
+  static const std::set<std::string, std::less<>> quantization = {"QuantizeLinear", "DequantizeLinear",
+                                                                   "DynamicQuantizeLinear"};
+  return !node.in_onnx_domain() || may_be_random(node) || quantization.count(node.op_type()) > 0 ||
+         !node.subgraphs().empty();
 }
 
 // Shape and Size of a tensor whose dims are all known: computed from the

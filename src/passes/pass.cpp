@@ -76,22 +76,28 @@ bool replace_value(ir::Graph& graph, ir::Value* from, ir::Value* to) {
   return true;
 }
 
+bool only_first_output_used(const ir::Node& node) {
+  if (node.output(0) == nullptr) return false;
+  for (size_t i = 1; i < node.outputs().size(); ++i)
+    if (node.output(i) != nullptr && node.output(i)->is_used()) return false;
+  return true;
+}
+
 bool bypass_node(ir::Node& node) {
   ir::Value* in = node.input(0);
   ir::Value* out = node.output(0);
-  if (in == nullptr || out == nullptr) return false;
-  for (size_t i = 1; i < node.outputs().size(); ++i) {
-    const ir::Value* extra = node.output(i);
-    if (extra != nullptr && (!extra->uses().empty() || extra->is_any_graph_output())) return false;
-  }
+  if (in == nullptr || !only_first_output_used(node)) return false;
   ir::Graph& graph = *node.graph();
   if (!replace_value(graph, out, in)) return false;
   graph.remove_node(&node);
   return true;
 }
 
-bool is_onnx_op(const ir::Node& node, std::string_view op_type) {
-  return node.op_type() == op_type && (node.domain().empty() || node.domain() == "ai.onnx");
+bool may_be_random(const ir::Node& node) {
+  static const std::set<std::string, std::less<>> ops = {"RandomNormal",      "RandomUniform", "RandomNormalLike",
+                                                         "RandomUniformLike", "Multinomial",   "Bernoulli",
+                                                         "Dropout"};
+  return node.in_onnx_domain() && ops.count(node.op_type()) > 0;
 }
 
 ir::Node* sole_consumer(const ir::Value* value) {
@@ -101,11 +107,11 @@ ir::Node* sole_consumer(const ir::Value* value) {
   return consumer->graph() == value->owner() ? consumer : nullptr;
 }
 
-std::vector<ir::Node*> nodes_of(ir::Graph& graph, std::initializer_list<std::string_view> op_types) {
+std::vector<ir::Node*> nodes_of(ir::Graph& graph, const std::vector<std::string_view>& op_types) {
   std::vector<ir::Node*> found;
   for (ir::Node& node : graph.nodes())
     for (std::string_view op : op_types)
-      if (is_onnx_op(node, op)) found.push_back(&node);
+      if (node.is_onnx_op(op)) found.push_back(&node);
   return found;
 }
 

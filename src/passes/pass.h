@@ -10,7 +10,6 @@
 // change name, node in the user's exclusion list) declines it.
 
 #include <cstddef>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <set>
@@ -91,13 +90,18 @@ bool replace_value(ir::Graph& graph, ir::Value* from, ir::Value* to);
 // Whether replace_value(graph, from, to) would succeed.
 bool can_replace_value(const ir::Graph& graph, const ir::Value* from, const ir::Value* to);
 
+// True when `node` has an output 0 and every other output is omitted or
+// unused (BatchNormalization's running statistics, Dropout's mask).
+bool only_first_output_used(const ir::Node& node);
+
 // Removes a node whose output 0 is equivalent to its input 0 (Identity,
 // inference Dropout, a no-op Cast...): its consumers read the input. False,
 // and nothing changed, when replace_value declines.
 bool bypass_node(ir::Node& node);
 
-// True for `op_type` of the default ONNX domain ("" or "ai.onnx").
-bool is_onnx_op(const ir::Node& node, std::string_view op_type);
+// True for ops whose result may be random (RandomNormal..., Multinomial,
+// Bernoulli, Dropout in training): never folded, never merged.
+bool may_be_random(const ir::Node& node);
 
 // The node that alone reads `value`, when `value` has exactly one use, that
 // use is in the same graph (not inside a sub-graph), and no graph lists
@@ -106,7 +110,7 @@ ir::Node* sole_consumer(const ir::Value* value);
 
 // Nodes of `graph` whose op is one of `op_types`, in order: a snapshot, so
 // that a pass may remove other nodes while walking it.
-std::vector<ir::Node*> nodes_of(ir::Graph& graph, std::initializer_list<std::string_view> op_types);
+std::vector<ir::Node*> nodes_of(ir::Graph& graph, const std::vector<std::string_view>& op_types);
 
 }  // namespace onnxkit::passes
 

@@ -87,11 +87,9 @@ class Evaluator {
     return memo_[value] ? &*memo_[value] : nullptr;
   }
 
-  std::optional<std::vector<int64_t>> constant_ints(const ir::Value* value) { return context_.constant_ints(value); }
-
  private:
   std::optional<SymbolicVector> compute(const ir::Value* value) {
-    if (auto ints = constant_ints(value)) {
+    if (auto ints = context_.constant_ints(value)) {
       SymbolicVector v;
       v.scalar = context_.constant(value)->rank() == 0;
       for (int64_t x : *ints) v.dims.push_back(SymbolicDim::known(x));
@@ -100,7 +98,7 @@ class Evaluator {
     const ir::Node* node = value->producer();
     if (node == nullptr || value != node->output(0)) return std::nullopt;
     const std::string& op = node->op_type();
-    if (!node->domain().empty() && node->domain() != "ai.onnx") return std::nullopt;
+    if (!node->in_onnx_domain()) return std::nullopt;
     const int64_t opset = context_.opset();
 
     if (op == "Shape") {
@@ -123,7 +121,7 @@ class Evaluator {
     }
     if (op == "Gather") {
       const SymbolicVector* data = eval(node->input(0));
-      auto indices = constant_ints(node->input(1));
+      auto indices = context_.constant_ints(node->input(1));
       if (!data || data->scalar || !indices || node->attr_int("axis", 0) != 0) return std::nullopt;
       SymbolicVector v;
       v.scalar = context_.constant(node->input(1))->rank() == 0;
@@ -140,7 +138,7 @@ class Evaluator {
       if (!in) return std::nullopt;
       std::vector<int64_t> axes = node->attr_ints("axes");
       if (opset >= 13) {
-        auto given = node->input(1) ? constant_ints(node->input(1)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+        auto given = node->input(1) ? context_.constant_ints(node->input(1)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
         if (!given) return std::nullopt;
         axes = *given;
       }
@@ -174,18 +172,18 @@ class Evaluator {
         ends = node->attr_ints("ends");
         if (node->attribute("axes")) axes = node->attr_ints("axes");
       } else {
-        auto s = constant_ints(node->input(1));
-        auto e = constant_ints(node->input(2));
+        auto s = context_.constant_ints(node->input(1));
+        auto e = context_.constant_ints(node->input(2));
         if (!s || !e) return std::nullopt;
         starts = *s;
         ends = *e;
         if (node->input(3)) {
-          auto a = constant_ints(node->input(3));
+          auto a = context_.constant_ints(node->input(3));
           if (!a) return std::nullopt;
           axes = *a;
         }
         if (node->input(4)) {
-          auto st = constant_ints(node->input(4));
+          auto st = context_.constant_ints(node->input(4));
           if (!st) return std::nullopt;
           steps = *st;
         }
@@ -316,7 +314,7 @@ class ResolveShapeInputs final : public Pass {
     std::vector<ir::Node*> nodes;
     for (ir::Node& n : graph.nodes()) nodes.push_back(&n);
     for (ir::Node* node : nodes) {
-      if (context.excluded(*node) || (!node->domain().empty() && node->domain() != "ai.onnx")) continue;
+      if (context.excluded(*node) || !node->in_onnx_domain()) continue;
       const std::string& op = node->op_type();
       if (op == "Reshape" && node->input(1) && node->input(0)) {
         const SymbolicVector* shape = eval.eval(node->input(1));
@@ -324,7 +322,7 @@ class ResolveShapeInputs final : public Pass {
         auto target = reshape_target(*shape, node->input(0), node->attr_int("allowzero", 0) != 0);
         if (!target) continue;
         // A constant shape is rewritten only to turn its -1 into a number.
-        if (node->input(1)->is_constant() && eval.constant_ints(node->input(1)) == target) continue;
+        if (node->input(1)->is_constant() && context.constant_ints(node->input(1)) == target) continue;
         node->set_input(1, context.add_constant(graph, node->input(1)->name() + "_resolved", int64_vector(*target)));
         context.note(fmt::format("{}: shape written as constant {}", node->describe(), runtime::shape_to_string(*target)));
         ++changes;

@@ -22,12 +22,25 @@ class PassThrough final : public Kernel {
   }
 };
 
+// A step the plan adds after or before `node`: copies slot `from` into slot
+// `to` in the other layout.
+GraphPlan::Step reorder_step(const ir::Node& node, const char* kind, int from, int to, std::unique_ptr<Kernel> kernel) {
+  GraphPlan::Step step;
+  step.node = &node;
+  step.kind = kind;
+  step.inputs = {from};
+  step.outputs = {to};
+  step.wanted = {true};
+  step.kernel = std::move(kernel);
+  return step;
+}
+
 // Producers whose kernels apply a fused activation (KernelInfo::fused_activation),
 // and the activations they take.
 bool fusable(const ir::Node& producer, const ir::Node& activation) {
   static const std::set<std::pair<std::string, std::string>> kTable = {{"Conv", "Relu"}};
-  auto plain = [](const ir::Node& n) { return n.domain().empty() || n.domain() == "ai.onnx"; };
-  return plain(producer) && plain(activation) && kTable.count({producer.op_type(), activation.op_type()}) != 0;
+  return producer.in_onnx_domain() && activation.in_onnx_domain() &&
+         kTable.count({producer.op_type(), activation.op_type()}) != 0;
 }
 
 // activation node -> its producer, where the pair can run as one kernel: the
@@ -114,15 +127,14 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   // The main graph's convolution chains run on blocked activations. Every
   // value keeps its plain slot; a value that also exists blocked gets a
   // second slot, and reorder steps fill whichever a consumer needs.
+  auto constant_of = [&](const ir::Value* v) -> const Tensor* {
+    auto it = v == nullptr ? plan->slots.end() : plan->slots.find(v);
+    if (it == plan->slots.end()) return nullptr;
+    auto c = constant_by_slot.find(it->second);
+    return c != constant_by_slot.end() ? c->second : nullptr;
+  };
   LayoutPlan layout;
-  if (parent == nullptr && context.options.blocked_layout) {
-    layout = plan_layout(order, [&](const ir::Value* v) -> const Tensor* {
-      auto it = v == nullptr ? plan->slots.end() : plan->slots.find(v);
-      if (it == plan->slots.end()) return nullptr;
-      auto c = constant_by_slot.find(it->second);
-      return c != constant_by_slot.end() ? c->second : nullptr;
-    });
-  }
+  if (parent == nullptr && context.options.blocked_layout) layout = plan_layout(order, constant_of);
   auto new_slot = [&] { return static_cast<int>(plan->slot_count++); };
   std::unordered_map<const ir::Value*, int> blocked_slot;
   for (const auto& [v, channels] : layout.channels) blocked_slot[v] = new_slot();
@@ -152,21 +164,15 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
       auto it = constant_by_slot.find(s);
       constants.push_back(it != constant_by_slot.end() ? it->second : nullptr);
       if (v != nullptr && std::find(acts.begin(), acts.end(), i) != acts.end()) {
-        const Tensor* w = blocked_slot.count(v) ? nullptr : constant_by_slot.at(plan->slots.at(node.input(1)));
-        if (w != nullptr && nn::conv_reads_plain(node, *w)) {
-          plain_input = true;  // a first layer reads the plain input itself
-        } else if (w != nullptr) {
-          // A plain value entering a blocked region (only a Conv starts one).
-          const int64_t channels = w->dim(1) * node.attr_int("group", 1);
-          blocked_slot[v] = new_slot();
-          GraphPlan::Step reorder;
-          reorder.node = &node;
-          reorder.kind = "ToBlocked";
-          reorder.inputs = {s};
-          reorder.outputs = {blocked_slot[v]};
-          reorder.wanted = {true};
-          reorder.kernel = nn::make_to_blocked(channels);
-          plan->steps.push_back(std::move(reorder));
+        if (!blocked_slot.count(v)) {
+          // A plain value entering a blocked region: only a Conv starts one.
+          const Tensor* w = constant_of(node.input(1));
+          plain_input = nn::conv_reads_plain(node, *w);  // a first layer reads it as it is
+          if (!plain_input) {
+            blocked_slot[v] = new_slot();
+            const int64_t channels = w->dim(1) * node.attr_int("group", 1);
+            plan->steps.push_back(reorder_step(node, "ToBlocked", s, blocked_slot[v], nn::make_to_blocked(channels)));
+          }
         }
         if (!plain_input) s = blocked_slot.at(v);
       }
@@ -214,16 +220,10 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     }
     plan->steps.push_back(std::move(step));
 
-    if (blocked && node.output(0) != nullptr && needs_plain(node.output(0))) {
-      GraphPlan::Step reorder;
-      reorder.node = &node;
-      reorder.kind = "ToPlain";
-      reorder.inputs = {blocked_slot.at(node.output(0))};
-      reorder.outputs = {plan->slots.at(node.output(0))};
-      reorder.wanted = {true};
-      reorder.kernel = nn::make_to_plain(layout.channels.at(node.output(0)));
-      plan->steps.push_back(std::move(reorder));
-    }
+    const ir::Value* out = node.output(0);
+    if (blocked && out != nullptr && needs_plain(out))
+      plan->steps.push_back(reorder_step(node, "ToPlain", blocked_slot.at(out), plan->slots.at(out),
+                                         nn::make_to_plain(layout.channels.at(out))));
   }
 
   // Buffers go after their last read (an unread output right after its

@@ -8,8 +8,6 @@
 namespace onnxkit::runtime {
 namespace {
 
-bool plain_domain(const ir::Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
-
 // Element-wise ops that map 0 to 0 keep the padded channels zero, which the
 // blocked kernels rely on; the others may run blocked only when there is no
 // padding (C a multiple of the block).
@@ -46,7 +44,7 @@ LayoutPlan plan_layout(const std::vector<ir::Node*>& order,
     return it == plan.channels.end() ? -1 : it->second;
   };
   for (const ir::Node* node : order) {
-    if (!plain_domain(*node) || node->outputs().empty() || node->output(0) == nullptr) continue;
+    if (!node->in_onnx_domain() || node->outputs().empty() || node->output(0) == nullptr) continue;
     const std::string& op = node->op_type();
     const int64_t in = channels_of(node->input(0));
     int64_t out = -1;

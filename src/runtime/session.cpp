@@ -14,25 +14,12 @@
 namespace onnxkit::runtime {
 namespace {
 
-std::string type_text(const onnx::TypeProto& type) {
-  if (!type.has_tensor_type()) return "a non-tensor value";
-  const auto& t = type.tensor_type();
-  std::string dims;
-  if (t.has_shape()) {
-    std::vector<std::string> parts;
-    for (const auto& d : t.shape().dim())
-      parts.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
-    dims = "[" + join(parts, ",") + "]";
-  }
-  return io::data_type_name(t.elem_type()) + dims;
-}
-
 // Checks a fed value against the declared type: kind, element type, rank,
 // and every fixed dim.
 Status check_feed(const ValueInfo& info, const Value& value) {
   const onnx::TypeProto& type = info.type;
   auto mismatch = [&](const std::string& what) {
-    return make_error("input '{}': {}; got {}, the model expects {}", info.name, what, value.describe(), type_text(type));
+    return make_error("input '{}': {}; got {}, the model expects {}", info.name, what, value.describe(), io::type_text(type));
   };
   if (type.has_tensor_type()) {
     if (!value.is_tensor()) return mismatch("not a tensor");
@@ -133,7 +120,7 @@ Status Session::validate(const NamedValues& feeds, std::vector<Value>& ordered) 
   }
   std::vector<std::string> missing;
   for (size_t i = 0; i < inputs_.size(); ++i)
-    if (!fed[i] && !inputs_[i].has_default) missing.push_back(fmt::format("'{}' ({})", inputs_[i].name, type_text(inputs_[i].type)));
+    if (!fed[i] && !inputs_[i].has_default) missing.push_back(fmt::format("'{}' ({})", inputs_[i].name, io::type_text(inputs_[i].type)));
   if (!missing.empty()) return make_error("missing input{} {}", missing.size() > 1 ? "s" : "", join(missing, ", "));
   return {};
 }

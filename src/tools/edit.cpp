@@ -5,6 +5,7 @@
 #include "tools/edit.h"
 
 #include <fmt/format.h>
+#include <onnx/defs/attr_proto_util.h>
 #include <onnx/defs/schema.h>
 
 #include <algorithm>
@@ -67,6 +68,16 @@ std::vector<ir::Node*> find_nodes_by_op(ir::Graph& graph, std::string_view op_ty
   return find_nodes(graph, [&](const ir::Node& n) { return n.op_type() == op_type; });
 }
 
+Result<std::vector<ir::Node*>> require_nodes_by_op(ir::Graph& graph, std::string_view op_type) {
+  std::vector<ir::Node*> nodes = find_nodes_by_op(graph, op_type);
+  if (!nodes.empty()) return nodes;
+  std::set<std::string> ops;
+  graph.for_each_graph([&](ir::Graph& g) {
+    for (ir::Node& n : g.nodes()) ops.insert(n.op_type());
+  });
+  return make_error("the model has no {} node{}", op_type, did_you_mean(op_type, {ops.begin(), ops.end()}));
+}
+
 Result<ir::Node*> find_node(ir::Graph& graph, std::string_view name) {
   ir::Graph& root = *graph.root();
   std::vector<ir::Node*> found = find_nodes(root, [&](const ir::Node& n) { return n.name() == name; });
@@ -109,10 +120,10 @@ Result<ir::Value*> find_tensor(ir::Graph& graph, std::string_view name) {
 // --- nodes -----------------------------------------------------------------
 
 Status remove_node(ir::Node& node) {
-  if (node.op_type() == "If" && (node.domain().empty() || node.domain() == "ai.onnx")) return inline_if(node);
+  if (node.is_onnx_op("If")) return inline_if(node);
   if (node.input(0) == nullptr) {
     bool used = false;
-    for (ir::Value* out : node.outputs()) used = used || (out != nullptr && (!out->uses().empty() || out->is_any_graph_output()));
+    for (ir::Value* out : node.outputs()) used = used || (out != nullptr && out->is_used());
     if (used) {
       const ir::Value* out = node.output(0);
       std::string reader = out != nullptr && !out->uses().empty() ? out->uses()[0].node->describe() : "a graph output";
@@ -124,7 +135,7 @@ Status remove_node(ir::Node& node) {
   }
   for (size_t i = 1; i < node.outputs().size(); ++i) {
     const ir::Value* extra = node.output(i);
-    if (extra != nullptr && (!extra->uses().empty() || extra->is_any_graph_output()))
+    if (extra != nullptr && extra->is_used())
       return make_error("{}: its output #{} '{}' is in use, and bypassing the node keeps only the first", node.describe(),
                         i, extra->name());
   }
@@ -149,7 +160,7 @@ Status inline_if(ir::Node& node) {
   ONNXKIT_TRY(passes::eliminate::inline_if_branch(node, *taken));
   // A Constant that only said which branch to take has nothing left to say.
   if (condition != nullptr && condition->op_type() == "Constant" && condition->output(0) != nullptr &&
-      condition->output(0)->uses().empty() && !condition->output(0)->is_any_graph_output())
+      !condition->output(0)->is_used())
     condition->graph()->remove_node(condition);
   return {};
 }
@@ -225,62 +236,6 @@ std::string input_name(const ir::Node& node, size_t index) {
 
 // --- attributes ----------------------------------------------------------------
 
-onnx::AttributeProto make_attribute(std::string name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(std::move(name));
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
-
-onnx::AttributeProto make_attribute(std::string name, float value) {
-  onnx::AttributeProto a;
-  a.set_name(std::move(name));
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(value);
-  return a;
-}
-
-onnx::AttributeProto make_attribute(std::string name, std::string value) {
-  onnx::AttributeProto a;
-  a.set_name(std::move(name));
-  a.set_type(onnx::AttributeProto::STRING);
-  a.set_s(std::move(value));
-  return a;
-}
-
-onnx::AttributeProto make_attribute(std::string name, std::vector<int64_t> values) {
-  onnx::AttributeProto a;
-  a.set_name(std::move(name));
-  a.set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a.add_ints(v);
-  return a;
-}
-
-onnx::AttributeProto make_attribute(std::string name, std::vector<float> values) {
-  onnx::AttributeProto a;
-  a.set_name(std::move(name));
-  a.set_type(onnx::AttributeProto::FLOATS);
-  for (float v : values) a.add_floats(v);
-  return a;
-}
-
-onnx::AttributeProto make_attribute(std::string name, std::vector<std::string> values) {
-  onnx::AttributeProto a;
-  a.set_name(std::move(name));
-  a.set_type(onnx::AttributeProto::STRINGS);
-  for (std::string& v : values) a.add_strings(std::move(v));
-  return a;
-}
-
-onnx::AttributeProto make_attribute(std::string name, onnx::TensorProto value) {
-  onnx::AttributeProto a;
-  a.set_name(std::move(name));
-  a.set_type(onnx::AttributeProto::TENSOR);
-  *a.mutable_t() = std::move(value);
-  return a;
-}
-
 Result<onnx::AttributeProto::AttributeType> schema_attribute_type(const ir::Node& node, std::string_view name) {
   const onnx::OpSchema* schema = schema_of(node);
   if (schema == nullptr) return onnx::AttributeProto::UNDEFINED;
@@ -343,15 +298,15 @@ Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_v
     case AttributeProto::INT: {
       auto v = literals::parse_int(trimmed);
       if (!v.ok()) return wrong(v.error());
-      return make_attribute(attr, *v);
+      return onnx::MakeAttribute(attr, *v);
     }
     case AttributeProto::FLOAT: {
       auto v = literals::parse_float(trimmed);
       if (!v.ok()) return wrong(v.error());
-      return make_attribute(attr, static_cast<float>(*v));
+      return onnx::MakeAttribute(attr, static_cast<float>(*v));
     }
     case AttributeProto::STRING:
-      return make_attribute(attr, literals::unquote(trimmed));
+      return onnx::MakeAttribute(attr, literals::unquote(trimmed));
     case AttributeProto::INTS: {
       std::vector<int64_t> values;
       for (const std::string& item : literals::parse_list(trimmed)) {
@@ -359,7 +314,7 @@ Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_v
         if (!v.ok()) return wrong(v.error());
         values.push_back(*v);
       }
-      return make_attribute(attr, std::move(values));
+      return onnx::MakeAttribute(attr, std::move(values));
     }
     case AttributeProto::FLOATS: {
       std::vector<float> values;
@@ -368,19 +323,19 @@ Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_v
         if (!v.ok()) return wrong(v.error());
         values.push_back(static_cast<float>(*v));
       }
-      return make_attribute(attr, std::move(values));
+      return onnx::MakeAttribute(attr, std::move(values));
     }
     case AttributeProto::STRINGS:
-      return make_attribute(attr, literals::parse_list(trimmed));
+      return onnx::MakeAttribute(attr, literals::parse_list(trimmed));
     case AttributeProto::TENSOR: {
       if (npy) {
         auto t = io::read_npy(std::string(trimmed));
         if (!t.ok()) return t.error();
-        return make_attribute(attr, std::move(t).value());
+        return onnx::MakeAttribute(attr, std::move(t).value());
       }
       auto t = parse_tensor_literal(trimmed);
       if (!t.ok()) return wrong(t.error());
-      return make_attribute(attr, std::move(t).value());
+      return onnx::MakeAttribute(attr, std::move(t).value());
     }
     default:
       return make_error("attribute '{}' of {} is {}: set it through the library (tools::set_attribute), not from text",
@@ -463,7 +418,7 @@ Status remove_graph_input(ir::Model& model, std::string_view name) {
     if (!v->uses().empty() && !v->is_constant())
       return make_error("input '{}' is still read by {}", name, v->uses()[0].node->describe());
     graph.remove_input(i);
-    if (v->uses().empty() && !v->is_any_graph_output() && !v->is_constant()) graph.erase_value(v);
+    if (!v->is_used() && !v->is_constant()) graph.erase_value(v);
     return {};
   }
   return make_error("'{}' is not an input of the model{}", name, did_you_mean(name, names));

@@ -30,6 +30,8 @@ namespace onnxkit::tools {
 // true, parents first, each graph in its node order.
 std::vector<ir::Node*> find_nodes(ir::Graph& graph, const std::function<bool(const ir::Node&)>& match);
 std::vector<ir::Node*> find_nodes_by_op(ir::Graph& graph, std::string_view op_type);
+// The same, but none is an error that suggests the closest op of the model.
+Result<std::vector<ir::Node*>> require_nodes_by_op(ir::Graph& graph, std::string_view op_type);
 // The node named `name` anywhere in the model that `graph` belongs to.
 Result<ir::Node*> find_node(ir::Graph& graph, std::string_view name);
 // The tensor named `name` anywhere in the model (sub-graphs included).
@@ -72,20 +74,12 @@ std::string input_name(const ir::Node& node, size_t index);
 
 // --- attributes ----------------------------------------------------------------
 
-// Typed attributes, one maker per AttributeProto type.
-onnx::AttributeProto make_attribute(std::string name, int64_t value);
-onnx::AttributeProto make_attribute(std::string name, float value);
-onnx::AttributeProto make_attribute(std::string name, std::string value);
-onnx::AttributeProto make_attribute(std::string name, std::vector<int64_t> values);
-onnx::AttributeProto make_attribute(std::string name, std::vector<float> values);
-onnx::AttributeProto make_attribute(std::string name, std::vector<std::string> values);
-onnx::AttributeProto make_attribute(std::string name, onnx::TensorProto value);
-
 // The type the op's schema gives attribute `name` of `node` (UNDEFINED when
 // the op has no schema here); an error when the schema has no such attribute.
 Result<onnx::AttributeProto::AttributeType> schema_attribute_type(const ir::Node& node, std::string_view name);
 
-// Sets (replaces or adds) an attribute of `node`. A type that disagrees
+// Sets (replaces or adds) an attribute of `node` (make it with onnx::MakeAttribute,
+// <onnx/defs/attr_proto_util.h>). A type that disagrees
 // with the op's schema is an error naming both. Graph-valued attributes (g,
 // graphs) are imported into the IR as the node's sub-graphs.
 Status set_attribute(ir::Node& node, onnx::AttributeProto attribute);

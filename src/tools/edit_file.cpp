@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "io/tensor_file.h"
+#include "io/tensor_proto.h"
 #include "runtime/tensor.h"
 #include "tools/edit.h"
 #include "tools/edit_literals.h"
@@ -46,15 +47,7 @@ Result<std::tuple<std::string, std::string, std::string>> split_target_attr(cons
   return std::make_tuple(left.substr(0, colon), left.substr(colon + 1), text.substr(eq + 1));
 }
 
-std::string type_text(const ir::Value& v) {
-  if (!v.has_type() || !v.type().has_tensor_type()) return "";
-  const auto& tt = v.type().tensor_type();
-  std::string text = runtime::to_string(static_cast<runtime::DataType>(tt.elem_type()));
-  if (!tt.has_shape()) return text;
-  std::vector<std::string> dims;
-  for (const auto& d : tt.shape().dim()) dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "?" : d.dim_param());
-  return text + " [" + join(dims, ",") + "]";
-}
+std::string type_text(const ir::Value& v) { return v.has_type() ? io::type_text(v.type()) : ""; }
 
 size_t count_nodes(const ir::Model& model) { return model.graph().nodes().size(); }
 
@@ -137,14 +130,7 @@ Status op_set_attr(EditContext& c, const std::string& arg) {
 Status op_set_attr_op(EditContext& c, const std::string& arg) {
   ONNXKIT_ASSIGN(auto parts, split_target_attr(arg, "OPTYPE:ATTR=VALUE"));
   auto& [op, attr, value] = parts;
-  std::vector<ir::Node*> nodes = find_nodes_by_op(c.model->graph(), op);
-  if (nodes.empty()) {
-    std::vector<std::string> ops;
-    c.model->graph().for_each_graph([&](ir::Graph& g) {
-      for (ir::Node& n : g.nodes()) ops.push_back(n.op_type());
-    });
-    return make_error("the model has no {} node{}", op, did_you_mean(op, ops));
-  }
+  ONNXKIT_ASSIGN(std::vector<ir::Node*> nodes, require_nodes_by_op(c.model->graph(), op));
   for (ir::Node* node : nodes) ONNXKIT_TRY(set_attribute_text(*node, attr, value));
   c.report.done.push_back(fmt::format("{} {} node{}: {} = {}", nodes.size(), op, nodes.size() == 1 ? "" : "s", attr, value));
   return {};
@@ -248,8 +234,8 @@ Status op_set_input(EditContext& c, const std::string& arg) {
   }
   ONNXKIT_TRY(set_node_input(*node, i, value));
   std::string type = value->initializer() != nullptr
-                         ? fmt::format("{} {}", runtime::to_string(static_cast<runtime::DataType>(value->initializer()->data_type())),
-                                       runtime::shape_to_string({value->initializer()->dims().begin(), value->initializer()->dims().end()}))
+                         ? io::data_type_name(value->initializer()->data_type()) +
+                               runtime::shape_to_string({value->initializer()->dims().begin(), value->initializer()->dims().end()})
                          : type_text(*value);
   c.report.done.push_back(fmt::format("{}: input #{} ({}) now reads '{}'{}", node->describe(), i, input_name(*node, i),
                                       value->name(), type.empty() ? "" : " (" + type + ")"));

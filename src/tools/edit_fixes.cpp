@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -41,25 +40,12 @@ Status set_dim(onnx::TensorShapeProto::Dimension& dim, const std::string& value)
 // The elements of a small constant integer tensor (an initializer or a
 // Constant node's output); empty when `value` is not one.
 std::vector<int64_t> constant_ints(const ir::Value* value, const ir::Model& model) {
-  const onnx::TensorProto* tensor = nullptr;
-  if (value == nullptr) return {};
-  if (value->initializer() != nullptr && !value->is_graph_input()) {
-    tensor = value->initializer();
-  } else if (const ir::Node* p = value->producer(); p != nullptr && p->op_type() == "Constant") {
-    const ir::Attribute* a = p->attribute("value");
-    if (a != nullptr && a->proto.has_t()) tensor = &a->proto.t();
-  }
+  const onnx::TensorProto* tensor = value != nullptr ? value->constant_tensor() : nullptr;
   if (tensor == nullptr) return {};
   auto t = runtime::tensor_from_proto(*tensor, model.external_data());
   if (!t.ok() || t->dtype() != runtime::DataType::int64 || t->numel() > 64) return {};
   auto values = t->values<int64_t>();
   return {values.begin(), values.end()};
-}
-
-std::string dims_text(const std::vector<int64_t>& dims) {
-  std::vector<std::string> parts;
-  for (int64_t d : dims) parts.push_back(std::to_string(d));
-  return "[" + join(parts, ",") + "]";
 }
 
 }  // namespace
@@ -118,20 +104,13 @@ Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view ba
       fixed[0] = std::count(shape.begin(), shape.end(), -1) == 0 ? -1 : 0;
       warnings.push_back(fmt::format("{} reshapes to the constant {}, which keeps the batch at {}; "
                                      "--set-input '{}:1=int64:{}' makes it follow the input",
-                                     node.describe(), dims_text(shape), old_batch, node.name(), dims_text(fixed)));
+                                     node.describe(), runtime::shape_to_string(shape), old_batch, node.name(), runtime::shape_to_string(fixed)));
     }
   return warnings;
 }
 
 Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector<std::string>* skipped) {
-  std::vector<ir::Node*> nodes = find_nodes_by_op(model.graph(), op_type);
-  if (nodes.empty()) {
-    std::set<std::string> ops;
-    model.graph().for_each_graph([&](ir::Graph& g) {
-      for (ir::Node& n : g.nodes()) ops.insert(n.op_type());
-    });
-    return make_error("the model has no {} node{}", op_type, did_you_mean(op_type, {ops.begin(), ops.end()}));
-  }
+  ONNXKIT_ASSIGN(std::vector<ir::Node*> nodes, require_nodes_by_op(model.graph(), op_type));
   size_t removed = 0;
   // Sub-graphs before the graphs holding them: inlining an If never frees a node still to visit.
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
@@ -242,7 +221,7 @@ Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs
 size_t replace_prelu(ir::Model& model) {
   size_t replaced = 0;
   for (ir::Node* node : find_nodes_by_op(model.graph(), "PRelu")) {
-    if (!(node->domain().empty() || node->domain() == "ai.onnx") || node->input(0) == nullptr ||
+    if (!node->in_onnx_domain() || node->input(0) == nullptr ||
         node->input(1) == nullptr || node->output(0) == nullptr)
       continue;
     ir::Graph& graph = *node->graph();

@@ -1,6 +1,6 @@
 #pragma once
 // Literals of `onnxkit edit`'s operations: numbers, [lists] and typed
-// tensors such as float:[1,1,2,2]. Internal to tools/edit*.cpp.
+// tensors such as float:[1,1,2,2]. Internal to tools/ (edit, simplify).
 
 #include <cstdint>
 #include <string>

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "ir/model.h"
 #include "runtime/session.h"
@@ -21,7 +20,7 @@ namespace {
 ModelSummary summarize(const ir::Model& model) {
   ModelSummary s;
   for (const ir::Node& node : model.graph().nodes()) {
-    ++s.ops[node.domain().empty() || node.domain() == "ai.onnx" ? node.op_type() : node.domain() + ":" + node.op_type()];
+    ++s.ops[node.in_onnx_domain() ? node.op_type() : node.domain() + ":" + node.op_type()];
     ++s.nodes;
   }
   for (const ir::Value* v : model.graph().initializers()) {

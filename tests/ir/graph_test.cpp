@@ -12,12 +12,7 @@ namespace onnxkit {
 namespace {
 
 using testing::model_from_text;
-
-std::vector<std::string> op_types(const ir::Graph& g) {
-  std::vector<std::string> ops;
-  for (const ir::Node& n : g.nodes()) ops.push_back(n.op_type());
-  return ops;
-}
+using testing::op_types;
 
 constexpr const char* kChain = R"(
 <ir_version: 8, opset_import: ["" : 15]>

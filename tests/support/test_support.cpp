@@ -24,6 +24,12 @@ std::unique_ptr<ir::Model> model_from_text(const std::string& text) {
   return model.ok() ? std::move(model).value() : nullptr;
 }
 
+std::vector<std::string> op_types(const ir::Graph& graph) {
+  std::vector<std::string> ops;
+  for (const ir::Node& n : graph.nodes()) ops.push_back(n.op_type());
+  return ops;
+}
+
 std::vector<fs::path> backend_test_models() {
   std::vector<fs::path> models;
   for (const auto& entry : fs::recursive_directory_iterator(ONNX_TESTDATA))

@@ -18,6 +18,9 @@ onnx::ModelProto parse_model_text(const std::string& text);
 // parse_model_text, then import into the IR.
 std::unique_ptr<ir::Model> model_from_text(const std::string& text);
 
+// The op types of the graph's nodes, in order.
+std::vector<std::string> op_types(const ir::Graph& graph);
+
 // Every model.onnx under ONNX's backend test data, sorted.
 std::vector<std::filesystem::path> backend_test_models();
 

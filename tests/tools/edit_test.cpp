@@ -2,6 +2,7 @@
 // (tools/edit_file.h), on small models in ONNX's text syntax.
 
 #include <gtest/gtest.h>
+#include <onnx/defs/attr_proto_util.h>
 
 #include <random>
 
@@ -15,12 +16,7 @@ namespace onnxkit {
 namespace {
 
 using testing::model_from_text;
-
-std::vector<std::string> op_types(const ir::Graph& g) {
-  std::vector<std::string> ops;
-  for (const ir::Node& n : g.nodes()) ops.push_back(n.op_type());
-  return ops;
-}
+using testing::op_types;
 
 // Names every node of the main graph after its first output ("n_<output>"),
 // since the text syntax of this ONNX version leaves nodes unnamed.
@@ -199,9 +195,9 @@ g (float[1, 2, 4, 4] x, float[2] s, float[2] b) => (float[1, 2, 4, 4] y) {
   ASSERT_TRUE(eps.ok());
   EXPECT_EQ(eps->type(), onnx::AttributeProto::FLOAT);
   EXPECT_FLOAT_EQ(eps->f(), 1.0f);
-  ASSERT_TRUE(tools::set_attribute(node, tools::make_attribute("epsilon", 1e-5f)).ok());
+  ASSERT_TRUE(tools::set_attribute(node, onnx::MakeAttribute("epsilon", 1e-5f)).ok());
   EXPECT_FLOAT_EQ(node.attr_float("epsilon", 0), 1e-5f);
-  auto wrong = tools::set_attribute(node, tools::make_attribute("epsilon", int64_t{1}));
+  auto wrong = tools::set_attribute(node, onnx::MakeAttribute("epsilon", int64_t{1}));
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.error().message().find("is a float, not an int"), std::string::npos) << wrong.error().message();
   auto not_a_number = tools::parse_attribute(node, "epsilon", "small");

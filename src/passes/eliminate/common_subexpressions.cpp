@@ -23,11 +23,7 @@ namespace onnxkit::passes::eliminate {
 namespace {
 
 bool is_deterministic(const ir::Node& node) {
-  static const char* const kRandom[] = {"RandomNormal",     "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                                         "Multinomial",      "Bernoulli",     "Dropout"};
-  for (const char* op : kRandom)
-    if (node.op_type() == op) return false;
-  return node.domain().empty() || node.domain() == "ai.onnx" || node.domain() == "ai.onnx.ml";
+  return !may_be_random(node) && (node.in_onnx_domain() || node.domain() == "ai.onnx.ml");
 }
 
 // What makes two nodes compute the same thing: op, domain, inputs (by

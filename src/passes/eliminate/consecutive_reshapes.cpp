@@ -25,7 +25,7 @@ class MergeConsecutiveReshapes final : public Pass {
     size_t changes = 0;
     for (ir::Node* second : nodes_of(graph, {"Reshape"})) {
       ir::Node* first = second->input(0) != nullptr ? second->input(0)->producer() : nullptr;
-      if (first == nullptr || first->graph() != &graph || !is_onnx_op(*first, "Reshape")) continue;
+      if (first == nullptr || first->graph() != &graph || !first->is_onnx_op("Reshape")) continue;
       if (context.excluded(*first) || context.excluded(*second) || first->input(0) == nullptr) continue;
       auto target = context.constant_ints(second->input(1));
       if (!target) continue;

@@ -8,6 +8,7 @@
 // p2[i]. A missing perm reverses the axes, which needs the rank.
 
 #include <fmt/format.h>
+#include <onnx/defs/attr_proto_util.h>
 
 #include <numeric>
 
@@ -37,7 +38,7 @@ class MergeConsecutiveTransposes final : public Pass {
     size_t changes = 0;
     for (ir::Node* second : nodes_of(graph, {"Transpose"})) {
       ir::Node* first = second->input(0) != nullptr ? second->input(0)->producer() : nullptr;
-      if (first == nullptr || first->graph() != &graph || !is_onnx_op(*first, "Transpose")) continue;
+      if (first == nullptr || first->graph() != &graph || !first->is_onnx_op("Transpose")) continue;
       if (context.excluded(*first) || context.excluded(*second)) continue;
       auto p1 = permutation(*first, std::nullopt);
       auto p2 = permutation(*second, p1 ? std::optional<size_t>(p1->size()) : std::nullopt);
@@ -61,11 +62,7 @@ class MergeConsecutiveTransposes final : public Pass {
         context.note(fmt::format("removed {}: they cancel", what));
       } else {
         second->set_input(0, x);
-        onnx::AttributeProto perm;
-        perm.set_name("perm");
-        perm.set_type(onnx::AttributeProto::INTS);
-        for (int64_t p : merged) perm.add_ints(p);
-        second->set_attribute(std::move(perm));
+        second->set_attribute(onnx::MakeAttribute("perm", merged));
         context.note(fmt::format("merged {} into one Transpose", what));
       }
       ++changes;

@@ -16,18 +16,11 @@
 namespace onnxkit::passes::eliminate {
 
 std::optional<bool> constant_if_condition(const ir::Node& node, const PassContext& context) {
-  if (!is_onnx_op(node, "If") || node.input(0) == nullptr) return std::nullopt;
-  const ir::Value* cond = node.input(0);
-  std::optional<runtime::Tensor> data = context.constant(cond);
-  const ir::Node* producer = cond->producer();
-  if (!data && producer != nullptr && is_onnx_op(*producer, "Constant")) {
-    const ir::Attribute* value = producer->attribute("value");
-    if (value != nullptr && value->proto.has_t()) {
-      auto tensor = runtime::tensor_from_proto(value->proto.t(), context.model().external_data());
-      if (tensor.ok()) data = std::move(tensor).value();
-    }
-  }
-  if (!data || data->numel() != 1 || data->dtype() != runtime::DataType::boolean) return std::nullopt;
+  if (!node.is_onnx_op("If") || node.input(0) == nullptr) return std::nullopt;
+  const onnx::TensorProto* proto = node.input(0)->constant_tensor();
+  if (proto == nullptr) return std::nullopt;
+  auto data = runtime::tensor_from_proto(*proto, context.model().external_data());
+  if (!data.ok() || data->numel() != 1 || data->dtype() != runtime::DataType::boolean) return std::nullopt;
   return data->data<bool>()[0];
 }
 

@@ -39,7 +39,7 @@ class EliminateDuplicateInitializers final : public Pass {
     size_t changes = 0;
     const std::vector<ir::Value*> initializers = graph.initializers();  // replace_value may rename
     for (ir::Value* value : initializers) {
-      if (value->uses().empty() && !value->is_any_graph_output()) continue;  // cleanup's job
+      if (!value->is_used()) continue;  // cleanup's job
       auto data = context.constant(value);
       if (!data || data->dtype() == runtime::DataType::string) continue;
       const std::string_view bytes(static_cast<const char*>(data->raw()), data->nbytes());

@@ -17,13 +17,9 @@ class BypassPass final : public Pass {
   std::string_view summary() const override { return summary_; }
 
   size_t run(ir::Graph& graph, PassContext& context) const override {
-    std::vector<ir::Node*> candidates;
-    for (ir::Node& node : graph.nodes())
-      for (std::string_view op : op_types_)
-        if (is_onnx_op(node, op)) candidates.push_back(&node);
     size_t changes = 0;
     // Each step removes only the node it looks at: the rest stay valid.
-    for (ir::Node* node : candidates) {
+    for (ir::Node* node : nodes_of(graph, op_types_)) {
       if (context.excluded(*node) || !is_noop_(*node, context)) continue;
       std::string what = node->describe();
       if (!bypass_node(*node)) continue;

@@ -23,13 +23,10 @@ bool keeps_everything(const ir::Node& slice, const PassContext& context) {
   bool has_axes = false, has_steps = false;
   auto axes = ints_attribute_or_input(slice, context, "axes", 3, 10, &has_axes);
   if (has_axes && !axes) return false;
-  std::vector<int64_t> steps(starts->size(), 1);
-  if (context.opset() >= 10) {
-    auto given = context.constant_ints(slice.input(4));
-    has_steps = slice.input(4) != nullptr;
-    if (has_steps && !given) return false;
-    if (given) steps = *given;
-  }
+  // Steps came with the inputs at opset 10; before, there is no attribute of that name.
+  auto given_steps = ints_attribute_or_input(slice, context, "steps", 4, 10, &has_steps);
+  if (has_steps && !given_steps) return false;
+  const std::vector<int64_t> steps = given_steps.value_or(std::vector<int64_t>(starts->size(), 1));
   if (!axes) {
     axes.emplace();
     for (size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<int64_t>(i));

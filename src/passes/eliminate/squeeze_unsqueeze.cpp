@@ -79,7 +79,7 @@ class EliminateSqueezeUnsqueeze final : public Pass {
       const ir::Value* mid = second->input(0);
       ir::Node* first = mid != nullptr ? mid->producer() : nullptr;
       if (first == nullptr || first->graph() != &graph || first->op_type() == second->op_type()) continue;
-      if (!is_onnx_op(*first, "Squeeze") && !is_onnx_op(*first, "Unsqueeze")) continue;
+      if (!first->is_onnx_op("Squeeze") && !first->is_onnx_op("Unsqueeze")) continue;
       if (context.excluded(*second) || context.excluded(*first) || first->input(0) == nullptr) continue;
       if (!undoes(*first, *second, context)) continue;
       std::string what = fmt::format("{} and {}", first->describe(), second->describe());

@@ -26,7 +26,7 @@ namespace {
 bool fuse_once(ir::Node& conv, PassContext& context) {
   ir::Value* conv_out = conv.output(0);
   ir::Node* add = sole_consumer(conv_out);
-  if (add == nullptr || !is_onnx_op(*add, "Add") || context.excluded(*add) || context.opset() < 7) return false;
+  if (add == nullptr || !add->is_onnx_op("Add") || context.excluded(*add) || context.opset() < 7) return false;
   auto addend = context.constant(other_operand(*add, conv_out));
   auto weights = context.constant(conv.input(1));
   if (!addend || !weights || !is_fusable_weight_type(weights->dtype()) || addend->dtype() != weights->dtype() ||

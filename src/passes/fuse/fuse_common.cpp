@@ -8,15 +8,6 @@
 
 namespace onnxkit::passes::fuse {
 
-bool only_first_output_used(const ir::Node& node) {
-  if (node.output(0) == nullptr) return false;
-  for (size_t i = 1; i < node.outputs().size(); ++i) {
-    const ir::Value* extra = node.output(i);
-    if (extra != nullptr && (!extra->uses().empty() || extra->is_any_graph_output())) return false;
-  }
-  return true;
-}
-
 ir::Value* other_operand(const ir::Node& binary, const ir::Value* value) {
   if (binary.inputs().size() != 2) return nullptr;
   if (binary.input(0) == value && binary.input(1) != value) return binary.input(1);
@@ -69,7 +60,7 @@ std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& con
 }
 
 std::optional<ChannelAffine> inference_batch_norm(const ir::Node& bn, const PassContext& context, int64_t channels) {
-  if (!is_onnx_op(bn, "BatchNormalization") || !only_first_output_used(bn) || channels <= 0) return std::nullopt;
+  if (!bn.is_onnx_op("BatchNormalization") || !only_first_output_used(bn) || channels <= 0) return std::nullopt;
   // Training mode normalizes by the batch's own statistics; spatial=0 (before
   // opset 9) keeps statistics per element, not per channel.
   if (bn.attr_int("training_mode", 0) != 0 || bn.attr_int("spatial", 1) == 0) return std::nullopt;

@@ -27,9 +27,6 @@ std::unique_ptr<Pass> make_fuse_mul_into_conv_weights();
 std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm();
 std::unique_ptr<Pass> make_fuse_pad_into_conv();
 
-// True when `value` is output 0 of `node`, and every other output of `node`
-// is omitted or unused (BatchNormalization's running statistics).
-bool only_first_output_used(const ir::Node& node);
 
 // The input of the two-input `binary` node that is not `value`, when exactly
 // one of its two inputs is `value`; else null.

@@ -44,7 +44,7 @@ bool broadcasts_to(const std::vector<int64_t>& bias, const std::vector<int64_t>&
 bool fuse(ir::Node& matmul, PassContext& context) {
   ir::Value* product = matmul.output(0);
   ir::Node* add = sole_consumer(product);
-  if (add == nullptr || !is_onnx_op(*add, "Add") || context.excluded(*add) || context.opset() < 7) return false;
+  if (add == nullptr || !add->is_onnx_op("Add") || context.excluded(*add) || context.opset() < 7) return false;
   ir::Value* a = matmul.input(0);
   ir::Value* b = matmul.input(1);
   ir::Value* c = other_operand(*add, product);

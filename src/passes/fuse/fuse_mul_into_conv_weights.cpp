@@ -26,7 +26,7 @@ namespace {
 bool fuse_once(ir::Node& conv, PassContext& context) {
   ir::Value* conv_out = conv.output(0);
   ir::Node* mul = sole_consumer(conv_out);
-  if (mul == nullptr || !is_onnx_op(*mul, "Mul") || context.excluded(*mul) || context.opset() < 7) return false;
+  if (mul == nullptr || !mul->is_onnx_op("Mul") || context.excluded(*mul) || context.opset() < 7) return false;
   auto factor = context.constant(other_operand(*mul, conv_out));
   auto weights = context.constant(conv.input(1));
   if (!factor || !weights || !is_fusable_weight_type(weights->dtype()) || factor->dtype() != weights->dtype() ||

@@ -21,6 +21,7 @@
 // the consumer's are the same over d1... only.
 
 #include <fmt/format.h>
+#include <onnx/defs/attr_proto_util.h>
 
 #include "passes/fuse/fuse_common.h"
 
@@ -89,8 +90,8 @@ std::optional<size_t> consumer_rank(const ir::Node& consumer) {
 // True when the consumer's own padding is zeros, so that Pad's zeros may join it.
 bool pads_like_zeros(const ir::Node& consumer) {
   if (consumer.attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
-  if (is_onnx_op(consumer, "Conv")) return true;
-  return is_onnx_op(consumer, "AveragePool") && consumer.attr_int("count_include_pad", 0) == 1 &&
+  if (consumer.is_onnx_op("Conv")) return true;
+  return consumer.is_onnx_op("AveragePool") && consumer.attr_int("count_include_pad", 0) == 1 &&
          consumer.attr_int("ceil_mode", 0) == 0;
 }
 
@@ -119,11 +120,7 @@ bool fuse(ir::Node& pad, PassContext& context) {
     merged[spatial + i] += (*pads)[*rank + 2 + i];  // its end
   }
 
-  onnx::AttributeProto attr;
-  attr.set_name("pads");
-  attr.set_type(onnx::AttributeProto::INTS);
-  for (int64_t p : merged) attr.add_ints(p);
-  consumer->set_attribute(std::move(attr));
+  consumer->set_attribute(onnx::MakeAttribute("pads", merged));
   consumer->set_input(0, pad.input(0));
   context.note(fmt::format("{}: merged into the pads of {}", pad.describe(), consumer->describe()));
   pad.graph()->remove_node(&pad);

@@ -4,8 +4,9 @@
 // the file using them needs -fno-trapping-math for GCC to if-convert the
 // selects), within a few float ulps of the C library. Softmax and GELU spend
 // most of their time here otherwise: erf_floats takes 1.4 ns an element on
-// the benchmark machine's AVX2, the C library's erff 13 ns. The polynomials are fitted by
-// scripts/fit_fast_math.py, which prints the constants below and their error.
+// the benchmark machine's AVX2, the C library's erff 13 ns. The polynomials
+// are fitted by scripts/fit_fast_math.py, which prints the constants below
+// and their error.
 
 #include <cmath>
 #include <cstdint>

@@ -24,34 +24,31 @@ Result<Shape> logical_shape(const Tensor& t, int64_t channels) {
   return Shape{t.dim(0), channels, t.dim(2), t.dim(3)};
 }
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+// A plain activation [N, channels, H, W] of float32, or an error saying what it is.
+Status check_plain_activation(const Tensor& x, int64_t channels) {
+  if (x.rank() == 4 && x.dim(1) == channels && x.dtype() == DataType::float32) return {};
+  return make_error("X must be float32 [N, {}, H, W] ({} = W's input channels per group times group), got {} {}",
+                    channels, channels, to_string(x.dtype()), shape_to_string(x.shape()));
 }
-
-bool plain_domain(const ir::Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
 class BlockedConv final : public Kernel {
  public:
-  BlockedConv(ConvAttributes attrs, Tensor w, std::shared_ptr<DnnlConvCache> engine, int64_t in_channels,
-              bool plain_input)
+  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine, bool plain_input)
       : attrs_(std::move(attrs)),
-        w_(std::move(w)),
+        w_shape_(std::move(w_shape)),
         engine_(std::move(engine)),
-        in_channels_(in_channels),
+        in_channels_(w_shape_[1] * attrs_.group),
         plain_input_(plain_input) {}
 
   Status compute(KernelContext& ctx) const override {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     Shape shape = x->shape();
     if (plain_input_) {
-      if (x->rank() != 4 || x->dim(1) != in_channels_ || x->dtype() != DataType::float32)
-        return make_error("X must be float32 [N, {}, H, W] ({} = W's input channels per group times group), got {} {}",
-                          in_channels_, in_channels_, to_string(x->dtype()), shape_to_string(x->shape()));
+      ONNXKIT_TRY(check_plain_activation(*x, in_channels_));
     } else {
       ONNXKIT_ASSIGN(shape, logical_shape(*x, in_channels_));
     }
-    ONNXKIT_ASSIGN(ConvParams p, make_conv_params(attrs_, shape, w_.shape()));
+    ONNXKIT_ASSIGN(ConvParams p, make_conv_params(attrs_, shape, w_shape_));
     Shape y = p.y_shape();
     Tensor& out = ctx.output(0, DataType::float32, blocked_shape(y[0], y[1], y[2], y[3]));
     std::shared_ptr<const DnnlConv> conv = engine_->get(p);
@@ -61,7 +58,7 @@ class BlockedConv final : public Kernel {
 
  private:
   ConvAttributes attrs_;
-  Tensor w_;
+  Shape w_shape_;
   std::shared_ptr<DnnlConvCache> engine_;
   int64_t in_channels_;
   bool plain_input_;
@@ -146,9 +143,7 @@ class ToBlocked final : public Kernel {
   explicit ToBlocked(int64_t channels) : channels_(channels) {}
   Status compute(KernelContext& ctx) const override {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-    if (x->rank() != 4 || x->dim(1) != channels_ || x->dtype() != DataType::float32)
-      return make_error("X must be float32 [N, {}, H, W] ({} = W's input channels per group times group), got {} {}",
-                        channels_, channels_, to_string(x->dtype()), shape_to_string(x->shape()));
+    ONNXKIT_TRY(check_plain_activation(*x, channels_));
     const int64_t n = x->dim(0), c = channels_, hw = x->dim(2) * x->dim(3), cb = blocks(c);
     Tensor& y = ctx.output(0, DataType::float32, blocked_shape(n, c, x->dim(2), x->dim(3)));
     const float* src = x->data<float>();
@@ -230,7 +225,7 @@ class BlockedConcat final : public Kernel {
 Shape blocked_shape(int64_t n, int64_t c, int64_t h, int64_t w) { return {n, blocks(c), h, w, B}; }
 
 bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* bias) {
-  if (!plain_domain(node) || w == nullptr || w->dtype() != DataType::float32 || w->rank() != 4) return false;
+  if (!node.in_onnx_domain() || w == nullptr || w->dtype() != DataType::float32 || w->rank() != 4) return false;
   if (node.input(2) != nullptr && bias == nullptr) return false;
   const int64_t group = node.attr_int("group", 1);
   if (group <= 0 || w->dim(0) % group != 0) return false;
@@ -240,7 +235,7 @@ bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* b
 }
 
 bool pool_can_run_blocked(const ir::Node& node) {
-  if (!plain_domain(node)) return false;
+  if (!node.in_onnx_domain()) return false;
   const std::string& op = node.op_type();
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return true;
   if (op != "MaxPool" && op != "AveragePool") return false;
@@ -266,8 +261,7 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
       std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
       info.fused_activation() == "Relu" ? FusedActivation::relu : FusedActivation::none,
       plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
-  return std::unique_ptr<Kernel>(
-      std::make_unique<BlockedConv>(attrs, *w, engine, w->dim(1) * attrs.group, plain_input));
+  return std::unique_ptr<Kernel>(std::make_unique<BlockedConv>(attrs, w->shape(), engine, plain_input));
 }
 
 Result<std::unique_ptr<Kernel>> make_blocked_pool(const KernelInfo& info, int64_t channels) {

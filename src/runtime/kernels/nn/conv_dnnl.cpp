@@ -6,12 +6,12 @@
 #include <unordered_map>
 
 namespace onnxkit::runtime::nn {
-namespace {
-
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
+
+namespace {
 
 dnnl::memory::format_tag plain_tag(size_t rank) {
   using tag = dnnl::memory::format_tag;

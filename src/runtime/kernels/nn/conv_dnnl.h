@@ -10,7 +10,14 @@
 
 #include "runtime/kernels/nn/conv.h"
 
+namespace dnnl {
+struct engine;
+}
+
 namespace onnxkit::runtime::nn {
+
+// The CPU engine every oneDNN primitive of the runtime runs on.
+dnnl::engine& cpu_engine();
 
 // An activation oneDNN applies to the convolution's output in place.
 enum class FusedActivation { none, relu };

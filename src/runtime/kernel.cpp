@@ -120,6 +120,9 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_detection_kernels(r);
     register_rnn_kernels(r);
     register_quantization_kernels(r);
+    register_signal_kernels(r);
+    register_text_kernels(r);
+    register_random_kernels(r);
     return r;
   }();
   return registry;

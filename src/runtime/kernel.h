@@ -178,5 +178,8 @@ void register_sequence_kernels(KernelRegistry& registry);
 void register_detection_kernels(KernelRegistry& registry);
 void register_rnn_kernels(KernelRegistry& registry);
 void register_quantization_kernels(KernelRegistry& registry);
+void register_signal_kernels(KernelRegistry& registry);
+void register_text_kernels(KernelRegistry& registry);
+void register_random_kernels(KernelRegistry& registry);
 
 }  // namespace onnxkit::runtime

@@ -12,7 +12,7 @@ namespace onnxkit::testing {
 using runtime::DataType;
 using runtime::Tensor;
 
-Result<std::vector<runtime::Value>> try_run_node(const NodeSpec& spec) {
+Result<NodeSession> make_node_session(const NodeSpec& spec) {
   auto model = std::make_shared<ir::Model>();
   model->mutable_header().set_ir_version(8);
   model->set_opset(spec.domain, spec.opset);
@@ -44,7 +44,12 @@ Result<std::vector<runtime::Value>> try_run_node(const NodeSpec& spec) {
   runtime::SessionOptions options;
   options.threads = spec.threads;
   ONNXKIT_ASSIGN(auto session, runtime::Session::create(model, options));
-  return session->run(feeds);
+  return NodeSession{std::move(session), std::move(feeds)};
+}
+
+Result<std::vector<runtime::Value>> try_run_node(const NodeSpec& spec) {
+  ONNXKIT_ASSIGN(NodeSession node, make_node_session(spec));
+  return node.session->run(node.feeds);
 }
 
 std::vector<runtime::Value> run_node(const NodeSpec& spec) {

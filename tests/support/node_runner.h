@@ -7,6 +7,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ struct NodeSpec {
   size_t num_outputs = 1;
   int threads = 1;
 };
+
+// A session holding just the node, and the feeds of its non-constant inputs
+// (for kernels whose runs differ: random ops, state).
+struct NodeSession {
+  std::unique_ptr<runtime::Session> session;
+  runtime::NamedValues feeds;
+};
+Result<NodeSession> make_node_session(const NodeSpec& spec);
 
 // The node's outputs, or the session's error (build or run).
 Result<std::vector<runtime::Value>> try_run_node(const NodeSpec& spec);

@@ -203,5 +203,53 @@ TEST(Elementwise, FastExpIsWithinAFewUlpsOfTheCLibrary) {
   EXPECT_TRUE(std::isnan(out[3]));
 }
 
+// Ops and forms newer than the backend data (opset 18-20), against values
+// computed by hand or with Python's math module (mish: x * tanh(log1p(exp(x))),
+// gelu: 0.5 x (1 + erf(x / sqrt 2)) and its tanh form).
+TEST(Elementwise, BitwiseOpsOfOpset18) {
+  auto band = run_node({.op_type = "BitwiseAnd", .opset = 18,
+                        .inputs = {{"a", Tensor::from<int32_t>({2}, {12, -1})}, {"b", Tensor::from<int32_t>({2}, {10, 7})}}});
+  expect_tensor_near(band[0].tensor(), Tensor::from<int32_t>({2}, {8, 7}));
+  auto bor = run_node({.op_type = "BitwiseOr", .opset = 18,
+                       .inputs = {{"a", Tensor::from<uint8_t>({2}, {0b1100, 0xF0})},
+                                  {"b", Tensor::from<uint8_t>({2}, {0b1010, 0x0F})}}});
+  expect_tensor_near(bor[0].tensor(), Tensor::from<uint8_t>({2}, {0b1110, 0xFF}));
+  auto bxor = run_node({.op_type = "BitwiseXor", .opset = 18,
+                        .inputs = {{"a", Tensor::from<int64_t>({2, 1}, {5, 6})}, {"b", Tensor::from<int64_t>({2}, {3, 0})}}});
+  expect_tensor_near(bxor[0].tensor(), Tensor::from<int64_t>({2, 2}, {6, 5, 5, 6}));
+  auto bnot = run_node({.op_type = "BitwiseNot", .opset = 18, .inputs = {{"x", Tensor::from<uint8_t>({3}, {0, 255, 170})}}});
+  expect_tensor_near(bnot[0].tensor(), Tensor::from<uint8_t>({3}, {255, 0, 85}));
+  auto bnot16 = run_node({.op_type = "BitwiseNot", .opset = 18, .inputs = {{"x", Tensor::from<int16_t>({3}, {0, -1, 5})}}});
+  expect_tensor_near(bnot16[0].tensor(), Tensor::from<int16_t>({3}, {-1, 0, -6}));
+  auto on_floats = try_run_node({.op_type = "BitwiseAnd", .opset = 18,
+                                 .inputs = {{"a", Tensor::from<float>({1}, {1})}, {"b", Tensor::from<float>({1}, {1})}}});
+  EXPECT_FALSE(on_floats.ok());
+}
+
+TEST(Elementwise, MishOfOpset18) {
+  auto out = run_node({.op_type = "Mish", .opset = 18,
+                       .inputs = {{"x", Tensor::from<float>({6}, {-3, -1, 0, 1, 2.5f, 20})}}});
+  expect_tensor_near(out[0].tensor(),
+                     Tensor::from<float>({6}, {-0.14564746f, -0.30340146f, 0, 0.86509839f, 2.4713923f, 20}), 1e-6);
+}
+
+TEST(Elementwise, GeluOfOpset20InBothForms) {
+  auto x = Tensor::from<float>({5}, {-2, -0.5f, 0, 1, 3});
+  auto exact = run_node({.op_type = "Gelu", .opset = 20, .inputs = {{"x", x}}});
+  expect_tensor_near(exact[0].tensor(),
+                     Tensor::from<float>({5}, {-0.045500264f, -0.15426877f, 0, 0.84134475f, 2.9959503f}), 1e-6);
+  auto tanh_form = run_node({.op_type = "Gelu", .opset = 20, .inputs = {{"x", x}},
+                             .attributes = {attr("approximate", "tanh")}});
+  expect_tensor_near(tanh_form[0].tensor(),
+                     Tensor::from<float>({5}, {-0.045402306f, -0.15428599f, 0, 0.84119199f, 2.9963626f}), 1e-6);
+}
+
+TEST(Elementwise, EqualComparesStringsFromOpset19) {
+  auto out = run_node({.op_type = "Equal", .opset = 19,
+                       .inputs = {{"a", Tensor::from<std::string>({3}, {"cat", "dog", ""})},
+                                  {"b", Tensor::from<std::string>({1}, {"dog"})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<bool>({3}, {false, true, false}));
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -521,5 +521,33 @@ TEST(Indexing, GridSampleNearestOnStrings) {
                {"linear sampling needs numbers"});
 }
 
+// AffineGrid (opset 20) against torch.nn.functional.affine_grid (torch 1.13),
+// whose outputs are pasted.
+TEST(AffineGrid, MatchesTorchIn2DBothAlignments) {
+  auto theta = Tensor::from<float>({1, 2, 3}, {1.0f, 0.5f, 0.1f, -0.2f, 2.0f, 0.3f});
+  auto size = Tensor::from<int64_t>({4}, {1, 1, 2, 3});
+  auto edges = run_node({.op_type = "AffineGrid", .opset = 20, .inputs = {{"theta", theta}, {"size", size}}});
+  expect_tensor_near(edges[0].tensor(),
+                     Tensor::from<float>({1, 2, 3, 2}, {-0.81666666f, -0.56666666f, -0.15f, -0.7f, 0.51666671f,
+                                                        -0.83333331f, -0.31666669f, 1.4333334f, 0.35f, 1.3f,
+                                                        1.0166667f, 1.1666667f}));
+  auto centers = run_node({.op_type = "AffineGrid", .opset = 20, .inputs = {{"theta", theta}, {"size", size}},
+                           .attributes = {attr("align_corners", int64_t{1})}});
+  expect_tensor_near(centers[0].tensor(), Tensor::from<float>({1, 2, 3, 2}, {-1.4f, -1.5f, -0.4f, -1.7f, 0.6f, -1.9f,
+                                                                             -0.4f, 2.5f, 0.6f, 2.3f, 1.6f, 2.1f}));
+}
+
+TEST(AffineGrid, MatchesTorchIn3D) {
+  auto theta = Tensor::from<float>({1, 3, 4}, {1, 0, 0.5f, 0.1f, 0, 1, 0, 0, 0.25f, 0, 2, -1});
+  auto out = run_node({.op_type = "AffineGrid", .opset = 20,
+                       .inputs = {{"theta", theta}, {"size", Tensor::from<int64_t>({5}, {1, 2, 2, 1, 2})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 2, 1, 2, 3}, {-0.65f, 0, -2.125f, 0.35f, 0, -1.875f,
+                                                                           -0.15f, 0, -0.125f, 0.85f, 0, 0.125f}));
+  auto bad = try_run_node({.op_type = "AffineGrid", .opset = 20,
+                           .inputs = {{"theta", theta}, {"size", Tensor::from<int64_t>({4}, {1, 2, 2, 2})}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("theta must be [1, 2, 3]"), std::string::npos) << bad.error().message();
+}
+
 }  // namespace
 }  // namespace onnxkit

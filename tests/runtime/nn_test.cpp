@@ -759,5 +759,76 @@ TEST(NnLoss, SoftmaxCrossEntropyInDoubleWithLogProb) {
   expect_tensor_near(out[0].tensor(), f32({1, 2}, {-std::log(0.75), -std::log(0.25)}));
 }
 
+// ((i * a) % m) / d - s for i in [0, n): inputs a Python script rebuilds
+// exactly, to compare with torchvision.ops.deform_conv2d (torchvision 0.14,
+// float64) whose outputs are pasted below.
+Tensor deform_sequence(Shape shape, int a, int m, double d, double s) {
+  std::vector<double> v;
+  int64_t n = 1;
+  for (int64_t dim : shape) n *= dim;
+  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<double>((i * a) % m) / d - s);
+  return Tensor::from<double>(std::move(shape), v);
+}
+
+TEST(DeformConv, MatchesTorchvisionWithMaskBiasAndOffsetGroups) {
+  // Padding 1 sends taps outside X (they read 0); two offset groups.
+  auto out = run_node({.op_type = "DeformConv", .opset = 19,
+                       .inputs = {{"x", deform_sequence({1, 2, 3, 3}, 5, 13, 4, 1)},
+                                  {"w", deform_sequence({2, 2, 2, 2}, 3, 7, 5, 0.6)},
+                                  {"offset", deform_sequence({1, 16, 4, 4}, 7, 11, 10, 0.5)},
+                                  {"b", Tensor::from<double>({2}, {0.5, -0.25})},
+                                  {"mask", deform_sequence({1, 8, 4, 4}, 2, 5, 4, 0)}},
+                       .attributes = {attr("pads", Ints{1, 1, 1, 1}), attr("offset_group", int64_t{2})}});
+  expect_tensor_near(out[0].tensor(),
+                     Tensor::from<double>({1, 2, 4, 4},
+                                          {-0.2275, 0.1575, 0.449375, 0.416, 0.2475, 0.84275, 0.686375, 0.59675, 0.5645,
+                                           0.80525, 0.98375, 0.087625, -0.12225, 0.6745, 0.225, 0.4115, -0.213, -0.113125,
+                                           -0.461125, -0.2455, -0.125625, -0.43925, 0.204625, -0.44275, -0.478, -0.28775,
+                                           -0.32, -0.478375, -0.05625, -0.222, -0.198125, -0.3025}),
+                     1e-9);
+}
+
+TEST(DeformConv, MatchesTorchvisionWithGroupsStridesAndDilations) {
+  auto out = run_node({.op_type = "DeformConv", .opset = 19,
+                       .inputs = {{"x", deform_sequence({1, 2, 5, 5}, 5, 13, 4, 1)},
+                                  {"w", deform_sequence({4, 1, 3, 3}, 3, 7, 5, 0.6)},
+                                  {"offset", deform_sequence({1, 18, 3, 3}, 7, 11, 10, 0.5)}},
+                       .attributes = {attr("group", int64_t{2}), attr("strides", Ints{2, 2}),
+                                      attr("dilations", Ints{2, 2}), attr("pads", Ints{2, 2, 2, 2})}});
+  expect_tensor_near(out[0].tensor(),
+                     Tensor::from<double>({1, 4, 3, 3},
+                                          {-0.697, 0.0275, 0.023, 1.03, 0.392, -0.52, 0.475, -0.956, -0.245,
+                                           -0.051, 0.613, -0.551, 1.163, -0.5145, 0.2025, -0.29, 0.323, 0.102,
+                                           0.34, -0.593, -0.294, 0.475, -0.64, 0.87, -0.265, 0.845, 0.376,
+                                           0.014, -0.256, -0.06, 0.08, -0.362, 0.885, -0.225, 0.62, 0.059}),
+                     1e-9);
+}
+
+TEST(DeformConv, ZeroOffsetsMakeAPlainConvolutionInFloat32) {
+  auto x = deform_sequence({1, 3, 6, 5}, 5, 13, 4, 1), w = deform_sequence({4, 3, 3, 2}, 3, 7, 5, 0.6);
+  auto to_float = [](const Tensor& t) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<float>(t.data<double>()[i]));
+    return Tensor::from<float>(t.shape(), v);
+  };
+  std::vector<float> zeros(12 * 4 * 6, 0.0f);  // 2 x 6 taps, 4 x 6 positions
+  auto deform = run_node({.op_type = "DeformConv", .opset = 19,
+                          .inputs = {{"x", to_float(x)}, {"w", to_float(w)},
+                                     {"offset", Tensor::from<float>({1, 12, 4, 6}, zeros)}},
+                          .attributes = {attr("pads", Ints{0, 1, 0, 1})}});
+  auto conv = run_node({.op_type = "Conv", .inputs = {{"x", to_float(x)}, {"w", to_float(w)}},
+                        .attributes = {attr("pads", Ints{0, 1, 0, 1})}});
+  expect_tensor_near(deform[0].tensor(), conv[0].tensor(), 1e-5);
+}
+
+TEST(DeformConv, RefusesAnOffsetOfTheWrongShape) {
+  auto bad = try_run_node({.op_type = "DeformConv", .opset = 19,
+                           .inputs = {{"x", deform_sequence({1, 2, 3, 3}, 5, 13, 4, 1)},
+                                      {"w", deform_sequence({2, 2, 2, 2}, 3, 7, 5, 0.6)},
+                                      {"offset", deform_sequence({1, 8, 3, 3}, 7, 11, 10, 0.5)}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("offset must be [1,8,2,2]"), std::string::npos) << bad.error().message();
+}
+
 }  // namespace
 }  // namespace onnxkit

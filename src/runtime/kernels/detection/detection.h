@@ -1,5 +1,5 @@
 #pragma once
-// The detection family: NonMaxSuppression and RoiAlign.
+// The detection family: NonMaxSuppression, RoiAlign and MaxRoiPool.
 //
 // Boxes, regions and indices come from tensors: every index is checked
 // against its bound and every coordinate that decides a loop count is
@@ -12,6 +12,7 @@ namespace onnxkit::runtime::detection {
 
 void register_nms(KernelRegistry& registry);        // NonMaxSuppression (opset 10+)
 void register_roi_align(KernelRegistry& registry);  // RoiAlign (opsets 10 and 16)
+void register_max_roi_pool(KernelRegistry& registry);  // MaxRoiPool (opset 1)
 
 // The values of a float tensor (any of the four float types) as doubles, or
 // an error naming `name`.

@@ -1,4 +1,4 @@
-// The detection family: NonMaxSuppression and RoiAlign.
+// The detection family: NonMaxSuppression, RoiAlign and MaxRoiPool.
 
 #include "runtime/kernels/detection/detection.h"
 
@@ -21,6 +21,7 @@ Result<std::vector<double>> read_floats(const Tensor& t, std::string_view name) 
 void register_detection_kernels(KernelRegistry& registry) {
   detection::register_nms(registry);
   detection::register_roi_align(registry);
+  detection::register_max_roi_pool(registry);
 }
 
 }  // namespace onnxkit::runtime

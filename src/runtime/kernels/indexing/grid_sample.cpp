@@ -1,4 +1,6 @@
-// GridSample: samples X at the normalized positions of `grid` (opset 16: 4-D
+// GridSample, and AffineGrid which makes its grids.
+//
+// GridSample samples X at the normalized positions of `grid` (opset 16: 4-D
 // with bilinear/nearest/bicubic; opset 20: any number of spatial dims with
 // linear/nearest/cubic). The sampling follows torch.nn.functional.grid_sample,
 // which the operator is defined after: the padding mode moves the sampling
@@ -264,6 +266,63 @@ Status grid_sample(KernelContext& ctx, const SampleOptions& o) {
   });
 }
 
+// AffineGrid (opset 20): theta [N, 2, 3] (or [N, 3, 4]) applied to the
+// normalized positions of an [N, C, H, W] (or [N, C, D, H, W]) image, giving
+// [N, H, W, 2] (or [N, D, H, W, 3]) with x first, as torch's affine_grid.
+Status affine_grid(KernelContext& ctx, bool align_corners) {
+  ONNXKIT_ASSIGN(const Tensor* theta, ctx.tensor(0));
+  ONNXKIT_ASSIGN(const Tensor* size_input, ctx.tensor(1));
+  ONNXKIT_ASSIGN(std::vector<int64_t> size, read_int64s(*size_input));
+  if (size.size() != 4 && size.size() != 5)
+    return make_error("size must hold 4 values (N, C, H, W) or 5 (N, C, D, H, W), got {}", size.size());
+  const size_t spatial = size.size() - 2;
+  for (int64_t d : size)
+    if (d < 0) return make_error("size has a negative dim {}", d);
+  const int64_t batch = size[0];
+  if (theta->rank() != 3 || theta->dim(0) != batch || theta->dim(1) != static_cast<int64_t>(spatial) ||
+      theta->dim(2) != static_cast<int64_t>(spatial) + 1)
+    return make_error("theta must be [{}, {}, {}] for size {}, got {}", batch, spatial, spatial + 1,
+                      shape_to_string(Shape(size.begin(), size.end())), shape_to_string(theta->shape()));
+  // Normalized positions along each spatial axis, innermost (x) first.
+  std::vector<std::vector<double>> positions(spatial);
+  for (size_t a = 0; a < spatial; ++a) {
+    const int64_t n = size[size.size() - 1 - a];
+    for (int64_t i = 0; i < n; ++i) {
+      double p = 0;  // a single pixel sits at the center, as in torch
+      if (n > 1) p = align_corners ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1)
+                                   : -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n);
+      positions[a].push_back(p);
+    }
+  }
+  Shape out_shape{batch};
+  for (size_t a = 0; a < spatial; ++a) out_shape.push_back(size[2 + a]);
+  out_shape.push_back(static_cast<int64_t>(spatial));
+  Tensor& grid = ctx.output(0, theta->dtype(), out_shape);
+  return dispatch_float(theta->dtype(), [&]<class T>() -> Status {
+    const T* th = theta->data<T>();
+    T* out = grid.mutable_data<T>();
+    const int64_t points = grid.numel() / std::max<int64_t>(batch * static_cast<int64_t>(spatial), 1);
+    std::vector<double> point(spatial);
+    for (int64_t b = 0; b < batch; ++b) {
+      const T* m = th + b * static_cast<int64_t>(spatial * (spatial + 1));
+      for (int64_t p = 0; p < points; ++p) {
+        int64_t rest = p;  // p enumerates (D,) H, W with W fastest, i.e. x fastest
+        for (size_t a = 0; a < spatial; ++a) {
+          const auto n = static_cast<int64_t>(positions[a].size());
+          point[a] = positions[a][static_cast<size_t>(rest % n)];
+          rest /= n;
+        }
+        for (size_t row = 0; row < spatial; ++row) {
+          double v = static_cast<double>(m[row * (spatial + 1) + spatial]);
+          for (size_t a = 0; a < spatial; ++a) v += static_cast<double>(m[row * (spatial + 1) + a]) * point[a];
+          *out++ = static_cast<T>(v);
+        }
+      }
+    }
+    return {};
+  });
+}
+
 }  // namespace
 
 void register_grid_sample(KernelRegistry& r) {
@@ -273,6 +332,10 @@ void register_grid_sample(KernelRegistry& r) {
   });
   r.add("", "GridSample", 16, 19, kernel);
   r.add("", "GridSample", 20, kLatestOpset, kernel);
+  r.add("", "AffineGrid", 20, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+          const bool align_corners = info.attr_int("align_corners", 0) != 0;
+          return ComputeFn([align_corners](KernelContext& ctx) { return affine_grid(ctx, align_corners); });
+        }));
 }
 
 }  // namespace onnxkit::runtime::indexing

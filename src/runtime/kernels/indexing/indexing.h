@@ -25,7 +25,7 @@ void register_gather(KernelRegistry& registry);       // Gather, GatherElements,
 void register_scatter(KernelRegistry& registry);      // ScatterND, ScatterElements, Scatter
 void register_pad(KernelRegistry& registry);          // Pad, CenterCropPad
 void register_resize(KernelRegistry& registry);       // Resize, Upsample
-void register_grid_sample(KernelRegistry& registry);  // GridSample
+void register_grid_sample(KernelRegistry& registry);  // GridSample, AffineGrid
 void register_select(KernelRegistry& registry);       // NonZero, OneHot, Compress, ReverseSequence, Unique
 
 // Work (elements touched) below which a kernel stays on one thread.

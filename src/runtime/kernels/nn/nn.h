@@ -99,6 +99,7 @@ Status log_softmax_along(const Tensor& x, int64_t outer, int64_t n, int64_t inne
 // --- registration ---------------------------------------------------------------
 
 void register_conv(KernelRegistry& registry);
+void register_deform_conv(KernelRegistry& registry);
 void register_pool(KernelRegistry& registry);
 void register_normalization(KernelRegistry& registry);
 void register_softmax(KernelRegistry& registry);

@@ -7,6 +7,7 @@ namespace onnxkit::runtime {
 
 void register_nn_kernels(KernelRegistry& registry) {
   nn::register_conv(registry);
+  nn::register_deform_conv(registry);
   nn::register_pool(registry);
   nn::register_normalization(registry);
   nn::register_softmax(registry);

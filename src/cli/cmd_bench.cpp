@@ -20,8 +20,11 @@ Command add_bench_command(CLI::App& root) {
   app->add_option("--threads", flags->options.threads, "Threads per run (0: one per core)");
   app->add_option("--warmup", flags->options.warmup, "Runs before measuring (5)");
   app->add_option("--runs", flags->options.runs, "Measured runs (50)");
+  app->add_option("--batch", flags->options.batch,
+                  "Set dim 0 of every input and output to N (as `edit --batch N`) and report samples/s")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_flag("--profile", flags->options.profile, "Also print the time spent per operator type and the slowest nodes");
-  app->add_flag("--json", flags->json, "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb...");
+  app->add_flag("--json", flags->json, "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb, throughput_per_s...");
   app->footer(
       "Inputs are random unless given with --input; symbolic dims need --shape.\n"
       "Worker threads spin between parallel regions, as ONNX Runtime's do by default\n"
@@ -29,7 +32,8 @@ Command add_bench_command(CLI::App& root) {
       "chooses its own policy the same way).\n\n"
       "Examples:\n"
       "  onnxkit bench resnet50.onnx --threads 2\n"
-      "  onnxkit bench bert.onnx --shape input_ids:1,128 --runs 100 --json");
+      "  onnxkit bench bert.onnx --shape input_ids:1,128 --runs 100 --json\n"
+      "  onnxkit bench resnet50.onnx --batch 8 --threads 2");
   return {app, [app, flags] {
             auto inputs = input_options(flags->inputs);
             if (!inputs.ok()) return report_error(*app, inputs.error());

@@ -12,6 +12,7 @@
 
 #include "ir/model.h"
 #include "runtime/session.h"
+#include "tools/edit.h"
 
 namespace onnxkit::tools {
 namespace {
@@ -30,13 +31,20 @@ double quantile(const std::vector<double>& sorted, double q) {
 
 }  // namespace
 
-Result<BenchReport> bench_model(const std::filesystem::path& path, const BenchOptions& options) {
+namespace {
+
+Result<BenchReport> measure(const std::filesystem::path& path, const BenchOptions& options) {
   if (options.runs < 1) return make_error("--runs must be at least 1");
+  if (options.batch < 0) return make_error("--batch must be positive");
   BenchReport report;
   auto start = Clock::now();
   ONNXKIT_ASSIGN(auto loaded, ir::load_model(path));
-  std::shared_ptr<const ir::Model> model(std::move(loaded));
   report.load_ms = ms_since(start);
+  if (options.batch > 0) {
+    ONNXKIT_ASSIGN(report.warnings, set_batch(*loaded, std::to_string(options.batch)));
+    report.batch = options.batch;
+  }
+  std::shared_ptr<const ir::Model> model(std::move(loaded));
 
   start = Clock::now();
   runtime::SessionOptions session_options;
@@ -67,18 +75,34 @@ Result<BenchReport> bench_model(const std::filesystem::path& path, const BenchOp
   report.median_ms = quantile(sorted, 0.5);
   report.p90_ms = quantile(sorted, 0.9);
   report.mean_ms = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
+  if (report.batch > 0) report.throughput = static_cast<double>(report.batch) * 1000.0 / report.median_ms;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   report.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
   return report;
 }
 
+}  // namespace
+
+Result<BenchReport> bench_model(const std::filesystem::path& path, const BenchOptions& options) {
+  auto report = measure(path, options);
+  // A model that bakes its batch into constants (a Reshape to [1 * heads, ...])
+  // fails only once the batch changes; say so.
+  if (!report.ok() && options.batch > 0)
+    return report.error().in(fmt::format("at batch {} (does the model fix its batch in a constant?)", options.batch));
+  return report;
+}
+
 std::string render_bench_text(const BenchReport& r) {
-  return fmt::format(
+  std::string out;
+  for (const std::string& w : r.warnings) out += fmt::format("warning: {}\n", w);
+  out += fmt::format(
       "runs {}  threads {}\n"
       "latency  min {:.2f} ms  median {:.2f} ms  p90 {:.2f} ms  mean {:.2f} ms\n"
       "load {:.1f} ms  session {:.1f} ms  peak RSS {:.1f} MiB\n",
       r.run_ms.size(), r.threads, r.min_ms, r.median_ms, r.p90_ms, r.mean_ms, r.load_ms, r.session_ms, r.peak_rss_mb);
+  if (r.batch > 0) out += fmt::format("batch {}  throughput {:.1f} samples/s (at the median)\n", r.batch, r.throughput);
+  return out;
 }
 
 std::string render_bench_profile(const BenchReport& r, size_t top) {
@@ -108,6 +132,11 @@ std::string render_bench_json(const BenchReport& r) {
                       {"median_ms", r.median_ms},  {"p90_ms", r.p90_ms},         {"mean_ms", r.mean_ms},
                       {"load_ms", r.load_ms},      {"session_ms", r.session_ms}, {"peak_rss_mb", r.peak_rss_mb},
                       {"run_ms", r.run_ms}};
+  if (r.batch > 0) {
+    j["batch"] = r.batch;
+    j["throughput_per_s"] = r.throughput;
+    j["warnings"] = r.warnings;
+  }
   return j.dump(2) + "\n";
 }
 

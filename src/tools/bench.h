@@ -17,6 +17,9 @@ struct BenchOptions {
   int warmup = 5;
   int runs = 50;
   bool profile = false;  // time every node
+  // Dim 0 of every input and output set to this (0: as the model declares),
+  // as `edit --batch` would; the report then gives throughput.
+  int64_t batch = 0;
 };
 
 struct BenchReport {
@@ -25,6 +28,9 @@ struct BenchReport {
   std::vector<double> run_ms;
   double min_ms = 0, median_ms = 0, p90_ms = 0, mean_ms = 0;
   int threads = 0;
+  int64_t batch = 0;            // as asked; 0: the model's own
+  double throughput = 0;        // samples per second at the median, with a batch
+  std::vector<std::string> warnings;  // from setting the batch
   double peak_rss_mb = 0;  // of the whole process
   std::vector<runtime::NodeProfile> nodes;  // with profile: per node, over the measured runs
 };

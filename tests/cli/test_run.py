@@ -167,6 +167,28 @@ class Bench(unittest.TestCase):
         self.assertIn("Conv", proc.stdout)
         self.assertIn("slowest", proc.stdout)
 
+    def test_batch_reports_throughput(self):
+        # squeezenet was exported with batch 1 fixed; --batch rewrites it.
+        model = os.path.join(ARGS.models, "squeezenet1_1_opset13.onnx")
+        proc = run("bench", model, "--batch", "8", "--runs", "2", "--warmup", "1", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual(report["batch"], 8)
+        self.assertAlmostEqual(report["throughput_per_s"], 8 * 1000 / report["median_ms"], places=3)
+        text = run("bench", model, "--batch", "2", "--runs", "1", "--warmup", "0")
+        self.assertIn("batch 2  throughput", text.stdout)
+
+    def test_batch_baked_into_constants_is_one_line_error(self):
+        # The encoder's attention reshapes to constants holding batch x heads,
+        # so only batch 1 runs: the batch really reached the inputs.
+        model = os.path.join(ARGS.models, "bert_encoder_opset17.onnx")
+        proc = run("bench", model, "--batch", "8", "--runs", "1", "--warmup", "0")
+        self.assertEqual(proc.returncode, 1)
+        self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+        self.assertIn("at batch 8", proc.stderr)
+        self.assertIn("Reshape node", proc.stderr)
+        self.assertEqual(run("bench", model, "--batch", "0").returncode, 2)  # a usage error
+
 
 def main():
     global ARGS

@@ -102,6 +102,14 @@ onnx::AttributeProto attr(const std::string& name, const std::vector<float>& val
   return a;
 }
 
+onnx::AttributeProto attr(const std::string& name, const std::vector<std::string>& values) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::STRINGS);
+  for (const std::string& v : values) a.add_strings(v);
+  return a;
+}
+
 onnx::AttributeProto attr(const std::string& name, const Tensor& value) {
   onnx::AttributeProto a;
   a.set_name(name);

@@ -52,6 +52,7 @@ onnx::AttributeProto attr(const std::string& name, const char* value);
 onnx::AttributeProto attr(const std::string& name, const std::string& value);
 onnx::AttributeProto attr(const std::string& name, const std::vector<int64_t>& values);
 onnx::AttributeProto attr(const std::string& name, const std::vector<float>& values);
+onnx::AttributeProto attr(const std::string& name, const std::vector<std::string>& values);
 onnx::AttributeProto attr(const std::string& name, const runtime::Tensor& value);
 
 // Same type and shape, and every element within atol + rtol * |expected|

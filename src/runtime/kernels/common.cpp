@@ -28,6 +28,34 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+Result<int64_t> checked_size(const Shape& shape, std::string_view what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return make_error("{} shape {} has a negative dim", what, shape_to_string(shape));
+    if (d != 0 && n > (int64_t{1} << 62) / d)
+      return make_error("{} shape {} has too many elements", what, shape_to_string(shape));
+    n *= d;
+  }
+  return n;
+}
+
+int64_t dims_product(const Shape& shape, size_t first, size_t last) {
+  int64_t n = 1;
+  for (size_t i = first; i < last && i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+Result<std::vector<double>> read_doubles(const Tensor& tensor, std::string_view name) {
+  std::vector<double> out(static_cast<size_t>(tensor.numel()));
+  Status s = dispatch_float(tensor.dtype(), [&]<class T>() -> Status {
+    const T* p = tensor.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
+    return {};
+  });
+  if (!s.ok()) return s.error().in(name);
+  return out;
+}
+
 namespace {
 
 template <class T>

@@ -3,6 +3,7 @@
 // and element copies that do not care about the element type.
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "runtime/kernel.h"
@@ -14,6 +15,18 @@ Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
 
 // The values of an int32 or int64 tensor (shapes, axes, repeats, indices).
 Result<std::vector<int64_t>> read_int64s(const Tensor& tensor);
+
+// The elements of a floating-point tensor (any of the four float types) as
+// doubles, or an error naming `name`: for parameters, boxes and probabilities
+// that kernels read whatever their type.
+Result<std::vector<double>> read_doubles(const Tensor& tensor, std::string_view name);
+
+// The element count of an output shape, or an error naming `what` when a dim
+// is negative or the count does not fit in 63 bits.
+Result<int64_t> checked_size(const Shape& shape, std::string_view what);
+
+// The product of dims [first, last) of `shape`.
+int64_t dims_product(const Shape& shape, size_t first, size_t last);
 
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> contiguous_strides(const Shape& shape);

@@ -14,8 +14,4 @@ void register_nms(KernelRegistry& registry);        // NonMaxSuppression (opset 
 void register_roi_align(KernelRegistry& registry);  // RoiAlign (opsets 10 and 16)
 void register_max_roi_pool(KernelRegistry& registry);  // MaxRoiPool (opset 1)
 
-// The values of a float tensor (any of the four float types) as doubles, or
-// an error naming `name`.
-Result<std::vector<double>> read_floats(const Tensor& t, std::string_view name);
-
 }  // namespace onnxkit::runtime::detection

@@ -23,7 +23,7 @@ Status max_roi_pool(KernelContext& ctx, int64_t pooled_h, int64_t pooled_w, doub
   if (x->rank() != 4) return make_error("X must be [N, C, H, W], got {}", shape_to_string(x->shape()));
   if (rois_t->rank() != 2 || rois_t->dim(1) != 5)
     return make_error("rois must be [num_rois, 5], got {}", shape_to_string(rois_t->shape()));
-  ONNXKIT_ASSIGN(std::vector<double> rois, read_floats(*rois_t, "rois"));
+  ONNXKIT_ASSIGN(std::vector<double> rois, read_doubles(*rois_t, "rois"));
   const int64_t batch = x->dim(0), channels = x->dim(1), height = x->dim(2), width = x->dim(3);
   const int64_t regions = rois_t->dim(0);
   for (int64_t r = 0; r < regions; ++r) {

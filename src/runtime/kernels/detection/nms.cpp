@@ -46,7 +46,7 @@ Result<std::optional<double>> float_scalar(KernelContext& ctx, size_t index, con
   if (!ctx.has_input(index)) return std::optional<double>();
   ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
   if (t->numel() != 1) return make_error("{} must hold one value, got shape {}", name, shape_to_string(t->shape()));
-  ONNXKIT_ASSIGN(std::vector<double> v, read_floats(*t, name));
+  ONNXKIT_ASSIGN(std::vector<double> v, read_doubles(*t, name));
   return std::optional<double>(v[0]);
 }
 
@@ -79,8 +79,8 @@ Status nms(KernelContext& ctx, bool center_point) {
     return make_error("iou_threshold is {}; it must be in [0, 1]", iou_limit);
   ONNXKIT_ASSIGN(std::optional<double> score_threshold, float_scalar(ctx, kScoreThreshold, "score_threshold"));
   if (score_threshold && std::isnan(*score_threshold)) return make_error("score_threshold is NaN");
-  ONNXKIT_ASSIGN(std::vector<double> coords, read_floats(*boxes_t, "boxes"));
-  ONNXKIT_ASSIGN(std::vector<double> scores, read_floats(*scores_t, "scores"));
+  ONNXKIT_ASSIGN(std::vector<double> coords, read_doubles(*boxes_t, "boxes"));
+  ONNXKIT_ASSIGN(std::vector<double> scores, read_doubles(*scores_t, "scores"));
 
   std::vector<int64_t> selected_rows;  // (batch, class, box) triples
   std::vector<Box> boxes(static_cast<size_t>(count));

@@ -134,7 +134,7 @@ Result<std::vector<Region<C>>> make_regions(const Tensor& x, const C* in, const 
   if (index_t.dtype() != DataType::int64 && index_t.dtype() != DataType::int32)
     return make_error("batch_indices has element type {}; it must be int64", to_string(index_t.dtype()));
   ONNXKIT_ASSIGN(std::vector<int64_t> batch_index, read_int64s(index_t));
-  ONNXKIT_ASSIGN(std::vector<double> rois, read_floats(rois_t, "rois"));
+  ONNXKIT_ASSIGN(std::vector<double> rois, read_doubles(rois_t, "rois"));
   const int64_t batches = x.dim(0), image = x.dim(1) * x.dim(2) * x.dim(3);
   const C scale = static_cast<C>(o.spatial_scale);
   const C offset = o.half_pixel ? C(0.5) : C(0);

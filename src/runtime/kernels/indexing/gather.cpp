@@ -11,12 +11,6 @@
 namespace onnxkit::runtime::indexing {
 namespace {
 
-int64_t dims_product(const Shape& shape, size_t first, size_t last) {
-  int64_t p = 1;
-  for (size_t i = first; i < last; ++i) p *= shape[i];
-  return p;
-}
-
 // Output block k (of `block` elements) is the block of `src` starting at
 // src_offsets[k]. Blocks are independent, so large copies split across threads.
 Status copy_blocks(const Tensor& src, const std::vector<int64_t>& src_offsets, int64_t block, Tensor& dst) {

@@ -12,12 +12,6 @@
 namespace onnxkit::runtime::indexing {
 namespace {
 
-int64_t dims_product(const Shape& shape, size_t first, size_t last) {
-  int64_t p = 1;
-  for (size_t i = first; i < last; ++i) p *= shape[i];
-  return p;
-}
-
 template <class T>
 bool is_non_zero(const T& v) {
   if constexpr (std::is_same_v<T, std::string>) {

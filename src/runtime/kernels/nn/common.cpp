@@ -20,34 +20,6 @@ Status check_attribute_range(const std::vector<int64_t>& v, std::string_view nam
   return {};
 }
 
-Result<int64_t> checked_size(const Shape& shape, std::string_view what) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return make_error("{} shape {} has a negative dim", what, shape_to_string(shape));
-    if (d != 0 && n > (int64_t{1} << 62) / d)
-      return make_error("{} shape {} has too many elements", what, shape_to_string(shape));
-    n *= d;
-  }
-  return n;
-}
-
-int64_t dims_product(const Shape& shape, size_t first, size_t last) {
-  int64_t n = 1;
-  for (size_t i = first; i < last && i < shape.size(); ++i) n *= shape[i];
-  return n;
-}
-
-Result<std::vector<double>> read_doubles(const Tensor& t, std::string_view name) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  Status s = dispatch_float(t.dtype(), [&]<class T>() -> Status {
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(static_cast<compute_t<T>>(p[i]));
-    return {};
-  });
-  if (!s.ok()) return s.error().in(name);
-  return out;
-}
-
 Tensor doubles_to_tensor(DataType type, Shape shape, const std::vector<double>& values) {
   Tensor t(type, std::move(shape));
   (void)dispatch_float(type, [&]<class T>() -> Status {

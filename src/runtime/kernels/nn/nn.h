@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/kernel.h"
+#include "runtime/kernels/common.h"
 
 namespace onnxkit::runtime::nn {
 
@@ -37,18 +37,6 @@ inline constexpr int64_t kMaxAttributeValue = int64_t{1} << 31;
 
 // An error naming `name` when a value of `v` is above kMaxAttributeValue.
 Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name);
-
-// The element count of an output shape, or an error naming `what` when a dim
-// is negative or the count does not fit in 63 bits.
-Result<int64_t> checked_size(const Shape& shape, std::string_view what);
-
-// The product of dims [first, last) of `shape`.
-int64_t dims_product(const Shape& shape, size_t first, size_t last);
-
-// The elements of a floating-point tensor (any of the four float types) as
-// doubles: per-channel parameters are few, so kernels read them this way
-// whatever their type (BatchNormalization lets them differ from X's).
-Result<std::vector<double>> read_doubles(const Tensor& t, std::string_view name);
 
 // Copies `values` into a new tensor of the floating-point `type`.
 Tensor doubles_to_tensor(DataType type, Shape shape, const std::vector<double>& values);

@@ -118,11 +118,7 @@ KernelFactory bernoulli_kernel() {
     auto generator = std::make_shared<Generator>(info);
     return ComputeFn([=](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-      std::vector<double> probability(static_cast<size_t>(x->numel()));
-      ONNXKIT_TRY(dispatch_float(x->dtype(), [&]<class T>() -> Status {
-        for (size_t i = 0; i < probability.size(); ++i) probability[i] = static_cast<double>(x->data<T>()[i]);
-        return {};
-      }));
+      ONNXKIT_ASSIGN(std::vector<double> probability, read_doubles(*x, "input"));
       for (double p : probability)
         if (!(p >= 0 && p <= 1)) return make_error("probability {} is outside [0, 1]", p);
       const DataType out_type = type.value_or(x->dtype());
@@ -154,11 +150,7 @@ KernelFactory multinomial_kernel() {
       if (x->rank() != 2) return make_error("input must be [batch, classes], got {}", shape_to_string(x->shape()));
       const int64_t batch = x->dim(0), classes = x->dim(1);
       if (classes == 0 && samples > 0) return make_error("cannot draw from zero classes");
-      std::vector<double> logits(static_cast<size_t>(x->numel()));
-      ONNXKIT_TRY(dispatch_float(x->dtype(), [&]<class T>() -> Status {
-        for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<double>(x->data<T>()[i]);
-        return {};
-      }));
+      ONNXKIT_ASSIGN(std::vector<double> logits, read_doubles(*x, "input"));
       Tensor& y = ctx.output(0, out_type, {batch, samples});
       std::vector<int64_t> drawn(static_cast<size_t>(batch * samples));
       std::vector<double> cumulative(static_cast<size_t>(classes));

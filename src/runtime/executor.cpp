@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <set>
 #include <chrono>
+#include <optional>
 #include <unordered_set>
 
+#include "runtime/fusion.h"
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/layout.h"
 #include "runtime/tensor_proto.h"
@@ -83,19 +85,45 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     plan->captures.emplace_back(slot(v), it->second);
   }
   for (const ir::Value* v : graph.inputs()) plan->inputs.push_back(slot(v));
+  std::unordered_map<const ir::Value*, Value> known;  // values fixed at build
   for (const ir::Value* v : graph.initializers()) {
     auto tensor = tensor_from_proto(*v->initializer(), context.model.external_data(),
                                     std::shared_ptr<const void>(context.owner, v->initializer()));
     if (!tensor.ok()) return tensor.error().in(fmt::format("initializer '{}'", v->name()));
     plan->constants.emplace_back(slot(v), Value(std::move(tensor).value()));
+    if (!v->is_graph_input()) known.emplace(v, plan->constants.back().second);  // an input's is only a default
   }
   if (!graph.sparse_initializers().empty())
     return make_error("sparse initializer '{}' is not supported by the runtime", graph.sparse_initializers()[0]->name());
 
-  ONNXKIT_ASSIGN(std::vector<ir::Node*> order, graph.topological_order());
-  for (const ir::Node* node : order)
+  ONNXKIT_ASSIGN(std::vector<ir::Node*> all_nodes, graph.topological_order());
+  for (const ir::Node* node : all_nodes)
     for (const ir::Value* v : node->outputs())
       if (v != nullptr) slot(v);
+  // Constant nodes holding a tensor, and Identity nodes of constants (torch
+  // shares a weight between layers so), become constants of the plan like
+  // initializers: no step, and kernels see their values when built (fusion
+  // patterns, Reshape shapes).
+  std::vector<ir::Node*> order;
+  for (ir::Node* node : all_nodes) {
+    const ir::Value* out = node->output(0);
+    std::optional<Value> value;
+    if (out == nullptr || node->outputs().size() != 1) {
+      // not a value-producing node of the two kinds
+    } else if (const onnx::TensorProto* proto = node->is_onnx_op("Constant") ? out->constant_tensor() : nullptr) {
+      auto tensor = tensor_from_proto(*proto, context.model.external_data(), std::shared_ptr<const void>(context.owner, proto));
+      if (!tensor.ok()) return tensor.error().in(node->describe());
+      value = Value(std::move(tensor).value());
+    } else if (node->is_onnx_op("Identity") && known.count(node->input(0))) {
+      value = known.at(node->input(0));
+    }
+    if (!value) {
+      order.push_back(node);
+      continue;
+    }
+    known.emplace(out, *value);
+    plan->constants.emplace_back(slot(out), std::move(*value));
+  }
   // A value read but defined nowhere: neither input, initializer, node output nor capture.
   for (const ir::Node* node : order)
     for (const ir::Value* v : node->inputs())
@@ -135,6 +163,18 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   };
   LayoutPlan layout;
   if (parent == nullptr && context.options.blocked_layout) layout = plan_layout(order, constant_of);
+  std::unordered_map<const ir::Node*, const FusedChain*> chain_ending_at;
+  std::unordered_set<const ir::Node*> absorbed;
+  std::vector<FusedChain> chains;
+  if (context.options.fuse)
+    chains = find_fused_chains(order, constant_of, [&](const ir::Value* v) { return returned_slots.count(plan->slots.at(v)) != 0; });
+  for (const FusedChain& chain : chains) {
+    bool any_blocked = layout.blocked_nodes.count(chain.last) != 0;
+    for (const ir::Node* n : chain.absorbed) any_blocked = any_blocked || layout.blocked_nodes.count(n) != 0;
+    if (any_blocked) continue;
+    chain_ending_at[chain.last] = &chain;
+    absorbed.insert(chain.absorbed.begin(), chain.absorbed.end());
+  }
   auto new_slot = [&] { return static_cast<int>(plan->slot_count++); };
   std::unordered_map<const ir::Value*, int> blocked_slot;
   for (const auto& [v, channels] : layout.channels) blocked_slot[v] = new_slot();
@@ -152,6 +192,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
 
   for (size_t k = 0; k < order.size(); ++k) {
     const ir::Node& node = *order[k];
+    if (absorbed.count(&node)) continue;  // its fused chain's step computes it
     const bool blocked = layout.blocked_nodes.count(&node) != 0;
     GraphPlan::Step step;
     step.node = &node;
@@ -189,6 +230,15 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     if (fusions.count(&node)) {
       // Its producer already applied it: pass the value on.
       step.kernel = std::make_unique<PassThrough>();
+    } else if (auto chain = chain_ending_at.find(&node); chain != chain_ending_at.end()) {
+      step.inputs.clear();
+      for (const ir::Value* v : chain->second->inputs) step.inputs.push_back(plan->slots.at(v));
+      step.kind = chain->second->kind;
+      KernelInfo info(node, context.model.opset(""), std::move(constants), context.options, context.registry,
+                      build_subgraph);
+      auto kernel = chain->second->create(info);
+      if (!kernel.ok()) return kernel.error().in(node.describe());
+      step.kernel = std::move(kernel).value();
     } else {
       const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
       const int64_t opset = context.model.opset(domain);

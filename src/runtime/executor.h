@@ -25,7 +25,7 @@ struct GraphPlan {
     std::vector<int> outputs;   // slot per output; -1 for an omitted one
     std::vector<bool> wanted;   // outputs that someone reads (or returned)
     std::vector<int> release;   // slots nothing reads after this step
-    const char* kind = nullptr; // set for steps the plan adds (layout reorders), null for the node's own
+    const char* kind = nullptr; // set for steps the plan adds (layout reorders) or fuses (runtime/fusion.h), null for the node's own
   };
 
   const ir::Graph* graph = nullptr;

@@ -29,6 +29,9 @@ struct SessionOptions {
   bool profile = false;  // time every node of the main graph (see Session::profile)
   // Run convolution chains on blocked activations (see runtime/layout.h).
   bool blocked_layout = true;
+  // Run chains such as torch's five-node GELU or MatMul -> Add as one kernel
+  // (see runtime/fusion.h).
+  bool fuse = true;
 };
 
 // Where the time went, per node of the main graph, over every run so far.

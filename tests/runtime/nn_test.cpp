@@ -661,6 +661,27 @@ TEST(NnSoftmax, Opset11CoercesTo2DAndOpset13UsesOneAxis) {
   expect_tensor_near(hard[0].tensor(), f32({1, 2, 2}, {0, 0, 1, 1}));
 }
 
+TEST(NnSoftmax, RowsOfAnyLengthWithMaskedEntries) {
+  // Lengths around the 8 lanes the float path keeps, -inf entries (masked
+  // attention) that must give exactly 0; the truth is computed in double.
+  for (int64_t n : {1, 7, 8, 13, 130}) {
+    std::vector<float> x;
+    for (int64_t i = 0; i < 2 * n; ++i)
+      x.push_back(i % 5 == 3 && n > 1 ? -std::numeric_limits<float>::infinity() : static_cast<float>((i * 7) % 11) - 4.5f);
+    std::vector<double> expected(x.size());
+    for (int64_t r = 0; r < 2; ++r) {
+      double max = -INFINITY, sum = 0;
+      for (int64_t i = 0; i < n; ++i) max = std::max(max, static_cast<double>(x[r * n + i]));
+      for (int64_t i = 0; i < n; ++i) sum += std::exp(x[r * n + i] - max);
+      for (int64_t i = 0; i < n; ++i) expected[r * n + i] = std::exp(x[r * n + i] - max) / sum;
+    }
+    auto out = run_node({.op_type = "Softmax", .opset = 13, .inputs = {{"x", f32({2, n}, Doubles(x.begin(), x.end()))}}});
+    expect_tensor_near(out[0].tensor(), make(DataType::float32, {2, n}, expected), 1e-7, 1e-6);
+    for (size_t i = 0; i < x.size(); ++i)
+      if (std::isinf(x[i])) EXPECT_EQ(out[0].tensor().data<float>()[i], 0.0f);
+  }
+}
+
 TEST(NnSoftmax, HardmaxPicksTheFirstOfTiesAndHalfWorks) {
   auto hard = run_node({.op_type = "Hardmax", .inputs = {{"x", f32({3}, {3, 1, 3})}}});
   expect_tensor_near(hard[0].tensor(), f32({3}, {1, 0, 0}));

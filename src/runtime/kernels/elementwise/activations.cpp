@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "runtime/kernels/elementwise/elementwise.h"
+#include "runtime/kernels/elementwise/fast_math.h"
 
 namespace onnxkit::runtime::elementwise {
 namespace {
@@ -37,6 +38,33 @@ Result<T> clip_bound(KernelContext& ctx, size_t index, T fallback) {
 }
 
 }  // namespace
+
+KernelFactory gelu_kernel() {
+  return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+    const std::string form = info.attr_string("approximate", "none");
+    if (form != "none" && form != "tanh") return make_error("attribute 'approximate' is '{}'; it must be none or tanh", form);
+    const bool tanh_form = form == "tanh";
+    return ComputeFn([tanh_form](KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+      Tensor& y = ctx.output(0, x->dtype(), x->shape());
+      if (x->dtype() == DataType::float32 && !tanh_form) {
+        map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
+          gelu_floats(x->data<float>() + begin, nullptr, y.mutable_data<float>() + begin, end - begin);
+        });
+        return {};
+      }
+      return dispatch_float(x->dtype(), [&]<class T>() -> Status {
+        map_unary<T, T>(*x, y, [&](compute_t<T> c) {
+          const double v = static_cast<double>(c);
+          if (tanh_form)
+            return static_cast<compute_t<T>>(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))));
+          return static_cast<compute_t<T>>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+        });
+        return {};
+      });
+    });
+  });
+}
 
 void register_activations(KernelRegistry& r) {
   add_activation(r, "LeakyRelu", 6, [](const KernelInfo& info) {
@@ -74,13 +102,7 @@ void register_activations(KernelRegistry& r) {
   add_activation(r, "Mish", 18, [](const KernelInfo&) {
     return [](double v) { return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))); };
   });
-  add_activation(r, "Gelu", 20, [](const KernelInfo& info) {
-    bool tanh_form = info.attr_string("approximate", "none") == "tanh";
-    return [tanh_form](double v) {
-      if (tanh_form) return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-      return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
-    };
-  });
+  r.add("", "Gelu", 20, kLatestOpset, gelu_kernel());
 
   r.add("", "PRelu", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           // Before opset 7 a 1-D slope holds one value per channel (axis 1).

@@ -127,6 +127,10 @@ inline Result<Shape> binary_shape(const Tensor& a, const Tensor& b) { return bro
 void register_unary(KernelRegistry& registry);
 void register_binary(KernelRegistry& registry);
 void register_activations(KernelRegistry& registry);
+
+// Gelu (opset 20), exact or tanh form per the node's 'approximate'; also the
+// kernel the session runs in place of torch's five-node GELU (runtime/fusion.h).
+KernelFactory gelu_kernel();
 void register_variadic(KernelRegistry& registry);
 
 }  // namespace onnxkit::runtime::elementwise

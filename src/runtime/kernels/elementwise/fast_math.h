@@ -65,10 +65,18 @@ inline float fast_erf(float x) {
   return x != x ? x : std::copysign(y, x);
 }
 
-// Over arrays: y[i] = fast_erf(x[i]), and y[i] = fast_exp(x[i] - shift).
-// Built for AVX2 and FMA as well where the compiler can, picked at load
-// time by the CPU (fast_math.cpp).
+// Over arrays, built for AVX2 and FMA as well where the compiler can,
+// picked at load time by the CPU (fast_math.cpp).
+
+// y[i] = fast_erf(x[i]).
 void erf_floats(const float* x, float* y, int64_t n);
-void exp_floats(const float* x, float shift, float* y, int64_t n);
+
+// y[i] = gelu(x[i] + bias[i]) (bias may be null), with the exact GELU
+// x / 2 * (1 + erf(x / sqrt 2)). y may be x.
+void gelu_floats(const float* x, const float* bias, float* y, int64_t n);
+
+// One softmax row: y = exp(x - max x) / sum. The maximum and the sum are
+// kept in 8 partial lanes so that they vectorize; y may be x.
+void softmax_floats(const float* x, float* y, int64_t n);
 
 }  // namespace onnxkit::runtime::elementwise

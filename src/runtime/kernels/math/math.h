@@ -74,6 +74,11 @@ void for_each_matmul(const MatMulPlan& plan, Product&& product) {
 
 // Family parts (register.cpp calls them).
 void register_matmul(KernelRegistry& registry);
+
+// MatMul(A, B) + bias, then GELU when `gelu`: bias holds one float per column
+// of the product. The session runs it in place of a MatMul -> Add chain
+// (runtime/fusion.h).
+KernelFactory matmul_bias_kernel(Tensor bias, bool gelu);
 void register_einsum(KernelRegistry& registry);
 void register_cumsum(KernelRegistry& registry);
 void register_topk(KernelRegistry& registry);

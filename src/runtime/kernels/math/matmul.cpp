@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "runtime/kernels/elementwise/fast_math.h"
 #include "runtime/kernels/math/math.h"
 
 namespace onnxkit::runtime::math {
@@ -236,6 +237,35 @@ Status compute_matmul_integer(KernelContext& ctx) {
 }
 
 }  // namespace
+
+KernelFactory matmul_bias_kernel(Tensor bias, bool gelu) {
+  return make_kernel([bias = std::move(bias), gelu](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+    ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+    if (a->dtype() != DataType::float32 || b->dtype() != DataType::float32)
+      return make_error("the fused MatMul+Add takes float inputs, got {} and {}", to_string(a->dtype()),
+                        to_string(b->dtype()));
+    ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), b->shape()));
+    if (plan.n != bias.numel())
+      return make_error("the bias has {} values for {} output columns", bias.numel(), plan.n);
+    Tensor& out = ctx.output(0, DataType::float32, plan.out);
+    run_matmul<float>(plan, *a, *b, out);
+    // One pass over the product while it is still in cache: + bias, then GELU.
+    float* y = out.mutable_data<float>();
+    const float* row_bias = bias.data<float>();
+    const int64_t rows = plan.n == 0 ? 0 : out.numel() / plan.n, n = plan.n;
+#pragma omp parallel for schedule(static) if (rows * n >= (int64_t{1} << 15))
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = y + r * n;
+      if (gelu) {
+        elementwise::gelu_floats(row, row_bias, row, n);
+      } else {
+        for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
+      }
+    }
+    return {};
+  });
+}
 
 void register_matmul(KernelRegistry& r) {
   r.add("", "Gemm", 1, kLatestOpset, make_kernel(build_gemm));

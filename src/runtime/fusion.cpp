@@ -1,0 +1,116 @@
+#include "runtime/fusion.h"
+
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "runtime/kernels/elementwise/elementwise.h"
+#include "runtime/kernels/math/math.h"
+
+namespace onnxkit::runtime {
+namespace {
+
+struct Matcher {
+  const ConstantOf& constant_of;
+  const IsReturned& is_returned;
+
+  // The one float32 value of a constant, if `v` is one.
+  std::optional<double> scalar(const ir::Value* v) const {
+    const Tensor* t = v != nullptr ? constant_of(v) : nullptr;
+    if (t == nullptr || t->dtype() != DataType::float32 || t->numel() != 1) return std::nullopt;
+    return static_cast<double>(t->data<float>()[0]);
+  }
+
+  bool scalar_is(const ir::Value* v, double expected) const {
+    auto s = scalar(v);
+    return s && std::abs(*s - expected) <= 1e-6 * std::abs(expected);
+  }
+
+  // The node that alone reads `v`, when v is internal to a chain: read once,
+  // in the same graph, and neither a graph output nor returned.
+  const ir::Node* sole_reader(const ir::Value* v) const {
+    if (v == nullptr || v->uses().size() != 1 || v->is_any_graph_output() || is_returned(v)) return nullptr;
+    const ir::Node* reader = v->uses()[0].node;
+    return reader->graph() == v->producer()->graph() ? reader : nullptr;
+  }
+
+  // A binary default-domain `op` reading `v`: its other input, or null.
+  static const ir::Value* other_operand(const ir::Node* node, std::string_view op, const ir::Value* v) {
+    if (node == nullptr || !node->is_onnx_op(op) || node->inputs().size() != 2 || node->outputs().size() != 1)
+      return nullptr;
+    if (node->input(0) == v) return node->input(1);
+    if (node->input(1) == v) return node->input(0);
+    return nullptr;
+  }
+
+  // torch's GELU around `erf`: x / sqrt 2 (or x * (1 / sqrt 2)) -> Erf -> + 1 -> * x -> * 0.5.
+  std::optional<FusedChain> gelu(const ir::Node* erf) const {
+    if (!erf->is_onnx_op("Erf")) return std::nullopt;
+    const ir::Node* scale = erf->input(0) != nullptr ? erf->input(0)->producer() : nullptr;
+    if (scale == nullptr || sole_reader(scale->output(0)) != erf || scale->inputs().size() != 2) return std::nullopt;
+    const ir::Value* x = nullptr;
+    if (scale->is_onnx_op("Div") && scalar_is(scale->input(1), std::sqrt(2.0))) {
+      x = scale->input(0);
+    } else if (scale->is_onnx_op("Mul")) {
+      for (size_t i : {0, 1})
+        if (scalar_is(scale->input(i), std::sqrt(0.5))) x = scale->input(1 - i);
+    }
+    if (x == nullptr || constant_of(x) != nullptr) return std::nullopt;
+    const ir::Node* plus_one = sole_reader(erf->output(0));
+    if (!scalar_is(other_operand(plus_one, "Add", erf->output(0)), 1.0)) return std::nullopt;
+    const ir::Node* times_x = sole_reader(plus_one->output(0));
+    if (other_operand(times_x, "Mul", plus_one->output(0)) != x) return std::nullopt;
+    const ir::Node* half = sole_reader(times_x->output(0));
+    if (!scalar_is(other_operand(half, "Mul", times_x->output(0)), 0.5)) return std::nullopt;
+    return FusedChain{half, {scale, erf, plus_one, times_x}, {x}, "Gelu", elementwise::gelu_kernel()};
+  }
+
+  // MatMul(A, B) -> Add(bias): B a constant matrix, bias one float per column.
+  std::optional<FusedChain> linear(const ir::Node* matmul) const {
+    if (!matmul->is_onnx_op("MatMul") || matmul->inputs().size() != 2) return std::nullopt;
+    const Tensor* b = constant_of(matmul->input(1));
+    if (b == nullptr || b->dtype() != DataType::float32 || b->rank() != 2) return std::nullopt;
+    const ir::Node* add = sole_reader(matmul->output(0));
+    const ir::Value* bias_value = other_operand(add, "Add", matmul->output(0));
+    const Tensor* bias = bias_value != nullptr ? constant_of(bias_value) : nullptr;
+    if (bias == nullptr || bias->dtype() != DataType::float32 || bias->rank() != 1 || bias->dim(0) != b->dim(1))
+      return std::nullopt;
+    return FusedChain{add, {matmul}, {matmul->input(0), matmul->input(1)}, "MatMul+Add", {}};
+  }
+};
+
+}  // namespace
+
+std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
+                                          const IsReturned& is_returned) {
+  const Matcher match{constant_of, is_returned};
+  std::unordered_map<const ir::Value*, FusedChain> gelu_of;  // by GELU's input
+  for (const ir::Node* node : order)
+    if (auto chain = match.gelu(node)) gelu_of.emplace(chain->inputs[0], std::move(*chain));
+
+  std::vector<FusedChain> chains;
+  for (const ir::Node* node : order) {
+    auto linear = match.linear(node);
+    if (!linear) continue;
+    Tensor bias = *constant_of(match.other_operand(linear->last, "Add", node->output(0)));
+    // x = A B + bias read only by a GELU (its scaling and its "* x"): one kernel for all.
+    const ir::Value* x = linear->last->output(0);
+    auto gelu = gelu_of.find(x);
+    if (gelu != gelu_of.end() && x->uses().size() == 2 && !x->is_any_graph_output() && !is_returned(x)) {
+      linear->absorbed.push_back(linear->last);
+      linear->absorbed.insert(linear->absorbed.end(), gelu->second.absorbed.begin(), gelu->second.absorbed.end());
+      linear->last = gelu->second.last;
+      linear->kind = "MatMul+Add+Gelu";
+      linear->create = math::matmul_bias_kernel(std::move(bias), /*gelu=*/true);
+      gelu_of.erase(gelu);
+    } else {
+      linear->create = math::matmul_bias_kernel(std::move(bias), /*gelu=*/false);
+    }
+    chains.push_back(std::move(*linear));
+  }
+  for (auto& [x, chain] : gelu_of) chains.push_back(std::move(chain));
+  return chains;
+}
+
+}  // namespace onnxkit::runtime

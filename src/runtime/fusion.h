@@ -1,0 +1,40 @@
+#pragma once
+// Graph-level fusion at session build: chains of nodes, as exporters write
+// them, that the plan runs as one kernel. The model is not changed; the
+// absorbed nodes get no step and their values no buffer.
+//
+//   GELU    x -> Div(sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5)  =>  Gelu(x)
+//           (torch's export of nn.GELU; Mul(1 / sqrt 2) for the Div too)
+//   linear  MatMul(A, B) -> Add(bias)                                 =>  MatMul+bias
+//           with bias a float constant of one value per column
+//   both    linear -> GELU                                            =>  MatMul+bias+Gelu
+//
+// A value inside a chain must have no reader outside it and must not be
+// returned by the run; the constants must be what the pattern says (to
+// float rounding), so the fused kernel computes the same function.
+
+#include <functional>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/kernel.h"
+
+namespace onnxkit::runtime {
+
+struct FusedChain {
+  const ir::Node* last = nullptr;         // the step writes this node's outputs
+  std::vector<const ir::Node*> absorbed;  // the others: no step of their own
+  std::vector<const ir::Value*> inputs;   // what the fused kernel reads, in order
+  const char* kind = nullptr;             // the step's name in profiles
+  KernelFactory create;                   // called with the last node's KernelInfo
+};
+
+using ConstantOf = std::function<const Tensor*(const ir::Value*)>;
+using IsReturned = std::function<bool(const ir::Value*)>;
+
+// The chains of `order` (one graph's nodes, topologically sorted), none
+// overlapping another.
+std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
+                                          const IsReturned& is_returned);
+
+}  // namespace onnxkit::runtime

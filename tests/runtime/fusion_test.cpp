@@ -1,0 +1,139 @@
+// Fusion at session build (runtime/fusion.h): the chains torch exports for
+// nn.Linear and nn.GELU run as one kernel when, and only when, that computes
+// the same function. Truth: the formula evaluated in double here, and the
+// same model run unfused.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ir/model.h"
+#include "runtime/session.h"
+#include "runtime/tensor_proto.h"
+#include "support/node_runner.h"
+
+namespace onnxkit {
+namespace {
+
+using runtime::DataType;
+using runtime::Tensor;
+using testing::attr;
+using testing::expect_tensor_near;
+
+constexpr int64_t kRows = 6, kIn = 8, kOut = 16;
+
+// x [2, 3, 8] -> [MatMul(W) -> Add(b)] -> torch's GELU, with the GELU's
+// constants as Constant nodes (as torch writes them).
+struct Variant {
+  bool linear = true;
+  bool bias_through_identity = false;  // torch shares one bias between layers so
+  float divisor = static_cast<float>(M_SQRT2);
+  bool erf_is_an_output = false;
+};
+
+float weight(int64_t i) { return static_cast<float>((i * 7) % 13) / 13.0f - 0.5f; }
+float bias(int64_t j) { return 0.1f * static_cast<float>(j % 5) - 0.2f; }
+float input(int64_t i) { return static_cast<float>((i * 5) % 17) / 4.0f - 2.0f; }
+
+std::shared_ptr<const ir::Model> gelu_model(const Variant& v) {
+  auto model = std::make_shared<ir::Model>();
+  model->mutable_header().set_ir_version(8);
+  model->set_opset("", 17);
+  ir::Graph& g = model->graph();
+  onnx::TypeProto type;
+  type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {int64_t{2}, int64_t{3}, kIn}) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  ir::Value* x = g.add_input("x", type);
+  auto constant = [&](const std::string& name, float value) {
+    ir::Node* c = g.add_node("Constant", {}, {name});
+    c->set_attribute(attr("value", Tensor::from<float>({}, {value})));
+    return c->output(0);
+  };
+  if (v.linear) {
+    std::vector<float> w, b;
+    for (int64_t i = 0; i < kIn * kOut; ++i) w.push_back(weight(i));
+    for (int64_t j = 0; j < kOut; ++j) b.push_back(bias(j));
+    ir::Value* wv = g.add_initializer("W", runtime::tensor_to_proto(Tensor::from<float>({kIn, kOut}, w)));
+    ir::Value* bv = g.add_initializer("b", runtime::tensor_to_proto(Tensor::from<float>({kOut}, b)));
+    if (v.bias_through_identity) bv = g.add_node("Identity", {bv}, {"b_shared"})->output(0);
+    ir::Value* product = g.add_node("MatMul", {x, wv}, {"product"})->output(0);
+    x = g.add_node("Add", {bv, product}, {"linear"})->output(0);
+  }
+  ir::Value* scaled = g.add_node("Div", {x, constant("divisor", v.divisor)}, {"scaled"})->output(0);
+  ir::Value* erf = g.add_node("Erf", {scaled}, {"erf"})->output(0);
+  ir::Value* plus_one = g.add_node("Add", {erf, constant("one", 1.0f)}, {"plus_one"})->output(0);
+  ir::Value* times_x = g.add_node("Mul", {x, plus_one}, {"times_x"})->output(0);
+  g.add_output(g.add_node("Mul", {times_x, constant("half", 0.5f)}, {"y"})->output(0));
+  if (v.erf_is_an_output) g.add_output(erf);
+  return model;
+}
+
+Tensor input_tensor() {
+  std::vector<float> values;
+  for (int64_t i = 0; i < kRows * kIn; ++i) values.push_back(input(i));
+  return Tensor::from<float>({2, 3, kIn}, values);
+}
+
+// gelu(x W + b) in double.
+Tensor expected_output(bool linear) {
+  const int64_t cols = linear ? kOut : kIn;
+  std::vector<double> y;
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      double v = static_cast<double>(input(r * kIn + j % kIn));
+      if (linear) {
+        v = bias(j);
+        for (int64_t k = 0; k < kIn; ++k) v += static_cast<double>(input(r * kIn + k)) * weight(k * kOut + j);
+      }
+      y.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    }
+  std::vector<float> f(y.begin(), y.end());
+  return Tensor::from<float>({2, 3, cols}, f);
+}
+
+struct Outcome {
+  Tensor y;
+  std::vector<std::string> steps;  // op or fused kind of each step
+};
+
+Outcome run(const Variant& v, bool fuse) {
+  auto session = runtime::Session::create(gelu_model(v), {.threads = 1, .profile = true, .fuse = fuse});
+  EXPECT_TRUE(session.ok()) << session.error().message();
+  if (!session.ok()) return {};
+  auto out = (*session)->run({{"x", input_tensor()}});
+  EXPECT_TRUE(out.ok()) << out.error().message();
+  Outcome o{out.ok() ? (*out)[0].tensor() : Tensor(), {}};
+  for (const auto& p : (*session)->profile()) o.steps.push_back(p.op_type);
+  return o;
+}
+
+TEST(Fusion, LinearThenGeluIsOneStep) {
+  Outcome fused = run({}, true), plain = run({}, false);
+  EXPECT_EQ(fused.steps, std::vector<std::string>{"MatMul+Add+Gelu"});
+  EXPECT_EQ(plain.steps.size(), 7u);  // MatMul, Add, Div, Erf, Add, Mul, Mul
+  expect_tensor_near(fused.y, expected_output(true), 1e-6, 1e-5);
+  expect_tensor_near(fused.y, plain.y, 1e-6, 1e-5);
+}
+
+TEST(Fusion, GeluAloneAndABiasSharedThroughIdentity) {
+  Outcome gelu = run({.linear = false}, true);
+  EXPECT_EQ(gelu.steps, std::vector<std::string>{"Gelu"});
+  expect_tensor_near(gelu.y, expected_output(false), 1e-6, 1e-5);
+  Outcome shared = run({.bias_through_identity = true}, true);
+  EXPECT_EQ(shared.steps, std::vector<std::string>{"MatMul+Add+Gelu"});
+  expect_tensor_near(shared.y, expected_output(true), 1e-6, 1e-5);
+}
+
+TEST(Fusion, DeclinesWhenAPartIsSeenOrTheConstantsDiffer) {
+  // The Erf value is returned: only the linear layer fuses.
+  Outcome seen = run({.erf_is_an_output = true}, true);
+  EXPECT_EQ(seen.steps, (std::vector<std::string>{"MatMul+Add", "Div", "Erf", "Add", "Mul", "Mul"}));
+  expect_tensor_near(seen.y, expected_output(true), 1e-6, 1e-5);
+  // x / 2 is not GELU's x / sqrt 2.
+  Outcome other = run({.divisor = 2.0f}, true);
+  EXPECT_EQ(other.steps, (std::vector<std::string>{"MatMul+Add", "Div", "Erf", "Add", "Mul", "Mul"}));
+  expect_tensor_near(other.y, run({.divisor = 2.0f}, false).y, 1e-6, 1e-5);
+}
+
+}  // namespace
+}  // namespace onnxkit

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -110,6 +112,12 @@ size_t element_size(DataType type) {
     case DataType::int8:
     case DataType::uint8:
     case DataType::boolean:
+    case DataType::float8e4m3fn:
+    case DataType::float8e4m3fnuz:
+    case DataType::float8e5m2:
+    case DataType::float8e5m2fnuz:
+    case DataType::int4:  // unpacked in memory
+    case DataType::uint4:
       return 1;
     case DataType::string:
       return sizeof(std::string);
@@ -140,6 +148,20 @@ bool is_integer(DataType t) {
 
 bool is_signed(DataType t) {
   return t == DataType::int8 || t == DataType::int16 || t == DataType::int32 || t == DataType::int64 || is_floating(t);
+}
+
+bool is_low_precision(DataType t) {
+  switch (t) {
+    case DataType::float8e4m3fn:
+    case DataType::float8e4m3fnuz:
+    case DataType::float8e5m2:
+    case DataType::float8e5m2fnuz:
+    case DataType::int4:
+    case DataType::uint4:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Float16::Float16(float f) {
@@ -185,6 +207,90 @@ BFloat16::BFloat16(float f) {
 }
 
 BFloat16::operator float() const { return bits_float(static_cast<uint32_t>(bits) << 16); }
+
+namespace {
+
+// What tells the float8 formats apart. Codes are sign | magnitude; the
+// magnitudes above max_magnitude are NaN (or infinity, just above it in E5M2).
+struct Float8Layout {
+  int mantissa_bits;
+  int exponent_bias;
+  uint8_t max_magnitude;  // the largest finite value
+  bool has_infinity;
+  bool unsigned_zero;  // no -0: 0x80 is the NaN
+};
+
+constexpr Float8Layout float8_layout(Float8Format format) {
+  switch (format) {
+    case Float8Format::e4m3fn: return {3, 7, 0x7e, false, false};
+    case Float8Format::e4m3fnuz: return {3, 8, 0x7f, false, true};
+    case Float8Format::e5m2: return {2, 15, 0x7b, true, false};
+    case Float8Format::e5m2fnuz: return {2, 16, 0x7f, false, true};
+  }
+  return {};
+}
+
+// The value of a finite magnitude code: subnormal when its exponent field is 0.
+double float8_magnitude(const Float8Layout& layout, uint8_t magnitude) {
+  const int m = layout.mantissa_bits;
+  const int exponent = magnitude >> m, mantissa = magnitude & ((1 << m) - 1);
+  if (exponent == 0) return std::ldexp(mantissa, 1 - layout.exponent_bias - m);
+  return std::ldexp(mantissa | (1 << m), exponent - layout.exponent_bias - m);
+}
+
+uint8_t float8_encode(const Float8Layout& layout, double v, bool saturate) {
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  // E4M3FN has a single NaN magnitude; E5M2 takes IEEE's quiet NaN.
+  const uint8_t nan = layout.unsigned_zero ? 0x80 : sign | (layout.has_infinity ? 0x7e : 0x7f);
+  if (std::isnan(v)) return nan;
+  const uint8_t largest = sign | layout.max_magnitude;
+  const uint8_t beyond_largest = layout.has_infinity ? sign | (layout.max_magnitude + 1) : nan;
+  if (std::isinf(v)) return saturate && !layout.unsigned_zero ? largest : beyond_largest;
+
+  // Scale |v| so that one unit is the last mantissa bit of its binade (of the
+  // smallest normal one for subnormals), and let nearbyint round to even.
+  const int m = layout.mantissa_bits;
+  const int min_exponent = 1 - layout.exponent_bias;
+  const double a = std::fabs(v);
+  int exponent = a == 0.0 ? min_exponent : std::max(std::ilogb(a), min_exponent);
+  double units = std::nearbyint(std::ldexp(a, m - exponent));
+  if (units == 2 << m) {  // rounded up into the next binade
+    units = 1 << m;
+    ++exponent;
+  }
+  if (units == 0) return layout.unsigned_zero ? 0 : sign;
+  if (std::ldexp(units, exponent - m) > float8_magnitude(layout, layout.max_magnitude))
+    return saturate ? largest : beyond_largest;
+  const int implicit_bit = 1 << m;
+  if (units < implicit_bit) return sign | static_cast<uint8_t>(units);  // subnormal: exponent field 0
+  return sign | static_cast<uint8_t>(((exponent + layout.exponent_bias) << m) | (static_cast<int>(units) - implicit_bit));
+}
+
+}  // namespace
+
+template <Float8Format F>
+Float8<F>::Float8(double v, bool saturate) : bits(float8_encode(float8_layout(F), v, saturate)) {}
+
+template <Float8Format F>
+Float8<F>::operator float() const {
+  constexpr Float8Layout layout = float8_layout(F);
+  const uint8_t magnitude = bits & 0x7f;
+  float value;
+  if (layout.unsigned_zero && bits == 0x80) {
+    value = std::numeric_limits<float>::quiet_NaN();
+  } else if (magnitude > layout.max_magnitude) {
+    value = layout.has_infinity && magnitude == layout.max_magnitude + 1 ? std::numeric_limits<float>::infinity()
+                                                                         : std::numeric_limits<float>::quiet_NaN();
+  } else {
+    value = static_cast<float>(float8_magnitude(layout, magnitude));
+  }
+  return bits & 0x80 ? -value : value;
+}
+
+template struct Float8<Float8Format::e4m3fn>;
+template struct Float8<Float8Format::e4m3fnuz>;
+template struct Float8<Float8Format::e5m2>;
+template struct Float8<Float8Format::e5m2fnuz>;
 
 int64_t shape_size(const Shape& shape) {
   int64_t n = 1;

@@ -1,6 +1,7 @@
 #include "runtime/tensor_proto.h"
 
 #include <cstring>
+#include <string_view>
 
 #include "io/tensor_proto.h"
 
@@ -13,13 +14,40 @@ void decode_field(const Field& field, Tensor& out) {
   int64_t i = 0;
   for (auto v : field) {
     if (i >= out.numel()) break;
-    if constexpr (std::is_same_v<Dst, Float16> || std::is_same_v<Dst, BFloat16>) {
-      dst[i].bits = static_cast<uint16_t>(v);  // int32_data holds the bits
+    if constexpr (std::is_same_v<Dst, Float16> || std::is_same_v<Dst, BFloat16> || is_float8_v<Dst>) {
+      dst[i].bits = static_cast<decltype(dst[i].bits)>(v);  // int32_data holds the bits
     } else {
       dst[i] = static_cast<Dst>(v);
     }
     ++i;
   }
+}
+
+// INT4 and UINT4 take a byte per element in memory but pack two per byte in
+// a TensorProto (raw_data, external data and int32_data entries alike), the
+// first element in the low nibble.
+bool is_packed_in_proto(DataType type) { return type == DataType::int4 || type == DataType::uint4; }
+
+void unpack_4bit(std::string_view packed, Tensor& out) {
+  auto unpack = [&]<class T>() {
+    T* dst = out.mutable_data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i)
+      dst[i] = T(static_cast<uint8_t>(packed[static_cast<size_t>(i / 2)]) >> (i % 2 * 4));  // T keeps the low 4 bits
+  };
+  if (out.dtype() == DataType::int4) unpack.template operator()<Int4>();
+  else unpack.template operator()<UInt4>();
+}
+
+std::string pack_4bit(const Tensor& t) {
+  std::string packed(static_cast<size_t>((t.numel() + 1) / 2), '\0');
+  auto pack = [&]<class T>() {
+    const T* src = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      packed[static_cast<size_t>(i / 2)] |= static_cast<char>((static_cast<int>(src[i]) & 0xf) << (i % 2 * 4));
+  };
+  if (t.dtype() == DataType::int4) pack.template operator()<Int4>();
+  else pack.template operator()<UInt4>();
+  return packed;
 }
 
 }  // namespace
@@ -33,21 +61,28 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const io::Exter
   if (proto.has_segment()) return make_error("{}: segmented tensors are not supported", io::describe_tensor(proto));
   ONNXKIT_ASSIGN(uint64_t count, io::element_count(proto));
   Shape shape(proto.dims().begin(), proto.dims().end());
-  const uint64_t bytes = count * element_size(type);
+  const uint64_t bytes = io::data_byte_size(proto.data_type(), count);  // as stored, 4-bit types packed
 
   if (io::is_external(proto)) {
     if (external == nullptr) return make_error("{}: data is external but no model folder is known", io::describe_tensor(proto));
     ONNXKIT_ASSIGN(io::ExternalSlice slice, external->slice(proto));
     if (slice.length != bytes)
       return make_error("{}: external data has {} bytes, expected {}", io::describe_tensor(proto), slice.length, bytes);
+    if (is_packed_in_proto(type)) {
+      Tensor t(type, std::move(shape));
+      unpack_4bit({reinterpret_cast<const char*>(slice.bytes().data()), slice.length}, t);
+      return t;
+    }
     return Tensor::view(type, std::move(shape), slice.bytes().data(), slice.file);
   }
   if (proto.has_raw_data() && type != DataType::string) {
     if (proto.raw_data().size() != bytes)
       return make_error("{}: raw_data has {} bytes, expected {}", io::describe_tensor(proto), proto.raw_data().size(), bytes);
-    if (owner != nullptr) return Tensor::view(type, std::move(shape), proto.raw_data().data(), std::move(owner));
+    if (owner != nullptr && !is_packed_in_proto(type))
+      return Tensor::view(type, std::move(shape), proto.raw_data().data(), std::move(owner));
     Tensor t(type, std::move(shape));
-    if (bytes > 0) std::memcpy(t.mutable_raw(), proto.raw_data().data(), bytes);
+    if (is_packed_in_proto(type)) unpack_4bit(proto.raw_data(), t);
+    else if (bytes > 0) std::memcpy(t.mutable_raw(), proto.raw_data().data(), bytes);
     return t;
   }
 
@@ -67,6 +102,20 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const io::Exter
     case DataType::boolean: decode_field<bool>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
     case DataType::float16: decode_field<Float16>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
     case DataType::bfloat16: decode_field<BFloat16>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::float8e4m3fn: decode_field<Float8E4M3FN>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::float8e4m3fnuz: decode_field<Float8E4M3FNUZ>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::float8e5m2: decode_field<Float8E5M2>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::float8e5m2fnuz: decode_field<Float8E5M2FNUZ>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::int4:
+    case DataType::uint4: {
+      ONNXKIT_ASSIGN(std::string packed, io::inline_bytes(proto));  // a packed byte per int32_data entry
+      if (packed.size() != bytes)
+        return make_error("{}: holds {} packed bytes but its dims give {} elements ({} bytes)", io::describe_tensor(proto),
+                          packed.size(), count, bytes);
+      unpack_4bit(packed, t);
+      entries = count;
+      break;
+    }
     case DataType::string: {
       std::string* dst = t.mutable_data<std::string>();
       for (int i = 0; i < proto.string_data_size() && i < t.numel(); ++i) dst[i] = proto.string_data(i);
@@ -100,6 +149,8 @@ onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name)
   for (int64_t d : tensor.shape()) proto.add_dims(d);
   if (tensor.dtype() == DataType::string) {
     for (const std::string& s : tensor.values<std::string>()) proto.add_string_data(s);
+  } else if (is_packed_in_proto(tensor.dtype())) {
+    proto.set_raw_data(pack_4bit(tensor));
   } else {
     proto.set_raw_data(tensor.raw(), tensor.nbytes());
   }

@@ -19,6 +19,8 @@ using runtime::Float16;
 using runtime::Tensor;
 using testing::attr;
 using testing::expect_tensor_near;
+using testing::float8_tensor;
+using testing::int4_tensor;
 using testing::run_node;
 using testing::try_run_node;
 
@@ -299,6 +301,84 @@ TEST(Quantization, BadConvolutionsAreErrors) {
     ASSERT_FALSE(out.ok()) << c.needle;
     EXPECT_NE(out.error().message().find(c.needle), std::string::npos) << out.error().message();
   }
+}
+
+TEST(Quantization, QuantizeToFloat8RoundsToNearestEvenAndSaturates) {
+  // x / 2 = 0.5, 1.5, 1.0625 (an E4M3 tie, to 1.0), 500, -500, 1e5. Codes
+  // hand-computed as in the Cast tests, and the same as onnx 1.23's
+  // ReferenceEvaluator gives for QuantizeLinear-19. The float8 zero point (0)
+  // only picks the output type.
+  const auto x = Tensor::from<float>({6}, {1, 3, 2.125f, 1000, -1000, 2e5f});
+  struct Case {
+    DataType type;
+    std::vector<uint8_t> saturated, unsaturated;
+  };
+  const std::vector<Case> cases = {
+      {DataType::float8e4m3fn, {0x30, 0x3c, 0x38, 0x7e, 0xfe, 0x7e}, {0x30, 0x3c, 0x38, 0x7f, 0xff, 0x7f}},
+      {DataType::float8e4m3fnuz, {0x38, 0x44, 0x40, 0x7f, 0xff, 0x7f}, {0x38, 0x44, 0x40, 0x80, 0x80, 0x80}},
+      // 500 rounds to 512 here, in range.
+      {DataType::float8e5m2, {0x38, 0x3e, 0x3c, 0x60, 0xe0, 0x7b}, {0x38, 0x3e, 0x3c, 0x60, 0xe0, 0x7c}},
+      {DataType::float8e5m2fnuz, {0x3c, 0x42, 0x40, 0x64, 0xe4, 0x7f}, {0x3c, 0x42, 0x40, 0x64, 0xe4, 0x80}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(runtime::to_string(c.type));
+    const std::vector<testing::NodeInput> inputs = {
+        {"x", x}, {"s", Tensor::from<float>({}, {2})}, {"z", float8_tensor(c.type, {}, {0})}};
+    auto saturated = run_node({.op_type = "QuantizeLinear", .opset = 19, .inputs = inputs});
+    expect_tensor_near(saturated[0].tensor(), float8_tensor(c.type, {6}, c.saturated));
+    auto unsaturated = run_node({.op_type = "QuantizeLinear", .opset = 19, .inputs = inputs, .attributes = {attr("saturate", 0)}});
+    expect_tensor_near(unsaturated[0].tensor(), float8_tensor(c.type, {6}, c.unsaturated));
+  }
+}
+
+TEST(Quantization, QuantizeToInt4RoundsThenSaturatesToFourBits) {
+  // x / 2 = -10, -1.5, 0, 1.5, 2.5, 50 round (half to even) to -10, -2, 0,
+  // 2, 2, 50; then the zero point, then [-8, 7] or [0, 15]. Hand-computed;
+  // onnx 1.23's ReferenceEvaluator agrees.
+  const auto x = Tensor::from<float>({6}, {-20, -3, 0, 3, 5, 100});
+  const auto scale = Tensor::from<float>({}, {2});
+  // The int4 zero point is an initializer: it comes through a packed TensorProto.
+  auto out = run_node({.op_type = "QuantizeLinear", .opset = 21,
+                       .inputs = {{"x", x}, {"s", scale}, {"z", int4_tensor(DataType::int4, {}, {1}), true}}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int4, {6}, {-8, -1, 1, 3, 3, 7}));
+  out = run_node({.op_type = "QuantizeLinear", .opset = 21,
+                  .inputs = {{"x", x}, {"s", scale}, {"z", int4_tensor(DataType::uint4, {}, {8})}}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint4, {6}, {0, 6, 8, 10, 10, 15}));
+  out = run_node({.op_type = "QuantizeLinear", .opset = 21, .inputs = {{"x", x}, {"s", scale}},
+                  .attributes = {attr("output_dtype", static_cast<int64_t>(DataType::int4))}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int4, {6}, {-8, -2, 0, 2, 2, 7}));
+}
+
+TEST(Quantization, DequantizeFloat8AndInt4) {
+  // y = (x - zero point) * scale; float8 codes decoded by hand (as in the
+  // Cast tests). onnx 1.23's ReferenceEvaluator agrees.
+  const float nan = std::nanf("");
+  struct Case {
+    DataType type;
+    std::vector<uint8_t> codes;
+    std::vector<float> expected;  // at scale 0.5
+  };
+  const std::vector<Case> cases = {
+      {DataType::float8e4m3fn, {0x38, 0x7e, 0xc0, 0x7f, 0x01}, {0.5f, 224, -1, nan, 0x1p-10f}},
+      {DataType::float8e4m3fnuz, {0x40, 0x7f, 0xc0, 0x80, 0x01}, {0.5f, 120, -0.5f, nan, 0x1p-11f}},
+      {DataType::float8e5m2, {0x3c, 0x7b, 0xc0, 0x7c, 0x01}, {0.5f, 28672, -1, std::numeric_limits<float>::infinity(), 0x1p-17f}},
+      {DataType::float8e5m2fnuz, {0x40, 0x7f, 0xc0, 0x80, 0x01}, {0.5f, 28672, -0.5f, nan, 0x1p-18f}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(runtime::to_string(c.type));
+    auto out = run_node({.op_type = "DequantizeLinear", .opset = 19,
+                         .inputs = {{"x", float8_tensor(c.type, {5}, c.codes)}, {"s", Tensor::from<float>({}, {0.5f})},
+                                    {"z", float8_tensor(c.type, {}, {0})}}});
+    expect_tensor_near(out[0].tensor(), Tensor::from<float>({5}, c.expected), 0, 0);
+  }
+  auto out = run_node({.op_type = "DequantizeLinear", .opset = 21,
+                       .inputs = {{"x", int4_tensor(DataType::int4, {4}, {-8, -1, 0, 7})}, {"s", Tensor::from<float>({}, {0.5f})},
+                                  {"z", int4_tensor(DataType::int4, {}, {-1})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({4}, {-3.5f, 0, 0.5f, 4}));
+  out = run_node({.op_type = "DequantizeLinear", .opset = 21,
+                  .inputs = {{"x", int4_tensor(DataType::uint4, {3}, {0, 15, 8}), true}, {"s", Tensor::from<float>({}, {2})},
+                             {"z", int4_tensor(DataType::uint4, {}, {8})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {-16, 14, 0}));
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // Tensor-family kernels on cases the backend data leaves out: opset 18+
-// forms, views, strings, negative steps, bad inputs.
+// forms, views, strings, negative steps, bad inputs, the float8 and 4-bit
+// types (Cast, data movement, TensorProto packing).
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
+#include "runtime/tensor_proto.h"
 #include "support/node_runner.h"
 
 namespace onnxkit {
@@ -12,6 +17,8 @@ using runtime::DataType;
 using runtime::Tensor;
 using testing::attr;
 using testing::expect_tensor_near;
+using testing::float8_tensor;
+using testing::int4_tensor;
 using testing::run_node;
 using testing::try_run_node;
 
@@ -134,6 +141,176 @@ TEST(Tensor, LargeBuffersAreReusedInsteadOfReturnedToTheSystem) {
   EXPECT_EQ(b.raw(), first);
   Tensor c(DataType::float32, {512, 512});  // b still holds it: a new one
   EXPECT_NE(c.raw(), first);
+}
+
+TEST(Tensor, CastToFloat8RoundsToNearestEvenAndSaturates) {
+  // Expected codes are hand-computed from the formats (E4M3FN: bias 7, max
+  // 448 = 0x7e; E4M3FNUZ: bias 8, max 240 = 0x7f; E5M2: bias 15, max 57344 =
+  // 0x7b, inf 0x7c; E5M2FNUZ: bias 16, max 0x7f; UZ NaN 0x80), and agree
+  // with onnx 1.23's ReferenceEvaluator except where noted.
+  // 1.0625 and 1.1875 are E4M3 ties (to the even mantissas of 1.0 and 1.25),
+  // 1.125 and 1.375 E5M2 ties (to 1.0 and 1.5); 2^-9 is E4M3FN's smallest
+  // subnormal; 464 is halfway between E4M3FN's 448 and 480, so it rounds to
+  // 448 and is not out of range even without saturation.
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto x = Tensor::from<float>(
+      {13}, {1.0f, 1.0625f, 1.1875f, 1.125f, 1.375f, 0.001953125f, 464, 1e5f, -1e5f, inf, -inf, std::nanf(""), -0.0f});
+  struct Case {
+    DataType to;
+    std::vector<uint8_t> saturated, unsaturated;
+  };
+  const std::vector<Case> cases = {
+      {DataType::float8e4m3fn,
+       {0x38, 0x38, 0x3a, 0x39, 0x3b, 0x01, 0x7e, 0x7e, 0xfe, 0x7e, 0xfe, 0x7f, 0x80},
+       {0x38, 0x38, 0x3a, 0x39, 0x3b, 0x01, 0x7e, 0x7f, 0xff, 0x7f, 0xff, 0x7f, 0x80}},
+      // +-inf saturate to NaN in the UZ formats, as Cast's table says (the
+      // reference gives the largest finite value, onnx issue #6220).
+      {DataType::float8e4m3fnuz,
+       {0x40, 0x40, 0x42, 0x41, 0x43, 0x02, 0x7f, 0x7f, 0xff, 0x80, 0x80, 0x80, 0x00},
+       {0x40, 0x40, 0x42, 0x41, 0x43, 0x02, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}},
+      {DataType::float8e5m2,
+       {0x3c, 0x3c, 0x3d, 0x3c, 0x3e, 0x18, 0x5f, 0x7b, 0xfb, 0x7b, 0xfb, 0x7e, 0x80},
+       {0x3c, 0x3c, 0x3d, 0x3c, 0x3e, 0x18, 0x5f, 0x7c, 0xfc, 0x7c, 0xfc, 0x7e, 0x80}},
+      {DataType::float8e5m2fnuz,
+       {0x40, 0x40, 0x41, 0x40, 0x42, 0x1c, 0x63, 0x7f, 0xff, 0x80, 0x80, 0x80, 0x00},
+       {0x40, 0x40, 0x41, 0x40, 0x42, 0x1c, 0x63, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(runtime::to_string(c.to));
+    const auto to = attr("to", static_cast<int64_t>(c.to));
+    auto saturated = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", x}}, .attributes = {to}});
+    expect_tensor_near(saturated[0].tensor(), float8_tensor(c.to, {13}, c.saturated));
+    auto unsaturated = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", x}}, .attributes = {to, attr("saturate", 0)}});
+    expect_tensor_near(unsaturated[0].tensor(), float8_tensor(c.to, {13}, c.unsaturated));
+    auto like = run_node({.op_type = "CastLike", .opset = 19, .inputs = {{"x", x}, {"like", float8_tensor(c.to, {1}, {0})}},
+                          .attributes = {attr("saturate", 0)}});
+    expect_tensor_near(like[0].tensor(), float8_tensor(c.to, {13}, c.unsaturated));
+  }
+}
+
+TEST(Tensor, CastFromFloat8IsExact) {
+  // Hand-decoded: sign, exponent field - bias, 1.mantissa (0.mantissa and
+  // the smallest normal exponent when the field is 0).
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  struct Case {
+    DataType from;
+    std::vector<uint8_t> codes;
+    std::vector<float> values;
+  };
+  const std::vector<Case> cases = {
+      {DataType::float8e4m3fn, {0x38, 0x7e, 0x01, 0xc0, 0x7f, 0xff}, {1, 448, 0x1p-9f, -2, nan, nan}},
+      {DataType::float8e4m3fnuz, {0x40, 0x7f, 0x01, 0xc0, 0x00, 0x80}, {1, 240, 0x1p-10f, -1, 0, nan}},
+      {DataType::float8e5m2, {0x3c, 0x7b, 0x01, 0xc0, 0x7c, 0xfc, 0x7d, 0x7e}, {1, 57344, 0x1p-16f, -2, inf, -inf, nan, nan}},
+      {DataType::float8e5m2fnuz, {0x40, 0x7f, 0x01, 0xc0, 0x80}, {1, 57344, 0x1p-17f, -1, nan}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(runtime::to_string(c.from));
+    const int64_t n = static_cast<int64_t>(c.codes.size());
+    auto out = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", float8_tensor(c.from, {n}, c.codes)}},
+                         .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
+    expect_tensor_near(out[0].tensor(), Tensor::from<float>({n}, c.values), 0, 0);
+  }
+  // -0 keeps its sign where the format has one.
+  auto zero = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", float8_tensor(DataType::float8e4m3fn, {1}, {0x80})}},
+                        .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
+  EXPECT_TRUE(std::signbit(zero[0].tensor().data<float>()[0]));
+  // Between float8 formats: E5M2's 57344 is beyond E4M3FN's 448.
+  auto narrowed = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", float8_tensor(DataType::float8e5m2, {2}, {0x7b, 0x3c})}},
+                            .attributes = {attr("to", static_cast<int64_t>(DataType::float8e4m3fn))}});
+  expect_tensor_near(narrowed[0].tensor(), float8_tensor(DataType::float8e4m3fn, {2}, {0x7e, 0x38}));
+}
+
+TEST(Tensor, CastToInt4SaturatesFloatsAndWrapsIntegers) {
+  // Floats truncate toward zero and saturate, as for the other integer
+  // types (onnx's reference, through ml_dtypes, wraps them instead: 20 -> 4;
+  // the spec leaves it undefined). Integers keep their low 4 bits, the
+  // spec's rule for narrowing fixed point: 200 = 0xc8 -> 0x8 = -8.
+  const auto to_int4 = attr("to", static_cast<int64_t>(DataType::int4));
+  const auto to_uint4 = attr("to", static_cast<int64_t>(DataType::uint4));
+  auto out = run_node({.op_type = "Cast", .opset = 21,
+                       .inputs = {{"x", Tensor::from<float>({7}, {-20, -8.5f, -1.5f, 0.9f, 7.9f, 20, std::nanf("")})}},
+                       .attributes = {to_int4}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int4, {7}, {-8, -8, -1, 0, 7, 7, 0}));
+  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", Tensor::from<float>({5}, {-3, 2.5f, 15.5f, 100, std::nanf("")})}},
+                  .attributes = {to_uint4}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint4, {5}, {0, 2, 15, 15, 0}));
+  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", Tensor::from<int32_t>({5}, {200, -9, 8, 7, -8})}},
+                  .attributes = {to_int4}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int4, {5}, {-8, 7, -8, 7, -8}));
+  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", Tensor::from<int32_t>({4}, {200, -1, 16, 15})}},
+                  .attributes = {to_uint4}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint4, {4}, {8, 15, 0, 15}));
+  // And back, exactly.
+  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", int4_tensor(DataType::int4, {3}, {-8, -1, 7})}},
+                  .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {-8, -1, 7}), 0, 0);
+  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", int4_tensor(DataType::uint4, {2}, {15, 0})}},
+                  .attributes = {attr("to", static_cast<int64_t>(DataType::int64))}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2}, {15, 0}));
+}
+
+TEST(Tensor, LowPrecisionTypesMoveThroughDataMovementOps) {
+  const auto x = int4_tensor(DataType::int4, {2, 3}, {-8, -1, 0, 1, 2, 7});
+  auto reshaped = run_node({.op_type = "Reshape", .opset = 21, .inputs = {{"x", x}, {"s", Tensor::from<int64_t>({2}, {3, -1})}}});
+  expect_tensor_near(reshaped[0].tensor(), int4_tensor(DataType::int4, {3, 2}, {-8, -1, 0, 1, 2, 7}));
+  EXPECT_TRUE(reshaped[0].tensor().shares_buffer_with(x)) << "Reshape must not copy";
+  auto transposed = run_node({.op_type = "Transpose", .opset = 21, .inputs = {{"x", x}}});
+  expect_tensor_near(transposed[0].tensor(), int4_tensor(DataType::int4, {3, 2}, {-8, 1, -1, 2, 0, 7}));
+  auto unsqueezed = run_node({.op_type = "Unsqueeze", .opset = 21,
+                              .inputs = {{"x", float8_tensor(DataType::float8e5m2, {2}, {0x3c, 0x7c})},
+                                         {"a", Tensor::from<int64_t>({1}, {0})}}});
+  expect_tensor_near(unsqueezed[0].tensor(), float8_tensor(DataType::float8e5m2, {1, 2}, {0x3c, 0x7c}));
+  // Attribute tensors come through a TensorProto: the int4 one packed, with
+  // an odd count.
+  auto constant = run_node({.op_type = "Constant", .opset = 21,
+                            .attributes = {attr("value", int4_tensor(DataType::uint4, {3}, {1, 15, 9}))}});
+  expect_tensor_near(constant[0].tensor(), int4_tensor(DataType::uint4, {3}, {1, 15, 9}));
+  auto filled = run_node({.op_type = "ConstantOfShape", .opset = 21, .inputs = {{"s", Tensor::from<int64_t>({1}, {3})}},
+                          .attributes = {attr("value", float8_tensor(DataType::float8e4m3fn, {1}, {0x7e}))}});
+  expect_tensor_near(filled[0].tensor(), float8_tensor(DataType::float8e4m3fn, {3}, {0x7e, 0x7e, 0x7e}));
+}
+
+TEST(Tensor, Int4TensorProtosPackTwoPerByteLowNibbleFirst) {
+  // The packed bytes are those of onnx 1.23's
+  // helper.make_tensor("x", INT4, [5], [-8, -1, 0, 7, 3]): raw_data
+  // f8 70 03, or int32_data [248, 112, 3]; for UINT4 [1, 15, 9]: f1 09 and
+  // [241, 9]. The odd count leaves the last high nibble 0.
+  const auto int4 = int4_tensor(DataType::int4, {5}, {-8, -1, 0, 7, 3});
+  const auto uint4 = int4_tensor(DataType::uint4, {3}, {1, 15, 9});
+  onnx::TensorProto proto = runtime::tensor_to_proto(int4);
+  EXPECT_EQ(proto.raw_data(), std::string("\xf8\x70\x03", 3));
+  auto back = runtime::tensor_from_proto(proto);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  expect_tensor_near(*back, int4);
+  proto = runtime::tensor_to_proto(uint4);
+  EXPECT_EQ(proto.raw_data(), std::string("\xf1\x09", 2));
+  back = runtime::tensor_from_proto(proto);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  expect_tensor_near(*back, uint4);
+
+  auto typed = [](DataType type, int64_t n, const std::vector<int32_t>& entries) {
+    onnx::TensorProto p;
+    p.set_data_type(static_cast<int32_t>(type));
+    p.add_dims(n);
+    for (int32_t e : entries) p.add_int32_data(e);
+    return p;
+  };
+  back = runtime::tensor_from_proto(typed(DataType::int4, 5, {248, 112, 3}));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  expect_tensor_near(*back, int4);
+  back = runtime::tensor_from_proto(typed(DataType::uint4, 3, {241, 9}));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  expect_tensor_near(*back, uint4);
+  // One byte short: an error, not a read past the end.
+  EXPECT_FALSE(runtime::tensor_from_proto(typed(DataType::int4, 5, {248, 112})).ok());
+  proto = runtime::tensor_to_proto(int4);
+  proto.mutable_raw_data()->pop_back();
+  EXPECT_FALSE(runtime::tensor_from_proto(proto).ok());
+  // Float8 int32_data entries hold one code each (make_tensor(FLOAT8E5M2,
+  // [1, -2, 57344]) gives 0x3c, 0xc0, 0x7b).
+  back = runtime::tensor_from_proto(typed(DataType::float8e5m2, 3, {0x3c, 0xc0, 0x7b}));
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  expect_tensor_near(*back, float8_tensor(DataType::float8e5m2, {3}, {0x3c, 0xc0, 0x7b}));
 }
 
 }  // namespace

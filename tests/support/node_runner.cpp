@@ -1,8 +1,11 @@
 #include "support/node_runner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ir/model.h"
 #include "runtime/tensor_proto.h"
@@ -118,6 +121,24 @@ onnx::AttributeProto attr(const std::string& name, const Tensor& value) {
   return a;
 }
 
+Tensor float8_tensor(DataType type, runtime::Shape shape, const std::vector<uint8_t>& codes) {
+  Tensor t(type, std::move(shape));
+  EXPECT_EQ(static_cast<size_t>(t.numel()), codes.size());
+  std::memcpy(t.mutable_raw(), codes.data(), std::min(codes.size(), t.nbytes()));
+  return t;
+}
+
+Tensor int4_tensor(DataType type, runtime::Shape shape, const std::vector<int>& values) {
+  Tensor t(type, std::move(shape));
+  EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
+  auto fill = [&]<class T>() {
+    for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.numel()); ++i) t.mutable_data<T>()[i] = T(values[i]);
+  };
+  if (type == DataType::int4) fill.template operator()<runtime::Int4>();
+  else fill.template operator()<runtime::UInt4>();
+  return t;
+}
+
 void expect_tensor_near(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
   ASSERT_EQ(actual.dtype(), expected.dtype()) << to_string(actual.dtype()) << " vs " << to_string(expected.dtype());
   ASSERT_EQ(actual.shape(), expected.shape())
@@ -130,6 +151,14 @@ void expect_tensor_near(const Tensor& actual, const Tensor& expected, double ato
   if (expected.dtype() == DataType::boolean) {
     for (int64_t i = 0; i < expected.numel(); ++i)
       EXPECT_EQ(actual.data<bool>()[i], expected.data<bool>()[i]) << "element " << i;
+    return;
+  }
+  if (runtime::is_low_precision(expected.dtype())) {
+    // One byte per element: the encodings must match (NaN and -0 included).
+    const auto* a = static_cast<const uint8_t*>(actual.raw());
+    const auto* e = static_cast<const uint8_t*>(expected.raw());
+    for (int64_t i = 0; i < expected.numel(); ++i)
+      EXPECT_EQ(fmt::format("{:#04x}", a[i]), fmt::format("{:#04x}", e[i])) << "element " << i;
     return;
   }
   Status s = runtime::dispatch_numeric(expected.dtype(), [&]<class T>() -> Status {

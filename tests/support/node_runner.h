@@ -55,8 +55,14 @@ onnx::AttributeProto attr(const std::string& name, const std::vector<float>& val
 onnx::AttributeProto attr(const std::string& name, const std::vector<std::string>& values);
 onnx::AttributeProto attr(const std::string& name, const runtime::Tensor& value);
 
+// Low-precision tensors for tests: float8 ones from their encodings, int4
+// and uint4 ones from their values.
+runtime::Tensor float8_tensor(runtime::DataType type, runtime::Shape shape, const std::vector<uint8_t>& codes);
+runtime::Tensor int4_tensor(runtime::DataType type, runtime::Shape shape, const std::vector<int>& values);
+
 // Same type and shape, and every element within atol + rtol * |expected|
-// (exact for integers, bools and strings; NaN equals NaN).
+// (exact for integers, bools and strings; NaN equals NaN; float8, int4 and
+// uint4 compare their encodings).
 void expect_tensor_near(const runtime::Tensor& actual, const runtime::Tensor& expected, double atol = 1e-5,
                         double rtol = 1e-5);
 

@@ -19,13 +19,24 @@ Result<std::vector<float>> floats_of(const Tensor& t, std::string_view name) {
 
 Result<std::vector<int32_t>> ints_of(const Tensor& t, std::string_view name) {
   std::vector<int32_t> out(static_cast<size_t>(t.numel()));
-  if (!is_quantized_type(t.dtype()) && t.dtype() != DataType::int32)
-    return make_error("input {} must be an integer type, got {}", name, to_string(t.dtype()));
+  if (!is_integer(t.dtype()) || element_size(t.dtype()) > sizeof(int32_t))
+    return make_error("input {} must be an integer type of at most 32 bits, got {}", name, to_string(t.dtype()));
   Status s = dispatch_integer(t.dtype(), [&]<class T>() -> Status {
     for (int64_t i = 0; i < t.numel(); ++i) out[i] = static_cast<int32_t>(t.data<T>()[i]);
     return {};
   });
   if (!s.ok()) return s.error();
+  return out;
+}
+
+Result<std::vector<float>> zero_points_of(const Tensor& t, std::string_view name) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  auto read = [&]<class T>() -> Status {
+    for (int64_t i = 0; i < t.numel(); ++i) out[i] = static_cast<float>(t.data<T>()[i]);
+    return {};
+  };
+  Status s = t.dtype() == DataType::int32 ? read.template operator()<int32_t>() : dispatch_quantized(t.dtype(), read);
+  if (!s.ok()) return make_error("input {} must be a quantized type or int32, got {}", name, to_string(t.dtype()));
   return out;
 }
 

@@ -19,6 +19,7 @@ struct LinearAttrs {
   int64_t block_size = 0;
   DataType output_dtype = DataType::undefined;
   bool per_axis_allowed = true;
+  bool saturate = true;  // float8 outputs only (opset 19)
 };
 
 Result<LinearAttrs> linear_attrs(const KernelInfo& info) {
@@ -27,6 +28,7 @@ Result<LinearAttrs> linear_attrs(const KernelInfo& info) {
   a.block_size = info.attr_int("block_size", 0);
   a.output_dtype = static_cast<DataType>(info.attr_int("output_dtype", 0));
   a.per_axis_allowed = info.opset() >= 13;
+  a.saturate = info.attr_int("saturate", 1) != 0;
   if (a.block_size < 0) return make_error("attribute block_size must be positive, got {}", a.block_size);
   return a;
 }
@@ -41,28 +43,37 @@ void for_each_row(const Granularity& g, int64_t numel, Body&& body) {
   for (int64_t r = 0; r < rows; ++r) body(r / g.axis_dim, r % g.axis_dim, r * g.inner);
 }
 
+// One element of QuantizeLinear, v being x / scale. Integers round v before
+// adding the zero point (see round_saturate); float8 has no separate
+// rounding step, the sum is converted as Cast would.
+template <class Q>
+Q quantize_value(float v, float zero_point, bool saturate) {
+  if constexpr (is_float8_v<Q>) return Q(v + zero_point, saturate);
+  else return round_saturate<Q>(v, zero_point);
+}
+
 // One row of x, with one scale and zero point (step 0) or one per element
 // (step 1, blocks). The pointers are restrict and the scalars local so that
 // 8-bit stores, which may alias anything, do not stop vectorization.
 template <class X, class Q>
 void quantize_row(const X* __restrict x, Q* __restrict y, int64_t n, const float* __restrict scale,
-                  const int32_t* __restrict zero, int64_t step) {
+                  const float* __restrict zero, int64_t step, bool saturate) {
   if (step == 0) {
-    const float s = scale[0], z = static_cast<float>(zero[0]);
-    for (int64_t i = 0; i < n; ++i) y[i] = round_saturate<Q>(static_cast<float>(x[i]) / s, z);
+    const float s = scale[0], z = zero[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = quantize_value<Q>(static_cast<float>(x[i]) / s, z, saturate);
   } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = round_saturate<Q>(static_cast<float>(x[i]) / scale[i], static_cast<float>(zero[i]));
+    for (int64_t i = 0; i < n; ++i) y[i] = quantize_value<Q>(static_cast<float>(x[i]) / scale[i], zero[i], saturate);
   }
 }
 
 template <class X, class Y>
 void dequantize_row(const X* __restrict x, Y* __restrict y, int64_t n, const float* __restrict scale,
-                    const int32_t* __restrict zero, int64_t step) {
+                    const float* __restrict zero, int64_t step) {
   if (step == 0) {
-    const float s = scale[0], z = static_cast<float>(zero[0]);
+    const float s = scale[0], z = zero[0];
     for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Y>((static_cast<float>(x[i]) - z) * s);
   } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Y>((static_cast<float>(x[i]) - static_cast<float>(zero[i])) * scale[i]);
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Y>((static_cast<float>(x[i]) - zero[i]) * scale[i]);
   }
 }
 
@@ -81,13 +92,14 @@ Status compute_quantize(KernelContext& ctx, const LinearAttrs& attrs) {
     out_type = zero->dtype();
   }
   if (!is_quantized_type(out_type))
-    return make_error("quantizing to {} is not supported (int8, uint8, int16, uint16)", to_string(out_type));
+    return make_error("quantizing to {} is not supported (int8, uint8, int16, uint16, int4, uint4, float8)",
+                      to_string(out_type));
   ONNXKIT_ASSIGN(Granularity g, granularity(x->shape(), scale->shape(), zero ? &zero->shape() : nullptr, attrs.axis,
                                             attrs.block_size, attrs.per_axis_allowed, "y_scale", "y_zero_point"));
   ONNXKIT_ASSIGN(std::vector<float> scales, floats_of(*scale, "y_scale"));
-  std::vector<int32_t> zeros(scales.size(), 0);
+  std::vector<float> zeros(scales.size(), 0.0f);
   if (zero != nullptr) {
-    ONNXKIT_ASSIGN(zeros, ints_of(*zero, "y_zero_point"));
+    ONNXKIT_ASSIGN(zeros, zero_points_of(*zero, "y_zero_point"));
   }
   Tensor& y = ctx.output(0, out_type, x->shape());
   auto run = [&]<class X>() -> Status {
@@ -96,7 +108,7 @@ Status compute_quantize(KernelContext& ctx, const LinearAttrs& attrs) {
       Q* py = y.mutable_data<Q>();
       for_each_row(g, x->numel(), [&](int64_t o, int64_t a, int64_t first) {
         const int64_t base = g.row_base(o, a);
-        quantize_row(px + first, py + first, g.inner, scales.data() + base, zeros.data() + base, g.step());
+        quantize_row(px + first, py + first, g.inner, scales.data() + base, zeros.data() + base, g.step(), attrs.saturate);
       });
       return {};
     });
@@ -121,19 +133,20 @@ Status compute_dequantize(KernelContext& ctx, const LinearAttrs& attrs) {
                         to_string(x->dtype()));
   }
   if (!is_quantized_type(x->dtype()) && x->dtype() != DataType::int32)
-    return make_error("input x must be int8, uint8, int16, uint16 or int32, got {}", to_string(x->dtype()));
+    return make_error("input x must be int8, uint8, int16, uint16, int4, uint4, float8 or int32, got {}",
+                      to_string(x->dtype()));
   const DataType out_type = attrs.output_dtype != DataType::undefined ? attrs.output_dtype : scale->dtype();
   if (out_type != DataType::float32 && out_type != DataType::float16 && out_type != DataType::bfloat16)
     return make_error("dequantizing to {} is not supported (float, float16, bfloat16)", to_string(out_type));
   ONNXKIT_ASSIGN(Granularity g, granularity(x->shape(), scale->shape(), zero ? &zero->shape() : nullptr, attrs.axis,
                                             attrs.block_size, attrs.per_axis_allowed, "x_scale", "x_zero_point"));
   ONNXKIT_ASSIGN(std::vector<float> scales, floats_of(*scale, "x_scale"));
-  std::vector<int32_t> zeros(scales.size(), 0);
+  std::vector<float> zeros(scales.size(), 0.0f);
   if (zero != nullptr) {
-    ONNXKIT_ASSIGN(zeros, ints_of(*zero, "x_zero_point"));
+    ONNXKIT_ASSIGN(zeros, zero_points_of(*zero, "x_zero_point"));
   }
   Tensor& y = ctx.output(0, out_type, x->shape());
-  return dispatch_integer(x->dtype(), [&]<class X>() -> Status {
+  auto run = [&]<class X>() -> Status {
     return dispatch_float(out_type, [&]<class Y>() -> Status {
       const X* px = x->data<X>();
       Y* py = y.mutable_data<Y>();
@@ -143,7 +156,9 @@ Status compute_dequantize(KernelContext& ctx, const LinearAttrs& attrs) {
       });
       return {};
     });
-  });
+  };
+  if (x->dtype() == DataType::int32) return run.template operator()<int32_t>();
+  return dispatch_quantized(x->dtype(), run);
 }
 
 Status compute_dynamic_quantize(KernelContext& ctx) {

@@ -12,9 +12,12 @@
 
 namespace onnxkit::runtime::quantization {
 
-// The quantized types this family produces and reads.
+// The types QuantizeLinear produces and DequantizeLinear reads (besides
+// int32): 8- and 16-bit integers, the float8 formats (opset 19), int4 and
+// uint4 (opset 21).
 inline bool is_quantized_type(DataType t) {
-  return t == DataType::int8 || t == DataType::uint8 || t == DataType::int16 || t == DataType::uint16;
+  return t == DataType::int8 || t == DataType::uint8 || t == DataType::int16 || t == DataType::uint16 ||
+         is_low_precision(t);
 }
 
 // Round half to even, add the zero point, then saturate to Q; NaN becomes 0
@@ -36,7 +39,7 @@ Q round_saturate(float v, float zero_point = 0.0f) {
   return static_cast<Q>(v == v ? r : 0.0f);
 }
 
-// Calls f.template operator()<Q>() for an 8- or 16-bit integer type.
+// Calls f.template operator()<Q>() for a type is_quantized_type accepts.
 template <class F>
 Status dispatch_quantized(DataType type, F&& f) {
   switch (type) {
@@ -44,13 +47,16 @@ Status dispatch_quantized(DataType type, F&& f) {
     case DataType::uint8: return f.template operator()<uint8_t>();
     case DataType::int16: return f.template operator()<int16_t>();
     case DataType::uint16: return f.template operator()<uint16_t>();
-    default: return make_error("element type {} is not a quantized type here (int8, uint8, int16, uint16)", to_string(type));
+    default: return dispatch_low_precision(type, std::forward<F>(f));
   }
 }
 
-// The elements of a small tensor (scales, zero points) as floats or ints.
+// The elements of a small tensor as floats (scales), as ints (zero points
+// of the integer kernels, at most 32 bits), or as floats again for the zero
+// points of QuantizeLinear and DequantizeLinear (quantized types and int32).
 Result<std::vector<float>> floats_of(const Tensor& t, std::string_view name);
 Result<std::vector<int32_t>> ints_of(const Tensor& t, std::string_view name);
+Result<std::vector<float>> zero_points_of(const Tensor& t, std::string_view name);
 
 // How scales map onto the elements of x, seen as [outer, axis_dim, inner]:
 // element (o, a, i) reads scale (o * scale_dim + a / block) * inner + i when

@@ -1,4 +1,5 @@
-// Cast and CastLike between every pair of element types, strings included.
+// Cast and CastLike between every pair of element types, strings, float8
+// and 4-bit integers included.
 
 #include <fmt/format.h>
 
@@ -14,8 +15,9 @@ namespace {
 template <class T>
 constexpr bool is_half = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
-// A float converted to an integer type: NaN gives 0 and values out of range
-// saturate (C++ leaves both undefined; ONNX leaves them unspecified).
+// A float converted to an integer type (int4 and uint4 included): NaN gives
+// 0 and values out of range saturate (C++ leaves both undefined; ONNX leaves
+// them unspecified).
 template <class To>
 To float_to_integer(double v) {
   if (std::isnan(v)) return To(0);
@@ -24,39 +26,42 @@ To float_to_integer(double v) {
   return static_cast<To>(v);
 }
 
+// `saturate` (opset 19) only matters for float8 targets.
 template <class To, class From>
-To convert(const From& v) {
+To convert(const From& v, bool saturate) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
+  } else if constexpr (is_half<From> || is_float8_v<From>) {
+    return convert<To>(static_cast<float>(v), saturate);  // exact
+  } else if constexpr (is_int4_v<From>) {
+    return convert<To>(static_cast<int>(v), saturate);
   } else if constexpr (std::is_same_v<From, std::string>) {
     if constexpr (std::is_same_v<To, bool>) {
       return !(v.empty() || v == "0" || v == "false" || v == "False");
     } else {
       double d = std::strtod(v.c_str(), nullptr);  // accepts "inf", "-INF", "NaN"
-      return convert<To>(d);
+      return convert<To>(d, saturate);
     }
   } else if constexpr (std::is_same_v<To, std::string>) {
-    if constexpr (is_half<From>) return fmt::format("{}", static_cast<float>(v));
-    else if constexpr (std::is_same_v<From, bool>) return v ? "1" : "0";
+    if constexpr (std::is_same_v<From, bool>) return v ? "1" : "0";
     else return fmt::format("{}", v);
   } else if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (is_half<From>) return static_cast<float>(v) != 0.0f;
-    else return v != From(0);
+    return v != From(0);
+  } else if constexpr (is_float8_v<To>) {
+    return To(static_cast<double>(v), saturate);
   } else if constexpr (is_half<To>) {
-    if constexpr (is_half<From>) return To(static_cast<float>(v));
-    else return To(static_cast<float>(v));
-  } else if constexpr (std::is_integral_v<To> && (std::is_floating_point_v<From> || is_half<From>)) {
+    return To(static_cast<float>(v));
+  } else if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) {
     return float_to_integer<To>(static_cast<double>(v));
-  } else if constexpr (is_half<From>) {
-    return static_cast<To>(static_cast<float>(v));
   } else {
-    return static_cast<To>(v);
+    return static_cast<To>(v);  // integers narrow by keeping their low bits, int4 and uint4 too
   }
 }
 
 // Element types Cast can handle (complex is not a Cast type).
 template <class F>
 Status dispatch_castable(DataType t, F&& f) {
+  if (is_low_precision(t)) return dispatch_low_precision(t, std::forward<F>(f));
   switch (t) {
     case DataType::boolean:
       return f.template operator()<bool>();
@@ -67,7 +72,7 @@ Status dispatch_castable(DataType t, F&& f) {
   }
 }
 
-Status cast(const Tensor& x, DataType to, KernelContext& ctx) {
+Status cast(const Tensor& x, DataType to, bool saturate, KernelContext& ctx) {
   if (x.dtype() == to) {
     ctx.set_output(0, x);
     return {};
@@ -80,7 +85,7 @@ Status cast(const Tensor& x, DataType to, KernelContext& ctx) {
       const int64_t n = x.numel();
       constexpr bool trivial = !std::is_same_v<From, std::string> && !std::is_same_v<To, std::string>;
 #pragma omp parallel for if (trivial && n >= (1 << 16))
-      for (int64_t i = 0; i < n; ++i) dst[i] = convert<To>(src[i]);
+      for (int64_t i = 0; i < n; ++i) dst[i] = convert<To>(src[i], saturate);
       return {};
     });
   });
@@ -92,15 +97,19 @@ void register_cast(KernelRegistry& r) {
   r.add("", "Cast", 6, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           auto to = static_cast<DataType>(info.attr_int("to", 0));
           if (element_size(to) == 0) return make_error("attribute 'to' ({}) is not a supported element type", static_cast<int>(to));
-          return ComputeFn([to](KernelContext& ctx) -> Status {
+          const bool saturate = info.attr_int("saturate", 1) != 0;
+          return ComputeFn([to, saturate](KernelContext& ctx) -> Status {
             ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-            return cast(*x, to, ctx);
+            return cast(*x, to, saturate, ctx);
           });
         }));
-  r.add("", "CastLike", 15, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-          ONNXKIT_ASSIGN(const Tensor* like, ctx.tensor(1));
-          return cast(*x, like->dtype(), ctx);
+  r.add("", "CastLike", 15, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+          const bool saturate = info.attr_int("saturate", 1) != 0;
+          return ComputeFn([saturate](KernelContext& ctx) -> Status {
+            ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+            ONNXKIT_ASSIGN(const Tensor* like, ctx.tensor(1));
+            return cast(*x, like->dtype(), saturate, ctx);
+          });
         }));
 }
 

@@ -46,10 +46,12 @@ void register_generators(KernelRegistry& r) {
             for (int64_t d : dims)
               if (d < 0) return make_error("shape has a negative dim");
             Tensor& y = ctx.output(0, value.dtype(), Shape(dims.begin(), dims.end()));
-            return dispatch_all(value.dtype(), [&]<class T>() -> Status {
+            auto fill = [&]<class T>() -> Status {
               std::fill_n(y.mutable_data<T>(), y.numel(), value.data<T>()[0]);
               return {};
-            });
+            };
+            if (is_low_precision(value.dtype())) return dispatch_low_precision(value.dtype(), fill);
+            return dispatch_all(value.dtype(), fill);
           });
         }));
 

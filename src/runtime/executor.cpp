@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <unordered_set>
 
@@ -37,28 +38,49 @@ GraphPlan::Step reorder_step(const ir::Node& node, const char* kind, int from, i
   return step;
 }
 
-// Producers whose kernels apply a fused activation (KernelInfo::fused_activation),
-// and the activations they take.
-bool fusable(const ir::Node& producer, const ir::Node& activation) {
-  static const std::set<std::pair<std::string, std::string>> kTable = {{"Conv", "Relu"}};
-  return producer.in_onnx_domain() && activation.in_onnx_domain() &&
-         kTable.count({producer.op_type(), activation.op_type()}) != 0;
+// The activation `node` computes, when a producer's kernel can apply it
+// (KernelInfo::fused_activation): Relu, and Clip with constant float bounds
+// (ReLU6 is Clip(0, 6)).
+std::optional<FusedActivation> activation_of(const ir::Node& node, int64_t opset, const ConstantOf& constant_of) {
+  if (!node.in_onnx_domain()) return std::nullopt;
+  if (node.op_type() == "Relu" && node.inputs().size() == 1) return FusedActivation{FusedActivation::Kind::relu};
+  if (node.op_type() != "Clip") return std::nullopt;
+  FusedActivation clip{FusedActivation::Kind::clip, -std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::infinity()};
+  if (opset < 11) {
+    clip.min = node.attr_float("min", -std::numeric_limits<float>::max());
+    clip.max = node.attr_float("max", std::numeric_limits<float>::max());
+    return clip;
+  }
+  for (size_t i : {1, 2}) {
+    if (node.input(i) == nullptr) continue;
+    const Tensor* bound = constant_of(node.input(i));
+    if (bound == nullptr || bound->dtype() != DataType::float32 || bound->numel() != 1) return std::nullopt;
+    (i == 1 ? clip.min : clip.max) = bound->data<float>()[0];
+  }
+  return clip;
 }
 
-// activation node -> its producer, where the pair can run as one kernel: the
-// producer's output feeds only the activation and nobody asks to see it.
-std::unordered_map<const ir::Node*, const ir::Node*> find_fusions(const std::vector<ir::Node*>& order,
-                                                                  const GraphPlan& plan,
-                                                                  const std::unordered_set<int>& returned) {
-  std::unordered_map<const ir::Node*, const ir::Node*> fused;
+struct ActivationFusion {
+  const ir::Node* producer;
+  FusedActivation activation;
+};
+
+// activation node -> its producer (a Conv), where the pair can run as one
+// kernel: the producer's output feeds only the activation and nobody asks to see it.
+std::unordered_map<const ir::Node*, ActivationFusion> find_fusions(const std::vector<ir::Node*>& order,
+                                                                   const GraphPlan& plan,
+                                                                   const std::unordered_set<int>& returned,
+                                                                   int64_t opset, const ConstantOf& constant_of) {
+  std::unordered_map<const ir::Node*, ActivationFusion> fused;
   for (const ir::Node* node : order) {
     const ir::Value* out = node->output(0);
-    if (out == nullptr || node->outputs().size() != 1 || out->uses().size() != 1 || out->is_any_graph_output() ||
-        returned.count(plan.slots.at(out)))
+    if (!node->is_onnx_op("Conv") || out == nullptr || node->outputs().size() != 1 || out->uses().size() != 1 ||
+        out->is_any_graph_output() || returned.count(plan.slots.at(out)))
       continue;
     const ir::Use& use = out->uses()[0];
-    if (use.index != 0 || use.node->graph() != node->graph() || use.node->inputs().size() != 1) continue;
-    if (fusable(*node, *use.node)) fused[use.node] = node;
+    if (use.index != 0 || use.node->graph() != node->graph()) continue;
+    if (auto activation = activation_of(*use.node, opset, constant_of)) fused[use.node] = {node, *activation};
   }
   return fused;
 }
@@ -148,9 +170,6 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     ONNXKIT_ASSIGN(auto child, build_plan(sub, self, {}, context));
     return std::shared_ptr<const GraphPlan>(std::move(child));
   };
-  const auto fusions = find_fusions(order, *plan, returned_slots);
-  std::unordered_set<const ir::Node*> fused_producers;
-  for (const auto& [activation, producer] : fusions) fused_producers.insert(producer);
 
   // The main graph's convolution chains run on blocked activations. Every
   // value keeps its plain slot; a value that also exists blocked gets a
@@ -161,6 +180,11 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     auto c = constant_by_slot.find(it->second);
     return c != constant_by_slot.end() ? c->second : nullptr;
   };
+  std::unordered_map<const ir::Node*, ActivationFusion> fusions;
+  if (context.options.fuse) fusions = find_fusions(order, *plan, returned_slots, context.model.opset(""), constant_of);
+  std::unordered_map<const ir::Node*, FusedActivation> activation_of_producer;
+  for (const auto& [activation, fusion] : fusions) activation_of_producer[fusion.producer] = fusion.activation;
+
   LayoutPlan layout;
   if (parent == nullptr && context.options.blocked_layout) layout = plan_layout(order, constant_of);
   std::unordered_map<const ir::Node*, const FusedChain*> chain_ending_at;
@@ -230,6 +254,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     if (fusions.count(&node)) {
       // Its producer already applied it: pass the value on.
       step.kernel = std::make_unique<PassThrough>();
+      step.kind = "(fused into Conv)";
     } else if (auto chain = chain_ending_at.find(&node); chain != chain_ending_at.end()) {
       step.inputs.clear();
       for (const ir::Value* v : chain->second->inputs) step.inputs.push_back(plan->slots.at(v));
@@ -251,10 +276,8 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
                           domain.empty() ? "" : domain + ":", node.op_type(), opset);
       }
       KernelInfo info(node, opset, std::move(constants), context.options, context.registry, build_subgraph);
-      if (fused_producers.count(&node)) {
-        for (const auto& [activation, producer] : fusions)
-          if (producer == &node) info.set_fused_activation(activation->op_type());
-      }
+      if (auto fused = activation_of_producer.find(&node); fused != activation_of_producer.end())
+        info.set_fused_activation(fused->second);
       Result<std::unique_ptr<Kernel>> kernel = make_error("no kernel");
       const std::string& op = node.op_type();
       if (blocked && op == "Conv")

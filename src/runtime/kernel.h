@@ -30,6 +30,20 @@ class KernelRegistry;
 inline constexpr int64_t kLatestOpset = INT_MAX;
 
 // What a kernel sees when it is built.
+// An activation the session fused into a producer (executor.cpp's fusion
+// table): the producer's kernel applies it to output 0 and the activation
+// node passes values through. Clip carries its bounds.
+struct FusedActivation {
+  enum class Kind { none, relu, clip };
+  Kind kind = Kind::none;
+  float min = 0, max = 0;  // clip's
+  float apply(float v) const {
+    if (kind == Kind::relu) return v < 0 ? 0 : v;
+    if (kind == Kind::clip) return v < min ? min : (v > max ? max : v);
+    return v;
+  }
+};
+
 class KernelInfo {
  public:
   KernelInfo(const ir::Node& node, int64_t opset, std::vector<const Tensor*> constant_inputs,
@@ -45,11 +59,10 @@ class KernelInfo {
   const ir::Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
 
-  // An activation ("Relu") the session fused into this node: the kernel must
-  // apply it to output 0 (the activation node itself passes values through).
-  // Only ops listed in executor.cpp's fusion table are ever asked.
-  const std::string& fused_activation() const { return fused_activation_; }
-  void set_fused_activation(std::string op) { fused_activation_ = std::move(op); }
+  // What the session fused into this node (only ops in executor.cpp's
+  // fusion table are ever asked).
+  const FusedActivation& fused_activation() const { return fused_activation_; }
+  void set_fused_activation(FusedActivation activation) { fused_activation_ = activation; }
   const SessionOptions& options() const { return options_; }
   const KernelRegistry& registry() const { return registry_; }
 
@@ -80,7 +93,7 @@ class KernelInfo {
   const SessionOptions& options_;
   const KernelRegistry& registry_;
   std::function<Result<std::shared_ptr<const GraphPlan>>(const ir::Graph&)> build_subgraph_;
-  std::string fused_activation_;
+  FusedActivation fused_activation_;
 };
 
 // What a kernel sees when it computes.

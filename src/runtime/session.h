@@ -30,7 +30,7 @@ struct SessionOptions {
   // Run convolution chains on blocked activations (see runtime/layout.h).
   bool blocked_layout = true;
   // Run chains such as torch's five-node GELU or MatMul -> Add as one kernel
-  // (see runtime/fusion.h).
+  // (see runtime/fusion.h), and Conv -> Relu or Clip as one oneDNN primitive.
   bool fuse = true;
 };
 

@@ -135,5 +135,61 @@ TEST(Fusion, DeclinesWhenAPartIsSeenOrTheConstantsDiffer) {
   expect_tensor_near(other.y, run({.divisor = 2.0f}, false).y, 1e-6, 1e-5);
 }
 
+// x = -4..4 through a 1x1 Conv with weights [2, -1] and bias [1, 0], then a
+// Clip: channel 0 is 2x + 1, channel 1 is -x, before clipping.
+std::shared_ptr<const ir::Model> conv_clip_model(int64_t opset, bool constant_bounds) {
+  auto model = std::make_shared<ir::Model>();
+  model->mutable_header().set_ir_version(8);
+  model->set_opset("", opset);
+  ir::Graph& g = model->graph();
+  onnx::TypeProto type;
+  type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {1, 1, 3, 3}) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  ir::Value* x = g.add_input("x", type);
+  ir::Value* w = g.add_initializer("w", runtime::tensor_to_proto(Tensor::from<float>({2, 1, 1, 1}, {2, -1})));
+  ir::Value* b = g.add_initializer("b", runtime::tensor_to_proto(Tensor::from<float>({2}, {1, 0})));
+  ir::Value* conv = g.add_node("Conv", {x, w, b}, {"conv"})->output(0);
+  ir::Node* clip = nullptr;
+  if (opset < 11) {
+    clip = g.add_node("Clip", {conv}, {"y"});
+    clip->set_attribute(attr("min", 0.0f));
+    clip->set_attribute(attr("max", 6.0f));
+  } else if (constant_bounds) {
+    ir::Value* lo = g.add_initializer("lo", runtime::tensor_to_proto(Tensor::from<float>({}, {0})));
+    ir::Value* hi = g.add_initializer("hi", runtime::tensor_to_proto(Tensor::from<float>({}, {6})));
+    clip = g.add_node("Clip", {conv, lo, hi}, {"y"});
+  } else {
+    onnx::TypeProto scalar;
+    scalar.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    scalar.mutable_tensor_type()->mutable_shape();
+    clip = g.add_node("Clip", {conv, g.add_input("lo", scalar), g.add_input("hi", scalar)}, {"y"});
+  }
+  g.add_output(clip->output(0));
+  return model;
+}
+
+TEST(Fusion, ConvThenClipIsOneOneDnnPrimitive) {
+  std::vector<float> x;
+  for (int i = -4; i <= 4; ++i) x.push_back(static_cast<float>(i));
+  const Tensor expected = Tensor::from<float>({1, 2, 3, 3}, {0, 0, 0, 0, 1, 3, 5, 6, 6,  //
+                                                             4, 3, 2, 1, 0, 0, 0, 0, 0});
+  for (auto [opset, constant_bounds] : {std::pair{6, true}, {13, true}, {13, false}}) {
+    auto session = runtime::Session::create(conv_clip_model(opset, constant_bounds), {.threads = 1, .profile = true});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    runtime::NamedValues feeds = {{"x", Tensor::from<float>({1, 1, 3, 3}, x)}};
+    if (!constant_bounds) {
+      feeds.emplace_back("lo", Tensor::from<float>({}, {0}));
+      feeds.emplace_back("hi", Tensor::from<float>({}, {6}));
+    }
+    auto out = (*session)->run(feeds);
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    expect_tensor_near((*out)[0].tensor(), expected, 0, 0);
+    std::vector<std::string> steps;
+    for (const auto& p : (*session)->profile()) steps.push_back(p.op_type);
+    // Bounds only known at run time keep Clip a step of its own.
+    EXPECT_EQ(steps.back(), constant_bounds ? "(fused into Conv)" : "Clip") << opset;
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -259,7 +259,7 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
   if (!conv_can_run_blocked(info.node(), w, b)) return make_error("cannot run in the blocked layout");
   auto engine = std::make_shared<DnnlConvCache>(
       std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
-      info.fused_activation() == "Relu" ? FusedActivation::relu : FusedActivation::none,
+      info.fused_activation(),
       plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
   return std::unique_ptr<Kernel>(std::make_unique<BlockedConv>(attrs, w->shape(), engine, plain_input));
 }

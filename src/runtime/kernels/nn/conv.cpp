@@ -311,12 +311,15 @@ Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& 
   return b;
 }
 
-// The fused Relu, for the runs oneDNN does not take.
-Status apply_relu(Tensor& y) {
+// The fused activation, for the runs oneDNN does not take.
+Status apply_activation(const FusedActivation& activation, Tensor& y) {
+  if (activation.kind == FusedActivation::Kind::none) return {};
   return dispatch_float(y.dtype(), [&]<class T>() -> Status {
     T* p = y.mutable_data<T>();
-    for (int64_t i = 0; i < y.numel(); ++i)
-      if (static_cast<float>(p[i]) < 0) p[i] = T(0);
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const auto v = static_cast<compute_t<T>>(p[i]);
+      if (v == v) p[i] = static_cast<T>(static_cast<compute_t<T>>(activation.apply(static_cast<float>(v))));
+    }
     return {};
   });
 }
@@ -337,15 +340,15 @@ KernelFactory conv_kernel() {
         if (p.ok()) fixed = std::make_shared<const ConvParams>(std::move(p).value());
       }
     }
-    const bool relu = info.fused_activation() == "Relu";
+    const FusedActivation activation = info.fused_activation();
     // Constant float32 weights (and bias) run on oneDNN.
     std::shared_ptr<DnnlConvCache> dnnl;
     const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
     if (w != nullptr && w->dtype() == DataType::float32 && (!info.has_input(2) || b != nullptr))
       dnnl = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
                                              b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
-                                             relu ? FusedActivation::relu : FusedActivation::none, ActivationLayout::plain);
-    return ComputeFn([attrs, fixed, dnnl, relu](KernelContext& ctx) -> Status {
+                                             activation, ActivationLayout::plain);
+    return ComputeFn([attrs, fixed, dnnl, activation](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));
       if (w->dtype() != x->dtype())
@@ -361,8 +364,7 @@ KernelFactory conv_kernel() {
       if (dnnl && x->dtype() == DataType::float32 && y.numel() > 0)
         if (auto engine = dnnl->get(*p)) return engine->run(*x, y);
       ONNXKIT_TRY(conv_reference(*p, *x, *w, bias, y));
-      if (relu) return apply_relu(y);
-      return {};
+      return apply_activation(activation, y);
     });
   });
 }

@@ -80,9 +80,12 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
                                                           state->dst_md, strides, dilations, pad_l, pad_r);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratchpad per run: runs may overlap
-    if (activation == FusedActivation::relu) {
+    if (activation.kind != FusedActivation::Kind::none) {  // applied by oneDNN to the output in place
       dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      if (activation.kind == FusedActivation::Kind::relu)
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      else
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, activation.min, activation.max);
       attr.set_post_ops(ops);
     }
     state->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine);

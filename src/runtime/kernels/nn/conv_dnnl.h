@@ -19,9 +19,6 @@ namespace onnxkit::runtime::nn {
 // The CPU engine every oneDNN primitive of the runtime runs on.
 dnnl::engine& cpu_engine();
 
-// An activation oneDNN applies to the convolution's output in place.
-enum class FusedActivation { none, relu };
-
 // How activations are laid out in memory: plain [N, C, spatial...], or
 // blocked [N, ceil(C/8), H, W, 8] with zeros in the padded channels (oneDNN's
 // nChw8c, which its AVX2 kernels read fastest). A network's first layer,
@@ -33,7 +30,7 @@ class DnnlConv {
  public:
   // Null when oneDNN has no primitive for these parameters.
   static std::unique_ptr<DnnlConv> create(const ConvParams& params, const Tensor& w, const Tensor* bias,
-                                          FusedActivation activation = FusedActivation::none,
+                                          FusedActivation activation = {},
                                           ActivationLayout layout = ActivationLayout::plain);
   ~DnnlConv();
 

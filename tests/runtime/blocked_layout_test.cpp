@@ -113,5 +113,18 @@ g (float[1,16,9,9] x) => (float[1,16,9,9] y) {
   expect_blocked_equals_plain(model, random_tensor({1, 16, 9, 9}, 3), 1);
 }
 
+TEST(BlockedLayout, MaxPoolsWithPadsDilationsAndNegativeValues) {
+  // Padding must never win a maximum: about half the conv outputs are negative.
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,10,11,12] x) => (float[1,10,6,7] y, float[1,10,5,4] z) {
+  c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
+  y = MaxPool <kernel_shape = [3,2], strides = [2,2], pads = [1,1,1,1]> (c1)
+  z = MaxPool <kernel_shape = [3,3], strides = [3,3], pads = [2,1,2,1], dilations = [2,2], ceil_mode = 1> (c1)
+})",
+                            {{"w1", {10, 10, 1, 1}}, {"b1", {10}}});
+  expect_blocked_equals_plain(model, random_tensor({1, 10, 11, 12}, 5), 1);
+}
+
 }  // namespace
 }  // namespace onnxkit

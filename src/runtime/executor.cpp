@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <set>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <unordered_set>
 
+#include "analysis/onnx_inference.h"
 #include "runtime/fusion.h"
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/layout.h"
@@ -17,12 +19,17 @@
 namespace onnxkit::runtime {
 namespace {
 
+// Output 0 is input `index` as it is: the step of a node fused into its producer.
 class PassThrough final : public Kernel {
  public:
+  explicit PassThrough(size_t index) : index_(index) {}
   Status compute(KernelContext& ctx) const override {
-    ctx.set_output(0, ctx.input_value(0));
+    ctx.set_output(0, ctx.input_value(index_));
     return {};
   }
+
+ private:
+  size_t index_;
 };
 
 // A step the plan adds after or before `node`: copies slot `from` into slot
@@ -61,28 +68,71 @@ std::optional<FusedActivation> activation_of(const ir::Node& node, int64_t opset
   return clip;
 }
 
-struct ActivationFusion {
-  const ir::Node* producer;
-  FusedActivation activation;
+// Nodes run by a Conv's kernel (FusedActivation): a residual Add, an
+// activation, or both in that order.
+struct ConvFusions {
+  struct Fused {
+    size_t pass_input;  // the input that carries the Conv's final value
+  };
+  struct Conv {
+    FusedActivation activation;
+    const ir::Value* residual = nullptr;
+  };
+  std::unordered_map<const ir::Node*, Fused> fused;  // Add and activation nodes: pass values through
+  std::unordered_map<const ir::Node*, Conv> convs;
 };
 
-// activation node -> its producer (a Conv), where the pair can run as one
-// kernel: the producer's output feeds only the activation and nobody asks to see it.
-std::unordered_map<const ir::Node*, ActivationFusion> find_fusions(const std::vector<ir::Node*>& order,
-                                                                   const GraphPlan& plan,
-                                                                   const std::unordered_set<int>& returned,
-                                                                   int64_t opset, const ConstantOf& constant_of) {
-  std::unordered_map<const ir::Node*, ActivationFusion> fused;
-  for (const ir::Node* node : order) {
+// Where a Conv's output feeds only an activation, or only an Add of a value
+// of the same static shape computed before the Conv (then maybe only an
+// activation), and nobody asks to see what is fused away. A blocked Conv
+// fuses an Add only when both are blocked and the residual is produced
+// blocked, so that it is at hand in the Conv's layout.
+ConvFusions find_conv_fusions(const std::vector<ir::Node*>& order, const GraphPlan& plan,
+                              const std::unordered_set<int>& returned, int64_t opset, const ConstantOf& constant_of,
+                              const std::unordered_set<const ir::Node*>& blocked,
+                              const std::function<bool(const ir::Value*, const ir::Value*)>& same_shape) {
+  std::unordered_map<const ir::Node*, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  auto sole_reader = [&](const ir::Node* node) -> const ir::Node* {
     const ir::Value* out = node->output(0);
-    if (!node->is_onnx_op("Conv") || out == nullptr || node->outputs().size() != 1 || out->uses().size() != 1 ||
-        out->is_any_graph_output() || returned.count(plan.slots.at(out)))
+    if (out == nullptr || node->outputs().size() != 1 || out->uses().size() != 1 || out->is_any_graph_output() ||
+        returned.count(plan.slots.at(out)))
+      return nullptr;
+    const ir::Node* reader = out->uses()[0].node;
+    return reader->graph() == node->graph() ? reader : nullptr;
+  };
+  ConvFusions f;
+  for (const ir::Node* conv : order) {
+    if (!conv->is_onnx_op("Conv")) continue;
+    const ir::Node* next = sole_reader(conv);
+    if (next == nullptr) continue;
+    if (auto activation = activation_of(*next, opset, constant_of); activation && next->input(0) == conv->output(0)) {
+      f.fused[next] = {0};
+      f.convs[conv] = {*activation, nullptr};
       continue;
-    const ir::Use& use = out->uses()[0];
-    if (use.index != 0 || use.node->graph() != node->graph()) continue;
-    if (auto activation = activation_of(*use.node, opset, constant_of)) fused[use.node] = {node, *activation};
+    }
+    if (!next->is_onnx_op("Add") || next->inputs().size() != 2) continue;
+    const size_t mine = next->input(0) == conv->output(0) ? 0 : 1;
+    const ir::Value* residual = next->input(1 - mine);
+    if (residual == nullptr || residual == conv->output(0) || constant_of(residual) != nullptr) continue;
+    const ir::Node* source = residual->producer();
+    if (source != nullptr && (!position.count(source) || position.at(source) > position.at(conv))) continue;
+    if (blocked.count(conv) != blocked.count(next) ||
+        (blocked.count(conv) && (source == nullptr || !blocked.count(source))))
+      continue;
+    if (!same_shape(conv->output(0), residual)) continue;  // else the Add broadcasts
+    FusedActivation activation;
+    if (const ir::Node* after = sole_reader(next)) {
+      if (auto a = activation_of(*after, opset, constant_of); a && after->input(0) == next->output(0)) {
+        activation = *a;
+        f.fused[after] = {0};
+      }
+    }
+    activation.add_residual = true;
+    f.fused[next] = {mine};
+    f.convs[conv] = {activation, residual};
   }
-  return fused;
+  return f;
 }
 
 }  // namespace
@@ -180,13 +230,35 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     auto c = constant_by_slot.find(it->second);
     return c != constant_by_slot.end() ? c->second : nullptr;
   };
-  std::unordered_map<const ir::Node*, ActivationFusion> fusions;
-  if (context.options.fuse) fusions = find_fusions(order, *plan, returned_slots, context.model.opset(""), constant_of);
-  std::unordered_map<const ir::Node*, FusedActivation> activation_of_producer;
-  for (const auto& [activation, fusion] : fusions) activation_of_producer[fusion.producer] = fusion.activation;
-
   LayoutPlan layout;
   if (parent == nullptr && context.options.blocked_layout) layout = plan_layout(order, constant_of);
+  // Whether two main-graph values surely have one shape (for residual Adds):
+  // ONNX's shape inference, run once if a Conv feeds an Add. Dims must be
+  // known numbers or the same symbol.
+  std::optional<analysis::TypeMap> types;
+  auto same_shape = [&](const ir::Value* a, const ir::Value* b) {
+    if (parent != nullptr) return false;
+    if (!types) types = analysis::infer_types_with_onnx(context.model).types;
+    auto ta = types->find(a->name()), tb = types->find(b->name());
+    if (ta == types->end() || tb == types->end() || !ta->second.tensor_type().has_shape() ||
+        !tb->second.tensor_type().has_shape())
+      return false;
+    const auto& sa = ta->second.tensor_type().shape();
+    const auto& sb = tb->second.tensor_type().shape();
+    if (sa.dim_size() != sb.dim_size()) return false;
+    for (int i = 0; i < sa.dim_size(); ++i) {
+      const auto &da = sa.dim(i), &db = sb.dim(i);
+      const bool same = (da.has_dim_value() && db.has_dim_value() && da.dim_value() == db.dim_value()) ||
+                        (da.has_dim_param() && db.has_dim_param() && !da.dim_param().empty() &&
+                         da.dim_param() == db.dim_param());
+      if (!same) return false;
+    }
+    return true;
+  };
+  ConvFusions conv_fusions;
+  if (context.options.fuse)
+    conv_fusions = find_conv_fusions(order, *plan, returned_slots, context.model.opset(""), constant_of,
+                                     layout.blocked_nodes, same_shape);
   std::unordered_map<const ir::Node*, const FusedChain*> chain_ending_at;
   std::unordered_set<const ir::Node*> absorbed;
   std::vector<FusedChain> chains;
@@ -251,9 +323,9 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
                                              v->is_any_graph_output()));
     }
 
-    if (fusions.count(&node)) {
-      // Its producer already applied it: pass the value on.
-      step.kernel = std::make_unique<PassThrough>();
+    if (auto fused = conv_fusions.fused.find(&node); fused != conv_fusions.fused.end()) {
+      // The Conv's kernel already did this node's work: pass the value on.
+      step.kernel = std::make_unique<PassThrough>(fused->second.pass_input);
       step.kind = "(fused into Conv)";
     } else if (auto chain = chain_ending_at.find(&node); chain != chain_ending_at.end()) {
       step.inputs.clear();
@@ -276,8 +348,13 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
                           domain.empty() ? "" : domain + ":", node.op_type(), opset);
       }
       KernelInfo info(node, opset, std::move(constants), context.options, context.registry, build_subgraph);
-      if (auto fused = activation_of_producer.find(&node); fused != activation_of_producer.end())
-        info.set_fused_activation(fused->second);
+      if (auto conv = conv_fusions.convs.find(&node); conv != conv_fusions.convs.end()) {
+        info.set_fused_activation(conv->second.activation);
+        if (const ir::Value* residual = conv->second.residual) {
+          step.inputs.resize(FusedActivation::kResidualInput, -1);  // an omitted B stays omitted
+          step.inputs.push_back(blocked ? blocked_slot.at(residual) : plan->slots.at(residual));
+        }
+      }
       Result<std::unique_ptr<Kernel>> kernel = make_error("no kernel");
       const std::string& op = node.op_type();
       if (blocked && op == "Conv")

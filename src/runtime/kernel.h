@@ -30,13 +30,18 @@ class KernelRegistry;
 inline constexpr int64_t kLatestOpset = INT_MAX;
 
 // What a kernel sees when it is built.
-// An activation the session fused into a producer (executor.cpp's fusion
-// table): the producer's kernel applies it to output 0 and the activation
-// node passes values through. Clip carries its bounds.
+// What the session fused into a Conv (executor.cpp's fusion table): the
+// kernel applies it to output 0 and the fused nodes pass values through.
+// With `add_residual`, a residual Add came first: the kernel reads one more
+// input, input kResidualInput (after X, W and B, whether B is given or not),
+// of output 0's shape and layout, and adds it before the activation (ResNet's
+// conv -> add -> relu). Clip carries its bounds.
 struct FusedActivation {
+  static constexpr size_t kResidualInput = 3;
   enum class Kind { none, relu, clip };
   Kind kind = Kind::none;
   float min = 0, max = 0;  // clip's
+  bool add_residual = false;
   float apply(float v) const {
     if (kind == Kind::relu) return v < 0 ? 0 : v;
     if (kind == Kind::clip) return v < min ? min : (v > max ? max : v);

@@ -50,26 +50,31 @@ size_t count_steps(const runtime::Session& session, std::string_view op) {
   return n;
 }
 
+// The model run blocked and plain, both with fusions (runtime/fusion.h and
+// the Conv fusions of executor.cpp), against the plain unfused run.
 void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, const Tensor& x,
-                                 size_t expected_to_blocked) {
+                                 size_t expected_to_blocked, size_t expected_fused_into_conv) {
   ASSERT_NE(model, nullptr);
-  auto blocked = runtime::Session::create(model, {.threads = 2, .profile = true, .blocked_layout = true});
-  auto plain = runtime::Session::create(model, {.threads = 2, .profile = true, .blocked_layout = false});
-  ASSERT_TRUE(blocked.ok()) << blocked.error().message();
-  ASSERT_TRUE(plain.ok()) << plain.error().message();
-  auto ours = (*blocked)->run({{"x", x}});
-  auto reference = (*plain)->run({{"x", x}});
-  ASSERT_TRUE(ours.ok()) << ours.error().message();
+  auto reference_session = runtime::Session::create(model, {.threads = 2, .blocked_layout = false, .fuse = false});
+  ASSERT_TRUE(reference_session.ok()) << reference_session.error().message();
+  auto reference = (*reference_session)->run({{"x", x}});
   ASSERT_TRUE(reference.ok()) << reference.error().message();
-  ASSERT_EQ(ours->size(), reference->size());
-  for (size_t i = 0; i < ours->size(); ++i) {
-    SCOPED_TRACE((*blocked)->outputs()[i].name);
-    testing::expect_tensor_near((*ours)[i].tensor(), (*reference)[i].tensor(), 1e-5, 1e-5);
+  for (bool blocked_layout : {true, false}) {
+    SCOPED_TRACE(blocked_layout ? "blocked" : "plain");
+    auto session = runtime::Session::create(model, {.threads = 2, .profile = true, .blocked_layout = blocked_layout});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    auto ours = (*session)->run({{"x", x}});
+    ASSERT_TRUE(ours.ok()) << ours.error().message();
+    ASSERT_EQ(ours->size(), reference->size());
+    for (size_t i = 0; i < ours->size(); ++i) {
+      SCOPED_TRACE((*session)->outputs()[i].name);
+      testing::expect_tensor_near((*ours)[i].tensor(), (*reference)[i].tensor(), 1e-5, 1e-5);
+    }
+    EXPECT_EQ(count_steps(**session, "(fused into Conv)"), expected_fused_into_conv);
+    // The blocked session did run blocked: it reordered back to plain at the edges.
+    EXPECT_EQ(count_steps(**session, "ToPlain") > 0, blocked_layout);
+    EXPECT_EQ(count_steps(**session, "ToBlocked"), blocked_layout ? expected_to_blocked : 0);
   }
-  // The blocked session did run blocked: it reordered back to plain at the edges.
-  EXPECT_GT(count_steps(**blocked, "ToPlain"), 0u);
-  EXPECT_EQ(count_steps(**blocked, "ToBlocked"), expected_to_blocked);
-  EXPECT_EQ(count_steps(**plain, "ToPlain"), 0u);
 }
 
 TEST(BlockedLayout, AChainWithPartialBlocksPoolsConcatAndResidualsMatchesPlain) {
@@ -94,7 +99,8 @@ g (float[2,3,18,19] x) => (float[2,40] y, float[2,12,18,19] s, float[2,40,5,5] c
                             {{"w1", {12, 3, 3, 3}}, {"b1", {12}}, {"w2", {20, 12, 1, 1}}, {"b2", {20}},
                              {"w3", {20, 1, 3, 3}}, {"w4", {20, 20, 3, 3}}});
   // The first layer (3 channels) reads x as it is: nothing is reordered into blocks.
-  expect_blocked_equals_plain(model, random_tensor({2, 3, 18, 19}, 7), 0);
+  // Relu goes into c1, and the residual Add into d2 (c2 comes first).
+  expect_blocked_equals_plain(model, random_tensor({2, 3, 18, 19}, 7), 0, 2);
 }
 
 TEST(BlockedLayout, AGroupedConvOnWholeBlocksAndAPlainInputThatNeedsReordering) {
@@ -110,7 +116,7 @@ g (float[1,16,9,9] x) => (float[1,16,9,9] y) {
   y = Mul(c2, c1)
 })",
                             {{"w1", {16, 8, 3, 3}}, {"b1", {16}}, {"w2", {16, 16, 1, 1}}});
-  expect_blocked_equals_plain(model, random_tensor({1, 16, 9, 9}, 3), 1);
+  expect_blocked_equals_plain(model, random_tensor({1, 16, 9, 9}, 3), 1, 0);  // c1 feeds the Mul too: no fusion
 }
 
 TEST(BlockedLayout, MaxPoolsWithPadsDilationsAndNegativeValues) {
@@ -123,7 +129,7 @@ g (float[1,10,11,12] x) => (float[1,10,6,7] y, float[1,10,5,4] z) {
   z = MaxPool <kernel_shape = [3,3], strides = [3,3], pads = [2,1,2,1], dilations = [2,2], ceil_mode = 1> (c1)
 })",
                             {{"w1", {10, 10, 1, 1}}, {"b1", {10}}});
-  expect_blocked_equals_plain(model, random_tensor({1, 10, 11, 12}, 5), 1);
+  expect_blocked_equals_plain(model, random_tensor({1, 10, 11, 12}, 5), 1, 0);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "runtime/kernels/nn/conv.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
@@ -39,12 +40,14 @@ Status check_plain_activation(const Tensor& x, int64_t channels) {
 
 class BlockedConv final : public Kernel {
  public:
-  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine, bool plain_input)
+  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine, bool plain_input,
+              std::optional<size_t> residual_input)
       : attrs_(std::move(attrs)),
         w_shape_(std::move(w_shape)),
         engine_(std::move(engine)),
         in_channels_(w_shape_[1] * attrs_.group),
-        plain_input_(plain_input) {}
+        plain_input_(plain_input),
+        residual_input_(residual_input) {}
 
   Status compute(KernelContext& ctx) const override {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
@@ -59,7 +62,11 @@ class BlockedConv final : public Kernel {
     Tensor& out = ctx.output(0, DataType::float32, blocked_shape(y[0], y[1], y[2], y[3]));
     std::shared_ptr<const DnnlConv> conv = engine_->get(p);
     if (conv == nullptr) return make_error("oneDNN has no blocked convolution for input {}", shape_to_string(shape));
-    return conv->run(*x, out);
+    const Tensor* residual = nullptr;
+    if (residual_input_) {
+      ONNXKIT_ASSIGN(residual, ctx.tensor(*residual_input_));
+    }
+    return conv->run(*x, out, residual);
   }
 
  private:
@@ -68,6 +75,7 @@ class BlockedConv final : public Kernel {
   std::shared_ptr<DnnlConvCache> engine_;
   int64_t in_channels_;
   bool plain_input_;
+  std::optional<size_t> residual_input_;  // see FusedActivation::add_residual
 };
 
 enum class PoolKind { max, average };
@@ -325,7 +333,9 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
       std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
       info.fused_activation(),
       plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
-  return std::unique_ptr<Kernel>(std::make_unique<BlockedConv>(attrs, w->shape(), engine, plain_input));
+  std::optional<size_t> residual;
+  if (info.fused_activation().add_residual) residual = FusedActivation::kResidualInput;
+  return std::unique_ptr<Kernel>(std::make_unique<BlockedConv>(attrs, w->shape(), engine, plain_input, residual));
 }
 
 Result<std::unique_ptr<Kernel>> make_blocked_pool(const KernelInfo& info, int64_t channels) {

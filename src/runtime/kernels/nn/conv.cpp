@@ -311,14 +311,19 @@ Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& 
   return b;
 }
 
-// The fused activation, for the runs oneDNN does not take.
-Status apply_activation(const FusedActivation& activation, Tensor& y) {
-  if (activation.kind == FusedActivation::Kind::none) return {};
+// The fused residual and activation, for the runs oneDNN does not take.
+Status apply_activation(const FusedActivation& activation, const Tensor* residual, Tensor& y) {
+  if (residual != nullptr && (residual->dtype() != y.dtype() || residual->shape() != y.shape()))
+    return make_error("the residual added to the convolution is {} {}, the output {} {}", to_string(residual->dtype()),
+                      shape_to_string(residual->shape()), to_string(y.dtype()), shape_to_string(y.shape()));
+  if (activation.kind == FusedActivation::Kind::none && residual == nullptr) return {};
   return dispatch_float(y.dtype(), [&]<class T>() -> Status {
     T* p = y.mutable_data<T>();
     for (int64_t i = 0; i < y.numel(); ++i) {
-      const auto v = static_cast<compute_t<T>>(p[i]);
-      if (v == v) p[i] = static_cast<T>(static_cast<compute_t<T>>(activation.apply(static_cast<float>(v))));
+      auto v = static_cast<compute_t<T>>(p[i]);
+      if (residual != nullptr) v += static_cast<compute_t<T>>(residual->data<T>()[i]);
+      if (v == v) v = static_cast<compute_t<T>>(activation.apply(static_cast<float>(v)));
+      p[i] = static_cast<T>(v);
     }
     return {};
   });
@@ -348,7 +353,9 @@ KernelFactory conv_kernel() {
       dnnl = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
                                              b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
                                              activation, ActivationLayout::plain);
-    return ComputeFn([attrs, fixed, dnnl, activation](KernelContext& ctx) -> Status {
+    std::optional<size_t> residual_input;
+    if (activation.add_residual) residual_input = FusedActivation::kResidualInput;
+    return ComputeFn([attrs, fixed, dnnl, activation, residual_input](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));
       if (w->dtype() != x->dtype())
@@ -360,11 +367,15 @@ KernelFactory conv_kernel() {
         p = &resolved;
       }
       ONNXKIT_ASSIGN(const Tensor* bias, read_bias(ctx, 2, *x, p->out_channels));
+      const Tensor* residual = nullptr;
+      if (residual_input) {
+        ONNXKIT_ASSIGN(residual, ctx.tensor(*residual_input));
+      }
       Tensor& y = ctx.output(0, x->dtype(), p->y_shape());
       if (dnnl && x->dtype() == DataType::float32 && y.numel() > 0)
-        if (auto engine = dnnl->get(*p)) return engine->run(*x, y);
+        if (auto engine = dnnl->get(*p)) return engine->run(*x, y, residual);
       ONNXKIT_TRY(conv_reference(*p, *x, *w, bias, y));
-      return apply_activation(activation, y);
+      return apply_activation(activation, residual, y);
     });
   });
 }

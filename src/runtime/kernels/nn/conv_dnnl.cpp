@@ -80,14 +80,15 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
                                                           state->dst_md, strides, dilations, pad_l, pad_r);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratchpad per run: runs may overlap
-    if (activation.kind != FusedActivation::Kind::none) {  // applied by oneDNN to the output in place
-      dnnl::post_ops ops;
-      if (activation.kind == FusedActivation::Kind::relu)
-        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      else
-        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, activation.min, activation.max);
-      attr.set_post_ops(ops);
-    }
+    // Applied by oneDNN to the output in place; `sum` adds what the output
+    // buffer holds (run() puts the residual there).
+    dnnl::post_ops ops;
+    if (activation.add_residual) ops.append_sum(1.0f);
+    if (activation.kind == FusedActivation::Kind::relu)
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    else if (activation.kind == FusedActivation::Kind::clip)
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, activation.min, activation.max);
+    attr.set_post_ops(ops);
     state->pd = dnnl::convolution_forward::primitive_desc(desc, attr, engine);
     state->primitive = dnnl::convolution_forward(state->pd);
 
@@ -106,7 +107,13 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
   }
 }
 
-Status DnnlConv::run(const Tensor& x, Tensor& y) const {
+Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
+  if (residual != nullptr) {
+    if (residual->dtype() != y.dtype() || residual->shape() != y.shape())
+      return make_error("the residual added to the convolution is {} {}, the output {} {}", to_string(residual->dtype()),
+                        shape_to_string(residual->shape()), to_string(y.dtype()), shape_to_string(y.shape()));
+    std::memcpy(y.mutable_raw(), residual->raw(), y.nbytes());
+  }
   try {
     dnnl::engine& engine = cpu_engine();
     dnnl::stream stream(engine);

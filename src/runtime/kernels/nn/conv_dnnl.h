@@ -34,9 +34,10 @@ class DnnlConv {
                                           ActivationLayout layout = ActivationLayout::plain);
   ~DnnlConv();
 
-  // y = act(conv(x) + bias), both in the layout the primitive was made for
-  // and allocated by the caller. Thread-safe.
-  Status run(const Tensor& x, Tensor& y) const;
+  // y = act(conv(x) + bias [+ residual]), all in the layout the primitive
+  // was made for and allocated by the caller; the residual is given exactly
+  // when the primitive was made with add_residual. Thread-safe.
+  Status run(const Tensor& x, Tensor& y, const Tensor* residual = nullptr) const;
 
   struct State;
 

@@ -8,7 +8,11 @@ ORT runs from the project's venv: `/usr/bin/python3 -m venv --system-site-packag
 .venv && .venv/bin/pip install onnxruntime` (graph optimization level 'all').
 Its peak RSS includes the Python interpreter (about 30 MiB).
 
-usage: bench/runtime_bench.py [--rounds 3] [--runs 20] [--threads 1,2] [--models resnet50,...]"""
+With --batch N both run a copy of each model whose batch dim is N (made by
+`onnxkit edit --batch N`; a model that bakes its batch into constants, like
+the encoder, is skipped) and the table adds samples per second.
+
+usage: bench/runtime_bench.py [--rounds 3] [--runs 20] [--threads 1,2] [--models resnet50,...] [--batch 8]"""
 
 import argparse
 import json
@@ -29,6 +33,18 @@ def export(name, folder):
     return path
 
 
+def batched(onnxkit, model, batch):
+    """A copy of `model` at `batch`, or None (with the reason printed) when it cannot run there."""
+    path = model.replace(".onnx", f"_batch{batch}.onnx")
+    edit = subprocess.run([onnxkit, "edit", model, path, "--batch", str(batch)], capture_output=True, text=True)
+    check = subprocess.run([onnxkit, "bench", path, "--runs", "1", "--warmup", "0"], capture_output=True, text=True)
+    if edit.returncode != 0 or check.returncode != 0:
+        reason = (edit.stderr or check.stderr).strip().splitlines()[-1]
+        print(f"{os.path.basename(model)}: skipped at batch {batch}: {reason}", flush=True)
+        return None
+    return path
+
+
 def measure(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out[out.index("{"):])
@@ -41,14 +57,19 @@ def main():
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--batch", type=int, default=0)
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     venv_python = os.path.join(ROOT, ".venv", "bin", "python")
     onnxkit = onnxkit_binary()
     print(f"{'model':<14} {'thr':>3} {'onnxkit ms':>11} {'ORT ms':>9} {'ratio':>6} "
-          f"{'onnxkit MiB':>12} {'ORT MiB':>8} {'GFLOP/s':>8}")
+          f"{'onnxkit MiB':>12} {'ORT MiB':>8} {'GFLOP/s':>8}" + (" onnxkit/s    ORT/s" if args.batch else ""))
     for name in args.models.split(","):
         model = export(name, args.work)
+        if args.batch:
+            model = batched(onnxkit, model, args.batch)
+            if model is None:
+                continue
         info = json.loads(subprocess.run([onnxkit, "info", "--json", model], check=True, capture_output=True, text=True).stdout)
         flops = info["compute"]["flops"]
         for threads in (int(t) for t in args.threads.split(",")):
@@ -61,8 +82,9 @@ def main():
             b = statistics.median(r["median_ms"] for r in theirs)
             rss_a = max(r["peak_rss_mb"] for r in ours)
             rss_b = max(r["peak_rss_mb"] for r in theirs)
+            rates = f" {args.batch * 1000 / a:>9.1f} {args.batch * 1000 / b:>8.1f}" if args.batch else ""
             print(f"{name:<14} {threads:>3} {a:>11.2f} {b:>9.2f} {a / b:>6.2f} {rss_a:>12.1f} {rss_b:>8.1f} "
-                  f"{flops / a / 1e6:>8.1f}", flush=True)
+                  f"{flops / a / 1e6:>8.1f}" + rates, flush=True)
     print(f"ONNX Runtime {theirs[-1].get('version', '?')}")
 
 

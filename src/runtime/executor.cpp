@@ -263,7 +263,9 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   std::unordered_set<const ir::Node*> absorbed;
   std::vector<FusedChain> chains;
   if (context.options.fuse)
-    chains = find_fused_chains(order, constant_of, [&](const ir::Value* v) { return returned_slots.count(plan->slots.at(v)) != 0; });
+    chains = find_fused_chains(
+        order, constant_of, [&](const ir::Value* v) { return returned_slots.count(plan->slots.at(v)) != 0; },
+        same_shape);
   for (const FusedChain& chain : chains) {
     bool any_blocked = layout.blocked_nodes.count(chain.last) != 0;
     for (const ir::Node* n : chain.absorbed) any_blocked = any_blocked || layout.blocked_nodes.count(n) != 0;

@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/elementwise/elementwise.h"
 #include "runtime/kernels/math/math.h"
+#include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime {
 namespace {
@@ -78,12 +79,28 @@ struct Matcher {
       return std::nullopt;
     return FusedChain{add, {matmul}, {matmul->input(0), matmul->input(1)}, "MatMul+Add", {}};
   }
+
+  // Add(a, b) -> LayerNormalization(sum, Scale[, B]) with only Y asked for.
+  std::optional<FusedChain> add_layer_norm(const ir::Node* norm, const SameShape& same_shape) const {
+    if (!norm->is_onnx_op("LayerNormalization") || norm->inputs().size() < 2) return std::nullopt;
+    for (size_t i = 1; i < norm->outputs().size(); ++i)
+      if (norm->output(i) != nullptr && (norm->output(i)->is_used() || is_returned(norm->output(i)))) return std::nullopt;
+    const ir::Node* add = norm->input(0) != nullptr ? norm->input(0)->producer() : nullptr;
+    if (add == nullptr || !add->is_onnx_op("Add") || add->inputs().size() != 2 || sole_reader(add->output(0)) != norm)
+      return std::nullopt;
+    const ir::Value *a = add->input(0), *b = add->input(1);
+    if (a == nullptr || b == nullptr || constant_of(a) != nullptr || constant_of(b) != nullptr || !same_shape(a, b))
+      return std::nullopt;
+    std::vector<const ir::Value*> inputs = {a, b, norm->input(1)};
+    if (norm->input(2) != nullptr) inputs.push_back(norm->input(2));
+    return FusedChain{norm, {add}, inputs, "Add+LayerNormalization", nn::layer_norm_kernel(/*residual=*/true)};
+  }
 };
 
 }  // namespace
 
 std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
-                                          const IsReturned& is_returned) {
+                                          const IsReturned& is_returned, const SameShape& same_shape) {
   const Matcher match{constant_of, is_returned};
   std::unordered_map<const ir::Value*, FusedChain> gelu_of;  // by GELU's input
   for (const ir::Node* node : order)
@@ -110,6 +127,8 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
     chains.push_back(std::move(*linear));
   }
   for (auto& [x, chain] : gelu_of) chains.push_back(std::move(chain));
+  for (const ir::Node* node : order)
+    if (auto chain = match.add_layer_norm(node, same_shape)) chains.push_back(std::move(*chain));
   return chains;
 }
 

@@ -8,6 +8,8 @@
 //   linear  MatMul(A, B) -> Add(bias)                                 =>  MatMul+bias
 //           with bias a float constant of one value per column
 //   both    linear -> GELU                                            =>  MatMul+bias+Gelu
+//   norm    Add(a, b) -> LayerNormalization, a and b of one shape      =>  Add+LayerNormalization
+//           (the residual connection of a transformer layer)
 //
 // A value inside a chain must have no reader outside it and must not be
 // returned by the run; the constants must be what the pattern says (to
@@ -31,10 +33,11 @@ struct FusedChain {
 
 using ConstantOf = std::function<const Tensor*(const ir::Value*)>;
 using IsReturned = std::function<bool(const ir::Value*)>;
+using SameShape = std::function<bool(const ir::Value*, const ir::Value*)>;  // surely, not maybe
 
 // The chains of `order` (one graph's nodes, topologically sorted), none
 // overlapping another.
 std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
-                                          const IsReturned& is_returned);
+                                          const IsReturned& is_returned, const SameShape& same_shape);
 
 }  // namespace onnxkit::runtime

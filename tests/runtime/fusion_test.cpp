@@ -191,5 +191,70 @@ TEST(Fusion, ConvThenClipIsOneOneDnnPrimitive) {
   }
 }
 
+// y = LayerNormalization(a + b) over the last axis of [2, 3, 8]; b is
+// [2, 3, 8] or, to be broadcast, [8].
+std::shared_ptr<const ir::Model> add_norm_model(bool broadcast) {
+  auto model = std::make_shared<ir::Model>();
+  model->mutable_header().set_ir_version(8);
+  model->set_opset("", 17);
+  ir::Graph& g = model->graph();
+  auto input = [&](const std::string& name, std::vector<int64_t> dims) {
+    onnx::TypeProto type;
+    type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    return g.add_input(name, type);
+  };
+  ir::Value* a = input("a", {2, 3, kIn});
+  ir::Value* b = broadcast ? input("b", {kIn}) : input("b", {2, 3, kIn});
+  std::vector<float> scale, shift;
+  for (int64_t i = 0; i < kIn; ++i) {
+    scale.push_back(weight(i) + 1.0f);
+    shift.push_back(0.1f * bias(i));
+  }
+  ir::Value* sum = g.add_node("Add", {a, b}, {"sum"})->output(0);
+  ir::Node* norm = g.add_node("LayerNormalization",
+                              {sum, g.add_initializer("scale", runtime::tensor_to_proto(Tensor::from<float>({kIn}, scale))),
+                               g.add_initializer("shift", runtime::tensor_to_proto(Tensor::from<float>({kIn}, shift)))},
+                              {"y"});
+  norm->set_attribute(attr("epsilon", 1e-3f));
+  g.add_output(norm->output(0));
+  return model;
+}
+
+TEST(Fusion, ResidualAddThenLayerNormIsOneStepUnlessItBroadcasts) {
+  for (bool broadcast : {false, true}) {
+    SCOPED_TRACE(broadcast ? "broadcast" : "same shape");
+    const int64_t b_size = broadcast ? kIn : kRows * kIn;
+    std::vector<float> a, b;
+    for (int64_t i = 0; i < kRows * kIn; ++i) a.push_back(input(i) * 3.0f + 100.0f);  // a large mean
+    for (int64_t i = 0; i < b_size; ++i) b.push_back(weight(i * 3));
+    // The truth, in double: ((a + b) - mean) / sqrt(var + 1e-3) * scale + bias per row.
+    std::vector<float> expected;
+    for (int64_t r = 0; r < kRows; ++r) {
+      std::vector<double> v;
+      for (int64_t j = 0; j < kIn; ++j) v.push_back(double(a[r * kIn + j]) + double(b[(r * kIn + j) % b_size]));
+      double mean = 0, var = 0;
+      for (double x : v) mean += x / kIn;
+      for (double x : v) var += (x - mean) * (x - mean) / kIn;
+      for (int64_t j = 0; j < kIn; ++j)
+        expected.push_back(static_cast<float>((v[j] - mean) / std::sqrt(var + 1e-3) * (weight(j) + 1.0f) + 0.1f * bias(j)));
+    }
+    for (bool fuse : {true, false}) {
+      auto session = runtime::Session::create(add_norm_model(broadcast), {.threads = 1, .profile = true, .fuse = fuse});
+      ASSERT_TRUE(session.ok()) << session.error().message();
+      auto out = (*session)->run({{"a", Tensor::from<float>({2, 3, kIn}, a)},
+                                  {"b", broadcast ? Tensor::from<float>({kIn}, b) : Tensor::from<float>({2, 3, kIn}, b)}});
+      ASSERT_TRUE(out.ok()) << out.error().message();
+      expect_tensor_near((*out)[0].tensor(), Tensor::from<float>({2, 3, kIn}, expected), 1e-5, 1e-5);
+      std::vector<std::string> steps;
+      for (const auto& p : (*session)->profile()) steps.push_back(p.op_type);
+      if (fuse && !broadcast)
+        EXPECT_EQ(steps, std::vector<std::string>{"Add+LayerNormalization"});
+      else
+        EXPECT_EQ(steps, (std::vector<std::string>{"Add", "LayerNormalization"}));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit

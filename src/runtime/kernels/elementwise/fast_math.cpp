@@ -27,6 +27,35 @@ ONNXKIT_VECTOR_CLONES void gelu_floats(const float* x, const float* bias, float*
   }
 }
 
+ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias,
+                                             float* y, int64_t n, float epsilon) {
+  constexpr int kLanes = 8;
+  auto value = [&](int64_t i) { return add != nullptr ? x[i] + add[i] : x[i]; };
+  const int64_t whole = n / kLanes * kLanes;
+  float lane_sum[kLanes] = {};
+  for (int64_t i = 0; i < whole; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lane_sum[j] += value(i + j);
+  float sum = 0;
+  for (int j = 0; j < kLanes; ++j) sum += lane_sum[j];
+  for (int64_t i = whole; i < n; ++i) sum += value(i);
+  const float mean = sum / static_cast<float>(n);
+  // The variance from the centred values: no cancellation for large means.
+  float lane_sq[kLanes] = {};
+  for (int64_t i = 0; i < whole; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      const float d = value(i + j) - mean;
+      lane_sq[j] += d * d;
+    }
+  float sq = 0;
+  for (int j = 0; j < kLanes; ++j) sq += lane_sq[j];
+  for (int64_t i = whole; i < n; ++i) sq += (value(i) - mean) * (value(i) - mean);
+  const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + epsilon);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = (value(i) - mean) * inv * scale[i];
+    y[i] = bias != nullptr ? v + bias[i] : v;
+  }
+}
+
 ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
   constexpr int kLanes = 8;
   const int64_t whole = n / kLanes * kLanes;

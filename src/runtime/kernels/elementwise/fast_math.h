@@ -75,6 +75,12 @@ void erf_floats(const float* x, float* y, int64_t n);
 // x / 2 * (1 + erf(x / sqrt 2)). y may be x.
 void gelu_floats(const float* x, const float* bias, float* y, int64_t n);
 
+// One LayerNormalization row of v = x + add (add may be null):
+// y = (v - mean) / sqrt(variance + epsilon) * scale + bias (bias may be
+// null), the statistics in 8 float lanes. y may be x.
+void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias, float* y, int64_t n,
+                       float epsilon);
+
 // One softmax row: y = exp(x - max x) / sum. The maximum and the sum are
 // kept in 8 partial lanes so that they vectorize; y may be x.
 void softmax_floats(const float* x, float* y, int64_t n);

@@ -90,6 +90,11 @@ void register_conv(KernelRegistry& registry);
 void register_deform_conv(KernelRegistry& registry);
 void register_pool(KernelRegistry& registry);
 void register_normalization(KernelRegistry& registry);
+
+// LayerNormalization (opset 17); with `residual`, of the sum of inputs 0 and
+// 1 (Scale and B follow): the kernel the session runs in place of a residual
+// Add -> LayerNormalization (runtime/fusion.h).
+KernelFactory layer_norm_kernel(bool residual);
 void register_softmax(KernelRegistry& registry);
 void register_dropout(KernelRegistry& registry);
 void register_loss(KernelRegistry& registry);

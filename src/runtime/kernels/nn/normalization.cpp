@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/kernels/elementwise/fast_math.h"
 #include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime::nn {
@@ -231,14 +232,25 @@ Result<std::vector<double>> broadcast_param(const Tensor& param, const char* nam
   return out;
 }
 
-KernelFactory layer_norm_kernel() {
-  return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+}  // namespace
+
+KernelFactory layer_norm_kernel(bool residual) {
+  return make_kernel([residual](const KernelInfo& info) -> Result<ComputeFn> {
     const int64_t axis_attr = info.attr_int("axis", -1);
     const double epsilon = info.attr_float("epsilon", 1e-5f);
     ONNXKIT_ASSIGN(DataType stat_type, stash_type(info.attr_int("stash_type", 1)));
     return ComputeFn([=](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-      ONNXKIT_ASSIGN(const Tensor* scale_t, ctx.tensor(1));
+      // Fused: X is inputs 0 + 1 (same shape and type, checked when fused).
+      const Tensor* addend = nullptr;
+      if (residual) {
+        ONNXKIT_ASSIGN(addend, ctx.tensor(1));
+        if (addend->shape() != x->shape() || addend->dtype() != x->dtype())
+          return make_error("the residual Add fused here has inputs {} {} and {} {}", to_string(x->dtype()),
+                            shape_to_string(x->shape()), to_string(addend->dtype()), shape_to_string(addend->shape()));
+      }
+      const size_t first_param = residual ? 2 : 1;
+      ONNXKIT_ASSIGN(const Tensor* scale_t, ctx.tensor(first_param));
       const int64_t rank = static_cast<int64_t>(x->rank());
       ONNXKIT_ASSIGN(int64_t axis, normalize_axis(axis_attr, rank, "axis"));
       const int64_t rows = dims_product(x->shape(), 0, static_cast<size_t>(axis));
@@ -247,9 +259,35 @@ KernelFactory layer_norm_kernel() {
       ONNXKIT_ASSIGN(std::vector<double> scale,
                      broadcast_param(*scale_t, "Scale", x->shape(), static_cast<size_t>(axis), scale_row));
       std::vector<double> bias;
-      if (ctx.has_input(2)) {
-        ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(2));
+      if (ctx.has_input(first_param + 1)) {
+        ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(first_param + 1));
         ONNXKIT_ASSIGN(bias, broadcast_param(*b, "B", x->shape(), static_cast<size_t>(axis), bias_row));
+      }
+      // float32 rows with one Scale and B for all, and no statistics asked:
+      // the vectorized row (statistics in float, not double).
+      if (x->dtype() == DataType::float32 && scale_row && bias_row && !ctx.wants_output(1) && !ctx.wants_output(2)) {
+        const std::vector<float> scale_f(scale.begin(), scale.end()), bias_f(bias.begin(), bias.end());
+        Tensor& y = ctx.output(0, x->dtype(), x->shape());
+        const float* xp = x->data<float>();
+        const float* ap = addend != nullptr ? addend->data<float>() : nullptr;
+        float* yp = y.mutable_data<float>();
+#pragma omp parallel for if (x->numel() >= kParallelWork && rows > 1) schedule(static)
+        for (int64_t r = 0; r < rows; ++r)
+          elementwise::layer_norm_floats(xp + r * n, ap != nullptr ? ap + r * n : nullptr, scale_f.data(),
+                                         bias_f.empty() ? nullptr : bias_f.data(), yp + r * n, n,
+                                         static_cast<float>(epsilon));
+        return {};
+      }
+      Tensor sum;
+      if (addend != nullptr) {  // the general path normalizes the sum
+        sum = Tensor(x->dtype(), x->shape());
+        ONNXKIT_TRY(dispatch_float(x->dtype(), [&]<class T>() -> Status {
+          for (int64_t i = 0; i < x->numel(); ++i)
+            sum.mutable_data<T>()[i] = static_cast<T>(static_cast<compute_t<T>>(x->data<T>()[i]) +
+                                                      static_cast<compute_t<T>>(addend->data<T>()[i]));
+          return {};
+        }));
+        x = &sum;
       }
       Shape stat_shape = x->shape();
       for (int64_t d = axis; d < rank; ++d) stat_shape[static_cast<size_t>(d)] = 1;
@@ -282,6 +320,8 @@ KernelFactory layer_norm_kernel() {
     });
   });
 }
+
+namespace {
 
 // --- GroupNormalization -----------------------------------------------------------------
 
@@ -482,7 +522,7 @@ void register_normalization(KernelRegistry& r) {
   // (is_test before 7, spatial before 9, training_mode from 14).
   r.add("", "BatchNormalization", 1, kLatestOpset, batch_norm_kernel());
   r.add("", "InstanceNormalization", 1, kLatestOpset, instance_norm_kernel());
-  r.add("", "LayerNormalization", 17, kLatestOpset, layer_norm_kernel());
+  r.add("", "LayerNormalization", 17, kLatestOpset, layer_norm_kernel(/*residual=*/false));
   r.add("", "GroupNormalization", 18, 20, group_norm_kernel(false));
   r.add("", "GroupNormalization", 21, kLatestOpset, group_norm_kernel(true));
   r.add("", "LRN", 1, kLatestOpset, lrn_kernel());

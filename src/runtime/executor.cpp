@@ -266,10 +266,15 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     chains = find_fused_chains(
         order, constant_of, [&](const ir::Value* v) { return returned_slots.count(plan->slots.at(v)) != 0; },
         same_shape);
+  // A chain stays out of blocked regions and away from nodes a Conv already
+  // runs (a residual Add that also feeds a LayerNormalization).
+  auto taken = [&](const ir::Node* n) {
+    return layout.blocked_nodes.count(n) || conv_fusions.fused.count(n) || conv_fusions.convs.count(n);
+  };
   for (const FusedChain& chain : chains) {
-    bool any_blocked = layout.blocked_nodes.count(chain.last) != 0;
-    for (const ir::Node* n : chain.absorbed) any_blocked = any_blocked || layout.blocked_nodes.count(n) != 0;
-    if (any_blocked) continue;
+    bool any_taken = taken(chain.last);
+    for (const ir::Node* n : chain.absorbed) any_taken = any_taken || taken(n);
+    if (any_taken) continue;
     chain_ending_at[chain.last] = &chain;
     absorbed.insert(chain.absorbed.begin(), chain.absorbed.end());
   }

@@ -256,5 +256,51 @@ TEST(Fusion, ResidualAddThenLayerNormIsOneStepUnlessItBroadcasts) {
   }
 }
 
+TEST(Fusion, AResidualAddGoesToTheConvOrToTheLayerNormNeverBoth) {
+  // c2 = Conv(c1); a = Add(c2, c1); y = LayerNormalization(a): the Add may be
+  // fused into c2 or into the normalization, but adding it twice is wrong.
+  auto model = std::make_shared<ir::Model>();
+  model->mutable_header().set_ir_version(8);
+  model->set_opset("", 17);
+  ir::Graph& g = model->graph();
+  onnx::TypeProto type;
+  type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {1, 4, 5, 5}) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  ir::Value* x = g.add_input("x", type);
+  std::vector<float> w1, w2, x_values;
+  for (int64_t i = 0; i < 16; ++i) {
+    w1.push_back(weight(i));
+    w2.push_back(weight(i + 5));
+  }
+  for (int64_t i = 0; i < 100; ++i) x_values.push_back(input(i));
+  auto initializer = [&](const std::string& name, const Tensor& t) {
+    return g.add_initializer(name, runtime::tensor_to_proto(t));
+  };
+  ir::Value* c1 = g.add_node("Conv", {x, initializer("w1", Tensor::from<float>({4, 4, 1, 1}, w1))}, {"c1"})->output(0);
+  ir::Value* c2 = g.add_node("Conv", {c1, initializer("w2", Tensor::from<float>({4, 4, 1, 1}, w2))}, {"c2"})->output(0);
+  ir::Value* a = g.add_node("Add", {c2, c1}, {"a"})->output(0);
+  ir::Value* scale = initializer("scale", Tensor::from<float>({5}, {1, 2, 0.5f, 1, 1}));
+  ir::Value* y = g.add_node("LayerNormalization", {a, scale}, {"y"})->output(0);
+  *y->mutable_info().mutable_type() = type;  // shape inference runs on models the checker passes
+  g.add_output(y);
+  const Tensor feed = Tensor::from<float>({1, 4, 5, 5}, x_values);
+
+  auto reference = runtime::Session::create(model, {.threads = 1, .blocked_layout = false, .fuse = false});
+  ASSERT_TRUE(reference.ok()) << reference.error().message();
+  auto expected = (*reference)->run({{"x", feed}});
+  ASSERT_TRUE(expected.ok()) << expected.error().message();
+  for (bool blocked : {false, true}) {
+    auto session = runtime::Session::create(model, {.threads = 1, .profile = true, .blocked_layout = blocked});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    auto out = (*session)->run({{"x", feed}});
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    expect_tensor_near((*out)[0].tensor(), (*expected)[0].tensor(), 1e-5, 1e-5);
+    size_t fused = 0;
+    for (const auto& p : (*session)->profile())
+      fused += p.op_type == "(fused into Conv)" || p.op_type == "Add+LayerNormalization";
+    EXPECT_EQ(fused, 1u) << (blocked ? "blocked" : "plain");
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit

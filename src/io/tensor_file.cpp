@@ -9,6 +9,7 @@
 #include "io/atomic_file.h"
 #include "io/mapped_file.h"
 #include "io/tensor_proto.h"
+#include "util/text.h"
 
 namespace onnxkit::io {
 namespace {
@@ -57,23 +58,9 @@ uint64_t read_u64(const char* p) {
 std::string utf32_to_utf8(const char* p, size_t chars) {
   std::string out;
   for (size_t i = 0; i < chars; ++i) {
-    uint32_t c = read_u32(p + 4 * i);
+    const uint32_t c = read_u32(p + 4 * i);
     if (c == 0) break;  // numpy pads with NULs
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xc0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3f));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xe0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (c & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (c & 0x3f));
-    }
+    append_utf8(c <= 0x10FFFF ? c : 0xFFFD, out);
   }
   return out;
 }
@@ -81,12 +68,10 @@ std::string utf32_to_utf8(const char* p, size_t chars) {
 std::vector<uint32_t> utf8_to_utf32(const std::string& s) {
   std::vector<uint32_t> out;
   for (size_t i = 0; i < s.size();) {
-    auto b = static_cast<unsigned char>(s[i]);
-    int extra = b < 0x80 ? 0 : b < 0xe0 ? 1 : b < 0xf0 ? 2 : 3;
-    uint32_t c = extra == 0 ? b : b & (0x3f >> extra);
-    for (int k = 1; k <= extra && i + k < s.size(); ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-    out.push_back(c);
-    i += static_cast<size_t>(extra) + 1;
+    char32_t c = 0;
+    const size_t length = decode_utf8(s, i, c);
+    out.push_back(length > 0 ? c : static_cast<unsigned char>(s[i]));  // a stray byte stands for itself
+    i += length > 0 ? length : 1;
   }
   return out;
 }

@@ -29,4 +29,12 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 // "; did you mean 'X'?" with X = closest_match(word, candidates), or "" when none is close.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
+// The code point of the UTF-8 sequence at s[i] and its length in bytes, or a
+// length of 0 when the bytes there are not well-formed UTF-8 (truncated,
+// overlong, a surrogate or beyond U+10FFFF).
+size_t decode_utf8(std::string_view s, size_t i, char32_t& code_point);
+
+// Appends code point c (at most U+10FFFF) as UTF-8.
+void append_utf8(char32_t c, std::string& out);
+
 }  // namespace onnxkit

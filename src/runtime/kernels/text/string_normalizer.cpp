@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "runtime/kernels/text/text.h"
+#include "util/text.h"
 
 namespace onnxkit::runtime::text {
 namespace {
@@ -30,60 +31,6 @@ enum class CaseChange { none, lower, upper };
 locale_t utf8_ctype() {
   static const locale_t locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
   return locale;
-}
-
-// The code point of the UTF-8 sequence at s[i] and its length in bytes, or a
-// length of 0 when the bytes there are not well-formed UTF-8 (truncated,
-// overlong, a surrogate or beyond U+10FFFF).
-size_t decode_utf8(std::string_view s, size_t i, char32_t& code_point) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) {
-    code_point = lead;
-    return 1;
-  }
-  size_t length = 0;
-  char32_t smallest = 0;  // the least code point that needs `length` bytes
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2;
-    code_point = lead & 0x1F;
-    smallest = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3;
-    code_point = lead & 0x0F;
-    smallest = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4;
-    code_point = lead & 0x07;
-    smallest = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + length > s.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code_point = (code_point << 6) | (byte(i + k) & 0x3F);
-  }
-  if (code_point < smallest || code_point > 0x10FFFF || (code_point >= 0xD800 && code_point <= 0xDFFF)) return 0;
-  return length;
-}
-
-void append_utf8(char32_t c, std::string& out) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
 }
 
 char32_t change_case(char32_t c, CaseChange change) {

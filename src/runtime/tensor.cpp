@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <new>
-#include <unordered_map>
 
 #include "io/tensor_proto.h"
 
@@ -20,8 +20,10 @@ constexpr size_t kAlignment = 64;
 // Large buffers freed by one run are kept for the next: the C library would
 // hand them back to the kernel (they are mmapped) and every run would pay
 // the page faults of touching fresh memory again (a fifth of a BERT
-// encoder's time on 2 threads). Sizes are rounded to pages so that the same
-// tensor shapes meet the same buffers; what is kept is bounded.
+// encoder's time on 2 threads). Sizes are rounded to pages; a request takes
+// the smallest kept buffer that holds it, if that is at most twice its size,
+// so that buffers of one size serve the next-smaller shapes too rather than
+// each shape keeping buffers of its own (peak RSS). What is kept is bounded.
 class BufferCache {
  public:
   static constexpr size_t kMinBytes = size_t{64} << 10;
@@ -32,13 +34,15 @@ class BufferCache {
     return *cache;
   }
 
-  void* take(size_t bytes) {
+  // A kept buffer of `bytes` to 2 * `bytes` (its size in `capacity`), or null.
+  void* take(size_t bytes, size_t& capacity) {
     std::lock_guard lock(mutex_);
-    auto it = free_.find(bytes);
-    if (it == free_.end()) return nullptr;
+    auto it = free_.lower_bound(bytes);
+    if (it == free_.end() || it->first > 2 * bytes) return nullptr;
     void* p = it->second;
+    capacity = it->first;
     free_.erase(it);
-    held_ -= bytes;
+    held_ -= capacity;
     return p;
   }
 
@@ -56,7 +60,7 @@ class BufferCache {
 
  private:
   std::mutex mutex_;
-  std::unordered_multimap<size_t, void*> free_;
+  std::multimap<size_t, void*> free_;
   size_t held_ = 0;
 };
 
@@ -69,10 +73,11 @@ std::shared_ptr<void> allocate_bytes(size_t bytes) {
   }
   constexpr size_t kPage = 4096;
   rounded = (rounded + kPage - 1) / kPage * kPage;
-  void* p = BufferCache::instance().take(rounded);
+  size_t capacity = rounded;
+  void* p = BufferCache::instance().take(rounded, capacity);
   if (p == nullptr) p = std::aligned_alloc(kPage, rounded);
   if (p == nullptr) throw std::bad_alloc();
-  return std::shared_ptr<void>(p, [rounded](void* q) { BufferCache::instance().give(q, rounded); });
+  return std::shared_ptr<void>(p, [capacity](void* q) { BufferCache::instance().give(q, capacity); });
 }
 
 uint32_t float_bits(float f) {

@@ -313,5 +313,22 @@ TEST(Tensor, Int4TensorProtosPackTwoPerByteLowNibbleFirst) {
   expect_tensor_near(*back, float8_tensor(DataType::float8e5m2, {3}, {0x3c, 0xc0, 0x7b}));
 }
 
+TEST(Tensor, LargeBuffersServeLaterShapesUpToHalfTheirSize) {
+  // Sizes no other test frees, so that the cache holds only ours.
+  constexpr int64_t kBig = 10'000'000;  // 40 MB of floats
+  const void* first = nullptr;
+  { first = Tensor(DataType::float32, {kBig}).raw(); }
+  {
+    Tensor smaller(DataType::float32, {kBig * 6 / 10});
+    EXPECT_EQ(smaller.raw(), first);  // kept, and large enough
+    Tensor same(DataType::float32, {kBig * 6 / 10});
+    EXPECT_NE(same.raw(), first);  // in use: a buffer of its own
+  }
+  // The buffer went back with its whole size: the first shape gets it again.
+  { EXPECT_EQ(Tensor(DataType::float32, {kBig}).raw(), first); }
+  // Less than half of it: a fresh buffer rather than 20 MB more resident.
+  { EXPECT_NE(Tensor(DataType::float32, {kBig * 4 / 10}).raw(), first); }
+}
+
 }  // namespace
 }  // namespace onnxkit

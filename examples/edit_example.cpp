@@ -11,7 +11,6 @@
 #include <onnx/defs/attr_proto_util.h>
 
 #include "ir/model.h"
-#include <onnx/defs/attr_proto_util.h>
 
 #include "tools/edit.h"
 

@@ -3,10 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 #include <chrono>
-#include <functional>
-#include <limits>
 #include <optional>
 #include <unordered_set>
 
@@ -43,96 +40,6 @@ GraphPlan::Step reorder_step(const ir::Node& node, const char* kind, int from, i
   step.wanted = {true};
   step.kernel = std::move(kernel);
   return step;
-}
-
-// The activation `node` computes, when a producer's kernel can apply it
-// (KernelInfo::fused_activation): Relu, and Clip with constant float bounds
-// (ReLU6 is Clip(0, 6)).
-std::optional<FusedActivation> activation_of(const ir::Node& node, int64_t opset, const ConstantOf& constant_of) {
-  if (!node.in_onnx_domain()) return std::nullopt;
-  if (node.op_type() == "Relu" && node.inputs().size() == 1) return FusedActivation{FusedActivation::Kind::relu};
-  if (node.op_type() != "Clip") return std::nullopt;
-  FusedActivation clip{FusedActivation::Kind::clip, -std::numeric_limits<float>::infinity(),
-                       std::numeric_limits<float>::infinity()};
-  if (opset < 11) {
-    clip.min = node.attr_float("min", -std::numeric_limits<float>::max());
-    clip.max = node.attr_float("max", std::numeric_limits<float>::max());
-    return clip;
-  }
-  for (size_t i : {1, 2}) {
-    if (node.input(i) == nullptr) continue;
-    const Tensor* bound = constant_of(node.input(i));
-    if (bound == nullptr || bound->dtype() != DataType::float32 || bound->numel() != 1) return std::nullopt;
-    (i == 1 ? clip.min : clip.max) = bound->data<float>()[0];
-  }
-  return clip;
-}
-
-// Nodes run by a Conv's kernel (FusedActivation): a residual Add, an
-// activation, or both in that order.
-struct ConvFusions {
-  struct Fused {
-    size_t pass_input;  // the input that carries the Conv's final value
-  };
-  struct Conv {
-    FusedActivation activation;
-    const ir::Value* residual = nullptr;
-  };
-  std::unordered_map<const ir::Node*, Fused> fused;  // Add and activation nodes: pass values through
-  std::unordered_map<const ir::Node*, Conv> convs;
-};
-
-// Where a Conv's output feeds only an activation, or only an Add of a value
-// of the same static shape computed before the Conv (then maybe only an
-// activation), and nobody asks to see what is fused away. A blocked Conv
-// fuses an Add only when both are blocked and the residual is produced
-// blocked, so that it is at hand in the Conv's layout.
-ConvFusions find_conv_fusions(const std::vector<ir::Node*>& order, const GraphPlan& plan,
-                              const std::unordered_set<int>& returned, int64_t opset, const ConstantOf& constant_of,
-                              const std::unordered_set<const ir::Node*>& blocked,
-                              const std::function<bool(const ir::Value*, const ir::Value*)>& same_shape) {
-  std::unordered_map<const ir::Node*, size_t> position;
-  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
-  auto sole_reader = [&](const ir::Node* node) -> const ir::Node* {
-    const ir::Value* out = node->output(0);
-    if (out == nullptr || node->outputs().size() != 1 || out->uses().size() != 1 || out->is_any_graph_output() ||
-        returned.count(plan.slots.at(out)))
-      return nullptr;
-    const ir::Node* reader = out->uses()[0].node;
-    return reader->graph() == node->graph() ? reader : nullptr;
-  };
-  ConvFusions f;
-  for (const ir::Node* conv : order) {
-    if (!conv->is_onnx_op("Conv")) continue;
-    const ir::Node* next = sole_reader(conv);
-    if (next == nullptr) continue;
-    if (auto activation = activation_of(*next, opset, constant_of); activation && next->input(0) == conv->output(0)) {
-      f.fused[next] = {0};
-      f.convs[conv] = {*activation, nullptr};
-      continue;
-    }
-    if (!next->is_onnx_op("Add") || next->inputs().size() != 2) continue;
-    const size_t mine = next->input(0) == conv->output(0) ? 0 : 1;
-    const ir::Value* residual = next->input(1 - mine);
-    if (residual == nullptr || residual == conv->output(0) || constant_of(residual) != nullptr) continue;
-    const ir::Node* source = residual->producer();
-    if (source != nullptr && (!position.count(source) || position.at(source) > position.at(conv))) continue;
-    if (blocked.count(conv) != blocked.count(next) ||
-        (blocked.count(conv) && (source == nullptr || !blocked.count(source))))
-      continue;
-    if (!same_shape(conv->output(0), residual)) continue;  // else the Add broadcasts
-    FusedActivation activation;
-    if (const ir::Node* after = sole_reader(next)) {
-      if (auto a = activation_of(*after, opset, constant_of); a && after->input(0) == next->output(0)) {
-        activation = *a;
-        f.fused[after] = {0};
-      }
-    }
-    activation.add_residual = true;
-    f.fused[next] = {mine};
-    f.convs[conv] = {activation, residual};
-  }
-  return f;
 }
 
 }  // namespace
@@ -236,7 +143,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   // ONNX's shape inference, run once if a Conv feeds an Add. Dims must be
   // known numbers or the same symbol.
   std::optional<analysis::TypeMap> types;
-  auto same_shape = [&](const ir::Value* a, const ir::Value* b) {
+  const SameShape same_shape = [&](const ir::Value* a, const ir::Value* b) {
     if (parent != nullptr) return false;
     if (!types) types = analysis::infer_types_with_onnx(context.model).types;
     auto ta = types->find(a->name()), tb = types->find(b->name());
@@ -255,17 +162,16 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     }
     return true;
   };
+  const IsReturned is_returned = [&](const ir::Value* v) { return returned_slots.count(plan->slots.at(v)) != 0; };
   ConvFusions conv_fusions;
-  if (context.options.fuse)
-    conv_fusions = find_conv_fusions(order, *plan, returned_slots, context.model.opset(""), constant_of,
-                                     layout.blocked_nodes, same_shape);
+  std::vector<FusedChain> chains;
+  if (context.options.fuse) {
+    conv_fusions = find_conv_fusions(order, context.model.opset(""), constant_of, is_returned, same_shape,
+                                     layout.blocked_nodes);
+    chains = find_fused_chains(order, constant_of, is_returned, same_shape);
+  }
   std::unordered_map<const ir::Node*, const FusedChain*> chain_ending_at;
   std::unordered_set<const ir::Node*> absorbed;
-  std::vector<FusedChain> chains;
-  if (context.options.fuse)
-    chains = find_fused_chains(
-        order, constant_of, [&](const ir::Value* v) { return returned_slots.count(plan->slots.at(v)) != 0; },
-        same_shape);
   // A chain stays out of blocked regions and away from nodes a Conv already
   // runs (a residual Add that also feeds a LayerNormalization).
   auto taken = [&](const ir::Node* n) {
@@ -284,7 +190,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   // A blocked value also needs its plain form when a plain node, a sub-graph
   // or the caller reads it.
   auto needs_plain = [&](const ir::Value* v) {
-    if (v->is_any_graph_output() || returned_slots.count(plan->slots.at(v))) return true;
+    if (v->is_any_graph_output() || is_returned(v)) return true;
     for (const ir::Use& use : v->uses()) {
       if (use.node->graph() != &graph || !layout.blocked_nodes.count(use.node)) return true;
       auto acts = activation_inputs(*use.node);
@@ -326,13 +232,12 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
       int s = v != nullptr ? plan->slots.at(v) : -1;
       if (blocked && v != nullptr) s = blocked_slot.at(v);
       step.outputs.push_back(s);
-      step.wanted.push_back(v != nullptr && (!v->uses().empty() || returned_slots.count(plan->slots.at(v)) ||
-                                             v->is_any_graph_output()));
+      step.wanted.push_back(v != nullptr && (!v->uses().empty() || is_returned(v) || v->is_any_graph_output()));
     }
 
     if (auto fused = conv_fusions.fused.find(&node); fused != conv_fusions.fused.end()) {
       // The Conv's kernel already did this node's work: pass the value on.
-      step.kernel = std::make_unique<PassThrough>(fused->second.pass_input);
+      step.kernel = std::make_unique<PassThrough>(fused->second);
       step.kind = "(fused into Conv)";
     } else if (auto chain = chain_ending_at.find(&node); chain != chain_ending_at.end()) {
       step.inputs.clear();

@@ -1,6 +1,7 @@
 #include "runtime/fusion.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -34,6 +35,33 @@ struct Matcher {
     if (v == nullptr || v->uses().size() != 1 || v->is_any_graph_output() || is_returned(v)) return nullptr;
     const ir::Node* reader = v->uses()[0].node;
     return reader->graph() == v->producer()->graph() ? reader : nullptr;
+  }
+
+  // The node that alone reads a single-output node's value, as above.
+  const ir::Node* sole_reader(const ir::Node* node) const {
+    return node->outputs().size() == 1 ? sole_reader(node->output(0)) : nullptr;
+  }
+
+  // The activation `node` applies to its input 0, when a Conv's kernel can
+  // apply it: Relu, and Clip with constant float bounds.
+  std::optional<FusedActivation> activation(const ir::Node& node, int64_t opset) const {
+    if (!node.in_onnx_domain()) return std::nullopt;
+    if (node.op_type() == "Relu" && node.inputs().size() == 1) return FusedActivation{FusedActivation::Kind::relu};
+    if (node.op_type() != "Clip") return std::nullopt;
+    FusedActivation clip{FusedActivation::Kind::clip, -std::numeric_limits<float>::infinity(),
+                         std::numeric_limits<float>::infinity()};
+    if (opset < 11) {
+      clip.min = node.attr_float("min", -std::numeric_limits<float>::max());
+      clip.max = node.attr_float("max", std::numeric_limits<float>::max());
+      return clip;
+    }
+    for (size_t i : {1, 2}) {
+      if (node.input(i) == nullptr) continue;
+      auto bound = scalar(node.input(i));
+      if (!bound) return std::nullopt;
+      (i == 1 ? clip.min : clip.max) = static_cast<float>(*bound);
+    }
+    return clip;
   }
 
   // A binary default-domain `op` reading `v`: its other input, or null.
@@ -130,6 +158,44 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
   for (const ir::Node* node : order)
     if (auto chain = match.add_layer_norm(node, same_shape)) chains.push_back(std::move(*chain));
   return chains;
+}
+
+ConvFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
+                              const IsReturned& is_returned, const SameShape& same_shape,
+                              const std::unordered_set<const ir::Node*>& blocked) {
+  const Matcher match{constant_of, is_returned};
+  std::unordered_map<const ir::Node*, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  ConvFusions f;
+  for (const ir::Node* conv : order) {
+    if (!conv->is_onnx_op("Conv")) continue;
+    const ir::Node* next = match.sole_reader(conv);
+    if (next == nullptr) continue;
+    if (auto activation = match.activation(*next, opset); activation && next->input(0) == conv->output(0)) {
+      f.fused[next] = 0;
+      f.convs[conv] = {*activation, nullptr};
+      continue;
+    }
+    const ir::Value* residual = match.other_operand(next, "Add", conv->output(0));
+    if (residual == nullptr || residual == conv->output(0) || constant_of(residual) != nullptr) continue;
+    const ir::Node* source = residual->producer();
+    if (source != nullptr && (!position.count(source) || position.at(source) > position.at(conv))) continue;
+    if (blocked.count(conv) != blocked.count(next) ||
+        (blocked.count(conv) && (source == nullptr || !blocked.count(source))))
+      continue;
+    if (!same_shape(conv->output(0), residual)) continue;  // else the Add broadcasts
+    FusedActivation activation;
+    if (const ir::Node* after = match.sole_reader(next)) {
+      if (auto a = match.activation(*after, opset); a && after->input(0) == next->output(0)) {
+        activation = *a;
+        f.fused[after] = 0;
+      }
+    }
+    activation.add_residual = true;
+    f.fused[next] = next->input(0) == conv->output(0) ? 0 : 1;
+    f.convs[conv] = {activation, residual};
+  }
+  return f;
 }
 
 }  // namespace onnxkit::runtime

@@ -14,8 +14,15 @@
 // A value inside a chain must have no reader outside it and must not be
 // returned by the run; the constants must be what the pattern says (to
 // float rounding), so the fused kernel computes the same function.
+//
+// Convolutions take what follows them into their own kernel instead
+// (KernelInfo::fused_activation): Conv -> Relu or Clip with constant bounds
+// (ReLU6), and Conv -> Add(residual) [-> Relu or Clip] when the residual has
+// the Conv's shape and is computed before it (ResNet's blocks).
 
 #include <functional>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/graph.h"
@@ -39,5 +46,23 @@ using SameShape = std::function<bool(const ir::Value*, const ir::Value*)>;  // s
 // overlapping another.
 std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
                                           const IsReturned& is_returned, const SameShape& same_shape);
+
+struct ConvFusions {
+  // Fused Add and activation nodes -> their input that carries the Conv's
+  // final value (their steps pass it on).
+  std::unordered_map<const ir::Node*, size_t> fused;
+  struct Conv {
+    FusedActivation activation;
+    const ir::Value* residual = nullptr;  // read as input FusedActivation::kResidualInput
+  };
+  std::unordered_map<const ir::Node*, Conv> convs;
+};
+
+// The Conv fusions of `order`. A Conv in `blocked` (runtime/layout.h) fuses
+// an Add only when the Add is blocked too and the residual is produced
+// blocked, so that it is at hand in the Conv's layout.
+ConvFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
+                              const IsReturned& is_returned, const SameShape& same_shape,
+                              const std::unordered_set<const ir::Node*>& blocked);
 
 }  // namespace onnxkit::runtime

@@ -244,8 +244,8 @@ Result<onnx::AttributeProto::AttributeType> schema_attribute_type(const ir::Node
   if (it != attributes.end()) return it->second.type;
   std::vector<std::string> names;
   for (const auto& [n, _] : attributes) names.push_back(n);
-  std::string best = closest_match(name, names);
-  if (!best.empty()) return make_error("{} has no attribute '{}'; did you mean '{}'?", node.op_type(), name, best);
+  if (std::string hint = did_you_mean(name, names); !hint.empty())
+    return make_error("{} has no attribute '{}'{}", node.op_type(), name, hint);
   if (names.empty()) return make_error("{} has no attributes", node.op_type());
   return make_error("{} has no attribute '{}' (its attributes: {})", node.op_type(), name, join(names, ", "));
 }

@@ -35,15 +35,32 @@ float weight(int64_t i) { return static_cast<float>((i * 7) % 13) / 13.0f - 0.5f
 float bias(int64_t j) { return 0.1f * static_cast<float>(j % 5) - 0.2f; }
 float input(int64_t i) { return static_cast<float>((i * 5) % 17) / 4.0f - 2.0f; }
 
-std::shared_ptr<const ir::Model> gelu_model(const Variant& v) {
+// An empty model at `opset`, and the type of a float tensor of `dims`.
+std::shared_ptr<ir::Model> empty_model(int64_t opset = 17) {
   auto model = std::make_shared<ir::Model>();
   model->mutable_header().set_ir_version(8);
-  model->set_opset("", 17);
-  ir::Graph& g = model->graph();
+  model->set_opset("", opset);
+  return model;
+}
+
+onnx::TypeProto float_type(const std::vector<int64_t>& dims) {
   onnx::TypeProto type;
   type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : {int64_t{2}, int64_t{3}, kIn}) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-  ir::Value* x = g.add_input("x", type);
+  for (int64_t d : dims) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  return type;
+}
+
+// The op type, or fused kind, of each step a profiling session ran.
+std::vector<std::string> step_kinds(const runtime::Session& session) {
+  std::vector<std::string> kinds;
+  for (const auto& p : session.profile()) kinds.push_back(p.op_type);
+  return kinds;
+}
+
+std::shared_ptr<const ir::Model> gelu_model(const Variant& v) {
+  auto model = empty_model();
+  ir::Graph& g = model->graph();
+  ir::Value* x = g.add_input("x", float_type({2, 3, kIn}));
   auto constant = [&](const std::string& name, float value) {
     ir::Node* c = g.add_node("Constant", {}, {name});
     c->set_attribute(attr("value", Tensor::from<float>({}, {value})));
@@ -103,7 +120,7 @@ Outcome run(const Variant& v, bool fuse) {
   auto out = (*session)->run({{"x", input_tensor()}});
   EXPECT_TRUE(out.ok()) << out.error().message();
   Outcome o{out.ok() ? (*out)[0].tensor() : Tensor(), {}};
-  for (const auto& p : (*session)->profile()) o.steps.push_back(p.op_type);
+  o.steps = step_kinds(**session);
   return o;
 }
 
@@ -138,14 +155,9 @@ TEST(Fusion, DeclinesWhenAPartIsSeenOrTheConstantsDiffer) {
 // x = -4..4 through a 1x1 Conv with weights [2, -1] and bias [1, 0], then a
 // Clip: channel 0 is 2x + 1, channel 1 is -x, before clipping.
 std::shared_ptr<const ir::Model> conv_clip_model(int64_t opset, bool constant_bounds) {
-  auto model = std::make_shared<ir::Model>();
-  model->mutable_header().set_ir_version(8);
-  model->set_opset("", opset);
+  auto model = empty_model(opset);
   ir::Graph& g = model->graph();
-  onnx::TypeProto type;
-  type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : {1, 1, 3, 3}) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-  ir::Value* x = g.add_input("x", type);
+  ir::Value* x = g.add_input("x", float_type({1, 1, 3, 3}));
   ir::Value* w = g.add_initializer("w", runtime::tensor_to_proto(Tensor::from<float>({2, 1, 1, 1}, {2, -1})));
   ir::Value* b = g.add_initializer("b", runtime::tensor_to_proto(Tensor::from<float>({2}, {1, 0})));
   ir::Value* conv = g.add_node("Conv", {x, w, b}, {"conv"})->output(0);
@@ -159,10 +171,7 @@ std::shared_ptr<const ir::Model> conv_clip_model(int64_t opset, bool constant_bo
     ir::Value* hi = g.add_initializer("hi", runtime::tensor_to_proto(Tensor::from<float>({}, {6})));
     clip = g.add_node("Clip", {conv, lo, hi}, {"y"});
   } else {
-    onnx::TypeProto scalar;
-    scalar.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    scalar.mutable_tensor_type()->mutable_shape();
-    clip = g.add_node("Clip", {conv, g.add_input("lo", scalar), g.add_input("hi", scalar)}, {"y"});
+    clip = g.add_node("Clip", {conv, g.add_input("lo", float_type({})), g.add_input("hi", float_type({}))}, {"y"});
   }
   g.add_output(clip->output(0));
   return model;
@@ -184,28 +193,18 @@ TEST(Fusion, ConvThenClipIsOneOneDnnPrimitive) {
     auto out = (*session)->run(feeds);
     ASSERT_TRUE(out.ok()) << out.error().message();
     expect_tensor_near((*out)[0].tensor(), expected, 0, 0);
-    std::vector<std::string> steps;
-    for (const auto& p : (*session)->profile()) steps.push_back(p.op_type);
     // Bounds only known at run time keep Clip a step of its own.
-    EXPECT_EQ(steps.back(), constant_bounds ? "(fused into Conv)" : "Clip") << opset;
+    EXPECT_EQ(step_kinds(**session).back(), constant_bounds ? "(fused into Conv)" : "Clip") << opset;
   }
 }
 
 // y = LayerNormalization(a + b) over the last axis of [2, 3, 8]; b is
 // [2, 3, 8] or, to be broadcast, [8].
 std::shared_ptr<const ir::Model> add_norm_model(bool broadcast) {
-  auto model = std::make_shared<ir::Model>();
-  model->mutable_header().set_ir_version(8);
-  model->set_opset("", 17);
+  auto model = empty_model();
   ir::Graph& g = model->graph();
-  auto input = [&](const std::string& name, std::vector<int64_t> dims) {
-    onnx::TypeProto type;
-    type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-    return g.add_input(name, type);
-  };
-  ir::Value* a = input("a", {2, 3, kIn});
-  ir::Value* b = broadcast ? input("b", {kIn}) : input("b", {2, 3, kIn});
+  ir::Value* a = g.add_input("a", float_type({2, 3, kIn}));
+  ir::Value* b = g.add_input("b", broadcast ? float_type({kIn}) : float_type({2, 3, kIn}));
   std::vector<float> scale, shift;
   for (int64_t i = 0; i < kIn; ++i) {
     scale.push_back(weight(i) + 1.0f);
@@ -246,8 +245,7 @@ TEST(Fusion, ResidualAddThenLayerNormIsOneStepUnlessItBroadcasts) {
                                   {"b", broadcast ? Tensor::from<float>({kIn}, b) : Tensor::from<float>({2, 3, kIn}, b)}});
       ASSERT_TRUE(out.ok()) << out.error().message();
       expect_tensor_near((*out)[0].tensor(), Tensor::from<float>({2, 3, kIn}, expected), 1e-5, 1e-5);
-      std::vector<std::string> steps;
-      for (const auto& p : (*session)->profile()) steps.push_back(p.op_type);
+      const std::vector<std::string> steps = step_kinds(**session);
       if (fuse && !broadcast)
         EXPECT_EQ(steps, std::vector<std::string>{"Add+LayerNormalization"});
       else
@@ -259,13 +257,9 @@ TEST(Fusion, ResidualAddThenLayerNormIsOneStepUnlessItBroadcasts) {
 TEST(Fusion, AResidualAddGoesToTheConvOrToTheLayerNormNeverBoth) {
   // c2 = Conv(c1); a = Add(c2, c1); y = LayerNormalization(a): the Add may be
   // fused into c2 or into the normalization, but adding it twice is wrong.
-  auto model = std::make_shared<ir::Model>();
-  model->mutable_header().set_ir_version(8);
-  model->set_opset("", 17);
+  auto model = empty_model();
   ir::Graph& g = model->graph();
-  onnx::TypeProto type;
-  type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : {1, 4, 5, 5}) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  const onnx::TypeProto type = float_type({1, 4, 5, 5});
   ir::Value* x = g.add_input("x", type);
   std::vector<float> w1, w2, x_values;
   for (int64_t i = 0; i < 16; ++i) {
@@ -296,8 +290,8 @@ TEST(Fusion, AResidualAddGoesToTheConvOrToTheLayerNormNeverBoth) {
     ASSERT_TRUE(out.ok()) << out.error().message();
     expect_tensor_near((*out)[0].tensor(), (*expected)[0].tensor(), 1e-5, 1e-5);
     size_t fused = 0;
-    for (const auto& p : (*session)->profile())
-      fused += p.op_type == "(fused into Conv)" || p.op_type == "Add+LayerNormalization";
+    for (const std::string& kind : step_kinds(**session))
+      fused += kind == "(fused into Conv)" || kind == "Add+LayerNormalization";
     EXPECT_EQ(fused, 1u) << (blocked ? "blocked" : "plain");
   }
 }

@@ -131,15 +131,17 @@ TEST(Tensor, UnsqueezeAxesMoveFromAttributeToInput) {
 }
 
 TEST(Tensor, LargeBuffersAreReusedInsteadOfReturnedToTheSystem) {
+  // A size no other test frees (12 MB; LargeBuffersServeLaterShapes... asks
+  // for 16 MB and more), so that the cache holds only ours.
   const void* first = nullptr;
   {
-    Tensor a(DataType::float32, {512, 512});
+    Tensor a(DataType::float32, {3001, 1000});
     first = a.raw();
     EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
   }
-  Tensor b(DataType::float32, {512, 512});  // the same size: the buffer a left
+  Tensor b(DataType::float32, {3001, 1000});  // the same size: the buffer a left
   EXPECT_EQ(b.raw(), first);
-  Tensor c(DataType::float32, {512, 512});  // b still holds it: a new one
+  Tensor c(DataType::float32, {3001, 1000});  // b still holds it: a new one
   EXPECT_NE(c.raw(), first);
 }
 

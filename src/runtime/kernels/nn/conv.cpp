@@ -298,9 +298,6 @@ Status conv_reference(const ConvParams& p, const Tensor& x, const Tensor& w, con
   }
 }
 
-namespace {
-
-// The optional bias of Conv and ConvTranspose: one value per output channel.
 Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& x, int64_t channels) {
   if (!ctx.has_input(index)) return static_cast<const Tensor*>(nullptr);
   ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(index));
@@ -311,11 +308,11 @@ Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& 
   return b;
 }
 
+namespace {
+
 // The fused residual and activation, for the runs oneDNN does not take.
 Status apply_activation(const FusedActivation& activation, const Tensor* residual, Tensor& y) {
-  if (residual != nullptr && (residual->dtype() != y.dtype() || residual->shape() != y.shape()))
-    return make_error("the residual added to the convolution is {} {}, the output {} {}", to_string(residual->dtype()),
-                      shape_to_string(residual->shape()), to_string(y.dtype()), shape_to_string(y.shape()));
+  ONNXKIT_TRY(check_residual(residual, y));
   if (activation.kind == FusedActivation::Kind::none && residual == nullptr) return {};
   return dispatch_float(y.dtype(), [&]<class T>() -> Status {
     T* p = y.mutable_data<T>();

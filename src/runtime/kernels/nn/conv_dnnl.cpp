@@ -107,13 +107,15 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
   }
 }
 
+Status check_residual(const Tensor* residual, const Tensor& y) {
+  if (residual == nullptr || (residual->dtype() == y.dtype() && residual->shape() == y.shape())) return {};
+    return make_error("the residual added to the convolution is {} {}, the output {} {}", to_string(residual->dtype()),
+                      shape_to_string(residual->shape()), to_string(y.dtype()), shape_to_string(y.shape()));
+}
+
 Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
-  if (residual != nullptr) {
-    if (residual->dtype() != y.dtype() || residual->shape() != y.shape())
-      return make_error("the residual added to the convolution is {} {}, the output {} {}", to_string(residual->dtype()),
-                        shape_to_string(residual->shape()), to_string(y.dtype()), shape_to_string(y.shape()));
-    std::memcpy(y.mutable_raw(), residual->raw(), y.nbytes());
-  }
+  ONNXKIT_TRY(check_residual(residual, y));
+  if (residual != nullptr) std::memcpy(y.mutable_raw(), residual->raw(), y.nbytes());
   try {
     dnnl::engine& engine = cpu_engine();
     dnnl::stream stream(engine);

@@ -26,6 +26,10 @@ dnnl::engine& cpu_engine();
 // has fast kernels for that and only a slow one for a padded blocked input.
 enum class ActivationLayout { plain, blocked, plain_to_blocked };
 
+// An error unless `residual` (FusedActivation::add_residual) is null or has
+// y's type and shape.
+Status check_residual(const Tensor* residual, const Tensor& y);
+
 class DnnlConv {
  public:
   // Null when oneDNN has no primitive for these parameters.

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "runtime/kernels/math/gemm.h"
+#include "runtime/kernels/nn/conv.h"
 #include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime::nn {
@@ -87,11 +88,7 @@ Status deform_conv(KernelContext& ctx, const DeformAttributes& a) {
   ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(kX));
   ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(kW));
   ONNXKIT_ASSIGN(const Tensor* offset, ctx.tensor(kOffset));
-  const Tensor* bias = nullptr;
   const Tensor* mask = nullptr;
-  if (ctx.has_input(kBias)) {
-    ONNXKIT_ASSIGN(bias, ctx.tensor(kBias));
-  }
   if (ctx.has_input(kMask)) {
     ONNXKIT_ASSIGN(mask, ctx.tensor(kMask));
   }
@@ -103,10 +100,10 @@ Status deform_conv(KernelContext& ctx, const DeformAttributes& a) {
                       a.group);
   if (channels % a.offset_group != 0)
     return make_error("offset_group {} does not divide {} channels", a.offset_group, channels);
-  std::vector<int64_t> kernel = a.window.kernel_shape.empty() ? std::vector<int64_t>{w->dim(2), w->dim(3)}
-                                                               : a.window.kernel_shape;
-  if (kernel != std::vector<int64_t>{w->dim(2), w->dim(3)})
+  const std::vector<int64_t> kernel{w->dim(2), w->dim(3)};
+  if (!a.window.kernel_shape.empty() && a.window.kernel_shape != kernel)
     return make_error("kernel_shape does not match W {}", shape_to_string(w->shape()));
+  ONNXKIT_ASSIGN(const Tensor* bias, read_bias(ctx, kBias, *x, w->dim(0)));
   ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(a.window, {x->dim(2), x->dim(3)}, kernel));
   const int64_t taps = kernel[0] * kernel[1];
   const Shape offset_shape{batch, a.offset_group * 2 * taps, g.out[0], g.out[1]};
@@ -115,9 +112,7 @@ Status deform_conv(KernelContext& ctx, const DeformAttributes& a) {
   const Shape mask_shape{batch, a.offset_group * taps, g.out[0], g.out[1]};
   if (mask && mask->shape() != mask_shape)
     return make_error("mask must be {}, got {}", shape_to_string(mask_shape), shape_to_string(mask->shape()));
-  if (bias && bias->shape() != Shape{w->dim(0)})
-    return make_error("B must be [{}], got {}", w->dim(0), shape_to_string(bias->shape()));
-  for (const Tensor* t : {w, offset, bias, mask})
+  for (const Tensor* t : {w, offset, mask})
     if (t && t->dtype() != x->dtype()) return make_error("inputs differ in element type from X");
   const Shape out_shape{batch, w->dim(0), g.out[0], g.out[1]};
   ONNXKIT_TRY(checked_size(out_shape, "output"));

@@ -56,7 +56,7 @@ double standard_normal(Draw& draw) {
 
 Result<DataType> float_type(int64_t dtype, std::string_view what) {
   auto type = static_cast<DataType>(dtype);
-  if (type != DataType::float16 && type != DataType::bfloat16 && type != DataType::float32 && type != DataType::float64)
+  if (!is_floating(type))
     return make_error("{} must be a floating-point type, got {}", what, to_string(type));
   return type;
 }

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
+#include "io/tensor_proto.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_proto.h"
 #include "tools/edit.h"
@@ -77,24 +79,12 @@ namespace {
 
 using runtime::DataType;
 
-struct TypeName {
-  std::string_view name;
-  DataType type;
-};
-
-constexpr TypeName kTypeNames[] = {
-    {"float", DataType::float32},  {"float32", DataType::float32}, {"float16", DataType::float16},
-    {"half", DataType::float16},   {"bfloat16", DataType::bfloat16}, {"double", DataType::float64},
-    {"float64", DataType::float64}, {"int8", DataType::int8},      {"int16", DataType::int16},
-    {"int32", DataType::int32},    {"int64", DataType::int64},     {"uint8", DataType::uint8},
-    {"uint16", DataType::uint16},  {"uint32", DataType::uint32},   {"uint64", DataType::uint64},
-    {"bool", DataType::boolean},
-};
-
-const TypeName* find_type(std::string_view name) {
-  for (const TypeName& t : kTypeNames)
-    if (t.name == name) return &t;
-  return nullptr;
+// The element type a literal's prefix names (io's type names: float,
+// float16, int64, bool, ...), when a literal can hold it.
+std::optional<DataType> literal_type(std::string_view prefix) {
+  const auto type = static_cast<DataType>(io::data_type_from_name(literals::trim(prefix)));
+  if (type == DataType::boolean || runtime::is_floating(type) || runtime::is_integer(type)) return type;
+  return std::nullopt;
 }
 
 // A nested list of numbers as its shape and its elements, row-major.
@@ -201,26 +191,24 @@ Status convert_items(const std::vector<std::string>& items, runtime::Tensor& ten
 
 bool looks_like_tensor_literal(std::string_view text) {
   size_t colon = text.find(':');
-  return colon != std::string_view::npos && find_type(literals::trim(text.substr(0, colon))) != nullptr;
+  return colon != std::string_view::npos && literal_type(text.substr(0, colon)).has_value();
 }
 
 Result<onnx::TensorProto> parse_tensor_literal(std::string_view text) {
   size_t colon = text.find(':');
-  const TypeName* type = colon == std::string_view::npos ? nullptr : find_type(literals::trim(text.substr(0, colon)));
-  if (type == nullptr) {
-    std::vector<std::string> names;
-    for (const TypeName& t : kTypeNames) names.emplace_back(t.name);
+  const std::optional<DataType> type = colon == std::string_view::npos ? std::nullopt : literal_type(text.substr(0, colon));
+  if (!type)
     return make_error("'{}' is not a tensor literal: expected TYPE:[values], e.g. float:[1,1,2,2] or int64:[-1,4096] "
-                      "(types: {})", text, join(names, ", "));
-  }
+                      "(types: float, float16, bfloat16, double, int8, int16, int32, int64, uint8, uint16, uint32, "
+                      "uint64, bool)", text);
   runtime::Shape shape;
   std::vector<std::string> items;
   Status parsed = NestedList(text.substr(colon + 1)).parse(shape, items);
   if (!parsed.ok()) return parsed.error().in(fmt::format("tensor literal '{}'", text));
-  runtime::Tensor tensor(type->type, shape);
-  Status converted = type->type == DataType::boolean
+  runtime::Tensor tensor(*type, shape);
+  Status converted = *type == DataType::boolean
                          ? convert_items<bool>(items, tensor)
-                         : runtime::dispatch_numeric(type->type, [&]<class T>() { return convert_items<T>(items, tensor); });
+                         : runtime::dispatch_numeric(*type, [&]<class T>() { return convert_items<T>(items, tensor); });
   if (!converted.ok()) return converted.error().in(fmt::format("tensor literal '{}'", text));
   return runtime::tensor_to_proto(tensor);
 }

@@ -28,6 +28,11 @@ Result<int64_t> checked_size(const Shape& shape, std::string_view what);
 // The product of dims [first, last) of `shape`.
 int64_t dims_product(const Shape& shape, size_t first, size_t last);
 
+// The one value of scalar (or one-element) input i: an int32/int64 one, or a
+// floating-point one; else an error naming `name`.
+Result<int64_t> read_int_scalar(KernelContext& ctx, size_t i, std::string_view name);
+Result<double> read_float_scalar(KernelContext& ctx, size_t i, std::string_view name);
+
 // Row-major strides of a shape, in elements.
 std::vector<int64_t> contiguous_strides(const Shape& shape);
 

@@ -44,10 +44,8 @@ double iou(const Box& a, const Box& b) {
 // An optional one-value float input (a scalar or a 1-element tensor).
 Result<std::optional<double>> float_scalar(KernelContext& ctx, size_t index, const char* name) {
   if (!ctx.has_input(index)) return std::optional<double>();
-  ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
-  if (t->numel() != 1) return make_error("{} must hold one value, got shape {}", name, shape_to_string(t->shape()));
-  ONNXKIT_ASSIGN(std::vector<double> v, read_doubles(*t, name));
-  return std::optional<double>(v[0]);
+  ONNXKIT_ASSIGN(double v, read_float_scalar(ctx, index, name));
+  return std::optional<double>(v);
 }
 
 Status nms(KernelContext& ctx, bool center_point) {

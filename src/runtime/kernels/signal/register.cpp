@@ -5,21 +5,6 @@
 namespace onnxkit::runtime {
 namespace signal {
 
-Result<int64_t> read_int_scalar(KernelContext& ctx, size_t i, std::string_view name) {
-  ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(i));
-  if (t->numel() != 1) return make_error("{} must be a scalar, got shape {}", name, shape_to_string(t->shape()));
-  Result<std::vector<int64_t>> v = read_int64s(*t);
-  if (!v.ok()) return v.error().in(name);
-  return v.value()[0];
-}
-
-Result<double> read_float_scalar(KernelContext& ctx, size_t i, std::string_view name) {
-  ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(i));
-  if (t->numel() != 1) return make_error("{} must be a scalar, got shape {}", name, shape_to_string(t->shape()));
-  ONNXKIT_ASSIGN(std::vector<double> v, read_doubles(*t, name));
-  return v[0];
-}
-
 Status check_numeric_output(DataType type) {
   if (is_floating(type) || is_integer(type)) return {};
   return make_error("output_datatype {} is not a number type", to_string(type));

@@ -21,13 +21,6 @@ void register_mel(KernelRegistry& registry);      // MelWeightMatrix (opset 17)
 // a bad scalar input is an error rather than an attempt at a huge buffer.
 inline constexpr int64_t kMaxLength = int64_t{1} << 31;
 
-// The one integer of a scalar (or one-element) int32/int64 input, or an
-// error naming `name`.
-Result<int64_t> read_int_scalar(KernelContext& ctx, size_t i, std::string_view name);
-
-// Same for a floating-point input.
-Result<double> read_float_scalar(KernelContext& ctx, size_t i, std::string_view name);
-
 // An error unless `type` is a number type a generator op can emit
 // (output_datatype of the windows and MelWeightMatrix).
 Status check_numeric_output(DataType type);

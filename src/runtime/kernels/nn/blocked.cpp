@@ -16,6 +16,7 @@
 #include "runtime/kernels/nn/conv.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/kernels/nn/nn.h"
+#include "runtime/kernels/nn/winograd.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -40,11 +41,12 @@ Status check_plain_activation(const Tensor& x, int64_t channels) {
 
 class BlockedConv final : public Kernel {
  public:
-  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine, bool plain_input,
-              std::optional<size_t> residual_input)
+  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine,
+              std::unique_ptr<WinogradConv> winograd, bool plain_input, std::optional<size_t> residual_input)
       : attrs_(std::move(attrs)),
         w_shape_(std::move(w_shape)),
         engine_(std::move(engine)),
+        winograd_(std::move(winograd)),
         in_channels_(w_shape_[1] * attrs_.group),
         plain_input_(plain_input),
         residual_input_(residual_input) {}
@@ -60,12 +62,13 @@ class BlockedConv final : public Kernel {
     ONNXKIT_ASSIGN(ConvParams p, make_conv_params(attrs_, shape, w_shape_));
     Shape y = p.y_shape();
     Tensor& out = ctx.output(0, DataType::float32, blocked_shape(y[0], y[1], y[2], y[3]));
-    std::shared_ptr<const DnnlConv> conv = engine_->get(p);
-    if (conv == nullptr) return make_error("oneDNN has no blocked convolution for input {}", shape_to_string(shape));
     const Tensor* residual = nullptr;
     if (residual_input_) {
       ONNXKIT_ASSIGN(residual, ctx.tensor(*residual_input_));
     }
+    if (winograd_ != nullptr && winograd_->pays_off(p)) return winograd_->run(p, *x, out, residual);
+    std::shared_ptr<const DnnlConv> conv = engine_->get(p);
+    if (conv == nullptr) return make_error("oneDNN has no blocked convolution for input {}", shape_to_string(shape));
     return conv->run(*x, out, residual);
   }
 
@@ -73,6 +76,7 @@ class BlockedConv final : public Kernel {
   ConvAttributes attrs_;
   Shape w_shape_;
   std::shared_ptr<DnnlConvCache> engine_;
+  std::unique_ptr<WinogradConv> winograd_;  // null where it does not apply
   int64_t in_channels_;
   bool plain_input_;
   std::optional<size_t> residual_input_;  // see FusedActivation::add_residual
@@ -335,7 +339,10 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
       plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
   std::optional<size_t> residual;
   if (info.fused_activation().add_residual) residual = FusedActivation::kResidualInput;
-  return std::unique_ptr<Kernel>(std::make_unique<BlockedConv>(attrs, w->shape(), engine, plain_input, residual));
+  std::unique_ptr<WinogradConv> winograd =
+      plain_input ? nullptr : WinogradConv::create(attrs, *w, b, info.fused_activation());
+  return std::unique_ptr<Kernel>(
+      std::make_unique<BlockedConv>(attrs, w->shape(), engine, std::move(winograd), plain_input, residual));
 }
 
 Result<std::unique_ptr<Kernel>> make_blocked_pool(const KernelInfo& info, int64_t channels) {

@@ -1,0 +1,284 @@
+#include "runtime/kernels/nn/winograd.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/kernels/nn/blocked.h"
+#include "runtime/kernels/nn/conv_dnnl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define ONNXKIT_WINOGRAD 1
+#define ONNXKIT_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define ONNXKIT_WINOGRAD 0
+#endif
+
+namespace onnxkit::runtime::nn {
+namespace {
+
+constexpr int64_t B = kChannelBlock;
+constexpr int64_t kPanel = 16;  // output channels per register tile: two AVX registers
+constexpr int64_t kRows = 6;    // tiles per register tile: 12 accumulators of the 16 registers
+constexpr int64_t kPoints = 16;
+// Floats of transformed inputs and products held for one chunk of tiles: the
+// products of a chunk are read back while they are still in the caches.
+constexpr int64_t kChunkFloats = int64_t{1} << 18;
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// U = G g G^T with G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]].
+void transform_filter(const float* g, double u[16]) {
+  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  double gg[4][3];  // G g
+  for (int i = 0; i < 4; ++i)
+    for (int b = 0; b < 3; ++b) {
+      gg[i][b] = 0;
+      for (int a = 0; a < 3; ++a) gg[i][b] += G[i][a] * g[a * 3 + b];
+    }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      u[i * 4 + j] = 0;
+      for (int b = 0; b < 3; ++b) u[i * 4 + j] += gg[i][b] * G[j][b];
+    }
+}
+
+#if ONNXKIT_WINOGRAD
+bool cpu_has_avx2_fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+// Where the tiles are: image n's tile (ty, tx) covers outputs 2ty..2ty+1,
+// 2tx..2tx+1 and reads the 4x4 input patch from (2ty - pad_top, 2tx - pad_left).
+struct Geometry {
+  int64_t h, w, oh, ow, pad_top, pad_left;
+  int64_t tiles_h, tiles_w, tiles;  // tiles over all images
+  int64_t in_blocks, out_blocks;
+};
+
+// V = B^T d B of one tile's 4x4 patch, 8 channels at once, with
+// B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]].
+// `plane` is one 8-channel block of one image; point xi goes to v + xi * stride.
+ONNXKIT_AVX2 void transform_input(const float* plane, const Geometry& g, int64_t top, int64_t left, float* v,
+                                  int64_t stride) {
+  __m256 d[4][4];
+  for (int i = 0; i < 4; ++i) {
+    const int64_t row = top + i;
+    for (int j = 0; j < 4; ++j) {
+      const int64_t col = left + j;
+      const bool inside = row >= 0 && row < g.h && col >= 0 && col < g.w;
+      d[i][j] = inside ? _mm256_loadu_ps(plane + (row * g.w + col) * B) : _mm256_setzero_ps();
+    }
+  }
+  __m256 t[4][4];
+  for (int j = 0; j < 4; ++j) {
+    t[0][j] = _mm256_sub_ps(d[0][j], d[2][j]);
+    t[1][j] = _mm256_add_ps(d[1][j], d[2][j]);
+    t[2][j] = _mm256_sub_ps(d[2][j], d[1][j]);
+    t[3][j] = _mm256_sub_ps(d[1][j], d[3][j]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(v + (i * 4 + 0) * stride, _mm256_sub_ps(t[i][0], t[i][2]));
+    _mm256_storeu_ps(v + (i * 4 + 1) * stride, _mm256_add_ps(t[i][1], t[i][2]));
+    _mm256_storeu_ps(v + (i * 4 + 2) * stride, _mm256_sub_ps(t[i][2], t[i][1]));
+    _mm256_storeu_ps(v + (i * 4 + 3) * stride, _mm256_sub_ps(t[i][1], t[i][3]));
+  }
+}
+
+// Six rows of C (six tiles) by 16 columns: C = A * panel, A's rows `lda`
+// apart, the panel [depth x 16] contiguous. The accumulators are named one by
+// one: held in an array, GCC stores them to the stack on every step.
+ONNXKIT_AVX2 void multiply_six_rows(int64_t depth, const float* a, int64_t lda, const float* panel, float* c,
+                                    int64_t ldc) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
+  for (int64_t q = 0; q < depth; ++q) {
+    const __m256 b0 = _mm256_loadu_ps(panel + q * kPanel), b1 = _mm256_loadu_ps(panel + q * kPanel + 8);
+    __m256 x = _mm256_broadcast_ss(a0 + q);
+    c00 = _mm256_fmadd_ps(x, b0, c00);
+    c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a1 + q);
+    c10 = _mm256_fmadd_ps(x, b0, c10);
+    c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a2 + q);
+    c20 = _mm256_fmadd_ps(x, b0, c20);
+    c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a3 + q);
+    c30 = _mm256_fmadd_ps(x, b0, c30);
+    c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a4 + q);
+    c40 = _mm256_fmadd_ps(x, b0, c40);
+    c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a5 + q);
+    c50 = _mm256_fmadd_ps(x, b0, c50);
+    c51 = _mm256_fmadd_ps(x, b1, c51);
+  }
+  const __m256 rows[kRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  for (int64_t r = 0; r < kRows; ++r) {
+    _mm256_storeu_ps(c + r * ldc, rows[r][0]);
+    _mm256_storeu_ps(c + r * ldc + 8, rows[r][1]);
+  }
+}
+
+ONNXKIT_AVX2 void multiply_panel(int64_t rows, int64_t depth, const float* a, const float* panel, float* c,
+                                 int64_t ldc) {
+  for (int64_t r = 0; r < rows; r += kRows) multiply_six_rows(depth, a + r * depth, depth, panel, c + r * ldc, ldc);
+}
+
+// Y = A^T M A with A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], then bias, the
+// residual, the activation; written where the tile lies inside the output.
+// Point xi of M is at m + xi * stride; `plane` and `residual` are one
+// 8-channel block of one image of the output and the residual.
+// Lanes from `valid` on are padded channels and stay zero.
+ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometry& g, int64_t top, int64_t left,
+                                   const float* bias8, const float* residual, const FusedActivation& act,
+                                   int64_t valid, float* plane) {
+  const __m256 bias = _mm256_loadu_ps(bias8);
+  const __m256 keep = _mm256_castsi256_ps(
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  __m256 s[2][4];
+  for (int j = 0; j < 4; ++j) {
+    const __m256 m0 = _mm256_loadu_ps(m + (0 * 4 + j) * stride), m1 = _mm256_loadu_ps(m + (1 * 4 + j) * stride);
+    const __m256 m2 = _mm256_loadu_ps(m + (2 * 4 + j) * stride), m3 = _mm256_loadu_ps(m + (3 * 4 + j) * stride);
+    s[0][j] = _mm256_add_ps(_mm256_add_ps(m0, m1), m2);
+    s[1][j] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m3);
+  }
+  const __m256 lower = _mm256_set1_ps(act.kind == FusedActivation::Kind::clip ? act.min : 0.0f);
+  const __m256 upper = _mm256_set1_ps(act.max);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t row = top + i;
+    if (row >= g.oh) break;
+    const __m256 y[2] = {_mm256_add_ps(_mm256_add_ps(s[i][0], s[i][1]), s[i][2]),
+                         _mm256_sub_ps(_mm256_sub_ps(s[i][1], s[i][2]), s[i][3])};
+    for (int j = 0; j < 2; ++j) {
+      const int64_t col = left + j;
+      if (col >= g.ow) break;
+      const int64_t at = (row * g.ow + col) * B;
+      __m256 v = _mm256_add_ps(y[j], bias);
+      if (residual != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(residual + at));
+      if (act.kind != FusedActivation::Kind::none) v = _mm256_max_ps(v, lower);
+      if (act.kind == FusedActivation::Kind::clip) v = _mm256_min_ps(v, upper);
+      _mm256_storeu_ps(plane + at, _mm256_and_ps(v, keep));
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+WinogradConv::WinogradConv(int64_t in_channels, int64_t out_channels, FusedActivation activation)
+    : in_channels_(in_channels),
+      out_channels_(out_channels),
+      depth_(round_up(in_channels, B)),
+      columns_(round_up(out_channels, kPanel)),
+      activation_(activation) {}
+
+std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
+                                                   FusedActivation activation) {
+#if ONNXKIT_WINOGRAD
+  const WindowAttributes& win = attrs.window;
+  auto all_ones = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; });
+  };
+  if (!cpu_has_avx2_fma() || attrs.group != 1 || w.dtype() != DataType::float32 || w.rank() != 4 || w.dim(2) != 3 ||
+      w.dim(3) != 3 || !all_ones(win.strides) || !all_ones(win.dilations) ||
+      (!win.kernel_shape.empty() && win.kernel_shape != std::vector<int64_t>{3, 3}))
+    return nullptr;
+  if (bias != nullptr && (bias->dtype() != DataType::float32 || bias->numel() != w.dim(0))) return nullptr;
+  std::unique_ptr<WinogradConv> conv(new WinogradConv(w.dim(1), w.dim(0), activation));
+  const int64_t depth = conv->depth_, columns = conv->columns_;
+  conv->filters_.assign(static_cast<size_t>(kPoints * depth * columns), 0.0f);
+  const float* g = w.data<float>();
+  for (int64_t m = 0; m < conv->out_channels_; ++m)
+    for (int64_t c = 0; c < conv->in_channels_; ++c) {
+      double u[kPoints];
+      transform_filter(g + (m * conv->in_channels_ + c) * 9, u);
+      for (int64_t xi = 0; xi < kPoints; ++xi)
+        conv->filters_[static_cast<size_t>(((xi * columns / kPanel + m / kPanel) * depth + c) * kPanel + m % kPanel)] =
+            static_cast<float>(u[xi]);
+    }
+  conv->bias_.assign(static_cast<size_t>(columns), 0.0f);
+  if (bias != nullptr) std::copy_n(bias->data<float>(), bias->numel(), conv->bias_.begin());
+  return conv;
+#else
+  (void)attrs, (void)w, (void)bias, (void)activation;
+  return nullptr;
+#endif
+}
+
+bool WinogradConv::pays_off(const ConvParams& p) const {
+  const int64_t tiles = p.batch * ((p.window.out[0] + 1) / 2) * ((p.window.out[1] + 1) / 2);
+  // The products run on whole register tiles of six tiles: below two of them
+  // the padding rows and the filters' 16/9 more floats outweigh the saving.
+  return tiles >= 2 * kRows;
+}
+
+Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const Tensor* residual) const {
+#if ONNXKIT_WINOGRAD
+  ONNXKIT_TRY(check_residual(residual, y));
+  const WindowGeometry& win = p.window;
+  Geometry g{win.in[0], win.in[1], win.out[0], win.out[1], win.pads_begin[0], win.pads_begin[1], 0, 0, 0, 0, 0};
+  g.tiles_h = (g.oh + 1) / 2;
+  g.tiles_w = (g.ow + 1) / 2;
+  g.tiles = p.batch * g.tiles_h * g.tiles_w;
+  g.in_blocks = depth_ / B;
+  g.out_blocks = (out_channels_ + B - 1) / B;
+  if (g.tiles == 0) return {};
+  const int64_t per_tile = kPoints * (depth_ + columns_);
+  // Each chunk streams all transformed filters (16 * depth * columns floats)
+  // once: with many channels the chunks grow to keep that the smaller share.
+  const int64_t chunk = std::min(round_up(g.tiles, kRows),
+                                 std::max({kRows, kChunkFloats / per_tile / kRows * kRows, round_up(depth_ / 2, kRows)}));
+  // Transformed inputs [16][chunk][depth], then products [16][chunk][columns].
+  std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(chunk * per_tile)]);
+  float* v = scratch.get();
+  float* m = v + kPoints * chunk * depth_;
+  const int64_t v_stride = chunk * depth_, m_stride = chunk * columns_, panels = columns_ / kPanel;
+  const float* xs = x.data<float>();
+  float* ys = y.mutable_data<float>();
+  const float* rs = residual != nullptr ? residual->data<float>() : nullptr;
+  const int64_t in_plane = g.h * g.w * B, out_plane = g.oh * g.ow * B, per_image = g.tiles_h * g.tiles_w;
+  const int threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
+
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  for (int64_t first = 0; first < g.tiles; first += chunk) {
+    const int64_t count = std::min(chunk, g.tiles - first), rows = round_up(count, kRows);
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < rows * g.in_blocks; ++item) {
+      const int64_t local = item / g.in_blocks, cb = item % g.in_blocks;
+      float* dst = v + local * depth_ + cb * B;
+      if (local >= count) {  // rows past the last tile: zeros, multiplied and never read
+        for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, B, 0.0f);
+        continue;
+      }
+      const int64_t t = first + local, n = t / per_image, ty = (t % per_image) / g.tiles_w, tx = t % g.tiles_w;
+      transform_input(xs + (n * g.in_blocks + cb) * in_plane, g, 2 * ty - g.pad_top, 2 * tx - g.pad_left, dst,
+                      v_stride);
+    }
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < kPoints * panels; ++item) {
+      const int64_t xi = item / panels, panel = item % panels;
+      multiply_panel(rows, depth_, v + xi * v_stride, filters_.data() + (xi * panels + panel) * depth_ * kPanel,
+                     m + xi * m_stride + panel * kPanel, columns_);
+    }
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < count * g.out_blocks; ++item) {
+      const int64_t local = item / g.out_blocks, kb = item % g.out_blocks;
+      const int64_t t = first + local, n = t / per_image, ty = (t % per_image) / g.tiles_w, tx = t % g.tiles_w;
+      const int64_t plane = (n * g.out_blocks + kb) * out_plane;
+      transform_output(m + local * columns_ + kb * B, m_stride, g, 2 * ty, 2 * tx, bias_.data() + kb * B,
+                       rs != nullptr ? rs + plane : nullptr, activation_, out_channels_ - kb * B, ys + plane);
+    }
+  }
+  return {};
+#else
+  (void)p, (void)x, (void)y, (void)residual;
+  return make_error("Winograd convolution needs an x86-64 CPU with AVX2 and FMA");
+#endif
+}
+
+}  // namespace onnxkit::runtime::nn

@@ -1,0 +1,49 @@
+#pragma once
+// 3x3 convolution by Winograd's minimal filtering F(2x2, 3x3) on blocked
+// activations (blocked.h), with our own AVX2/FMA kernels. Each 2x2 block of
+// outputs ("tile") comes from a 4x4 patch of the input: both the patch and
+// the filter are transformed into 16 points, where the convolution becomes
+// 16 independent matrix products [tiles x C] * [C x M]: 16 multiplies per
+// tile and channel pair instead of the 36 of the direct sum, at the cost of
+// adds in the transforms. The filters are transformed once, when the
+// session is built. Machines without AVX2 and FMA keep oneDNN's direct
+// convolution (the caller's path).
+
+#include <memory>
+#include <vector>
+
+#include "runtime/kernels/nn/conv.h"
+
+namespace onnxkit::runtime::nn {
+
+class WinogradConv {
+ public:
+  // Null unless the convolution is one this runs: 3x3 window, stride 1,
+  // dilation 1, one group, float32 weights, on a CPU with AVX2 and FMA.
+  static std::unique_ptr<WinogradConv> create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
+                                              FusedActivation activation);
+
+  // Whether the input of `p` has enough tiles for the transforms to pay off
+  // (a small image with many channels spends its time streaming the 16
+  // transformed filters instead).
+  bool pays_off(const ConvParams& p) const;
+
+  // y = act(conv(x) + bias [+ residual]); x, y and the residual are blocked
+  // tensors of p's logical shapes, y allocated by the caller. Thread-safe.
+  Status run(const ConvParams& p, const Tensor& x, Tensor& y, const Tensor* residual) const;
+
+ private:
+  WinogradConv(int64_t in_channels, int64_t out_channels, FusedActivation activation);
+
+  int64_t in_channels_, out_channels_;
+  int64_t depth_;    // input channels padded to whole blocks of 8
+  int64_t columns_;  // output channels padded to whole panels of 16
+  FusedActivation activation_;
+  // The transformed filters as 16 matrices [depth x columns], each stored as
+  // panels of 16 columns: element (c, m) of point xi at
+  // ((xi * columns / 16 + m / 16) * depth + c) * 16 + m % 16. Zero where padded.
+  std::vector<float> filters_;
+  std::vector<float> bias_;  // columns_ values, zero where padded
+};
+
+}  // namespace onnxkit::runtime::nn

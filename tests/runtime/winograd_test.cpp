@@ -1,0 +1,144 @@
+// Winograd F(2x2, 3x3) convolution (kernels/nn/winograd.h) against the
+// direct sum of the convolution's definition, computed here in double: odd
+// output sizes (tiles cut by the edge), asymmetric pads, channel counts that
+// fill neither a block of 8 nor a panel of 16, bias, residual, activations
+// that would not keep padded channels zero, and enough tiles for several
+// chunks. Whole models through it: cli_run checks resnet18/50 against PyTorch.
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <random>
+
+#include "runtime/kernels/nn/blocked.h"
+#include "runtime/kernels/nn/winograd.h"
+
+namespace onnxkit::runtime::nn {
+namespace {
+
+Tensor random_tensor(Shape shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  Tensor t(DataType::float32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = uniform(rng);
+  return t;
+}
+
+// [N, C, H, W] as [N, ceil(C/8), H, W, 8] with zeros in the padded channels.
+Tensor to_blocked(const Tensor& x) {
+  const int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
+  Tensor y(DataType::float32, blocked_shape(n, c, x.dim(2), x.dim(3)));
+  float* out = y.mutable_data<float>();
+  std::fill_n(out, y.numel(), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p)
+        out[((i * y.dim(1) + ch / kChannelBlock) * hw + p) * kChannelBlock + ch % kChannelBlock] =
+            x.data<float>()[(i * c + ch) * hw + p];
+  return y;
+}
+
+struct Case {
+  int64_t n, c, m, h, w;
+  std::vector<int64_t> pads;  // top, left, bottom, right
+  FusedActivation activation;
+  bool bias, residual;
+};
+
+void expect_matches_direct_sum(const Case& k) {
+  const Tensor x = random_tensor({k.n, k.c, k.h, k.w}, 1);
+  const Tensor w = random_tensor({k.m, k.c, 3, 3}, 2);
+  const Tensor b = random_tensor({k.m}, 3);
+  ConvAttributes attrs;
+  attrs.window.pads = k.pads;
+  auto conv = WinogradConv::create(attrs, w, k.bias ? &b : nullptr, k.activation);
+  if (conv == nullptr) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  auto params = make_conv_params(attrs, x.shape(), w.shape());
+  ASSERT_TRUE(params.ok()) << params.error().message();
+  const ConvParams& p = *params;
+  const int64_t oh = p.window.out[0], ow = p.window.out[1];
+  const Tensor residual = random_tensor({k.n, k.m, oh, ow}, 4);
+  const Tensor residual_blocked = to_blocked(residual);
+  Tensor y(DataType::float32, blocked_shape(k.n, k.m, oh, ow));
+  // Garbage where the padded channels are, which the kernel must overwrite with zeros.
+  std::fill_n(y.mutable_data<float>(), y.numel(), 7.0f);
+  ASSERT_TRUE(conv->run(p, to_blocked(x), y, k.residual ? &residual_blocked : nullptr).ok());
+
+  const int64_t blocks = y.dim(1);
+  double worst = 0;
+  for (int64_t i = 0; i < k.n; ++i)
+    for (int64_t mb = 0; mb < blocks * kChannelBlock; ++mb)
+      for (int64_t r = 0; r < oh; ++r)
+        for (int64_t col = 0; col < ow; ++col) {
+          const float got =
+              y.data<float>()[((i * blocks + mb / kChannelBlock) * oh + r) * ow * kChannelBlock + col * kChannelBlock +
+                              mb % kChannelBlock];
+          if (mb >= k.m) {
+            ASSERT_EQ(got, 0.0f) << "padded channel " << mb;
+            continue;
+          }
+          double sum = k.bias ? b.data<float>()[mb] : 0.0;
+          for (int64_t ch = 0; ch < k.c; ++ch)
+            for (int64_t u = 0; u < 3; ++u)
+              for (int64_t v = 0; v < 3; ++v) {
+                const int64_t hh = r - k.pads[0] + u, ww = col - k.pads[1] + v;
+                if (hh < 0 || hh >= k.h || ww < 0 || ww >= k.w) continue;
+                sum += double(x.data<float>()[((i * k.c + ch) * k.h + hh) * k.w + ww]) *
+                       w.data<float>()[((mb * k.c + ch) * 3 + u) * 3 + v];
+              }
+          if (k.residual) sum += residual.data<float>()[((i * k.m + mb) * oh + r) * ow + col];
+          if (k.activation.kind == FusedActivation::Kind::relu) sum = std::max(sum, 0.0);
+          if (k.activation.kind == FusedActivation::Kind::clip)
+            sum = std::min(std::max(sum, double(k.activation.min)), double(k.activation.max));
+          worst = std::max(worst, std::abs(got - sum));
+        }
+  // Sums of up to 9 * c products of values below 1: float rounding through
+  // the transforms stays well inside this.
+  EXPECT_LE(worst, 2e-5 * 9 * k.c);
+}
+
+TEST(Winograd, OddSizesAsymmetricPadsAndPartialChannelBlocks) {
+  expect_matches_direct_sum({.n = 2, .c = 13, .m = 21, .h = 9, .w = 11, .pads = {1, 0, 2, 1}, .bias = true});
+}
+
+TEST(Winograd, NoPadsAndNoBias) {
+  expect_matches_direct_sum({.n = 1, .c = 8, .m = 16, .h = 12, .w = 7, .pads = {0, 0, 0, 0}});
+}
+
+TEST(Winograd, ResidualThenReluAsOneStep) {
+  FusedActivation relu{.kind = FusedActivation::Kind::relu, .add_residual = true};
+  expect_matches_direct_sum(
+      {.n = 1, .c = 24, .m = 40, .h = 14, .w = 14, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true, .residual = true});
+}
+
+TEST(Winograd, ClipAboveZeroLeavesPaddedChannelsZero) {
+  FusedActivation clip{.kind = FusedActivation::Kind::clip, .min = 0.25f, .max = 0.75f};
+  expect_matches_direct_sum({.n = 1, .c = 5, .m = 3, .h = 8, .w = 8, .pads = {1, 1, 1, 1}, .activation = clip, .bias = true});
+}
+
+TEST(Winograd, ManyTilesRunInSeveralChunksOnTwoThreads) {
+  // 47 x 47 outputs: 576 tiles of 2 x 2, over the tiles one chunk of 16 + 16
+  // channels holds; two threads share every phase.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  expect_matches_direct_sum({.n = 1, .c = 16, .m = 16, .h = 47, .w = 47, .pads = {1, 1, 1, 1}, .bias = true});
+  omp_set_num_threads(threads);
+}
+
+TEST(Winograd, DeclinesWhatItDoesNotCompute) {
+  const Tensor w3 = random_tensor({4, 4, 3, 3}, 1), w5 = random_tensor({4, 4, 5, 5}, 1);
+  ConvAttributes strided;
+  strided.window.strides = {2, 2};
+  ConvAttributes dilated;
+  dilated.window.dilations = {2, 2};
+  ConvAttributes grouped;
+  grouped.group = 2;
+  EXPECT_EQ(WinogradConv::create(strided, w3, nullptr, {}), nullptr);
+  EXPECT_EQ(WinogradConv::create(dilated, w3, nullptr, {}), nullptr);
+  EXPECT_EQ(WinogradConv::create(grouped, random_tensor({4, 2, 3, 3}, 1), nullptr, {}), nullptr);
+  EXPECT_EQ(WinogradConv::create(ConvAttributes{}, w5, nullptr, {}), nullptr);
+}
+
+}  // namespace
+}  // namespace onnxkit::runtime::nn

@@ -119,10 +119,20 @@ TEST(Winograd, ClipAboveZeroLeavesPaddedChannelsZero) {
 
 TEST(Winograd, ManyTilesRunInSeveralChunksOnTwoThreads) {
   // 47 x 47 outputs: 576 tiles of 2 x 2, over the tiles one chunk of 16 + 16
-  // channels holds; two threads share every phase.
+  // channels holds; two chunks, so the two threads share every step.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(2);
   expect_matches_direct_sum({.n = 1, .c = 16, .m = 16, .h = 47, .w = 47, .pads = {1, 1, 1, 1}, .bias = true});
+  omp_set_num_threads(threads);
+}
+
+TEST(Winograd, ManyChunksGoWholeToEachOfTwoThreads) {
+  // 46 x 46 outputs of 64 channels: 529 tiles, several chunks for each thread.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  FusedActivation relu{.kind = FusedActivation::Kind::relu, .add_residual = true};
+  expect_matches_direct_sum(
+      {.n = 1, .c = 64, .m = 60, .h = 46, .w = 46, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true, .residual = true});
   omp_set_num_threads(threads);
 }
 

@@ -231,48 +231,80 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   const int64_t per_tile = kPoints * (depth_ + columns_);
   // Each chunk streams all transformed filters (16 * depth * columns floats)
   // once: with many channels the chunks grow to keep that the smaller share.
-  const int64_t chunk = std::min(round_up(g.tiles, kRows),
-                                 std::max({kRows, kChunkFloats / per_tile / kRows * kRows, round_up(depth_ / 2, kRows)}));
-  // Transformed inputs [16][chunk][depth], then products [16][chunk][columns].
-  std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(chunk * per_tile)]);
-  float* v = scratch.get();
-  float* m = v + kPoints * chunk * depth_;
+  int64_t chunk = std::min(round_up(g.tiles, kRows),
+                           std::max({kRows, kChunkFloats / per_tile / kRows * kRows, round_up(depth_ / 2, kRows)}));
+  int64_t chunks = (g.tiles + chunk - 1) / chunk;
+  const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::max(1, omp_get_max_threads()));
+  // With two chunks for every thread, each thread takes whole chunks through
+  // all three steps in its own buffers, with no waiting (the chunks shrunk a
+  // little so that every thread gets as many); otherwise the threads share
+  // each step of one chunk at a time.
+  const bool own_chunks = threads > 1 && chunks >= 2 * threads;
+  if (own_chunks) {
+    chunk = round_up((g.tiles + round_up(chunks, threads) - 1) / round_up(chunks, threads), kRows);
+    chunks = (g.tiles + chunk - 1) / chunk;
+  }
+  const int64_t buffers = own_chunks ? threads : 1;
+  // Per buffer: transformed inputs [16][chunk][depth], then products [16][chunk][columns].
+  std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(buffers * chunk * per_tile)]);
   const int64_t v_stride = chunk * depth_, m_stride = chunk * columns_, panels = columns_ / kPanel;
   const float* xs = x.data<float>();
   float* ys = y.mutable_data<float>();
   const float* rs = residual != nullptr ? residual->data<float>() : nullptr;
   const int64_t in_plane = g.h * g.w * B, out_plane = g.oh * g.ow * B, per_image = g.tiles_h * g.tiles_w;
-  const int threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
 
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  for (int64_t first = 0; first < g.tiles; first += chunk) {
-    const int64_t count = std::min(chunk, g.tiles - first), rows = round_up(count, kRows);
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < rows * g.in_blocks; ++item) {
-      const int64_t local = item / g.in_blocks, cb = item % g.in_blocks;
-      float* dst = v + local * depth_ + cb * B;
-      if (local >= count) {  // rows past the last tile: zeros, multiplied and never read
-        for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, B, 0.0f);
-        continue;
+  // The three steps on chunk c, by work item; `buffer` is the chunk's scratch.
+  auto rows_of = [&](int64_t c) { return round_up(std::min(chunk, g.tiles - c * chunk), kRows); };
+  auto transform_inputs = [&](int64_t c, float* buffer, int64_t item) {
+    const int64_t local = item / g.in_blocks, cb = item % g.in_blocks;
+    float* dst = buffer + local * depth_ + cb * B;
+    const int64_t t = c * chunk + local;
+    if (t >= g.tiles) {  // rows past the last tile: zeros, multiplied and never read
+      for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, B, 0.0f);
+      return;
+    }
+    const int64_t n = t / per_image, ty = (t % per_image) / g.tiles_w, tx = t % g.tiles_w;
+    transform_input(xs + (n * g.in_blocks + cb) * in_plane, g, 2 * ty - g.pad_top, 2 * tx - g.pad_left, dst,
+                    v_stride);
+  };
+  auto multiply = [&](int64_t c, float* buffer, int64_t item) {
+    const int64_t xi = item / panels, panel = item % panels;
+    multiply_panel(rows_of(c), depth_, buffer + xi * v_stride,
+                   filters_.data() + (xi * panels + panel) * depth_ * kPanel,
+                   buffer + kPoints * v_stride + xi * m_stride + panel * kPanel, columns_);
+  };
+  auto transform_outputs = [&](int64_t c, float* buffer, int64_t item) {
+    const int64_t local = item / g.out_blocks, kb = item % g.out_blocks;
+    const int64_t t = c * chunk + local, n = t / per_image, ty = (t % per_image) / g.tiles_w, tx = t % g.tiles_w;
+    const int64_t plane = (n * g.out_blocks + kb) * out_plane;
+    transform_output(buffer + kPoints * v_stride + local * columns_ + kb * B, m_stride, g, 2 * ty, 2 * tx,
+                     bias_.data() + kb * B, rs != nullptr ? rs + plane : nullptr, activation_,
+                     out_channels_ - kb * B, ys + plane);
+  };
+  auto count_of = [&](int64_t c) { return std::min(chunk, g.tiles - c * chunk); };
+
+  if (own_chunks) {
+#pragma omp parallel num_threads(threads)
+    {
+      float* buffer = scratch.get() + omp_get_thread_num() * chunk * per_tile;
+#pragma omp for schedule(dynamic)
+      for (int64_t c = 0; c < chunks; ++c) {
+        for (int64_t item = 0; item < rows_of(c) * g.in_blocks; ++item) transform_inputs(c, buffer, item);
+        for (int64_t item = 0; item < kPoints * panels; ++item) multiply(c, buffer, item);
+        for (int64_t item = 0; item < count_of(c) * g.out_blocks; ++item) transform_outputs(c, buffer, item);
       }
-      const int64_t t = first + local, n = t / per_image, ty = (t % per_image) / g.tiles_w, tx = t % g.tiles_w;
-      transform_input(xs + (n * g.in_blocks + cb) * in_plane, g, 2 * ty - g.pad_top, 2 * tx - g.pad_left, dst,
-                      v_stride);
     }
+    return {};
+  }
+  float* buffer = scratch.get();
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < kPoints * panels; ++item) {
-      const int64_t xi = item / panels, panel = item % panels;
-      multiply_panel(rows, depth_, v + xi * v_stride, filters_.data() + (xi * panels + panel) * depth_ * kPanel,
-                     m + xi * m_stride + panel * kPanel, columns_);
-    }
+    for (int64_t item = 0; item < rows_of(c) * g.in_blocks; ++item) transform_inputs(c, buffer, item);
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < count * g.out_blocks; ++item) {
-      const int64_t local = item / g.out_blocks, kb = item % g.out_blocks;
-      const int64_t t = first + local, n = t / per_image, ty = (t % per_image) / g.tiles_w, tx = t % g.tiles_w;
-      const int64_t plane = (n * g.out_blocks + kb) * out_plane;
-      transform_output(m + local * columns_ + kb * B, m_stride, g, 2 * ty, 2 * tx, bias_.data() + kb * B,
-                       rs != nullptr ? rs + plane : nullptr, activation_, out_channels_ - kb * B, ys + plane);
-    }
+    for (int64_t item = 0; item < kPoints * panels; ++item) multiply(c, buffer, item);
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < count_of(c) * g.out_blocks; ++item) transform_outputs(c, buffer, item);
   }
   return {};
 #else

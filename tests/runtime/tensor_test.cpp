@@ -79,6 +79,19 @@ TEST(Tensor, TransposeAndConcatWorkOnStrings) {
   expect_tensor_near(c[0].tensor(), Tensor::from<std::string>({2, 4}, {"a", "b", "a", "b", "c", "d", "c", "d"}));
 }
 
+TEST(Tensor, TransposeMovingOnlyDimsOfOneKeepsTheBuffer) {
+  // [1, 2, 3] -> [2, 1, 3]: the elements stay in order, so the output is the
+  // input under a new shape; [2, 1, 3] -> [3, 1, 2] (perm 2, 1, 0) moves them.
+  auto x = Tensor::from<float>({1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  auto same = run_node({.op_type = "Transpose", .inputs = {{"x", x}}, .attributes = {attr("perm", std::vector<int64_t>{1, 0, 2})}});
+  expect_tensor_near(same[0].tensor(), Tensor::from<float>({2, 1, 3}, {1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(same[0].tensor().shares_buffer_with(x));
+  auto moved = run_node({.op_type = "Transpose", .inputs = {{"x", x.reshaped({2, 1, 3})}},
+                         .attributes = {attr("perm", std::vector<int64_t>{2, 1, 0})}});
+  expect_tensor_near(moved[0].tensor(), Tensor::from<float>({3, 1, 2}, {1, 4, 2, 5, 3, 6}));
+  EXPECT_FALSE(moved[0].tensor().shares_buffer_with(x));
+}
+
 TEST(Tensor, TileAndExpandRepeat) {
   auto x = Tensor::from<int32_t>({2, 1}, {1, 2});
   auto tile = run_node({.op_type = "Tile", .inputs = {{"x", x}, {"r", Tensor::from<int64_t>({2}, {2, 3})}}});

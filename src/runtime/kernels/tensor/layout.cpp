@@ -31,9 +31,20 @@ Status transpose(KernelContext& ctx, const std::vector<int64_t>& perm_attr) {
   std::vector<int64_t> in_strides = contiguous_strides(x->shape());
   Shape out_shape(rank);
   std::vector<int64_t> strides(rank);
+  int64_t last_moved = -1;  // the last input axis of more than one element met so far
+  bool order_kept = true;
   for (size_t i = 0; i < rank; ++i) {
     out_shape[i] = x->dim(static_cast<size_t>(perm[i]));
     strides[i] = in_strides[static_cast<size_t>(perm[i])];
+    if (out_shape[i] == 1) continue;
+    order_kept = order_kept && perm[i] > last_moved;
+    last_moved = perm[i];
+  }
+  // Moving only dims of size 1 leaves the elements in order: the same buffer
+  // under the new shape.
+  if (order_kept) {
+    ctx.set_output(0, x->reshaped(out_shape));
+    return {};
   }
   Tensor& y = ctx.output(0, x->dtype(), out_shape);
   copy_strided(*x, 0, strides, y);

@@ -108,6 +108,66 @@ struct Matcher {
     return FusedChain{add, {matmul}, {matmul->input(0), matmul->input(1)}, "MatMul+Add", {}};
   }
 
+  // MatMul whose operands come through a Transpose and/or a scaling by a
+  // constant scalar, and whose product goes through a Transpose, each read
+  // only here: the attention's head split, 1 / sqrt(d) and head merge.
+  std::optional<FusedChain> transposed_matmul(const ir::Node* matmul) const {
+    if (!matmul->is_onnx_op("MatMul") || matmul->inputs().size() != 2 || matmul->outputs().size() != 1 ||
+        constant_of(matmul->input(1)) != nullptr)  // weights are `linear`'s
+      return std::nullopt;
+    math::TransposedMatMul spec;
+    FusedChain chain{matmul, {}, {}, "MatMul (transposed operands)", {}};
+    for (size_t i : {0, 1}) {
+      const ir::Value* v = matmul->input(i);
+      const ir::Node* reader = matmul;
+      const ir::Node* source = v != nullptr ? v->producer() : nullptr;
+      if (source != nullptr && sole_reader(source) == reader && source->inputs().size() == 2) {
+        const ir::Value* x = nullptr;
+        if (auto c = plain_scalar(source->input(1)); c && *c != 0 && source->is_onnx_op("Div")) {
+          spec.alpha /= static_cast<float>(*c), x = source->input(0);
+        } else if (source->is_onnx_op("Mul")) {
+          for (size_t j : {0, 1})
+            if (auto c = plain_scalar(source->input(j)); c && x == nullptr) spec.alpha *= static_cast<float>(*c), x = source->input(1 - j);
+        }
+        if (x != nullptr) {
+          chain.absorbed.push_back(source);
+          reader = source, v = x;
+          source = v->producer();
+        }
+      }
+      if (source != nullptr && source->is_onnx_op("Transpose") && source->inputs().size() == 1 &&
+          sole_reader(source) == reader) {
+        // Read in place when one of its last two dims is the input's last.
+        std::vector<int64_t> perm = source->attr_ints("perm");
+        const int64_t r = static_cast<int64_t>(perm.size());
+        if (r >= 2 && (perm[r - 1] == r - 1 || perm[r - 2] == r - 1)) {
+          (i == 0 ? spec.a_perm : spec.b_perm) = std::move(perm);
+          chain.absorbed.push_back(source);
+          v = source->input(0);
+        }
+      }
+      chain.inputs.push_back(v);
+    }
+    if (const ir::Node* next = sole_reader(matmul); next != nullptr && next->is_onnx_op("Transpose")) {
+      std::vector<int64_t> perm = next->attr_ints("perm");
+      if (!perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1) {
+        spec.y_perm = std::move(perm);
+        chain.absorbed.push_back(matmul);
+        chain.last = next;
+      }
+    }
+    if (chain.absorbed.empty()) return std::nullopt;
+    chain.create = math::transposed_matmul_kernel(std::move(spec));
+    return chain;
+  }
+
+  // A float constant of one value that broadcasting cannot use to raise the
+  // other operand's rank (rank 0 or 1).
+  std::optional<double> plain_scalar(const ir::Value* v) const {
+    const Tensor* t = v != nullptr ? constant_of(v) : nullptr;
+    return t != nullptr && t->rank() <= 1 ? scalar(v) : std::nullopt;
+  }
+
   // Add(a, b) -> LayerNormalization(sum, Scale[, B]) with only Y asked for.
   std::optional<FusedChain> add_layer_norm(const ir::Node* norm, const SameShape& same_shape) const {
     if (!norm->is_onnx_op("LayerNormalization") || norm->inputs().size() < 2) return std::nullopt;
@@ -155,6 +215,8 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
     chains.push_back(std::move(*linear));
   }
   for (auto& [x, chain] : gelu_of) chains.push_back(std::move(chain));
+  for (const ir::Node* node : order)
+    if (auto chain = match.transposed_matmul(node)) chains.push_back(std::move(*chain));
   for (const ir::Node* node : order)
     if (auto chain = match.add_layer_norm(node, same_shape)) chains.push_back(std::move(*chain));
   return chains;

@@ -10,6 +10,11 @@
 //   both    linear -> GELU                                            =>  MatMul+bias+Gelu
 //   norm    Add(a, b) -> LayerNormalization, a and b of one shape      =>  Add+LayerNormalization
 //           (the residual connection of a transformer layer)
+//   heads   MatMul(Transpose?(A) [/ or * c], Transpose?(B) [/ or * c])
+//           [-> Transpose]                                            =>  one strided product
+//           (attention's head split and merge and its 1 / sqrt(d); a
+//           Transpose before must keep a matrix dim contiguous, the one
+//           after the last dim last; B not a constant)
 //
 // A value inside a chain must have no reader outside it and must not be
 // returned by the run; the constants must be what the pattern says (to

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ir/model.h"
@@ -294,6 +295,136 @@ TEST(Fusion, AResidualAddGoesToTheConvOrToTheLayerNormNeverBoth) {
       fused += kind == "(fused into Conv)" || kind == "Add+LayerNormalization";
     EXPECT_EQ(fused, 1u) << (blocked ? "blocked" : "plain");
   }
+}
+
+// Attention's products as torch exports them, on q, k, v of [S, H, D]:
+// scores = (Transpose(q) / 2) x Transpose(k), then Transpose(scores x
+// Transpose(v)) back to [S, H, D].
+struct AttentionVariant {
+  std::vector<int64_t> q_shape = {5, 2, 3};  // made [H, S, D] = [2, 5, 3] by q_perm
+  std::vector<int64_t> q_perm = {1, 0, 2};
+  std::vector<int64_t> divisor_dims = {};  // the shape of the constant 2
+  bool scaled_is_an_output = false;
+};
+
+constexpr int64_t kS = 5, kH = 2, kD = 3;
+
+float attention_input(int which, int64_t i) {
+  return static_cast<float>((i * (3 + which) + which) % 11) / 5.0f - 1.0f;
+}
+
+std::shared_ptr<const ir::Model> attention_model(const AttentionVariant& v) {
+  auto model = empty_model();
+  ir::Graph& g = model->graph();
+  ir::Value* q = g.add_input("q", float_type(v.q_shape));
+  ir::Value* k = g.add_input("k", float_type({kS, kH, kD}));
+  ir::Value* val = g.add_input("v", float_type({kS, kH, kD}));
+  auto transpose = [&](ir::Value* x, std::vector<int64_t> perm, const std::string& name) {
+    ir::Node* t = g.add_node("Transpose", {x}, {name});
+    t->set_attribute(attr("perm", perm));
+    return t->output(0);
+  };
+  ir::Value* two = g.add_initializer("two", runtime::tensor_to_proto(Tensor::from<float>(v.divisor_dims, {2.0f})));
+  ir::Value* scaled = g.add_node("Div", {transpose(q, v.q_perm, "qt"), two}, {"scaled"})->output(0);
+  ir::Value* scores = g.add_node("MatMul", {scaled, transpose(k, {1, 2, 0}, "kt")}, {"scores"})->output(0);
+  ir::Value* heads = g.add_node("MatMul", {scores, transpose(val, {1, 0, 2}, "vt")}, {"heads"})->output(0);
+  g.add_output(transpose(heads, {1, 0, 2}, "y"));
+  if (v.scaled_is_an_output) g.add_output(scaled);
+  return model;
+}
+
+Tensor attention_tensor(int which, runtime::Shape shape = {kS, kH, kD}) {
+  std::vector<float> values;
+  for (int64_t i = 0; i < kS * kH * kD; ++i) values.push_back(attention_input(which, i));
+  return Tensor::from<float>(shape, values);
+}
+
+// y[s, h, d] = sum_t (sum_e q[s, h, e] / 2 * k[t, h, e]) v[t, h, d], in double.
+Tensor expected_attention() {
+  auto at = [](int which, int64_t s, int64_t h, int64_t d) {
+    return static_cast<double>(attention_input(which, (s * kH + h) * kD + d));
+  };
+  std::vector<float> y;
+  for (int64_t s = 0; s < kS; ++s)
+    for (int64_t h = 0; h < kH; ++h)
+      for (int64_t d = 0; d < kD; ++d) {
+        double sum = 0;
+        for (int64_t t = 0; t < kS; ++t) {
+          double score = 0;
+          for (int64_t e = 0; e < kD; ++e) score += at(0, s, h, e) / 2 * at(1, t, h, e);
+          sum += score * at(2, t, h, d);
+        }
+        y.push_back(static_cast<float>(sum));
+      }
+  return Tensor::from<float>({kS, kH, kD}, y);
+}
+
+Outcome run_attention(const AttentionVariant& v, bool fuse) {
+  auto session = runtime::Session::create(attention_model(v), {.threads = 2, .profile = true, .fuse = fuse});
+  EXPECT_TRUE(session.ok()) << session.error().message();
+  if (!session.ok()) return {};
+  auto out = (*session)->run(
+      {{"q", attention_tensor(0, v.q_shape)}, {"k", attention_tensor(1)}, {"v", attention_tensor(2)}});
+  EXPECT_TRUE(out.ok()) << out.error().message();
+  Outcome o{out.ok() ? (*out)[0].tensor() : Tensor(), {}};
+  o.steps = step_kinds(**session);
+  return o;
+}
+
+TEST(Fusion, AttentionProductsReadAndWriteTheirHeadsInPlace) {
+  Outcome fused = run_attention({}, true), plain = run_attention({}, false);
+  EXPECT_EQ(fused.steps, (std::vector<std::string>{"MatMul (transposed operands)", "MatMul (transposed operands)"}));
+  EXPECT_EQ(plain.steps.size(), 7u);
+  expect_tensor_near(fused.y, expected_attention(), 1e-6, 1e-5);
+  expect_tensor_near(fused.y, plain.y, 1e-6, 1e-5);
+}
+
+TEST(Fusion, AttentionProductsDeclineWhatTheyCannotReadInPlace) {
+  // q as [H, D, S] with perm [0, 2, 1] is read as transposed matrices and
+  // still fuses; q as [S, D, H] with perm [2, 0, 1] has neither matrix dim
+  // contiguous, so its Transpose stays a step.
+  AttentionVariant transposed{.q_shape = {kH, kD, kS}, .q_perm = {0, 2, 1}};
+  AttentionVariant scattered{.q_shape = {kS, kD, kH}, .q_perm = {2, 0, 1}};
+  for (bool is_scattered : {false, true}) {
+    const AttentionVariant& v = is_scattered ? scattered : transposed;
+    // These perms change q's meaning: only fused against unfused is the truth here.
+    Outcome fused = run_attention(v, true), plain = run_attention(v, false);
+    expect_tensor_near(fused.y, plain.y, 1e-6, 1e-5);
+    EXPECT_EQ(std::count(fused.steps.begin(), fused.steps.end(), "Transpose"), is_scattered ? 1 : 0);
+  }
+  // The scaled value is returned: the Div and q's Transpose stay steps.
+  Outcome seen = run_attention({.scaled_is_an_output = true}, true);
+  EXPECT_EQ(seen.steps, (std::vector<std::string>{"Transpose", "Div", "MatMul (transposed operands)",
+                                                  "MatMul (transposed operands)"}));
+  expect_tensor_near(seen.y, expected_attention(), 1e-6, 1e-5);
+  // A divisor of rank above 1 could raise the rank by broadcasting: not a
+  // scale to fold (not even at rank 3, where it would not).
+  Outcome ranked = run_attention({.divisor_dims = {1, 1, 1}}, true);
+  EXPECT_EQ(std::count(ranked.steps.begin(), ranked.steps.end(), "Div"), 1);
+  expect_tensor_near(ranked.y, expected_attention(), 1e-6, 1e-5);
+}
+
+TEST(Fusion, TransposedProductsOfIntegersGoThroughCopies) {
+  // y = Transpose(a) x b on int32, a [2, 3], b [2, 4]: y[i][j] = sum_p a[p][i] b[p][j].
+  auto model = empty_model();
+  ir::Graph& g = model->graph();
+  onnx::TypeProto int_type;
+  int_type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
+  ir::Node* t = g.add_node("Transpose", {g.add_input("a", int_type)}, {"at"});
+  t->set_attribute(attr("perm", std::vector<int64_t>{1, 0}));
+  g.add_output(g.add_node("MatMul", {t->output(0), g.add_input("b", int_type)}, {"y"})->output(0));
+  auto session = runtime::Session::create(model, {.threads = 1, .profile = true});
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  const std::vector<int32_t> a = {1, 2, 3, 4, 5, 6}, b = {1, 0, -1, 2, 3, 1, 0, -2};
+  auto out = (*session)->run({{"a", Tensor::from<int32_t>({2, 3}, a)}, {"b", Tensor::from<int32_t>({2, 4}, b)}});
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  std::vector<int32_t> expected;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) expected.push_back(a[i] * b[j] + a[3 + i] * b[4 + j]);
+  EXPECT_EQ(step_kinds(**session), std::vector<std::string>{"MatMul (transposed operands)"});
+  const Tensor& y = (*out)[0].tensor();
+  ASSERT_EQ(y.shape(), (runtime::Shape{3, 4}));
+  EXPECT_EQ(std::vector<int32_t>(y.data<int32_t>(), y.data<int32_t>() + 12), expected);
 }
 
 }  // namespace

@@ -79,6 +79,17 @@ void register_matmul(KernelRegistry& registry);
 // of the product. The session runs it in place of a MatMul -> Add chain
 // (runtime/fusion.h).
 KernelFactory matmul_bias_kernel(Tensor bias, bool gelu);
+
+// Y = transpose(alpha * transpose(A, a_perm) * transpose(B, b_perm), y_perm),
+// an empty perm meaning no transpose there: the exporters' attention, whose
+// heads are split and merged by Transposes and whose queries are scaled.
+// The product reads the operands and writes the result in place, as strided
+// matrices, without the copies; y_perm keeps the last dim last.
+struct TransposedMatMul {
+  std::vector<int64_t> a_perm, b_perm, y_perm;
+  float alpha = 1;
+};
+KernelFactory transposed_matmul_kernel(TransposedMatMul spec);
 void register_einsum(KernelRegistry& registry);
 void register_cumsum(KernelRegistry& registry);
 void register_topk(KernelRegistry& registry);

@@ -2,9 +2,11 @@
 // arithmetic in gemm().
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <functional>
 
+#include "runtime/kernels/common.h"
 #include "runtime/kernels/elementwise/fast_math.h"
 #include "runtime/kernels/math/math.h"
 
@@ -263,6 +265,134 @@ KernelFactory matmul_bias_kernel(Tensor bias, bool gelu) {
         for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
       }
     }
+    return {};
+  });
+}
+
+namespace {
+
+// How transpose(x, perm) reads x: its shape and the stride of each of its
+// dims in x's elements.
+struct StridedView {
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+
+Result<StridedView> transposed_view(const Shape& x, const std::vector<int64_t>& perm, std::string_view what) {
+  const std::vector<int64_t> contiguous = contiguous_strides(x);
+  if (perm.empty()) return StridedView{x, contiguous};
+  if (perm.size() != x.size())
+    return make_error("the Transpose of {} has {} perm entries for rank {}", what, perm.size(), x.size());
+  StridedView v{Shape(x.size()), std::vector<int64_t>(x.size())};
+  std::vector<bool> seen(x.size(), false);
+  for (size_t i = 0; i < perm.size(); ++i) {
+    ONNXKIT_ASSIGN(int64_t axis, runtime::normalize_axis(perm[i], static_cast<int64_t>(x.size())));
+    if (seen[static_cast<size_t>(axis)]) return make_error("the Transpose of {} repeats axis {} in perm", what, axis);
+    seen[static_cast<size_t>(axis)] = true;
+    v.shape[i] = x[static_cast<size_t>(axis)];
+    v.strides[i] = contiguous[static_cast<size_t>(axis)];
+  }
+  return v;
+}
+
+// Element offset of matrix `index` (row-major over the dims before the last
+// two) of a view.
+int64_t matrix_offset(const StridedView& v, int64_t index) {
+  int64_t offset = 0;
+  for (size_t d = v.shape.size() - 2; d-- > 0;) {
+    offset += (index % v.shape[d]) * v.strides[d];
+    index /= v.shape[d];
+  }
+  return offset;
+}
+
+// One operand's matrices as gemm reads them: row-major with leading
+// dimension ld, transposed or not; none when neither of the last two dims
+// is contiguous.
+struct GemmOperand {
+  bool transposed = false;
+  int64_t ld = 0;
+};
+std::optional<GemmOperand> as_gemm_operand(const StridedView& v) {
+  const size_t r = v.shape.size();
+  const int64_t row = v.strides[r - 2], col = v.strides[r - 1];
+  if (col == 1 || v.shape[r - 1] == 1) return GemmOperand{false, std::max<int64_t>({row, v.shape[r - 1], 1})};
+  if (row == 1 || v.shape[r - 2] == 1) return GemmOperand{true, std::max<int64_t>({col, v.shape[r - 2], 1})};
+  return std::nullopt;
+}
+
+// The plain way, for what the strided one does not take (vectors, other
+// element types): materialize each transpose.
+Status transposed_matmul_by_copies(KernelContext& ctx, const TransposedMatMul& spec, const Tensor& a,
+                                   const Tensor& b) {
+  auto copy = [](const Tensor& x, const StridedView& v) {
+    Tensor t(x.dtype(), v.shape);
+    if (t.numel() > 0) copy_strided(x, 0, v.strides, t);
+    return t;
+  };
+  ONNXKIT_ASSIGN(StridedView va, transposed_view(a.shape(), spec.a_perm, "A"));
+  ONNXKIT_ASSIGN(StridedView vb, transposed_view(b.shape(), spec.b_perm, "B"));
+  const Tensor ta = copy(a, va), tb = copy(b, vb);
+  ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(ta.shape(), tb.shape()));
+  Tensor product(a.dtype(), plan.out);
+  ONNXKIT_TRY(dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
+    run_matmul<T>(plan, ta, tb, product);
+    if constexpr (std::is_floating_point_v<T>) {
+      T* p = product.mutable_data<T>();
+      for (int64_t i = 0; i < product.numel(); ++i) p[i] *= static_cast<T>(spec.alpha);
+    }
+    return {};
+  }));
+  ONNXKIT_ASSIGN(StridedView vy, transposed_view(product.shape(), spec.y_perm, "the product"));
+  Tensor& y = ctx.output(0, a.dtype(), vy.shape);
+  if (y.numel() > 0) copy_strided(product, 0, vy.strides, y);
+  return {};
+}
+
+}  // namespace
+
+KernelFactory transposed_matmul_kernel(TransposedMatMul spec) {
+  return make_kernel([spec = std::move(spec)](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+    ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+    if (a->dtype() != b->dtype())
+      return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()),
+                        to_string(b->dtype()));
+    if (a->dtype() != DataType::float32 || a->rank() < 2 || b->rank() < 2)
+      return transposed_matmul_by_copies(ctx, spec, *a, *b);
+    ONNXKIT_ASSIGN(StridedView va, transposed_view(a->shape(), spec.a_perm, "A"));
+    ONNXKIT_ASSIGN(StridedView vb, transposed_view(b->shape(), spec.b_perm, "B"));
+    const std::optional<GemmOperand> ga = as_gemm_operand(va), gb = as_gemm_operand(vb);
+    if (!ga || !gb) return transposed_matmul_by_copies(ctx, spec, *a, *b);
+    ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(va.shape, vb.shape));
+    // The product's matrices as they lie in the output: the output holds
+    // transpose(product, y_perm), so the product's dim y_perm[d] has the
+    // output's stride d.
+    ONNXKIT_ASSIGN(StridedView vy_out, transposed_view(plan.out, spec.y_perm, "the product"));
+    const size_t r = plan.out.size();
+    StridedView vy{plan.out, std::vector<int64_t>(r)};
+    const std::vector<int64_t> out_strides = contiguous_strides(vy_out.shape);
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t axis = spec.y_perm.empty() ? static_cast<int64_t>(d) : spec.y_perm[d];
+      vy.strides[static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(r) : axis)] = out_strides[d];
+    }
+    if (vy.strides[r - 1] != 1)
+      return make_error("the Transpose after the product must keep its last dim last (perm {})",
+                        fmt::join(spec.y_perm, ","));
+    Tensor& y = ctx.output(0, DataType::float32, vy_out.shape);
+    const float* pa = a->data<float>();
+    const float* pb = b->data<float>();
+    float* py = y.mutable_data<float>();
+    const int64_t m = plan.m, n = plan.n, k = plan.k, ldc = std::max<int64_t>(vy.strides[r - 2], n);
+    auto product = [&](int64_t e) {
+      gemm(ga->transposed, gb->transposed, m, n, k, spec.alpha, pa + matrix_offset(va, plan.a_batch[e]), ga->ld,
+           pb + matrix_offset(vb, plan.b_batch[e]), gb->ld, 0.0f, py + matrix_offset(vy, e), ldc);
+    };
+    const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    const bool across = plan.batch >= 2 && work < 128.0 * 128.0 * 128.0 &&
+                        work * static_cast<double>(plan.batch) >= 64.0 * 64.0 * 64.0;
+#pragma omp parallel for if (across) schedule(dynamic)
+    for (int64_t e = 0; e < plan.batch; ++e) product(e);
     return {};
   });
 }

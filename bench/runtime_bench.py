@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """onnxkit's runtime against ONNX Runtime's CPU path, side by side in one run:
 same models, same random inputs, same thread counts, processes alternated so
-that machine noise hits both. Prints median latency, the ratio (onnxkit / ORT,
-lower is better), peak RSS and onnxkit's achieved GFLOP/s.
+that machine noise hits both. Prints median latency over the rounds, the ratio
+(onnxkit / ORT, lower is better: the median over rounds of the ratio within a
+round, whose two measurements run back to back), peak RSS and onnxkit's
+GFLOP/s: the FLOPs `onnxkit info` counts (convolutions as direct sums) over
+the latency, so above the machine's peak where Winograd convolution does
+fewer multiplications.
 
 ORT runs from the project's venv: `/usr/bin/python3 -m venv --system-site-packages
 .venv && .venv/bin/pip install onnxruntime` (graph optimization level 'all').
@@ -45,6 +49,14 @@ def batched(onnxkit, model, batch):
     return path
 
 
+def ours_cmd(onnxkit, model, threads, runs):
+    return [onnxkit, "bench", model, "--threads", str(threads), "--runs", str(runs), "--json"]
+
+
+def ort_cmd(venv_python, model, threads, runs):
+    return [venv_python, os.path.join(ROOT, "bench", "ort_bench.py"), model, "--threads", str(threads), "--runs", str(runs)]
+
+
 def measure(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out[out.index("{"):])
@@ -74,16 +86,22 @@ def main():
         flops = info["compute"]["flops"]
         for threads in (int(t) for t in args.threads.split(",")):
             ours, theirs = [], []
-            for _ in range(args.rounds):
-                ours.append(measure([onnxkit, "bench", model, "--threads", str(threads), "--runs", str(args.runs), "--json"]))
-                theirs.append(measure([venv_python, os.path.join(ROOT, "bench", "ort_bench.py"), model, "--threads",
-                                       str(threads), "--runs", str(args.runs)]))
+            for round_index in range(args.rounds):
+                # Back to back, taking turns to go first: each round's pair
+                # meets the same state of the machine.
+                ours_first = round_index % 2 == 0
+                if ours_first:
+                    ours.append(measure(ours_cmd(onnxkit, model, threads, args.runs)))
+                theirs.append(measure(ort_cmd(venv_python, model, threads, args.runs)))
+                if not ours_first:
+                    ours.append(measure(ours_cmd(onnxkit, model, threads, args.runs)))
             a = statistics.median(r["median_ms"] for r in ours)
             b = statistics.median(r["median_ms"] for r in theirs)
+            ratio = statistics.median(o["median_ms"] / t["median_ms"] for o, t in zip(ours, theirs))
             rss_a = max(r["peak_rss_mb"] for r in ours)
             rss_b = max(r["peak_rss_mb"] for r in theirs)
             rates = f" {args.batch * 1000 / a:>9.1f} {args.batch * 1000 / b:>8.1f}" if args.batch else ""
-            print(f"{name:<14} {threads:>3} {a:>11.2f} {b:>9.2f} {a / b:>6.2f} {rss_a:>12.1f} {rss_b:>8.1f} "
+            print(f"{name:<14} {threads:>3} {a:>11.2f} {b:>9.2f} {ratio:>6.2f} {rss_a:>12.1f} {rss_b:>8.1f} "
                   f"{flops / a / 1e6:>8.1f}" + rates, flush=True)
     print(f"ONNX Runtime {theirs[-1].get('version', '?')}")
 

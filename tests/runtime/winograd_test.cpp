@@ -99,7 +99,8 @@ void expect_matches_direct_sum(const Case& k) {
 }
 
 TEST(Winograd, OddSizesAsymmetricPadsAndPartialChannelBlocks) {
-  expect_matches_direct_sum({.n = 2, .c = 13, .m = 21, .h = 9, .w = 11, .pads = {1, 0, 2, 1}, .bias = true});
+  // 10 x 12 in, pads 1, 0, 2, 1: 11 x 11 out, the last tile row and column cut.
+  expect_matches_direct_sum({.n = 2, .c = 13, .m = 21, .h = 10, .w = 12, .pads = {1, 0, 2, 1}, .bias = true});
 }
 
 TEST(Winograd, NoPadsAndNoBias) {
@@ -134,6 +135,46 @@ TEST(Winograd, ManyChunksGoWholeToEachOfTwoThreads) {
   expect_matches_direct_sum(
       {.n = 1, .c = 64, .m = 60, .h = 46, .w = 46, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true, .residual = true});
   omp_set_num_threads(threads);
+}
+
+TEST(Winograd, ABatchWithAResidualGoesWholeToEachOfTwoThreads) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  FusedActivation relu{.kind = FusedActivation::Kind::relu, .add_residual = true};
+  expect_matches_direct_sum(
+      {.n = 3, .c = 32, .m = 24, .h = 33, .w = 31, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true, .residual = true});
+  omp_set_num_threads(threads);
+}
+
+TEST(Winograd, ANanGoesThroughReluAsInTheOtherPaths) {
+  const Tensor w = random_tensor({8, 8, 3, 3}, 1);
+  ConvAttributes attrs;
+  attrs.window.pads = {1, 1, 1, 1};
+  auto conv = WinogradConv::create(attrs, w, nullptr, {.kind = FusedActivation::Kind::relu});
+  if (conv == nullptr) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  auto p = make_conv_params(attrs, {1, 8, 8, 8}, w.shape());
+  ASSERT_TRUE(p.ok());
+  Tensor x = random_tensor({1, 8, 8, 8}, 2);
+  x.mutable_data<float>()[0] = std::nanf("");  // channel 0, pixel (0, 0)
+  Tensor y(DataType::float32, blocked_shape(1, 8, 8, 8));
+  ASSERT_TRUE(conv->run(*p, to_blocked(x), y, nullptr).ok());
+  // Pixel (0, 0) of output channel 0 reads it; pixel (7, 7) does not.
+  EXPECT_TRUE(std::isnan(y.data<float>()[0]));
+  EXPECT_FALSE(std::isnan(y.data<float>()[(7 * 8 + 7) * kChannelBlock]));
+}
+
+TEST(Winograd, RefusesTensorsOfOtherShapes) {
+  const Tensor w = random_tensor({16, 8, 3, 3}, 1);
+  ConvAttributes attrs;
+  attrs.window.pads = {1, 1, 1, 1};
+  auto conv = WinogradConv::create(attrs, w, nullptr, {});
+  if (conv == nullptr) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  auto p = make_conv_params(attrs, {1, 8, 6, 6}, w.shape());
+  ASSERT_TRUE(p.ok());
+  Tensor x(DataType::float32, blocked_shape(1, 8, 6, 6)), wrong_y(DataType::float32, blocked_shape(1, 16, 5, 6));
+  auto status = conv->run(*p, x, wrong_y, nullptr);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message().find("[1,2,6,6,8]"), std::string::npos) << status.error().message();
 }
 
 TEST(Winograd, DeclinesWhatItDoesNotCompute) {

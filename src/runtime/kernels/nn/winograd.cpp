@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
+#include "runtime/kernels/nn/nn.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -23,11 +24,14 @@ constexpr int64_t B = kChannelBlock;
 constexpr int64_t kPanel = 16;  // output channels per register tile: two AVX registers
 constexpr int64_t kRows = 6;    // tiles per register tile: 12 accumulators of the 16 registers
 constexpr int64_t kPoints = 16;
-// Floats of transformed inputs and products held for one chunk of tiles: the
-// products of a chunk are read back while they are still in the caches.
+// Floats of transformed inputs and products held for one chunk of tiles
+// (1 MiB): the products of a chunk are read back while they are still in the
+// caches. With many channels chunks grow past it, up to kMaxChunkFloats, so
+// that the transformed filters, streamed once per chunk, stay the smaller share.
 constexpr int64_t kChunkFloats = int64_t{1} << 18;
+constexpr int64_t kMaxChunkFloats = int64_t{1} << 21;
 
-int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+int64_t round_up(int64_t v, int64_t to) { return ceil_div(v, to) * to; }
 
 // U = G g G^T with G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]].
 void transform_filter(const float* g, double u[16]) {
@@ -160,8 +164,10 @@ ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometr
       const int64_t at = (row * g.ow + col) * B;
       __m256 v = _mm256_add_ps(y[j], bias);
       if (residual != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(residual + at));
-      if (act.kind != FusedActivation::Kind::none) v = _mm256_max_ps(v, lower);
-      if (act.kind == FusedActivation::Kind::clip) v = _mm256_min_ps(v, upper);
+      // The bound first: max and min return their second operand when one
+      // is NaN, and NaN goes through as in the other convolution paths.
+      if (act.kind != FusedActivation::Kind::none) v = _mm256_max_ps(lower, v);
+      if (act.kind == FusedActivation::Kind::clip) v = _mm256_min_ps(upper, v);
       _mm256_storeu_ps(plane + at, _mm256_and_ps(v, keep));
     }
   }
@@ -211,7 +217,7 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
 }
 
 bool WinogradConv::pays_off(const ConvParams& p) const {
-  const int64_t tiles = p.batch * ((p.window.out[0] + 1) / 2) * ((p.window.out[1] + 1) / 2);
+  const int64_t tiles = p.batch * ceil_div(p.window.out[0], 2) * ceil_div(p.window.out[1], 2);
   // The products run on whole register tiles of six tiles: below two of them
   // the padding rows and the filters' 16/9 more floats outweigh the saving.
   return tiles >= 2 * kRows;
@@ -219,31 +225,41 @@ bool WinogradConv::pays_off(const ConvParams& p) const {
 
 Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const Tensor* residual) const {
 #if ONNXKIT_WINOGRAD
-  ONNXKIT_TRY(check_residual(residual, y));
   const WindowGeometry& win = p.window;
+  if (p.in_channels != in_channels_ || p.out_channels != out_channels_ || p.group != 1 || win.rank() != 2 ||
+      win.kernel != std::vector<int64_t>{3, 3} || win.strides != std::vector<int64_t>{1, 1} ||
+      win.dilations != std::vector<int64_t>{1, 1})
+    return make_error("the Winograd convolution of {} -> {} channels was given another convolution", in_channels_,
+                      out_channels_);
+  const Shape x_shape = blocked_shape(p.batch, in_channels_, win.in[0], win.in[1]);
+  const Shape y_shape = blocked_shape(p.batch, out_channels_, win.out[0], win.out[1]);
+  if (x.dtype() != DataType::float32 || x.shape() != x_shape || y.dtype() != DataType::float32 || y.shape() != y_shape)
+    return make_error("the Winograd convolution expects float32 {} -> {}, got {} {} -> {} {}", shape_to_string(x_shape),
+                      shape_to_string(y_shape), to_string(x.dtype()), shape_to_string(x.shape()), to_string(y.dtype()),
+                      shape_to_string(y.shape()));
+  ONNXKIT_TRY(check_residual(residual, y));
   Geometry g{win.in[0], win.in[1], win.out[0], win.out[1], win.pads_begin[0], win.pads_begin[1], 0, 0, 0, 0, 0};
-  g.tiles_h = (g.oh + 1) / 2;
-  g.tiles_w = (g.ow + 1) / 2;
+  g.tiles_h = ceil_div(g.oh, 2);
+  g.tiles_w = ceil_div(g.ow, 2);
   g.tiles = p.batch * g.tiles_h * g.tiles_w;
   g.in_blocks = depth_ / B;
-  g.out_blocks = (out_channels_ + B - 1) / B;
+  g.out_blocks = ceil_div(out_channels_, B);
   if (g.tiles == 0) return {};
   const int64_t per_tile = kPoints * (depth_ + columns_);
-  // Each chunk streams all transformed filters (16 * depth * columns floats)
-  // once: with many channels the chunks grow to keep that the smaller share.
-  int64_t chunk = std::min(round_up(g.tiles, kRows),
-                           std::max({kRows, kChunkFloats / per_tile / kRows * kRows, round_up(depth_ / 2, kRows)}));
-  int64_t chunks = (g.tiles + chunk - 1) / chunk;
+  int64_t chunk = std::max({kRows, kChunkFloats / per_tile / kRows * kRows,
+                            std::min(round_up(depth_ / 2, kRows), kMaxChunkFloats / per_tile / kRows * kRows)});
+  int64_t chunks = ceil_div(g.tiles, chunk);
   const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::max(1, omp_get_max_threads()));
   // With two chunks for every thread, each thread takes whole chunks through
   // all three steps in its own buffers, with no waiting (the chunks shrunk a
   // little so that every thread gets as many); otherwise the threads share
   // each step of one chunk at a time.
   const bool own_chunks = threads > 1 && chunks >= 2 * threads;
-  if (own_chunks) {
-    chunk = round_up((g.tiles + round_up(chunks, threads) - 1) / round_up(chunks, threads), kRows);
-    chunks = (g.tiles + chunk - 1) / chunk;
-  }
+  if (own_chunks) chunks = round_up(chunks, threads);
+  // The tiles split evenly: a last chunk of a few tiles would stream all the
+  // filters again for little work.
+  chunk = round_up(ceil_div(g.tiles, chunks), kRows);
+  chunks = ceil_div(g.tiles, chunk);
   const int64_t buffers = own_chunks ? threads : 1;
   // Per buffer: transformed inputs [16][chunk][depth], then products [16][chunk][columns].
   std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(buffers * chunk * per_tile)]);

@@ -23,13 +23,14 @@ class WinogradConv {
   static std::unique_ptr<WinogradConv> create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                               FusedActivation activation);
 
-  // Whether the input of `p` has enough tiles for the transforms to pay off
-  // (a small image with many channels spends its time streaming the 16
-  // transformed filters instead).
+  // Whether the input of `p` has enough tiles (two register tiles' worth) for
+  // the transforms and the filters' 16/9 more floats to pay off.
   bool pays_off(const ConvParams& p) const;
 
   // y = act(conv(x) + bias [+ residual]); x, y and the residual are blocked
-  // tensors of p's logical shapes, y allocated by the caller. Thread-safe.
+  // tensors of p's logical shapes, y allocated by the caller (an error
+  // otherwise). Thread-safe. The transformed filters take 16/9 of the
+  // weights' memory.
   Status run(const ConvParams& p, const Tensor& x, Tensor& y, const Tensor* residual) const;
 
  private:

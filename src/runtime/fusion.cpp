@@ -110,33 +110,39 @@ struct Matcher {
 
   // MatMul whose operands come through a Transpose and/or a scaling by a
   // constant scalar, and whose product goes through a Transpose, each read
-  // only here: the attention's head split, 1 / sqrt(d) and head merge.
-  std::optional<FusedChain> transposed_matmul(const ir::Node* matmul) const {
+  // only here and none in another chain (`claimed`): the attention's head
+  // split, 1 / sqrt(d) and head merge.
+  std::optional<FusedChain> transposed_matmul(const ir::Node* matmul,
+                                              const std::unordered_set<const ir::Node*>& claimed) const {
     if (!matmul->is_onnx_op("MatMul") || matmul->inputs().size() != 2 || matmul->outputs().size() != 1 ||
-        constant_of(matmul->input(1)) != nullptr)  // weights are `linear`'s
+        claimed.count(matmul))
       return std::nullopt;
+    auto free = [&](const ir::Node* n) { return n != nullptr && !claimed.count(n); };
     math::TransposedMatMul spec;
     FusedChain chain{matmul, {}, {}, "MatMul (transposed operands)", {}};
     for (size_t i : {0, 1}) {
       const ir::Value* v = matmul->input(i);
+      if (v == nullptr) return std::nullopt;  // the plain kernel names the missing input
       const ir::Node* reader = matmul;
-      const ir::Node* source = v != nullptr ? v->producer() : nullptr;
-      if (source != nullptr && sole_reader(source) == reader && source->inputs().size() == 2) {
+      const ir::Node* source = v->producer();
+      if (free(source) && sole_reader(source) == reader && source->inputs().size() == 2) {
         const ir::Value* x = nullptr;
-        if (auto c = plain_scalar(source->input(1)); c && *c != 0 && source->is_onnx_op("Div")) {
-          spec.alpha /= static_cast<float>(*c), x = source->input(0);
+        double scale = 1;
+        if (source->is_onnx_op("Div")) {
+          if (auto c = plain_scalar(source->input(1)); c && *c != 0) scale = 1 / *c, x = source->input(0);
         } else if (source->is_onnx_op("Mul")) {
           for (size_t j : {0, 1})
-            if (auto c = plain_scalar(source->input(j)); c && x == nullptr) spec.alpha *= static_cast<float>(*c), x = source->input(1 - j);
+            if (auto c = plain_scalar(source->input(j)); c && x == nullptr) scale = *c, x = source->input(1 - j);
         }
         if (x != nullptr) {
+          spec.alpha *= static_cast<float>(scale);
           chain.absorbed.push_back(source);
           reader = source, v = x;
           source = v->producer();
         }
       }
-      if (source != nullptr && source->is_onnx_op("Transpose") && source->inputs().size() == 1 &&
-          sole_reader(source) == reader) {
+      if (free(source) && source->is_onnx_op("Transpose") && source->inputs().size() == 1 &&
+          source->input(0) != nullptr && sole_reader(source) == reader) {
         // Read in place when one of its last two dims is the input's last.
         std::vector<int64_t> perm = source->attr_ints("perm");
         const int64_t r = static_cast<int64_t>(perm.size());
@@ -148,7 +154,7 @@ struct Matcher {
       }
       chain.inputs.push_back(v);
     }
-    if (const ir::Node* next = sole_reader(matmul); next != nullptr && next->is_onnx_op("Transpose")) {
+    if (const ir::Node* next = sole_reader(matmul); free(next) && next->is_onnx_op("Transpose")) {
       std::vector<int64_t> perm = next->attr_ints("perm");
       if (!perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1) {
         spec.y_perm = std::move(perm);
@@ -215,8 +221,20 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
     chains.push_back(std::move(*linear));
   }
   for (auto& [x, chain] : gelu_of) chains.push_back(std::move(chain));
-  for (const ir::Node* node : order)
-    if (auto chain = match.transposed_matmul(node)) chains.push_back(std::move(*chain));
+  // The attention products take what the chains above left, in order, so a
+  // product and the one after it do not both take the Transpose between them.
+  std::unordered_set<const ir::Node*> claimed;
+  for (const FusedChain& chain : chains) {
+    claimed.insert(chain.last);
+    claimed.insert(chain.absorbed.begin(), chain.absorbed.end());
+  }
+  for (const ir::Node* node : order) {
+    auto chain = match.transposed_matmul(node, claimed);
+    if (!chain) continue;
+    claimed.insert(chain->last);
+    claimed.insert(chain->absorbed.begin(), chain->absorbed.end());
+    chains.push_back(std::move(*chain));
+  }
   for (const ir::Node* node : order)
     if (auto chain = match.add_layer_norm(node, same_shape)) chains.push_back(std::move(*chain));
   return chains;

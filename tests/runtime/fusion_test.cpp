@@ -404,6 +404,113 @@ TEST(Fusion, AttentionProductsDeclineWhatTheyCannotReadInPlace) {
   expect_tensor_near(ranked.y, expected_attention(), 1e-6, 1e-5);
 }
 
+// value(i) over a tensor of `shape`, a different pattern per `seed`.
+Tensor pattern(runtime::Shape shape, int seed) {
+  std::vector<float> values;
+  for (int64_t i = 0; i < runtime::shape_size(shape); ++i)
+    values.push_back(static_cast<float>((i * (5 + seed) + seed) % 13) / 6.0f - 1.0f);
+  return Tensor::from<float>(std::move(shape), values);
+}
+
+ir::Value* add_transpose(ir::Graph& g, ir::Value* x, std::vector<int64_t> perm, const std::string& name) {
+  ir::Node* t = g.add_node("Transpose", {x}, {name});
+  t->set_attribute(attr("perm", perm));
+  return t->output(0);
+}
+
+// Runs `model` fused and unfused on `inputs`: the fused outcome, after
+// checking that both agree.
+Outcome run_both(const std::shared_ptr<const ir::Model>& model,
+                 const std::vector<std::pair<std::string, Tensor>>& inputs) {
+  Outcome outcomes[2];
+  for (bool fuse : {true, false}) {
+    auto session = runtime::Session::create(model, {.threads = 2, .profile = true, .fuse = fuse});
+    EXPECT_TRUE(session.ok()) << session.error().message();
+    if (!session.ok()) return {};
+    std::vector<std::pair<std::string, runtime::Value>> feeds;
+    for (const auto& [name, t] : inputs) feeds.emplace_back(name, t);
+    auto out = (*session)->run(feeds);
+    EXPECT_TRUE(out.ok()) << out.error().message();
+    if (!out.ok()) return {};
+    outcomes[fuse ? 0 : 1] = {(*out)[0].tensor(), step_kinds(**session)};
+  }
+  expect_tensor_near(outcomes[0].y, outcomes[1].y, 1e-6, 1e-5);
+  return outcomes[0];
+}
+
+TEST(Fusion, FourDimensionalHeadsWithAScaleFirstAndABroadcastMatrix) {
+  // q, k [B=2, S=3, H=2, D=4]: s = (0.5 * q') k'^T with q' = q as [B, H, S, D]
+  // and k' = k as [B, H, D, S]; y = (s w') as [B, S, H, 5], w' = w^T of w [5, 3]
+  // shared by every (batch, head).
+  auto model = empty_model();
+  ir::Graph& g = model->graph();
+  ir::Value* q = g.add_input("q", float_type({2, 3, 2, 4}));
+  ir::Value* k = g.add_input("k", float_type({2, 3, 2, 4}));
+  ir::Value* w = g.add_input("w", float_type({5, 3}));
+  ir::Value* half = g.add_initializer("half", runtime::tensor_to_proto(Tensor::from<float>({1}, {0.5f})));
+  ir::Value* qs = g.add_node("Mul", {half, add_transpose(g, q, {0, 2, 1, 3}, "qt")}, {"qs"})->output(0);
+  ir::Value* s = g.add_node("MatMul", {qs, add_transpose(g, k, {0, 2, 3, 1}, "kt")}, {"s"})->output(0);
+  ir::Value* y = g.add_node("MatMul", {s, add_transpose(g, w, {1, 0}, "wt")}, {"sw"})->output(0);
+  g.add_output(add_transpose(g, y, {0, 2, 1, 3}, "y"));
+  const Tensor tq = pattern({2, 3, 2, 4}, 0), tk = pattern({2, 3, 2, 4}, 1), tw = pattern({5, 3}, 2);
+  Outcome fused = run_both(model, {{"q", tq}, {"k", tk}, {"w", tw}});
+  EXPECT_EQ(fused.steps, (std::vector<std::string>{"MatMul (transposed operands)", "MatMul (transposed operands)"}));
+  auto at = [](const Tensor& t, int64_t b, int64_t s, int64_t h, int64_t d) {
+    return static_cast<double>(t.data<float>()[((b * 3 + s) * 2 + h) * 4 + d]);
+  };
+  std::vector<float> expected;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t j = 0; j < 5; ++j) {
+          double sum = 0;
+          for (int64_t t = 0; t < 3; ++t) {
+            double score = 0;
+            for (int64_t d = 0; d < 4; ++d) score += 0.5 * at(tq, b, i, h, d) * at(tk, b, t, h, d);
+            sum += score * static_cast<double>(tw.data<float>()[j * 3 + t]);
+          }
+          expected.push_back(static_cast<float>(sum));
+        }
+  expect_tensor_near(fused.y, Tensor::from<float>({2, 3, 2, 5}, expected), 1e-6, 1e-5);
+}
+
+TEST(Fusion, AttentionProductsLeaveWhatAnotherChainTook) {
+  {
+    // MatMul -> Transpose -> MatMul: the first product takes the Transpose
+    // as its output; the second must not take it as its operand too.
+    auto model = empty_model();
+    ir::Graph& g = model->graph();
+    ir::Value* xy = g.add_node("MatMul", {g.add_input("x", float_type({2, 3, 4})), g.add_input("y", float_type({2, 4, 3}))},
+                               {"xy"})->output(0);
+    ir::Value* t = add_transpose(g, xy, {1, 0, 2}, "t");
+    g.add_output(g.add_node("MatMul", {t, g.add_input("z", float_type({3, 5}))}, {"out"})->output(0));
+    Outcome fused = run_both(model, {{"x", pattern({2, 3, 4}, 0)}, {"y", pattern({2, 4, 3}, 1)}, {"z", pattern({3, 5}, 2)}});
+    EXPECT_EQ(fused.steps, (std::vector<std::string>{"MatMul (transposed operands)", "MatMul"}));
+  }
+  {
+    // A GELU read by a MatMul: its last "* 0.5" is the GELU chain's, not a scale.
+    auto model = std::const_pointer_cast<ir::Model>(gelu_model({.linear = false}));
+    ir::Graph& g = model->graph();
+    ir::Value* gelu = g.outputs()[0];
+    g.remove_output(0);
+    g.add_output(g.add_node("MatMul", {gelu, g.add_input("z", float_type({kIn, 4}))}, {"out"})->output(0));
+    Outcome fused = run_both(model, {{"x", input_tensor()}, {"z", pattern({kIn, 4}, 3)}});
+    EXPECT_EQ(fused.steps, (std::vector<std::string>{"Gelu", "MatMul"}));
+  }
+}
+
+TEST(Fusion, AnAttentionPermThatRepeatsAnAxisIsNamed) {
+  auto model = empty_model();
+  ir::Graph& g = model->graph();
+  ir::Value* t = add_transpose(g, g.add_input("a", float_type({2, 2, 3})), {0, 0, 2}, "t");
+  g.add_output(g.add_node("MatMul", {t, g.add_input("b", float_type({3, 2}))}, {"y"})->output(0));
+  auto session = runtime::Session::create(model, {.threads = 1});
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  auto out = (*session)->run({{"a", pattern({2, 2, 3}, 0)}, {"b", pattern({3, 2}, 1)}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("perm repeats axis 0"), std::string::npos) << out.error().message();
+}
+
 TEST(Fusion, TransposedProductsOfIntegersGoThroughCopies) {
   // y = Transpose(a) x b on int32, a [2, 3], b [2, 4]: y[i][j] = sum_p a[p][i] b[p][j].
   auto model = empty_model();

@@ -1,6 +1,7 @@
 #include "runtime/kernels/common.h"
 
 #include <cstring>
+#include <numeric>
 
 #include "runtime/broadcast.h"
 
@@ -10,6 +11,21 @@ Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return make_error("axis {} is out of range for rank {}", axis, rank);
   return axis < 0 ? axis + rank : axis;
+}
+
+Result<std::vector<int64_t>> normalize_perm(std::vector<int64_t> perm, size_t rank) {
+  if (perm.empty()) {
+    perm.resize(rank);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  if (perm.size() != rank) return make_error("perm has {} entries for an input of rank {}", perm.size(), rank);
+  std::vector<bool> seen(rank, false);
+  for (int64_t& p : perm) {
+    ONNXKIT_ASSIGN(p, normalize_axis(p, static_cast<int64_t>(rank)));
+    if (seen[static_cast<size_t>(p)]) return make_error("perm repeats axis {}", p);
+    seen[static_cast<size_t>(p)] = true;
+  }
+  return perm;
 }
 
 Result<std::vector<int64_t>> read_int64s(const Tensor& tensor) {

@@ -13,6 +13,10 @@ namespace onnxkit::runtime {
 // `axis` in [-rank, rank) made non-negative, or an error naming it.
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
 
+// A Transpose's perm for an input of `rank`: empty means reversed; entries
+// may be negative; an error when one is out of range or repeated.
+Result<std::vector<int64_t>> normalize_perm(std::vector<int64_t> perm, size_t rank);
+
 // The values of an int32 or int64 tensor (shapes, axes, repeats, indices).
 Result<std::vector<int64_t>> read_int64s(const Tensor& tensor);
 

@@ -53,6 +53,13 @@ struct MatMulPlan {
 Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, std::string_view a_name = "A",
                                std::string_view b_name = "B");
 
+// Whether threads should take the batch's products one each (small and
+// many) rather than share each product.
+inline bool batch_across_threads(const MatMulPlan& plan) {
+  const double work = static_cast<double>(plan.m) * static_cast<double>(plan.n) * static_cast<double>(plan.k);
+  return plan.batch >= 2 && work < 128.0 * 128.0 * 128.0 && work * static_cast<double>(plan.batch) >= 64.0 * 64.0 * 64.0;
+}
+
 // Runs plan.batch products C_e = A_e * B_e with `product(e, a_off, b_off,
 // c_off, rows)`: rows is m, or m * batch once when the plan is foldable (e is
 // then 0). Threads go to the batch when the products are small and many,
@@ -65,10 +72,7 @@ void for_each_matmul(const MatMulPlan& plan, Product&& product) {
     product(int64_t(0), plan.a_offset[0], plan.b_offset[0], int64_t(0), plan.m * (plan.foldable ? plan.batch : 1));
     return;
   }
-  const double work = static_cast<double>(plan.m) * static_cast<double>(plan.n) * static_cast<double>(plan.k);
-  const bool across = plan.batch >= 2 && work < 128.0 * 128.0 * 128.0 &&
-                      work * static_cast<double>(plan.batch) >= 64.0 * 64.0 * 64.0;
-#pragma omp parallel for if (across) schedule(dynamic)
+#pragma omp parallel for if (batch_across_threads(plan)) schedule(dynamic)
   for (int64_t e = 0; e < plan.batch; ++e) product(e, plan.a_offset[e], plan.b_offset[e], e * mn, plan.m);
 }
 

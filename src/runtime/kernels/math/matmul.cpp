@@ -2,9 +2,9 @@
 // arithmetic in gemm().
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <functional>
+#include <numeric>
 
 #include "runtime/kernels/common.h"
 #include "runtime/kernels/elementwise/fast_math.h"
@@ -278,19 +278,17 @@ struct StridedView {
   std::vector<int64_t> strides;
 };
 
+// `what` names x in errors.
 Result<StridedView> transposed_view(const Shape& x, const std::vector<int64_t>& perm, std::string_view what) {
   const std::vector<int64_t> contiguous = contiguous_strides(x);
   if (perm.empty()) return StridedView{x, contiguous};
-  if (perm.size() != x.size())
-    return make_error("the Transpose of {} has {} perm entries for rank {}", what, perm.size(), x.size());
+  auto normalized = normalize_perm(perm, x.size());
+  if (!normalized.ok()) return make_error("the Transpose of {}: {}", what, normalized.error().message());
   StridedView v{Shape(x.size()), std::vector<int64_t>(x.size())};
-  std::vector<bool> seen(x.size(), false);
-  for (size_t i = 0; i < perm.size(); ++i) {
-    ONNXKIT_ASSIGN(int64_t axis, runtime::normalize_axis(perm[i], static_cast<int64_t>(x.size())));
-    if (seen[static_cast<size_t>(axis)]) return make_error("the Transpose of {} repeats axis {} in perm", what, axis);
-    seen[static_cast<size_t>(axis)] = true;
-    v.shape[i] = x[static_cast<size_t>(axis)];
-    v.strides[i] = contiguous[static_cast<size_t>(axis)];
+  for (size_t i = 0; i < x.size(); ++i) {
+    const auto axis = static_cast<size_t>((*normalized)[i]);
+    v.shape[i] = x[axis];
+    v.strides[i] = contiguous[axis];
   }
   return v;
 }
@@ -321,6 +319,11 @@ std::optional<GemmOperand> as_gemm_operand(const StridedView& v) {
   return std::nullopt;
 }
 
+// How errors name an operand: "Transpose(A)" when it goes through one.
+std::string operand_name(const std::vector<int64_t>& perm, const char* name) {
+  return perm.empty() ? std::string(name) : fmt::format("Transpose({})", name);
+}
+
 // The plain way, for what the strided one does not take (vectors, other
 // element types): materialize each transpose.
 Status transposed_matmul_by_copies(KernelContext& ctx, const TransposedMatMul& spec, const Tensor& a,
@@ -333,15 +336,19 @@ Status transposed_matmul_by_copies(KernelContext& ctx, const TransposedMatMul& s
   ONNXKIT_ASSIGN(StridedView va, transposed_view(a.shape(), spec.a_perm, "A"));
   ONNXKIT_ASSIGN(StridedView vb, transposed_view(b.shape(), spec.b_perm, "B"));
   const Tensor ta = copy(a, va), tb = copy(b, vb);
-  ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(ta.shape(), tb.shape()));
+  ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(ta.shape(), tb.shape(), operand_name(spec.a_perm, "A"),
+                                               operand_name(spec.b_perm, "B")));
   Tensor product(a.dtype(), plan.out);
   ONNXKIT_TRY(dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
     run_matmul<T>(plan, ta, tb, product);
-    if constexpr (std::is_floating_point_v<T>) {
+    if (spec.alpha == 1.0f) return {};
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
       T* p = product.mutable_data<T>();
-      for (int64_t i = 0; i < product.numel(); ++i) p[i] *= static_cast<T>(spec.alpha);
+      for (int64_t i = 0; i < product.numel(); ++i) p[i] = static_cast<T>(static_cast<float>(p[i]) * spec.alpha);
+      return {};
+    } else {
+      return make_error("the product of {} operands cannot be scaled by {}", to_string(a.dtype()), spec.alpha);
     }
-    return {};
   }));
   ONNXKIT_ASSIGN(StridedView vy, transposed_view(product.shape(), spec.y_perm, "the product"));
   Tensor& y = ctx.output(0, a.dtype(), vy.shape);
@@ -364,22 +371,26 @@ KernelFactory transposed_matmul_kernel(TransposedMatMul spec) {
     ONNXKIT_ASSIGN(StridedView vb, transposed_view(b->shape(), spec.b_perm, "B"));
     const std::optional<GemmOperand> ga = as_gemm_operand(va), gb = as_gemm_operand(vb);
     if (!ga || !gb) return transposed_matmul_by_copies(ctx, spec, *a, *b);
-    ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(va.shape, vb.shape));
+    ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(va.shape, vb.shape, operand_name(spec.a_perm, "A"),
+                                                 operand_name(spec.b_perm, "B")));
     // The product's matrices as they lie in the output: the output holds
     // transpose(product, y_perm), so the product's dim y_perm[d] has the
     // output's stride d.
-    ONNXKIT_ASSIGN(StridedView vy_out, transposed_view(plan.out, spec.y_perm, "the product"));
     const size_t r = plan.out.size();
-    StridedView vy{plan.out, std::vector<int64_t>(r)};
-    const std::vector<int64_t> out_strides = contiguous_strides(vy_out.shape);
-    for (size_t d = 0; d < r; ++d) {
-      const int64_t axis = spec.y_perm.empty() ? static_cast<int64_t>(d) : spec.y_perm[d];
-      vy.strides[static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(r) : axis)] = out_strides[d];
+    std::vector<int64_t> y_perm(r);
+    std::iota(y_perm.begin(), y_perm.end(), 0);
+    if (!spec.y_perm.empty()) {
+      auto normalized = normalize_perm(spec.y_perm, r);
+      if (!normalized.ok()) return make_error("the Transpose of the product: {}", normalized.error().message());
+      y_perm = std::move(normalized).value();
     }
-    if (vy.strides[r - 1] != 1)
-      return make_error("the Transpose after the product must keep its last dim last (perm {})",
-                        fmt::join(spec.y_perm, ","));
-    Tensor& y = ctx.output(0, DataType::float32, vy_out.shape);
+    Shape y_shape(r);
+    StridedView vy{plan.out, std::vector<int64_t>(r)};
+    for (size_t d = 0; d < r; ++d) y_shape[d] = plan.out[static_cast<size_t>(y_perm[d])];
+    const std::vector<int64_t> out_strides = contiguous_strides(y_shape);
+    for (size_t d = 0; d < r; ++d) vy.strides[static_cast<size_t>(y_perm[d])] = out_strides[d];
+    if (vy.strides[r - 1] != 1) return transposed_matmul_by_copies(ctx, spec, *a, *b);  // the rows are scattered
+    Tensor& y = ctx.output(0, DataType::float32, y_shape);
     const float* pa = a->data<float>();
     const float* pb = b->data<float>();
     float* py = y.mutable_data<float>();
@@ -388,10 +399,7 @@ KernelFactory transposed_matmul_kernel(TransposedMatMul spec) {
       gemm(ga->transposed, gb->transposed, m, n, k, spec.alpha, pa + matrix_offset(va, plan.a_batch[e]), ga->ld,
            pb + matrix_offset(vb, plan.b_batch[e]), gb->ld, 0.0f, py + matrix_offset(vy, e), ldc);
     };
-    const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    const bool across = plan.batch >= 2 && work < 128.0 * 128.0 * 128.0 &&
-                        work * static_cast<double>(plan.batch) >= 64.0 * 64.0 * 64.0;
-#pragma omp parallel for if (across) schedule(dynamic)
+#pragma omp parallel for if (batch_across_threads(plan)) schedule(dynamic)
     for (int64_t e = 0; e < plan.batch; ++e) product(e);
     return {};
   });

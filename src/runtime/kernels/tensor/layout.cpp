@@ -16,18 +16,7 @@ namespace {
 Status transpose(KernelContext& ctx, const std::vector<int64_t>& perm_attr) {
   ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
   const size_t rank = x->rank();
-  std::vector<int64_t> perm = perm_attr;
-  if (perm.empty()) {
-    perm.resize(rank);
-    std::iota(perm.rbegin(), perm.rend(), 0);
-  }
-  if (perm.size() != rank) return make_error("perm has {} entries for an input of rank {}", perm.size(), rank);
-  std::vector<bool> seen(rank, false);
-  for (int64_t& p : perm) {
-    ONNXKIT_ASSIGN(p, normalize_axis(p, static_cast<int64_t>(rank)));
-    if (seen[static_cast<size_t>(p)]) return make_error("perm repeats axis {}", p);
-    seen[static_cast<size_t>(p)] = true;
-  }
+  ONNXKIT_ASSIGN(std::vector<int64_t> perm, normalize_perm(perm_attr, rank));
   std::vector<int64_t> in_strides = contiguous_strides(x->shape());
   Shape out_shape(rank);
   std::vector<int64_t> strides(rank);

@@ -14,7 +14,7 @@
 //           [-> Transpose]                                            =>  one strided product
 //           (attention's head split and merge and its 1 / sqrt(d); a
 //           Transpose before must keep a matrix dim contiguous, the one
-//           after the last dim last; B not a constant)
+//           after the last dim last; nodes the chains above took stay theirs)
 //
 // A value inside a chain must have no reader outside it and must not be
 // returned by the run; the constants must be what the pattern says (to

@@ -677,8 +677,11 @@ TEST(NnSoftmax, RowsOfAnyLengthWithMaskedEntries) {
     }
     auto out = run_node({.op_type = "Softmax", .opset = 13, .inputs = {{"x", f32({2, n}, Doubles(x.begin(), x.end()))}}});
     expect_tensor_near(out[0].tensor(), make(DataType::float32, {2, n}, expected), 1e-7, 1e-6);
-    for (size_t i = 0; i < x.size(); ++i)
-      if (std::isinf(x[i])) EXPECT_EQ(out[0].tensor().data<float>()[i], 0.0f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isinf(x[i])) {
+        EXPECT_EQ(out[0].tensor().data<float>()[i], 0.0f);
+      }
+    }
   }
 }
 

@@ -12,6 +12,7 @@ Command add_bench_command(CLI::App& root) {
     InputFlags inputs;
     tools::BenchOptions options;
     bool json = false;
+    size_t top = 15;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand("bench", "Measure latency and peak memory of repeated runs");
@@ -23,7 +24,9 @@ Command add_bench_command(CLI::App& root) {
   app->add_option("--batch", flags->options.batch,
                   "Set dim 0 of every input and output to N (as `edit --batch N`) and report samples/s")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  app->add_flag("--profile", flags->options.profile, "Also print the time spent per operator type and the slowest nodes");
+  app->add_flag("--profile", flags->options.profile,
+                "Also report the time spent per operator type and per node (the slowest --top of them, or all in --json)");
+  app->add_option("--top", flags->top, "With --profile: how many of the slowest nodes to list (15; 0: all)");
   app->add_flag("--json", flags->json, "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb, throughput_per_s...");
   app->footer(
       "Inputs are random unless given with --input; symbolic dims need --shape.\n"
@@ -33,7 +36,8 @@ Command add_bench_command(CLI::App& root) {
       "Examples:\n"
       "  onnxkit bench resnet50.onnx --threads 2\n"
       "  onnxkit bench bert.onnx --shape input_ids:1,128 --runs 100 --json\n"
-      "  onnxkit bench resnet50.onnx --batch 8 --threads 2");
+      "  onnxkit bench resnet50.onnx --batch 8 --threads 2\n"
+      "  onnxkit bench bert.onnx --profile --top 0");
   return {app, [app, flags] {
             auto inputs = input_options(flags->inputs);
             if (!inputs.ok()) return report_error(*app, inputs.error());
@@ -41,7 +45,7 @@ Command add_bench_command(CLI::App& root) {
             auto report = tools::bench_model(flags->model, flags->options);
             if (!report.ok()) return report_error(*app, report.error());
             fmt::print("{}", flags->json ? tools::render_bench_json(*report) : tools::render_bench_text(*report));
-            if (flags->options.profile && !flags->json) fmt::print("{}", tools::render_bench_profile(*report));
+            if (flags->options.profile && !flags->json) fmt::print("{}", tools::render_bench_profile(*report, flags->top));
             return 0;
           }};
 }

@@ -105,24 +105,46 @@ std::string render_bench_text(const BenchReport& r) {
   return out;
 }
 
-std::string render_bench_profile(const BenchReport& r, size_t top) {
-  std::map<std::string, std::pair<double, int64_t>> by_op;
-  double total = 0;
+namespace {
+
+double runs_of(const BenchReport& r) { return static_cast<double>(std::max<size_t>(r.run_ms.size(), 1)); }
+
+struct OperatorTime {
+  std::string op_type;
+  int64_t nodes = 0;
+  double total_ms = 0;  // over the measured runs
+};
+
+// Time per operator type (or fused kind), slowest first.
+std::vector<OperatorTime> by_operator(const BenchReport& r) {
+  std::map<std::string, OperatorTime> by_op;
   for (const auto& n : r.nodes) {
-    by_op[n.op_type].first += n.total_ms;
-    by_op[n.op_type].second += 1;
-    total += n.total_ms;
+    OperatorTime& t = by_op[n.op_type];
+    t.op_type = n.op_type;
+    t.nodes += 1;
+    t.total_ms += n.total_ms;
   }
-  const double runs = static_cast<double>(std::max<size_t>(r.run_ms.size(), 1));
-  std::vector<std::pair<std::string, std::pair<double, int64_t>>> ops(by_op.begin(), by_op.end());
-  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::vector<OperatorTime> ops;
+  for (auto& [op, t] : by_op) ops.push_back(std::move(t));
+  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+  return ops;
+}
+
+}  // namespace
+
+std::string render_bench_profile(const BenchReport& r, size_t top) {
+  double total = 0;
+  for (const auto& n : r.nodes) total += n.total_ms;
+  const double runs = runs_of(r);
   std::string out = fmt::format("per run, by operator ({:.2f} ms in nodes):\n", total / runs);
-  for (const auto& [op, t] : ops)
-    out += fmt::format("  {:<24} {:>5} nodes  {:8.3f} ms  {:5.1f}%\n", op, t.second, t.first / runs, 100 * t.first / total);
+  for (const OperatorTime& t : by_operator(r))
+    out += fmt::format("  {:<24} {:>5} nodes  {:8.3f} ms  {:5.1f}%\n", t.op_type, t.nodes, t.total_ms / runs,
+                       100 * t.total_ms / total);
   std::vector<runtime::NodeProfile> nodes = r.nodes;
   std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
-  out += fmt::format("slowest {} nodes:\n", std::min(top, nodes.size()));
-  for (size_t i = 0; i < nodes.size() && i < top; ++i)
+  const size_t shown = top == 0 ? nodes.size() : std::min(top, nodes.size());
+  out += fmt::format("slowest {} nodes{}:\n", shown, shown < nodes.size() ? fmt::format(" of {}", nodes.size()) : "");
+  for (size_t i = 0; i < shown; ++i)
     out += fmt::format("  {:<40} {:<20} {:8.3f} ms\n", nodes[i].name, nodes[i].op_type, nodes[i].total_ms / runs);
   return out;
 }
@@ -136,6 +158,14 @@ std::string render_bench_json(const BenchReport& r) {
     j["batch"] = r.batch;
     j["throughput_per_s"] = r.throughput;
     j["warnings"] = r.warnings;
+  }
+  if (!r.nodes.empty()) {
+    const double runs = runs_of(r);
+    j["operators"] = nlohmann::json::array();
+    for (const OperatorTime& t : by_operator(r))
+      j["operators"].push_back({{"op_type", t.op_type}, {"nodes", t.nodes}, {"ms", t.total_ms / runs}});
+    j["nodes"] = nlohmann::json::array();
+    for (const auto& n : r.nodes) j["nodes"].push_back({{"name", n.name}, {"op_type", n.op_type}, {"ms", n.total_ms / runs}});
   }
   return j.dump(2) + "\n";
 }

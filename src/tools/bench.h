@@ -38,8 +38,10 @@ struct BenchReport {
 Result<BenchReport> bench_model(const std::filesystem::path& model, const BenchOptions& options);
 
 std::string render_bench_text(const BenchReport& report);
+// With a profile, the JSON also holds "operators" (time per operator type,
+// slowest first) and "nodes" (every node's time in plan order), per run.
 std::string render_bench_json(const BenchReport& report);
-// Time per operator type and the slowest `top` nodes, per run.
+// Time per operator type and the slowest `top` nodes (0: every node), per run.
 std::string render_bench_profile(const BenchReport& report, size_t top = 15);
 
 }  // namespace onnxkit::tools

@@ -165,7 +165,30 @@ class Bench(unittest.TestCase):
         proc = run("bench", model, "--runs", "2", "--warmup", "1", "--profile")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("Conv", proc.stdout)
-        self.assertIn("slowest", proc.stdout)
+        self.assertIn("slowest 15 nodes of", proc.stdout)
+        every = run("bench", model, "--runs", "1", "--warmup", "0", "--profile", "--top", "0")
+        listed = every.stdout.split("nodes:\n", 1)[1].strip().splitlines()
+        self.assertNotIn(" of ", every.stdout.split("slowest", 1)[1].splitlines()[0])
+        self.assertGreater(len(listed), 15)
+
+    def test_profile_in_json_has_every_node_and_the_operator_totals(self):
+        model = os.path.join(ARGS.models, "squeezenet1_1_opset13.onnx")
+        proc = run("bench", model, "--runs", "2", "--warmup", "1", "--threads", "1", "--profile", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        report = json.loads(proc.stdout)
+        nodes, operators = report["nodes"], report["operators"]
+        self.assertEqual(sum(op["nodes"] for op in operators), len(nodes))
+        for op in operators:  # each total is the sum over its nodes
+            total = sum(n["ms"] for n in nodes if n["op_type"] == op["op_type"])
+            self.assertAlmostEqual(op["ms"], total, places=6)
+        self.assertEqual(operators, sorted(operators, key=lambda op: -op["ms"]))
+        # Every Conv of the model ran, alone or with the activation it absorbed.
+        with open(model, "rb") as f:
+            convs = onnx.load_model_from_string(f.read()).graph.node
+        conv_names = {n.name for n in convs if n.op_type == "Conv"}
+        step_names = {n["name"] for n in nodes}
+        self.assertTrue(conv_names <= step_names, conv_names - step_names)
+        self.assertNotIn("nodes", json.loads(run("bench", model, "--runs", "1", "--warmup", "0", "--json").stdout))
 
     def test_batch_reports_throughput(self):
         # squeezenet was exported with batch 1 fixed; --batch rewrites it.

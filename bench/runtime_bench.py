@@ -40,12 +40,13 @@ def export(name, folder):
 def batched(onnxkit, model, batch):
     """A copy of `model` at `batch`, or None (with the reason printed) when it cannot run there."""
     path = model.replace(".onnx", f"_batch{batch}.onnx")
-    edit = subprocess.run([onnxkit, "edit", model, path, "--batch", str(batch)], capture_output=True, text=True)
-    check = subprocess.run([onnxkit, "bench", path, "--runs", "1", "--warmup", "0"], capture_output=True, text=True)
-    if edit.returncode != 0 or check.returncode != 0:
-        reason = (edit.stderr or check.stderr).strip().splitlines()[-1]
-        print(f"{os.path.basename(model)}: skipped at batch {batch}: {reason}", flush=True)
-        return None
+    for cmd in ([onnxkit, "edit", model, path, "--batch", str(batch)],
+                [onnxkit, "bench", path, "--runs", "1", "--warmup", "0"]):
+        step = subprocess.run(cmd, capture_output=True, text=True)
+        if step.returncode != 0:
+            reason = (step.stderr.strip().splitlines() or [f"{cmd[1]} exited with {step.returncode}"])[-1]
+            print(f"{os.path.basename(model)}: skipped at batch {batch}: {reason}", flush=True)
+            return None
     return path
 
 
@@ -76,6 +77,7 @@ def main():
     onnxkit = onnxkit_binary()
     print(f"{'model':<14} {'thr':>3} {'onnxkit ms':>11} {'ORT ms':>9} {'ratio':>6} "
           f"{'onnxkit MiB':>12} {'ORT MiB':>8} {'GFLOP/s':>8}" + (" onnxkit/s    ORT/s" if args.batch else ""))
+    ort_version = "?"
     for name in args.models.split(","):
         model = export(name, args.work)
         if args.batch:
@@ -93,6 +95,7 @@ def main():
                 if ours_first:
                     ours.append(measure(ours_cmd(onnxkit, model, threads, args.runs)))
                 theirs.append(measure(ort_cmd(venv_python, model, threads, args.runs)))
+                ort_version = theirs[-1].get("version", ort_version)
                 if not ours_first:
                     ours.append(measure(ours_cmd(onnxkit, model, threads, args.runs)))
             a = statistics.median(r["median_ms"] for r in ours)
@@ -103,7 +106,7 @@ def main():
             rates = f" {args.batch * 1000 / a:>9.1f} {args.batch * 1000 / b:>8.1f}" if args.batch else ""
             print(f"{name:<14} {threads:>3} {a:>11.2f} {b:>9.2f} {ratio:>6.2f} {rss_a:>12.1f} {rss_b:>8.1f} "
                   f"{flops / a / 1e6:>8.1f}" + rates, flush=True)
-    print(f"ONNX Runtime {theirs[-1].get('version', '?')}")
+    print(f"ONNX Runtime {ort_version}")
 
 
 if __name__ == "__main__":

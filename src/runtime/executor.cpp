@@ -178,11 +178,8 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     return layout.blocked_nodes.count(n) || conv_fusions.fused.count(n) || conv_fusions.convs.count(n);
   };
   for (const FusedChain& chain : chains) {
-    // find_fused_chains keeps chains apart; checked again, since a node run
-    // by two steps, or by none, would be wrong.
-    auto in_a_chain = [&](const ir::Node* n) { return absorbed.count(n) || chain_ending_at.count(n); };
-    bool any_taken = taken(chain.last) || in_a_chain(chain.last);
-    for (const ir::Node* n : chain.absorbed) any_taken = any_taken || taken(n) || in_a_chain(n);
+    bool any_taken = taken(chain.last);
+    for (const ir::Node* n : chain.absorbed) any_taken = any_taken || taken(n);
     if (any_taken) continue;
     chain_ending_at[chain.last] = &chain;
     absorbed.insert(chain.absorbed.begin(), chain.absorbed.end());

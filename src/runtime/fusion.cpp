@@ -73,19 +73,40 @@ struct Matcher {
     return nullptr;
   }
 
+  // A float constant of one value that broadcasting cannot use to raise the
+  // other operand's rank (rank 0 or 1).
+  std::optional<double> plain_scalar(const ir::Value* v) const {
+    const Tensor* t = v != nullptr ? constant_of(v) : nullptr;
+    return t != nullptr && t->rank() <= 1 ? scalar(v) : std::nullopt;
+  }
+
+  // x / c or x * c (either side) with c a plain scalar: x and the factor.
+  struct Scaling {
+    const ir::Value* x;
+    double factor;
+  };
+  std::optional<Scaling> scaling(const ir::Node* node) const {
+    if (node == nullptr || node->inputs().size() != 2) return std::nullopt;
+    if (node->is_onnx_op("Div")) {
+      if (auto c = plain_scalar(node->input(1)); c && *c != 0 && node->input(0) != nullptr)
+        return Scaling{node->input(0), 1 / *c};
+    } else if (node->is_onnx_op("Mul")) {
+      for (size_t i : {0, 1})
+        if (auto c = plain_scalar(node->input(i)); c && node->input(1 - i) != nullptr)
+          return Scaling{node->input(1 - i), *c};
+    }
+    return std::nullopt;
+  }
+
   // torch's GELU around `erf`: x / sqrt 2 (or x * (1 / sqrt 2)) -> Erf -> + 1 -> * x -> * 0.5.
   std::optional<FusedChain> gelu(const ir::Node* erf) const {
     if (!erf->is_onnx_op("Erf")) return std::nullopt;
     const ir::Node* scale = erf->input(0) != nullptr ? erf->input(0)->producer() : nullptr;
-    if (scale == nullptr || sole_reader(scale->output(0)) != erf || scale->inputs().size() != 2) return std::nullopt;
-    const ir::Value* x = nullptr;
-    if (scale->is_onnx_op("Div") && scalar_is(scale->input(1), std::sqrt(2.0))) {
-      x = scale->input(0);
-    } else if (scale->is_onnx_op("Mul")) {
-      for (size_t i : {0, 1})
-        if (scalar_is(scale->input(i), std::sqrt(0.5))) x = scale->input(1 - i);
-    }
-    if (x == nullptr || constant_of(x) != nullptr) return std::nullopt;
+    if (scale == nullptr || sole_reader(scale->output(0)) != erf) return std::nullopt;
+    const auto scaled = scaling(scale);
+    if (!scaled || std::abs(scaled->factor - std::sqrt(0.5)) > 1e-6 * std::sqrt(0.5)) return std::nullopt;
+    const ir::Value* x = scaled->x;
+    if (constant_of(x) != nullptr) return std::nullopt;
     const ir::Node* plus_one = sole_reader(erf->output(0));
     if (!scalar_is(other_operand(plus_one, "Add", erf->output(0)), 1.0)) return std::nullopt;
     const ir::Node* times_x = sole_reader(plus_one->output(0));
@@ -108,6 +129,35 @@ struct Matcher {
     return FusedChain{add, {matmul}, {matmul->input(0), matmul->input(1)}, "MatMul+Add", {}};
   }
 
+  // Operand i of `matmul` walked back through a scaling by a constant scalar
+  // (folded into alpha), then a Transpose whose matrices gemm reads in place
+  // (perm), each read only on this path and claimed by no other chain; the
+  // nodes walked through go to `absorbed`. The value the product reads.
+  const ir::Value* operand(const ir::Node* matmul, size_t i, float& alpha, std::vector<int64_t>& perm,
+                           std::vector<const ir::Node*>& absorbed,
+                           const std::unordered_set<const ir::Node*>& claimed) const {
+    auto free = [&](const ir::Node* n) { return n != nullptr && !claimed.count(n); };
+    const ir::Node* reader = matmul;
+    const ir::Value* v = matmul->input(i);
+    const ir::Node* source = v->producer();
+    if (auto scaled = free(source) && sole_reader(source) == reader ? scaling(source) : std::nullopt) {
+      alpha *= static_cast<float>(scaled->factor);
+      absorbed.push_back(source);
+      reader = source, v = scaled->x;
+      source = v->producer();
+    }
+    if (!free(source) || !source->is_onnx_op("Transpose") || source->inputs().size() != 1 ||
+        source->input(0) == nullptr || sole_reader(source) != reader)
+      return v;
+    // Read in place when one of its last two dims is the input's last.
+    std::vector<int64_t> p = source->attr_ints("perm");
+    const int64_t r = static_cast<int64_t>(p.size());
+    if (r < 2 || (p[r - 1] != r - 1 && p[r - 2] != r - 1)) return v;
+    perm = std::move(p);
+    absorbed.push_back(source);
+    return source->input(0);
+  }
+
   // MatMul whose operands come through a Transpose and/or a scaling by a
   // constant scalar, and whose product goes through a Transpose, each read
   // only here and none in another chain (`claimed`): the attention's head
@@ -115,46 +165,14 @@ struct Matcher {
   std::optional<FusedChain> transposed_matmul(const ir::Node* matmul,
                                               const std::unordered_set<const ir::Node*>& claimed) const {
     if (!matmul->is_onnx_op("MatMul") || matmul->inputs().size() != 2 || matmul->outputs().size() != 1 ||
-        claimed.count(matmul))
-      return std::nullopt;
-    auto free = [&](const ir::Node* n) { return n != nullptr && !claimed.count(n); };
+        claimed.count(matmul) || matmul->input(0) == nullptr || matmul->input(1) == nullptr)
+      return std::nullopt;  // a missing input is the plain kernel's to name
     math::TransposedMatMul spec;
     FusedChain chain{matmul, {}, {}, "MatMul (transposed operands)", {}};
-    for (size_t i : {0, 1}) {
-      const ir::Value* v = matmul->input(i);
-      if (v == nullptr) return std::nullopt;  // the plain kernel names the missing input
-      const ir::Node* reader = matmul;
-      const ir::Node* source = v->producer();
-      if (free(source) && sole_reader(source) == reader && source->inputs().size() == 2) {
-        const ir::Value* x = nullptr;
-        double scale = 1;
-        if (source->is_onnx_op("Div")) {
-          if (auto c = plain_scalar(source->input(1)); c && *c != 0) scale = 1 / *c, x = source->input(0);
-        } else if (source->is_onnx_op("Mul")) {
-          for (size_t j : {0, 1})
-            if (auto c = plain_scalar(source->input(j)); c && x == nullptr) scale = *c, x = source->input(1 - j);
-        }
-        if (x != nullptr) {
-          spec.alpha *= static_cast<float>(scale);
-          chain.absorbed.push_back(source);
-          reader = source, v = x;
-          source = v->producer();
-        }
-      }
-      if (free(source) && source->is_onnx_op("Transpose") && source->inputs().size() == 1 &&
-          source->input(0) != nullptr && sole_reader(source) == reader) {
-        // Read in place when one of its last two dims is the input's last.
-        std::vector<int64_t> perm = source->attr_ints("perm");
-        const int64_t r = static_cast<int64_t>(perm.size());
-        if (r >= 2 && (perm[r - 1] == r - 1 || perm[r - 2] == r - 1)) {
-          (i == 0 ? spec.a_perm : spec.b_perm) = std::move(perm);
-          chain.absorbed.push_back(source);
-          v = source->input(0);
-        }
-      }
-      chain.inputs.push_back(v);
-    }
-    if (const ir::Node* next = sole_reader(matmul); free(next) && next->is_onnx_op("Transpose")) {
+    chain.inputs = {operand(matmul, 0, spec.alpha, spec.a_perm, chain.absorbed, claimed),
+                    operand(matmul, 1, spec.alpha, spec.b_perm, chain.absorbed, claimed)};
+    if (const ir::Node* next = sole_reader(matmul); next != nullptr && !claimed.count(next) &&
+                                                    next->is_onnx_op("Transpose")) {
       std::vector<int64_t> perm = next->attr_ints("perm");
       if (!perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1) {
         spec.y_perm = std::move(perm);
@@ -167,20 +185,17 @@ struct Matcher {
     return chain;
   }
 
-  // A float constant of one value that broadcasting cannot use to raise the
-  // other operand's rank (rank 0 or 1).
-  std::optional<double> plain_scalar(const ir::Value* v) const {
-    const Tensor* t = v != nullptr ? constant_of(v) : nullptr;
-    return t != nullptr && t->rank() <= 1 ? scalar(v) : std::nullopt;
-  }
-
-  // Add(a, b) -> LayerNormalization(sum, Scale[, B]) with only Y asked for.
-  std::optional<FusedChain> add_layer_norm(const ir::Node* norm, const SameShape& same_shape) const {
-    if (!norm->is_onnx_op("LayerNormalization") || norm->inputs().size() < 2) return std::nullopt;
+  // Add(a, b) -> LayerNormalization(sum, Scale[, B]) with only Y asked for,
+  // neither in another chain (`claimed`).
+  std::optional<FusedChain> add_layer_norm(const ir::Node* norm, const SameShape& same_shape,
+                                           const std::unordered_set<const ir::Node*>& claimed) const {
+    if (!norm->is_onnx_op("LayerNormalization") || norm->inputs().size() < 2 || claimed.count(norm))
+      return std::nullopt;
     for (size_t i = 1; i < norm->outputs().size(); ++i)
       if (norm->output(i) != nullptr && (norm->output(i)->is_used() || is_returned(norm->output(i)))) return std::nullopt;
     const ir::Node* add = norm->input(0) != nullptr ? norm->input(0)->producer() : nullptr;
-    if (add == nullptr || !add->is_onnx_op("Add") || add->inputs().size() != 2 || sole_reader(add->output(0)) != norm)
+    if (add == nullptr || claimed.count(add) || !add->is_onnx_op("Add") || add->inputs().size() != 2 ||
+        sole_reader(add->output(0)) != norm)
       return std::nullopt;
     const ir::Value *a = add->input(0), *b = add->input(1);
     if (a == nullptr || b == nullptr || constant_of(a) != nullptr || constant_of(b) != nullptr || !same_shape(a, b))
@@ -221,22 +236,25 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
     chains.push_back(std::move(*linear));
   }
   for (auto& [x, chain] : gelu_of) chains.push_back(std::move(chain));
-  // The attention products take what the chains above left, in order, so a
-  // product and the one after it do not both take the Transpose between them.
+  // The chains below take only what the chains before them left (the
+  // attention products in order, so a product and the one after it do not
+  // both take the Transpose between them): none overlaps another.
   std::unordered_set<const ir::Node*> claimed;
-  for (const FusedChain& chain : chains) {
+  auto claim = [&](const FusedChain& chain) {
     claimed.insert(chain.last);
     claimed.insert(chain.absorbed.begin(), chain.absorbed.end());
-  }
-  for (const ir::Node* node : order) {
-    auto chain = match.transposed_matmul(node, claimed);
-    if (!chain) continue;
-    claimed.insert(chain->last);
-    claimed.insert(chain->absorbed.begin(), chain->absorbed.end());
-    chains.push_back(std::move(*chain));
-  }
-  for (const ir::Node* node : order)
-    if (auto chain = match.add_layer_norm(node, same_shape)) chains.push_back(std::move(*chain));
+  };
+  for (const FusedChain& chain : chains) claim(chain);
+  auto take_all = [&](auto match_at) {
+    for (const ir::Node* node : order) {
+      if (auto chain = match_at(node)) {
+        claim(*chain);
+        chains.push_back(std::move(*chain));
+      }
+    }
+  };
+  take_all([&](const ir::Node* node) { return match.transposed_matmul(node, claimed); });
+  take_all([&](const ir::Node* node) { return match.add_layer_norm(node, same_shape, claimed); });
   return chains;
 }
 

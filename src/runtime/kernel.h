@@ -29,7 +29,6 @@ class KernelRegistry;
 
 inline constexpr int64_t kLatestOpset = INT_MAX;
 
-// What a kernel sees when it is built.
 // What the session fused into a Conv (executor.cpp's fusion table): the
 // kernel applies it to output 0 and the fused nodes pass values through.
 // With `add_residual`, a residual Add came first: the kernel reads one more
@@ -42,13 +41,16 @@ struct FusedActivation {
   Kind kind = Kind::none;
   float min = 0, max = 0;  // clip's
   bool add_residual = false;
-  float apply(float v) const {
-    if (kind == Kind::relu) return v < 0 ? 0 : v;
-    if (kind == Kind::clip) return v < min ? min : (v > max ? max : v);
+  // In the element's own precision; NaN goes through.
+  template <class T>
+  T apply(T v) const {
+    if (kind == Kind::relu) return v < T(0) ? T(0) : v;
+    if (kind == Kind::clip) return v < T(min) ? T(min) : (v > T(max) ? T(max) : v);
     return v;
   }
 };
 
+// What a kernel sees when it is built.
 class KernelInfo {
  public:
   KernelInfo(const ir::Node& node, int64_t opset, std::vector<const Tensor*> constant_inputs,

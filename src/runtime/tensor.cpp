@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -276,9 +277,9 @@ uint8_t float8_encode(const Float8Layout& layout, double v, bool saturate) {
 template <Float8Format F>
 Float8<F>::Float8(double v, bool saturate) : bits(float8_encode(float8_layout(F), v, saturate)) {}
 
-template <Float8Format F>
-Float8<F>::operator float() const {
-  constexpr Float8Layout layout = float8_layout(F);
+namespace {
+
+float float8_decode(const Float8Layout& layout, uint8_t bits) {
   const uint8_t magnitude = bits & 0x7f;
   float value;
   if (layout.unsigned_zero && bits == 0x80) {
@@ -290,6 +291,19 @@ Float8<F>::operator float() const {
     value = static_cast<float>(float8_magnitude(layout, magnitude));
   }
   return bits & 0x80 ? -value : value;
+}
+
+}  // namespace
+
+template <Float8Format F>
+Float8<F>::operator float() const {
+  // 256 codes: decoded once, looked up per element.
+  static const std::array<float, 256> values = [] {
+    std::array<float, 256> v;
+    for (int code = 0; code < 256; ++code) v[code] = float8_decode(float8_layout(F), static_cast<uint8_t>(code));
+    return v;
+  }();
+  return values[bits];
 }
 
 template struct Float8<Float8Format::e4m3fn>;

@@ -183,9 +183,7 @@ class Bench(unittest.TestCase):
             self.assertAlmostEqual(op["ms"], total, places=6)
         self.assertEqual(operators, sorted(operators, key=lambda op: -op["ms"]))
         # Every Conv of the model ran, alone or with the activation it absorbed.
-        with open(model, "rb") as f:
-            convs = onnx.load_model_from_string(f.read()).graph.node
-        conv_names = {n.name for n in convs if n.op_type == "Conv"}
+        conv_names = {n.name for n in onnx.load(model).graph.node if n.op_type == "Conv"}
         step_names = {n["name"] for n in nodes}
         self.assertTrue(conv_names <= step_names, conv_names - step_names)
         self.assertNotIn("nodes", json.loads(run("bench", model, "--runs", "1", "--warmup", "0", "--json").stdout))

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "ir/model.h"
@@ -45,9 +46,7 @@ std::shared_ptr<const ir::Model> with_weights(const std::string& text,
 }
 
 size_t count_steps(const runtime::Session& session, std::string_view op) {
-  size_t n = 0;
-  for (const runtime::NodeProfile& p : session.profile()) n += p.op_type == op;
-  return n;
+  return static_cast<size_t>(std::ranges::count(testing::step_kinds(session), op));
 }
 
 // The model run blocked and plain, both with fusions (runtime/fusion.h and

@@ -20,6 +20,7 @@ using runtime::DataType;
 using runtime::Tensor;
 using testing::attr;
 using testing::expect_tensor_near;
+using testing::step_kinds;
 
 constexpr int64_t kRows = 6, kIn = 8, kOut = 16;
 
@@ -49,13 +50,6 @@ onnx::TypeProto float_type(const std::vector<int64_t>& dims) {
   type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
   for (int64_t d : dims) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
   return type;
-}
-
-// The op type, or fused kind, of each step a profiling session ran.
-std::vector<std::string> step_kinds(const runtime::Session& session) {
-  std::vector<std::string> kinds;
-  for (const auto& p : session.profile()) kinds.push_back(p.op_type);
-  return kinds;
 }
 
 std::shared_ptr<const ir::Model> gelu_model(const Variant& v) {
@@ -114,15 +108,23 @@ struct Outcome {
   std::vector<std::string> steps;  // op or fused kind of each step
 };
 
-Outcome run(const Variant& v, bool fuse) {
-  auto session = runtime::Session::create(gelu_model(v), {.threads = 1, .profile = true, .fuse = fuse});
+// `model` run once on `feeds` by a profiling session: output 0 and the steps.
+Outcome run_model(const std::shared_ptr<const ir::Model>& model, const runtime::NamedValues& feeds, bool fuse,
+                  int threads) {
+  auto session = runtime::Session::create(model, {.threads = threads, .profile = true, .fuse = fuse});
   EXPECT_TRUE(session.ok()) << session.error().message();
   if (!session.ok()) return {};
-  auto out = (*session)->run({{"x", input_tensor()}});
+  auto out = (*session)->run(feeds);
   EXPECT_TRUE(out.ok()) << out.error().message();
-  Outcome o{out.ok() ? (*out)[0].tensor() : Tensor(), {}};
-  o.steps = step_kinds(**session);
-  return o;
+  return {out.ok() ? (*out)[0].tensor() : Tensor(), step_kinds(**session)};
+}
+
+Outcome run(const Variant& v, bool fuse) { return run_model(gelu_model(v), {{"x", input_tensor()}}, fuse, 1); }
+
+ir::Value* add_transpose(ir::Graph& g, ir::Value* x, std::vector<int64_t> perm, const std::string& name) {
+  ir::Node* t = g.add_node("Transpose", {x}, {name});
+  t->set_attribute(attr("perm", perm));
+  return t->output(0);
 }
 
 TEST(Fusion, LinearThenGeluIsOneStep) {
@@ -319,16 +321,11 @@ std::shared_ptr<const ir::Model> attention_model(const AttentionVariant& v) {
   ir::Value* q = g.add_input("q", float_type(v.q_shape));
   ir::Value* k = g.add_input("k", float_type({kS, kH, kD}));
   ir::Value* val = g.add_input("v", float_type({kS, kH, kD}));
-  auto transpose = [&](ir::Value* x, std::vector<int64_t> perm, const std::string& name) {
-    ir::Node* t = g.add_node("Transpose", {x}, {name});
-    t->set_attribute(attr("perm", perm));
-    return t->output(0);
-  };
   ir::Value* two = g.add_initializer("two", runtime::tensor_to_proto(Tensor::from<float>(v.divisor_dims, {2.0f})));
-  ir::Value* scaled = g.add_node("Div", {transpose(q, v.q_perm, "qt"), two}, {"scaled"})->output(0);
-  ir::Value* scores = g.add_node("MatMul", {scaled, transpose(k, {1, 2, 0}, "kt")}, {"scores"})->output(0);
-  ir::Value* heads = g.add_node("MatMul", {scores, transpose(val, {1, 0, 2}, "vt")}, {"heads"})->output(0);
-  g.add_output(transpose(heads, {1, 0, 2}, "y"));
+  ir::Value* scaled = g.add_node("Div", {add_transpose(g, q, v.q_perm, "qt"), two}, {"scaled"})->output(0);
+  ir::Value* scores = g.add_node("MatMul", {scaled, add_transpose(g, k, {1, 2, 0}, "kt")}, {"scores"})->output(0);
+  ir::Value* heads = g.add_node("MatMul", {scores, add_transpose(g, val, {1, 0, 2}, "vt")}, {"heads"})->output(0);
+  g.add_output(add_transpose(g, heads, {1, 0, 2}, "y"));
   if (v.scaled_is_an_output) g.add_output(scaled);
   return model;
 }
@@ -360,15 +357,9 @@ Tensor expected_attention() {
 }
 
 Outcome run_attention(const AttentionVariant& v, bool fuse) {
-  auto session = runtime::Session::create(attention_model(v), {.threads = 2, .profile = true, .fuse = fuse});
-  EXPECT_TRUE(session.ok()) << session.error().message();
-  if (!session.ok()) return {};
-  auto out = (*session)->run(
-      {{"q", attention_tensor(0, v.q_shape)}, {"k", attention_tensor(1)}, {"v", attention_tensor(2)}});
-  EXPECT_TRUE(out.ok()) << out.error().message();
-  Outcome o{out.ok() ? (*out)[0].tensor() : Tensor(), {}};
-  o.steps = step_kinds(**session);
-  return o;
+  return run_model(attention_model(v),
+                   {{"q", attention_tensor(0, v.q_shape)}, {"k", attention_tensor(1)}, {"v", attention_tensor(2)}},
+                   fuse, 2);
 }
 
 TEST(Fusion, AttentionProductsReadAndWriteTheirHeadsInPlace) {
@@ -412,30 +403,12 @@ Tensor pattern(runtime::Shape shape, int seed) {
   return Tensor::from<float>(std::move(shape), values);
 }
 
-ir::Value* add_transpose(ir::Graph& g, ir::Value* x, std::vector<int64_t> perm, const std::string& name) {
-  ir::Node* t = g.add_node("Transpose", {x}, {name});
-  t->set_attribute(attr("perm", perm));
-  return t->output(0);
-}
-
-// Runs `model` fused and unfused on `inputs`: the fused outcome, after
+// Runs `model` fused and unfused on `feeds`: the fused outcome, after
 // checking that both agree.
-Outcome run_both(const std::shared_ptr<const ir::Model>& model,
-                 const std::vector<std::pair<std::string, Tensor>>& inputs) {
-  Outcome outcomes[2];
-  for (bool fuse : {true, false}) {
-    auto session = runtime::Session::create(model, {.threads = 2, .profile = true, .fuse = fuse});
-    EXPECT_TRUE(session.ok()) << session.error().message();
-    if (!session.ok()) return {};
-    std::vector<std::pair<std::string, runtime::Value>> feeds;
-    for (const auto& [name, t] : inputs) feeds.emplace_back(name, t);
-    auto out = (*session)->run(feeds);
-    EXPECT_TRUE(out.ok()) << out.error().message();
-    if (!out.ok()) return {};
-    outcomes[fuse ? 0 : 1] = {(*out)[0].tensor(), step_kinds(**session)};
-  }
-  expect_tensor_near(outcomes[0].y, outcomes[1].y, 1e-6, 1e-5);
-  return outcomes[0];
+Outcome run_both(const std::shared_ptr<const ir::Model>& model, const runtime::NamedValues& feeds) {
+  Outcome fused = run_model(model, feeds, true, 2), plain = run_model(model, feeds, false, 2);
+  expect_tensor_near(fused.y, plain.y, 1e-6, 1e-5);
+  return fused;
 }
 
 TEST(Fusion, FourDimensionalHeadsWithAScaleFirstAndABroadcastMatrix) {
@@ -517,9 +490,8 @@ TEST(Fusion, TransposedProductsOfIntegersGoThroughCopies) {
   ir::Graph& g = model->graph();
   onnx::TypeProto int_type;
   int_type.mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
-  ir::Node* t = g.add_node("Transpose", {g.add_input("a", int_type)}, {"at"});
-  t->set_attribute(attr("perm", std::vector<int64_t>{1, 0}));
-  g.add_output(g.add_node("MatMul", {t->output(0), g.add_input("b", int_type)}, {"y"})->output(0));
+  ir::Value* at = add_transpose(g, g.add_input("a", int_type), {1, 0}, "at");
+  g.add_output(g.add_node("MatMul", {at, g.add_input("b", int_type)}, {"y"})->output(0));
   auto session = runtime::Session::create(model, {.threads = 1, .profile = true});
   ASSERT_TRUE(session.ok()) << session.error().message();
   const std::vector<int32_t> a = {1, 2, 3, 4, 5, 6}, b = {1, 0, -1, 2, 3, 1, 0, -2};

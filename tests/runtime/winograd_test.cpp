@@ -43,7 +43,7 @@ struct Case {
   int64_t n, c, m, h, w;
   std::vector<int64_t> pads;  // top, left, bottom, right
   FusedActivation activation;
-  bool bias, residual;
+  bool bias;  // the residual is there when activation.add_residual is
 };
 
 void expect_matches_direct_sum(const Case& k) {
@@ -63,7 +63,7 @@ void expect_matches_direct_sum(const Case& k) {
   Tensor y(DataType::float32, blocked_shape(k.n, k.m, oh, ow));
   // Garbage where the padded channels are, which the kernel must overwrite with zeros.
   std::fill_n(y.mutable_data<float>(), y.numel(), 7.0f);
-  ASSERT_TRUE(conv->run(p, to_blocked(x), y, k.residual ? &residual_blocked : nullptr).ok());
+  ASSERT_TRUE(conv->run(p, to_blocked(x), y, k.activation.add_residual ? &residual_blocked : nullptr).ok());
 
   const int64_t blocks = y.dim(1);
   double worst = 0;
@@ -87,7 +87,7 @@ void expect_matches_direct_sum(const Case& k) {
                 sum += double(x.data<float>()[((i * k.c + ch) * k.h + hh) * k.w + ww]) *
                        w.data<float>()[((mb * k.c + ch) * 3 + u) * 3 + v];
               }
-          if (k.residual) sum += residual.data<float>()[((i * k.m + mb) * oh + r) * ow + col];
+          if (k.activation.add_residual) sum += residual.data<float>()[((i * k.m + mb) * oh + r) * ow + col];
           if (k.activation.kind == FusedActivation::Kind::relu) sum = std::max(sum, 0.0);
           if (k.activation.kind == FusedActivation::Kind::clip)
             sum = std::min(std::max(sum, double(k.activation.min)), double(k.activation.max));
@@ -110,7 +110,7 @@ TEST(Winograd, NoPadsAndNoBias) {
 TEST(Winograd, ResidualThenReluAsOneStep) {
   FusedActivation relu{.kind = FusedActivation::Kind::relu, .add_residual = true};
   expect_matches_direct_sum(
-      {.n = 1, .c = 24, .m = 40, .h = 14, .w = 14, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true, .residual = true});
+      {.n = 1, .c = 24, .m = 40, .h = 14, .w = 14, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true});
 }
 
 TEST(Winograd, ClipAboveZeroLeavesPaddedChannelsZero) {
@@ -118,32 +118,31 @@ TEST(Winograd, ClipAboveZeroLeavesPaddedChannelsZero) {
   expect_matches_direct_sum({.n = 1, .c = 5, .m = 3, .h = 8, .w = 8, .pads = {1, 1, 1, 1}, .activation = clip, .bias = true});
 }
 
+void expect_matches_direct_sum_on_two_threads(const Case& k) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  expect_matches_direct_sum(k);
+  omp_set_num_threads(threads);
+}
+
 TEST(Winograd, ManyTilesRunInSeveralChunksOnTwoThreads) {
   // 47 x 47 outputs: 576 tiles of 2 x 2, over the tiles one chunk of 16 + 16
   // channels holds; two chunks, so the two threads share every step.
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(2);
-  expect_matches_direct_sum({.n = 1, .c = 16, .m = 16, .h = 47, .w = 47, .pads = {1, 1, 1, 1}, .bias = true});
-  omp_set_num_threads(threads);
+  expect_matches_direct_sum_on_two_threads(
+      {.n = 1, .c = 16, .m = 16, .h = 47, .w = 47, .pads = {1, 1, 1, 1}, .bias = true});
 }
 
 TEST(Winograd, ManyChunksGoWholeToEachOfTwoThreads) {
   // 46 x 46 outputs of 64 channels: 529 tiles, several chunks for each thread.
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(2);
   FusedActivation relu{.kind = FusedActivation::Kind::relu, .add_residual = true};
-  expect_matches_direct_sum(
-      {.n = 1, .c = 64, .m = 60, .h = 46, .w = 46, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true, .residual = true});
-  omp_set_num_threads(threads);
+  expect_matches_direct_sum_on_two_threads(
+      {.n = 1, .c = 64, .m = 60, .h = 46, .w = 46, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true});
 }
 
 TEST(Winograd, ABatchWithAResidualGoesWholeToEachOfTwoThreads) {
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(2);
   FusedActivation relu{.kind = FusedActivation::Kind::relu, .add_residual = true};
-  expect_matches_direct_sum(
-      {.n = 3, .c = 32, .m = 24, .h = 33, .w = 31, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true, .residual = true});
-  omp_set_num_threads(threads);
+  expect_matches_direct_sum_on_two_threads(
+      {.n = 3, .c = 32, .m = 24, .h = 33, .w = 31, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true});
 }
 
 TEST(Winograd, ANanGoesThroughReluAsInTheOtherPaths) {

@@ -177,4 +177,10 @@ void expect_tensor_near(const Tensor& actual, const Tensor& expected, double ato
   EXPECT_TRUE(s.ok());
 }
 
+std::vector<std::string> step_kinds(const runtime::Session& session) {
+  std::vector<std::string> kinds;
+  for (const auto& p : session.profile()) kinds.push_back(p.op_type);
+  return kinds;
+}
+
 }  // namespace onnxkit::testing

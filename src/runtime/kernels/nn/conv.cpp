@@ -319,7 +319,7 @@ Status apply_activation(const FusedActivation& activation, const Tensor* residua
     for (int64_t i = 0; i < y.numel(); ++i) {
       auto v = static_cast<compute_t<T>>(p[i]);
       if (residual != nullptr) v += static_cast<compute_t<T>>(residual->data<T>()[i]);
-      if (v == v) v = static_cast<compute_t<T>>(activation.apply(static_cast<float>(v)));
+      v = activation.apply(v);
       p[i] = static_cast<T>(v);
     }
     return {};

@@ -36,13 +36,13 @@ Result<ConvAttributes> read_conv_attributes(const KernelInfo& info);
 // output shape. kernel_shape defaults to W's spatial dims.
 Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x, const Shape& w);
 
-// y = conv(x, w) + bias, for float32, float64 and the 16-bit floats (computed
-// through float32). x, w and y must have the shapes of `p` (y allocated by the
-// caller) and the same element type; bias, when given, has M elements.
 // The optional bias of Conv, ConvTranspose and DeformConv (input `index`):
 // null when absent, else X's type and one value per output channel.
 Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& x, int64_t channels);
 
+// y = conv(x, w) + bias, for float32, float64 and the 16-bit floats (computed
+// through float32). x, w and y must have the shapes of `p` (y allocated by the
+// caller) and the same element type; bias, when given, has M elements.
 Status conv_reference(const ConvParams& p, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
 
 // Adds the columns of `col` (rows: channel-major, then kernel offsets; columns:

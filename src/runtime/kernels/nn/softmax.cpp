@@ -30,8 +30,8 @@ void softmax_compute(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) 
         for (int64_t i = 1; i < n; ++i)
           if (static_cast<C>(in[i]) > static_cast<C>(in[best])) best = i;
         for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(C(i == best ? 1 : 0));
-      } else if (kMode == Mode::softmax && std::is_same_v<T, float>) {
-        elementwise::softmax_floats(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), n);
+      } else if constexpr (kMode == Mode::softmax && std::is_same_v<T, float>) {
+        elementwise::softmax_floats(in, out, n);
       } else {
         C max = -std::numeric_limits<C>::infinity();
         for (int64_t i = 0; i < n; ++i) max = std::max(max, static_cast<C>(in[i]));

@@ -270,7 +270,15 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   const int64_t in_plane = g.h * g.w * B, out_plane = g.oh * g.ow * B, per_image = g.tiles_h * g.tiles_w;
 
   // The three steps on chunk c, by work item; `buffer` is the chunk's scratch.
-  auto rows_of = [&](int64_t c) { return round_up(std::min(chunk, g.tiles - c * chunk), kRows); };
+  auto count_of = [&](int64_t c) { return std::min(chunk, g.tiles - c * chunk); };  // its tiles
+  auto rows_of = [&](int64_t c) { return round_up(count_of(c), kRows); };           // in register tiles
+  // Tile t's image and the output row and column of its top left corner.
+  struct Corner {
+    int64_t n, row, col;
+  };
+  auto corner = [&](int64_t t) {
+    return Corner{t / per_image, 2 * ((t % per_image) / g.tiles_w), 2 * (t % g.tiles_w)};
+  };
   auto transform_inputs = [&](int64_t c, float* buffer, int64_t item) {
     const int64_t local = item / g.in_blocks, cb = item % g.in_blocks;
     float* dst = buffer + local * depth_ + cb * B;
@@ -279,8 +287,8 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
       for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, B, 0.0f);
       return;
     }
-    const int64_t n = t / per_image, ty = (t % per_image) / g.tiles_w, tx = t % g.tiles_w;
-    transform_input(xs + (n * g.in_blocks + cb) * in_plane, g, 2 * ty - g.pad_top, 2 * tx - g.pad_left, dst,
+    const Corner at = corner(t);
+    transform_input(xs + (at.n * g.in_blocks + cb) * in_plane, g, at.row - g.pad_top, at.col - g.pad_left, dst,
                     v_stride);
   };
   auto multiply = [&](int64_t c, float* buffer, int64_t item) {
@@ -291,13 +299,12 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   };
   auto transform_outputs = [&](int64_t c, float* buffer, int64_t item) {
     const int64_t local = item / g.out_blocks, kb = item % g.out_blocks;
-    const int64_t t = c * chunk + local, n = t / per_image, ty = (t % per_image) / g.tiles_w, tx = t % g.tiles_w;
-    const int64_t plane = (n * g.out_blocks + kb) * out_plane;
-    transform_output(buffer + kPoints * v_stride + local * columns_ + kb * B, m_stride, g, 2 * ty, 2 * tx,
+    const Corner at = corner(c * chunk + local);
+    const int64_t plane = (at.n * g.out_blocks + kb) * out_plane;
+    transform_output(buffer + kPoints * v_stride + local * columns_ + kb * B, m_stride, g, at.row, at.col,
                      bias_.data() + kb * B, rs != nullptr ? rs + plane : nullptr, activation_,
                      out_channels_ - kb * B, ys + plane);
   };
-  auto count_of = [&](int64_t c) { return std::min(chunk, g.tiles - c * chunk); };
 
   if (own_chunks) {
 #pragma omp parallel num_threads(threads)

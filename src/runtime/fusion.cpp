@@ -126,7 +126,7 @@ struct Matcher {
     const Tensor* bias = bias_value != nullptr ? constant_of(bias_value) : nullptr;
     if (bias == nullptr || bias->dtype() != DataType::float32 || bias->rank() != 1 || bias->dim(0) != b->dim(1))
       return std::nullopt;
-    return FusedChain{add, {matmul}, {matmul->input(0), matmul->input(1)}, "MatMul+Add", {}};
+    return FusedChain{add, {matmul}, {matmul->input(0)}, "MatMul+Add", {}};
   }
 
   // Operand i of `matmul` walked back through a scaling by a constant scalar
@@ -219,6 +219,7 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
   for (const ir::Node* node : order) {
     auto linear = match.linear(node);
     if (!linear) continue;
+    Tensor weights = *constant_of(node->input(1));
     Tensor bias = *constant_of(match.other_operand(linear->last, "Add", node->output(0)));
     // x = A B + bias read only by a GELU (its scaling and its "* x"): one kernel for all.
     const ir::Value* x = linear->last->output(0);
@@ -228,10 +229,10 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
       linear->absorbed.insert(linear->absorbed.end(), gelu->second.absorbed.begin(), gelu->second.absorbed.end());
       linear->last = gelu->second.last;
       linear->kind = "MatMul+Add+Gelu";
-      linear->create = math::matmul_bias_kernel(std::move(bias), /*gelu=*/true);
+      linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), /*gelu=*/true);
       gelu_of.erase(gelu);
     } else {
-      linear->create = math::matmul_bias_kernel(std::move(bias), /*gelu=*/false);
+      linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), /*gelu=*/false);
     }
     chains.push_back(std::move(*linear));
   }

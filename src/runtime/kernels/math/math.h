@@ -79,10 +79,10 @@ void for_each_matmul(const MatMulPlan& plan, Product&& product) {
 // Family parts (register.cpp calls them).
 void register_matmul(KernelRegistry& registry);
 
-// MatMul(A, B) + bias, then GELU when `gelu`: bias holds one float per column
-// of the product. The session runs it in place of a MatMul -> Add chain
-// (runtime/fusion.h).
-KernelFactory matmul_bias_kernel(Tensor bias, bool gelu);
+// MatMul(A, weights) + bias, then GELU when `gelu`: weights a float matrix,
+// bias one float per column of it; the kernel reads A only. The session runs
+// it in place of a MatMul -> Add chain (runtime/fusion.h).
+KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu);
 
 // Y = transpose(alpha * transpose(A, a_perm) * transpose(B, b_perm), y_perm),
 // an empty perm meaning no transpose there: the exporters' attention, whose

@@ -240,32 +240,50 @@ Status compute_matmul_integer(KernelContext& ctx) {
 
 }  // namespace
 
-KernelFactory matmul_bias_kernel(Tensor bias, bool gelu) {
-  return make_kernel([bias = std::move(bias), gelu](KernelContext& ctx) -> Status {
-    ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
-    ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
-    if (a->dtype() != DataType::float32 || b->dtype() != DataType::float32)
-      return make_error("the fused MatMul+Add takes float inputs, got {} and {}", to_string(a->dtype()),
-                        to_string(b->dtype()));
-    ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), b->shape()));
-    if (plan.n != bias.numel())
-      return make_error("the bias has {} values for {} output columns", bias.numel(), plan.n);
-    Tensor& out = ctx.output(0, DataType::float32, plan.out);
-    run_matmul<float>(plan, *a, *b, out);
-    // One pass over the product while it is still in cache: + bias, then GELU.
-    float* y = out.mutable_data<float>();
-    const float* row_bias = bias.data<float>();
-    const int64_t rows = plan.n == 0 ? 0 : out.numel() / plan.n, n = plan.n;
+KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
+  return make_kernel([weights = std::move(weights), bias = std::move(bias),
+                      gelu](const KernelInfo&) -> Result<ComputeFn> {
+    if (weights.dtype() != DataType::float32 || weights.rank() != 2 || bias.dtype() != DataType::float32 ||
+        bias.numel() != weights.dim(1))
+      return make_error("the fused MatMul+Add takes a float matrix B and one float bias per column, got B {} {} and "
+                        "bias {} {}", to_string(weights.dtype()), shape_to_string(weights.shape()),
+                        to_string(bias.dtype()), shape_to_string(bias.shape()));
+    // B stored transposed, once: sgemm then reads each output column's
+    // weights as one contiguous run, which measured 5-20% faster on the
+    // encoder's shapes when the weights come from L3, as they do in a model.
+    const int64_t k = weights.dim(0), n = weights.dim(1);
+    Tensor transposed(DataType::float32, {n, k});
+    const float* w = weights.data<float>();
+    float* t = transposed.mutable_data<float>();
+    for (int64_t row = 0; row < k; ++row)
+      for (int64_t col = 0; col < n; ++col) t[col * k + row] = w[row * n + col];
+    return ComputeFn([transposed = std::move(transposed), bias, gelu, b_shape = weights.shape()](
+                         KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+      if (a->dtype() != DataType::float32)
+        return make_error("the fused MatMul+Add takes float inputs, got {}", to_string(a->dtype()));
+      ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), b_shape));
+      Tensor& out = ctx.output(0, DataType::float32, plan.out);
+      const float* pa = a->data<float>();
+      float* y = out.mutable_data<float>();
+      for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t, int64_t co, int64_t rows) {
+        gemm(false, true, rows, plan.n, plan.k, 1.0f, pa + ao, plan.k, transposed.data<float>(), plan.k, 0.0f, y + co,
+             plan.n);
+      });
+      // One pass over the product while it is still in cache: + bias, then GELU.
+      const float* row_bias = bias.data<float>();
+      const int64_t rows = plan.n == 0 ? 0 : out.numel() / plan.n, n = plan.n;
 #pragma omp parallel for schedule(static) if (rows * n >= (int64_t{1} << 15))
-    for (int64_t r = 0; r < rows; ++r) {
-      float* row = y + r * n;
-      if (gelu) {
-        elementwise::gelu_floats(row, row_bias, row, n);
-      } else {
-        for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = y + r * n;
+        if (gelu) {
+          elementwise::gelu_floats(row, row_bias, row, n);
+        } else {
+          for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
+        }
       }
-    }
-    return {};
+      return {};
+    });
   });
 }
 

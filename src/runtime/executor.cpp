@@ -119,9 +119,15 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     returned_slots.insert(it->second);
   }
 
-  // Kernels, built with the constants they can see.
+  // Kernels, built with the constants they can see: not an initializer that
+  // is also an input, which a run may replace (kernels that prepack weights
+  // or fuse chains would otherwise ignore the value fed).
+  std::unordered_set<int> replaceable;
+  for (const ir::Value* v : graph.initializers())
+    if (v->is_graph_input()) replaceable.insert(plan->slots.at(v));
   std::unordered_map<int, const Tensor*> constant_by_slot;
-  for (const auto& [s, value] : plan->constants) constant_by_slot[s] = &value.tensor();
+  for (const auto& [s, value] : plan->constants)
+    if (!replaceable.count(s)) constant_by_slot[s] = &value.tensor();
   const GraphPlan* self = plan.get();
   auto build_subgraph = [self, &context](const ir::Graph& sub) -> Result<std::shared_ptr<const GraphPlan>> {
     ONNXKIT_ASSIGN(auto child, build_plan(sub, self, {}, context));

@@ -9,6 +9,7 @@
 #include "ir/model.h"
 #include "runtime/session.h"
 #include "support/node_runner.h"
+#include "support/test_support.h"
 
 namespace onnxkit {
 namespace {
@@ -80,6 +81,65 @@ TEST(Session, ReportsInputsAndOutputsAndRefusesUnknownOutputs) {
   auto bad = runtime::Session::create(model, {.outputs = {"outptu"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("did you mean 'output'"), std::string::npos) << bad.error().message();
+}
+
+// 3x3 "same" convolution of a 4x4 image and x a (2x3) times m (3x2) plus
+// bias, in double.
+std::vector<float> conv_same(const std::vector<float>& image, const std::vector<float>& w) {
+  std::vector<float> y(16);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) {
+      double sum = 0;
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+          if (r + i - 1 >= 0 && r + i - 1 < 4 && c + j - 1 >= 0 && c + j - 1 < 4)
+            sum += static_cast<double>(image[(r + i - 1) * 4 + c + j - 1]) * w[i * 3 + j];
+      y[r * 4 + c] = static_cast<float>(sum);
+    }
+  return y;
+}
+std::vector<float> affine(const std::vector<float>& a, const std::vector<float>& m, const std::vector<float>& bias) {
+  std::vector<float> z;
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 2; ++c) {
+      double sum = bias[c];
+      for (int k = 0; k < 3; ++k) sum += static_cast<double>(a[r * 3 + k]) * m[k * 2 + c];
+      z.push_back(static_cast<float>(sum));
+    }
+  return z;
+}
+
+TEST(Session, AnInitializerThatIsAlsoAnInputIsADefaultTheRunMayReplace) {
+  // Conv prepacks its weights and MatMul -> Add fuses with its B transposed
+  // at build, but only for constants: w and m here are inputs too.
+  std::shared_ptr<const ir::Model> model = testing::model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1, 1, 4, 4] x, float[1, 1, 3, 3] w, float[2, 3] a, float[3, 2] m) => (float[1, 1, 4, 4] y, float[2, 2] z)
+  <float[1, 1, 3, 3] w = {1, 0, -1, 2, 0, -2, 1, 0, -1}, float[3, 2] m = {1, 2, 3, 4, 5, 6}, float[2] bias = {0.5, -0.5}> {
+  y = Conv<pads = [1, 1, 1, 1]>(x, w)
+  p = MatMul(a, m)
+  z = Add(p, bias)
+})");
+  const std::vector<float> image = {1, 2, 0, -1, 3, 1, 4, 2, 0, -2, 1, 5, 2, 3, -1, 0};
+  const std::vector<float> a = {1, -1, 2, 0.5, 3, -2};
+  const std::vector<float> w_default = {1, 0, -1, 2, 0, -2, 1, 0, -1}, m_default = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> w_fed = {0, 1, 0, 1, -4, 1, 0, 1, 0}, m_fed = {-1, 0, 2, 1, 0, 3};
+  const std::vector<float> bias = {0.5, -0.5};
+  for (int threads : {1, 2}) {
+    auto session = runtime::Session::create(model, {.threads = threads});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    runtime::NamedValues feeds = {{"x", Tensor::from<float>({1, 1, 4, 4}, image)}, {"a", Tensor::from<float>({2, 3}, a)}};
+    auto defaults = (*session)->run(feeds);
+    ASSERT_TRUE(defaults.ok()) << defaults.error().message();
+    testing::expect_tensor_near((*defaults)[0].tensor(), Tensor::from<float>({1, 1, 4, 4}, conv_same(image, w_default)));
+    testing::expect_tensor_near((*defaults)[1].tensor(), Tensor::from<float>({2, 2}, affine(a, m_default, bias)));
+    feeds.emplace_back("w", Tensor::from<float>({1, 1, 3, 3}, w_fed));
+    feeds.emplace_back("m", Tensor::from<float>({3, 2}, m_fed));
+    auto replaced = (*session)->run(feeds);
+    ASSERT_TRUE(replaced.ok()) << replaced.error().message();
+    testing::expect_tensor_near((*replaced)[0].tensor(), Tensor::from<float>({1, 1, 4, 4}, conv_same(image, w_fed)));
+    testing::expect_tensor_near((*replaced)[1].tensor(), Tensor::from<float>({2, 2}, affine(a, m_fed, bias)));
+  }
 }
 
 }  // namespace

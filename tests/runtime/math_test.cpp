@@ -272,6 +272,9 @@ TEST(MathMatMul, VectorsArePromotedAndDropped) {
   auto left = Tensor::from<float>({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
   out = run_node({.op_type = "MatMul", .inputs = {{"a", left}, {"b", v}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, {14, 32, 50, 68}));
+  // [3] x constant [3,2] -> [2].
+  out = run_node({.op_type = "MatMul", .inputs = {{"a", v}, {"b", Tensor::from<float>({3, 2}, {1, 2, 3, 4, 5, 6}), true}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2}, {22, 28}));
 }
 
 TEST(MathMatMul, BatchDimsBroadcast) {
@@ -302,11 +305,14 @@ TEST(MathMatMul, LargeBatchesAgreeAcrossThreads) {
     each.insert(each.end(), c.begin(), c.end());
   }
   for (int threads : {1, 2}) {
+    for (bool constant : {false, true}) {  // a constant B is stored transposed at build
+      auto out = run_node({.op_type = "MatMul",
+                           .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)},
+                                      {"b", Tensor::from<float>({k, n}, b0), constant}},
+                           .threads = threads});
+      expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, folded), 1e-4, 1e-4);
+    }
     auto out = run_node({.op_type = "MatMul",
-                         .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)}, {"b", Tensor::from<float>({k, n}, b0)}},
-                         .threads = threads});
-    expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, folded), 1e-4, 1e-4);
-    out = run_node({.op_type = "MatMul",
                     .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)}, {"b", Tensor::from<float>({batch, k, n}, b)}},
                     .threads = threads});
     expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, each), 1e-4, 1e-4);
@@ -325,11 +331,16 @@ TEST(MathMatMul, IntegerAndHalfTypes) {
 
 TEST(MathMatMul, EmptyDimsGiveZerosOrNothing) {
   // An empty inner dimension sums nothing: zeros, not garbage.
-  auto out = run_node({.op_type = "MatMul", .inputs = {{"a", Tensor::from<float>({2, 0}, {})}, {"b", Tensor::from<float>({0, 3}, {})}}});
-  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, std::vector<float>(6, 0)));
-  out = run_node({.op_type = "MatMul", .inputs = {{"a", Tensor::from<float>({0, 4}, {})}, {"b", Tensor::from<float>({4, 3}, std::vector<float>(12, 1))}}});
-  EXPECT_EQ(out[0].tensor().shape(), (runtime::Shape{0, 3}));
-  out = run_node({.op_type = "Gemm", .opset = 13,
+  for (bool constant : {false, true}) {
+    auto out = run_node({.op_type = "MatMul",
+                         .inputs = {{"a", Tensor::from<float>({2, 0}, {})}, {"b", Tensor::from<float>({0, 3}, {}), constant}}});
+    expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, std::vector<float>(6, 0)));
+    out = run_node({.op_type = "MatMul",
+                    .inputs = {{"a", Tensor::from<float>({0, 4}, {})},
+                               {"b", Tensor::from<float>({4, 3}, std::vector<float>(12, 1)), constant}}});
+    EXPECT_EQ(out[0].tensor().shape(), (runtime::Shape{0, 3}));
+  }
+  auto out = run_node({.op_type = "Gemm", .opset = 13,
                   .inputs = {{"a", Tensor::from<float>({2, 0}, {})}, {"b", Tensor::from<float>({0, 2}, {})},
                              {"c", Tensor::from<float>({2}, {1, 2})}},
                   .attributes = {attr("beta", 3.0f)}});

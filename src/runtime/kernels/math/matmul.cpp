@@ -165,6 +165,54 @@ Status compute_matmul(KernelContext& ctx) {
   });
 }
 
+// MatMul's B when it is a constant float matrix, stored transposed once at
+// session build: sgemm then reads each output column's weights as one
+// contiguous run. Timed against the plain layout with the weights coming
+// from L3, as they do in a model: 5-20% faster on a transformer's products
+// (128 rows), 25-30% on 8 rows, even on 512; slower only for a single row
+// of depth 256 or less.
+class TransposedWeights {
+ public:
+  static bool applies(const Tensor& b) { return b.dtype() == DataType::float32 && b.rank() == 2; }
+
+  explicit TransposedWeights(const Tensor& b) : shape_(b.shape()), transposed_(DataType::float32, {b.dim(1), b.dim(0)}) {
+    const int64_t k = b.dim(0), n = b.dim(1);
+    const float* w = b.data<float>();
+    float* t = transposed_.mutable_data<float>();
+    for (int64_t row = 0; row < k; ++row)
+      for (int64_t col = 0; col < n; ++col) t[col * k + row] = w[row * n + col];
+  }
+
+  // Output 0 = input 0 times B.
+  Result<Tensor*> multiply(KernelContext& ctx) const {
+    ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+    if (a->dtype() != DataType::float32)
+      return make_error("input A has element type {}, B has float", to_string(a->dtype()));
+    ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), shape_));
+    Tensor& out = ctx.output(0, DataType::float32, plan.out);
+    const float* pa = a->data<float>();
+    float* y = out.mutable_data<float>();
+    for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t, int64_t co, int64_t rows) {
+      gemm(false, true, rows, plan.n, plan.k, 1.0f, pa + ao, plan.k, transposed_.data<float>(), plan.k, 0.0f, y + co,
+           plan.n);
+    });
+    return &out;
+  }
+
+ private:
+  Shape shape_;
+  Tensor transposed_;
+};
+
+Result<ComputeFn> build_matmul(const KernelInfo& info) {
+  const Tensor* b = info.constant_input(1);
+  if (b == nullptr || !TransposedWeights::applies(*b)) return ComputeFn(compute_matmul);
+  return ComputeFn([product = TransposedWeights(*b)](KernelContext& ctx) -> Status {
+    ONNXKIT_TRY(product.multiply(ctx));
+    return {};
+  });
+}
+
 // A zero point of MatMulInteger, expanded to one value per row of every
 // matrix of its operand (or per column, for B).
 Result<std::vector<int32_t>> expand_zero_point(KernelContext& ctx, size_t index, const Tensor& operand,
@@ -243,36 +291,16 @@ Status compute_matmul_integer(KernelContext& ctx) {
 KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
   return make_kernel([weights = std::move(weights), bias = std::move(bias),
                       gelu](const KernelInfo&) -> Result<ComputeFn> {
-    if (weights.dtype() != DataType::float32 || weights.rank() != 2 || bias.dtype() != DataType::float32 ||
-        bias.numel() != weights.dim(1))
+    if (!TransposedWeights::applies(weights) || bias.dtype() != DataType::float32 || bias.numel() != weights.dim(1))
       return make_error("the fused MatMul+Add takes a float matrix B and one float bias per column, got B {} {} and "
                         "bias {} {}", to_string(weights.dtype()), shape_to_string(weights.shape()),
                         to_string(bias.dtype()), shape_to_string(bias.shape()));
-    // B stored transposed, once: sgemm then reads each output column's
-    // weights as one contiguous run, which measured 5-20% faster on the
-    // encoder's shapes when the weights come from L3, as they do in a model.
-    const int64_t k = weights.dim(0), n = weights.dim(1);
-    Tensor transposed(DataType::float32, {n, k});
-    const float* w = weights.data<float>();
-    float* t = transposed.mutable_data<float>();
-    for (int64_t row = 0; row < k; ++row)
-      for (int64_t col = 0; col < n; ++col) t[col * k + row] = w[row * n + col];
-    return ComputeFn([transposed = std::move(transposed), bias, gelu, b_shape = weights.shape()](
-                         KernelContext& ctx) -> Status {
-      ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
-      if (a->dtype() != DataType::float32)
-        return make_error("the fused MatMul+Add takes float inputs, got {}", to_string(a->dtype()));
-      ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), b_shape));
-      Tensor& out = ctx.output(0, DataType::float32, plan.out);
-      const float* pa = a->data<float>();
-      float* y = out.mutable_data<float>();
-      for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t, int64_t co, int64_t rows) {
-        gemm(false, true, rows, plan.n, plan.k, 1.0f, pa + ao, plan.k, transposed.data<float>(), plan.k, 0.0f, y + co,
-             plan.n);
-      });
+    return ComputeFn([product = TransposedWeights(weights), bias, gelu](KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(Tensor * out, product.multiply(ctx));
       // One pass over the product while it is still in cache: + bias, then GELU.
+      float* y = out->mutable_data<float>();
       const float* row_bias = bias.data<float>();
-      const int64_t rows = plan.n == 0 ? 0 : out.numel() / plan.n, n = plan.n;
+      const int64_t n = bias.numel(), rows = n == 0 ? 0 : out->numel() / n;
 #pragma omp parallel for schedule(static) if (rows * n >= (int64_t{1} << 15))
       for (int64_t r = 0; r < rows; ++r) {
         float* row = y + r * n;
@@ -425,7 +453,7 @@ KernelFactory transposed_matmul_kernel(TransposedMatMul spec) {
 
 void register_matmul(KernelRegistry& r) {
   r.add("", "Gemm", 1, kLatestOpset, make_kernel(build_gemm));
-  r.add("", "MatMul", 1, kLatestOpset, make_kernel(compute_matmul));
+  r.add("", "MatMul", 1, kLatestOpset, make_kernel(build_matmul));
   r.add("", "MatMulInteger", 10, kLatestOpset, make_kernel(compute_matmul_integer));
 }
 

@@ -55,11 +55,11 @@ onnx::AttributeProto attr(const std::string& name, const std::vector<float>& val
 onnx::AttributeProto attr(const std::string& name, const std::vector<std::string>& values);
 onnx::AttributeProto attr(const std::string& name, const runtime::Tensor& value);
 
-// Low-precision tensors for tests: float8 ones from their encodings, int4
-// and uint4 ones from their values.
 // The op type, or fused kind, of each step a profiling session ran.
 std::vector<std::string> step_kinds(const runtime::Session& session);
 
+// Low-precision tensors for tests: float8 ones from their encodings, int4
+// and uint4 ones from their values.
 runtime::Tensor float8_tensor(runtime::DataType type, runtime::Shape shape, const std::vector<uint8_t>& codes);
 runtime::Tensor int4_tensor(runtime::DataType type, runtime::Shape shape, const std::vector<int>& values);
 

@@ -27,29 +27,39 @@ ONNXKIT_VECTOR_CLONES void gelu_floats(const float* x, const float* bias, float*
   }
 }
 
+namespace {
+
+// combine(term(0), ..., term(n - 1)) from `init`, kept in 8 partial lanes so
+// that the loop vectorizes (the order of a sum differs from the serial one).
+template <class Term, class Combine>
+inline float reduce_in_lanes(int64_t n, float init, Term term, Combine combine) {
+  constexpr int kLanes = 8;
+  const int64_t whole = n / kLanes * kLanes;
+  float lanes[kLanes];
+  for (int j = 0; j < kLanes; ++j) lanes[j] = init;
+  for (int64_t i = 0; i < whole; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] = combine(lanes[j], term(i + j));
+  float result = init;
+  for (int j = 0; j < kLanes; ++j) result = combine(result, lanes[j]);
+  for (int64_t i = whole; i < n; ++i) result = combine(result, term(i));
+  return result;
+}
+
+inline float plus(float a, float b) { return a + b; }
+inline float larger(float a, float b) { return b > a ? b : a; }
+
+}  // namespace
+
 ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias,
                                              float* y, int64_t n, float epsilon) {
-  constexpr int kLanes = 8;
   auto value = [&](int64_t i) { return add != nullptr ? x[i] + add[i] : x[i]; };
-  const int64_t whole = n / kLanes * kLanes;
-  float lane_sum[kLanes] = {};
-  for (int64_t i = 0; i < whole; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lane_sum[j] += value(i + j);
-  float sum = 0;
-  for (int j = 0; j < kLanes; ++j) sum += lane_sum[j];
-  for (int64_t i = whole; i < n; ++i) sum += value(i);
-  const float mean = sum / static_cast<float>(n);
+  const float mean = reduce_in_lanes(n, 0.0f, value, plus) / static_cast<float>(n);
   // The variance from the centred values: no cancellation for large means.
-  float lane_sq[kLanes] = {};
-  for (int64_t i = 0; i < whole; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const float d = value(i + j) - mean;
-      lane_sq[j] += d * d;
-    }
-  float sq = 0;
-  for (int j = 0; j < kLanes; ++j) sq += lane_sq[j];
-  for (int64_t i = whole; i < n; ++i) sq += (value(i) - mean) * (value(i) - mean);
-  const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + epsilon);
+  auto square = [&](int64_t i) {
+    const float d = value(i) - mean;
+    return d * d;
+  };
+  const float inv = 1.0f / std::sqrt(reduce_in_lanes(n, 0.0f, square, plus) / static_cast<float>(n) + epsilon);
   for (int64_t i = 0; i < n; ++i) {
     const float v = (value(i) - mean) * inv * scale[i];
     y[i] = bias != nullptr ? v + bias[i] : v;
@@ -57,30 +67,9 @@ ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, c
 }
 
 ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
-  constexpr int kLanes = 8;
-  const int64_t whole = n / kLanes * kLanes;
-  float lane_max[kLanes];
-  for (int j = 0; j < kLanes; ++j) lane_max[j] = -INFINITY;
-  for (int64_t i = 0; i < whole; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lane_max[j] = x[i + j] > lane_max[j] ? x[i + j] : lane_max[j];
-  float max = -INFINITY;
-  for (int j = 0; j < kLanes; ++j) max = lane_max[j] > max ? lane_max[j] : max;
-  for (int64_t i = whole; i < n; ++i) max = x[i] > max ? x[i] : max;
-
-  float lane_sum[kLanes] = {};
-  for (int64_t i = 0; i < whole; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      const float e = fast_exp(x[i + j] - max);
-      y[i + j] = e;
-      lane_sum[j] += e;
-    }
-  float sum = 0;
-  for (int j = 0; j < kLanes; ++j) sum += lane_sum[j];
-  for (int64_t i = whole; i < n; ++i) {
-    y[i] = fast_exp(x[i] - max);
-    sum += y[i];
-  }
-  const float inv = 1.0f / sum;
+  const float max = reduce_in_lanes(n, -INFINITY, [&](int64_t i) { return x[i]; }, larger);
+  auto exp_stored = [&](int64_t i) { return y[i] = fast_exp(x[i] - max); };
+  const float inv = 1.0f / reduce_in_lanes(n, 0.0f, exp_stored, plus);
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
 

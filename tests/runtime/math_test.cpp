@@ -179,8 +179,10 @@ TEST(MathGemmOp, BiasBroadcastsFromEveryShape) {
       {Tensor::from<float>({2, 2}, {1, 2, 3, 4}), {5, 7, 13, 15}},
   };
   for (const Case& c : cases) {
-    auto out = run_node({.op_type = "Gemm", .opset = 13, .inputs = {{"a", a}, {"b", b}, {"c", c.c}}});
-    expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, c.expected));
+    for (bool constant : {false, true}) {  // a constant B is stored transposed at build
+      auto out = run_node({.op_type = "Gemm", .opset = 13, .inputs = {{"a", a}, {"b", b, constant}, {"c", c.c}}});
+      expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, c.expected));
+    }
   }
   // alpha, beta and both transposes: A^T is given as [3,2], B^T as [2,3].
   auto at = Tensor::from<float>({3, 2}, {1, 4, 2, 5, 3, 6});

@@ -1,6 +1,7 @@
 // Detection kernels on what the backend data leaves out: MaxRoiPool has no
 // backend test; its truth is torchvision.ops.roi_pool (torchvision 0.14),
-// whose outputs are pasted.
+// whose outputs are pasted. NonMaxSuppression's bad inputs, on boxes whose
+// selection is worked out by hand.
 
 #include <gtest/gtest.h>
 
@@ -49,6 +50,30 @@ TEST(MaxRoiPool, RefusesABatchIndexOutsideX) {
                            .attributes = {attr("pooled_shape", std::vector<int64_t>{1, 1})}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("batch index 1"), std::string::npos) << bad.error().message();
+}
+
+TEST(NonMaxSuppression, ABadMaxOutputIsNamed) {
+  // Two overlapping boxes (IoU 0.9) and one apart: with threshold 0.5 the
+  // better of the pair and the lone box are kept, at most max_output of them.
+  const Tensor boxes = Tensor::from<float>({1, 3, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1, 2, 2, 3, 3});
+  const Tensor scores = Tensor::from<float>({1, 1, 3}, {0.9f, 0.95f, 0.5f});
+  auto with = [&](Tensor max_output) {
+    return try_run_node({.op_type = "NonMaxSuppression", .opset = 11,
+                         .inputs = {{"boxes", boxes}, {"scores", scores}, {"max_output", max_output},
+                                    {"iou_threshold", Tensor::from<float>({1}, {0.5f})}}});
+  };
+  auto one = with(Tensor::from<int64_t>({1}, {1}));
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  expect_tensor_near((*one)[0].tensor(), Tensor::from<int64_t>({1, 3}, {0, 0, 1}));
+  auto all = with(Tensor::from<int32_t>({}, {5}));
+  ASSERT_TRUE(all.ok()) << all.error().message();
+  expect_tensor_near((*all)[0].tensor(), Tensor::from<int64_t>({2, 3}, {0, 0, 1, 0, 0, 2}));
+  for (const Tensor& bad : {Tensor::from<float>({1}, {2}), Tensor::from<int64_t>({2}, {1, 2})}) {
+    auto refused = with(bad);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message().find("max_output_boxes_per_class"), std::string::npos)
+        << refused.error().message();
+  }
 }
 
 }  // namespace

@@ -64,12 +64,8 @@ Status nms(KernelContext& ctx, bool center_point) {
 
   int64_t max_output = 0;  // absent: nothing is selected
   if (ctx.has_input(kMaxOutput)) {
-    ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(kMaxOutput));
-    if (t->numel() != 1 || (t->dtype() != DataType::int64 && t->dtype() != DataType::int32))
-      return make_error("max_output_boxes_per_class must be one int64 value, got {} of shape {}", to_string(t->dtype()),
-                        shape_to_string(t->shape()));
-    ONNXKIT_ASSIGN(std::vector<int64_t> v, read_int64s(*t));
-    max_output = std::clamp<int64_t>(v[0], 0, count);
+    ONNXKIT_ASSIGN(const int64_t v, read_int_scalar(ctx, kMaxOutput, "max_output_boxes_per_class"));
+    max_output = std::clamp<int64_t>(v, 0, count);
   }
   ONNXKIT_ASSIGN(std::optional<double> iou_threshold, float_scalar(ctx, kIouThreshold, "iou_threshold"));
   const double iou_limit = iou_threshold.value_or(0.0);

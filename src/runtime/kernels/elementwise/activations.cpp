@@ -9,21 +9,25 @@
 namespace onnxkit::runtime::elementwise {
 namespace {
 
+// A kernel applying f (double -> double) to every element of a float input.
+template <class F>
+ComputeFn map_activation(F f) {
+  return ComputeFn([f](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    Tensor& y = ctx.output(0, x->dtype(), x->shape());
+    return dispatch_float(x->dtype(), [&]<class T>() -> Status {
+      map_unary<T, T>(*x, y, [&](compute_t<T> v) { return static_cast<compute_t<T>>(f(static_cast<double>(v))); });
+      return {};
+    });
+  });
+}
+
 // Registers a float activation whose attributes are read once at build:
 // `make(info)` returns the per-element function.
 template <class Make>
 void add_activation(KernelRegistry& r, const char* op, int64_t since, Make make) {
-  r.add("", op, since, kLatestOpset, make_kernel([make](const KernelInfo& info) -> Result<ComputeFn> {
-          auto f = make(info);
-          return ComputeFn([f](KernelContext& ctx) -> Status {
-            ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-            Tensor& y = ctx.output(0, x->dtype(), x->shape());
-            return dispatch_float(x->dtype(), [&]<class T>() -> Status {
-              map_unary<T, T>(*x, y, [&](compute_t<T> v) { return static_cast<compute_t<T>>(f(static_cast<double>(v))); });
-              return {};
-            });
-          });
-        }));
+  r.add("", op, since, kLatestOpset,
+        make_kernel([make](const KernelInfo& info) -> Result<ComputeFn> { return map_activation(make(info)); }));
 }
 
 // The bound of Clip: an input (opset 11+) when given, else the attribute.
@@ -44,24 +48,18 @@ KernelFactory gelu_kernel() {
     const std::string form = info.attr_string("approximate", "none");
     if (form != "none" && form != "tanh") return make_error("attribute 'approximate' is '{}'; it must be none or tanh", form);
     const bool tanh_form = form == "tanh";
-    return ComputeFn([tanh_form](KernelContext& ctx) -> Status {
+    ComputeFn in_double = map_activation([tanh_form](double v) {
+      if (tanh_form) return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+      return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    });
+    return ComputeFn([tanh_form, in_double](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+      if (x->dtype() != DataType::float32 || tanh_form) return in_double(ctx);
       Tensor& y = ctx.output(0, x->dtype(), x->shape());
-      if (x->dtype() == DataType::float32 && !tanh_form) {
-        map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
-          gelu_floats(x->data<float>() + begin, nullptr, y.mutable_data<float>() + begin, end - begin);
-        });
-        return {};
-      }
-      return dispatch_float(x->dtype(), [&]<class T>() -> Status {
-        map_unary<T, T>(*x, y, [&](compute_t<T> c) {
-          const double v = static_cast<double>(c);
-          if (tanh_form)
-            return static_cast<compute_t<T>>(0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))));
-          return static_cast<compute_t<T>>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
-        });
-        return {};
+      map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
+        gelu_floats(x->data<float>() + begin, nullptr, y.mutable_data<float>() + begin, end - begin);
       });
+      return {};
     });
   });
 }

@@ -3,6 +3,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
+#include <string>
 #include <unordered_map>
 
 namespace onnxkit::runtime::nn {
@@ -82,7 +83,7 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
     // Applied by oneDNN to the output in place. The residual is read as a
     // binary post-op's second source (1-2% faster on resnet50 than copying it
     // into the output for a `sum`); `sum` remains for the cases oneDNN has
-    // no binary post-op kernel for.
+    // no binary post-op kernel for, or only its reference one.
     auto primitive_desc = [&](bool binary_residual) {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratchpad per run: runs may overlap
@@ -97,13 +98,15 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
       return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
     };
     state->binary_residual = activation.add_residual;
-    try {
-      state->pd = primitive_desc(state->binary_residual);
-    } catch (const dnnl::error&) {
-      if (!state->binary_residual) throw;
-      state->binary_residual = false;
-      state->pd = primitive_desc(false);
+    if (state->binary_residual) {
+      try {
+        state->pd = primitive_desc(true);
+        state->binary_residual = std::string(state->pd.impl_info_str()).rfind("ref", 0) != 0;
+      } catch (const dnnl::error&) {
+        state->binary_residual = false;
+      }
     }
+    if (!state->binary_residual) state->pd = primitive_desc(false);
     state->primitive = dnnl::convolution_forward(state->pd);
 
     dnnl::stream stream(engine);

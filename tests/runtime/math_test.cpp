@@ -294,8 +294,9 @@ TEST(MathMatMul, BatchDimsBroadcast) {
 }
 
 TEST(MathMatMul, LargeBatchesAgreeAcrossThreads) {
-  // Folded ([16,40,64] x [64,50]) and per-matrix ([16,40,64] x [16,64,50]).
-  const int64_t batch = 16, m = 40, k = 64, n = 50;
+  // Folded ([16,40,70] x [70,50]) and per-matrix ([16,40,70] x [16,70,50]);
+  // a constant B's transpose is made in 16x16 tiles, here cut in both dims.
+  const int64_t batch = 16, m = 40, k = 70, n = 50;
   const auto a = random_floats(batch * m * k, 9), b = random_floats(batch * k * n, 10);
   const std::vector<float> b0(b.begin(), b.begin() + k * n);
   std::vector<float> folded, each;

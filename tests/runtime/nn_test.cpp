@@ -333,6 +333,12 @@ TEST(NnConvTranspose, BadInputsAreErrors) {
                       .attributes = {attr("output_shape", Ints{1, 2})}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("output_shape"), std::string::npos) << out.error().message();
+  out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", f32({2, 3}, pattern(6, 1))}, {"w", f32({2, 3}, pattern(6, 2))}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("at least one spatial dim"), std::string::npos) << out.error().message();
+  out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", f32({2, 1, 3, 1}, pattern(6, 2))}}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("must match"), std::string::npos) << out.error().message();
 }
 
 // --- Col2Im ---------------------------------------------------------------------------

@@ -222,7 +222,11 @@ Result<ConvAttributes> read_conv_attributes(const KernelInfo& info) {
   return a;
 }
 
-Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x, const Shape& w) {
+namespace {
+
+// X and W of a convolution or its transpose: [N, C, D1, ...] and a filter of
+// the same rank, no negative dims.
+Status check_image_and_filter(const Shape& x, const Shape& w) {
   if (x.size() < 3)
     return make_error("X must have shape [N, C, D1, ...] with at least one spatial dim, got {}", shape_to_string(x));
   if (w.size() != x.size())
@@ -232,6 +236,13 @@ Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x,
     if (d < 0) return make_error("X has a negative dim: {}", shape_to_string(x));
   for (int64_t d : w)
     if (d < 0) return make_error("W has a negative dim: {}", shape_to_string(w));
+  return {};
+}
+
+}  // namespace
+
+Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x, const Shape& w) {
+  ONNXKIT_TRY(check_image_and_filter(x, w));
   ConvParams p;
   p.batch = x[0];
   p.in_channels = x[1];
@@ -393,15 +404,7 @@ struct ConvTransposeParams {
 
 Result<ConvTransposeParams> make_conv_transpose_params(const ConvTransposeAttributes& a, const Shape& x,
                                                        const Shape& w) {
-  if (x.size() < 3)
-    return make_error("X must have shape [N, C, D1, ...] with at least one spatial dim, got {}", shape_to_string(x));
-  if (w.size() != x.size())
-    return make_error("W has rank {} ({}), X has rank {} ({}): they must match", w.size(), shape_to_string(w), x.size(),
-                      shape_to_string(x));
-  for (int64_t d : x)
-    if (d < 0) return make_error("X has a negative dim: {}", shape_to_string(x));
-  for (int64_t d : w)
-    if (d < 0) return make_error("W has a negative dim: {}", shape_to_string(w));
+  ONNXKIT_TRY(check_image_and_filter(x, w));
   const size_t rank = x.size() - 2;
   ConvTransposeParams p;
   p.batch = x[0];

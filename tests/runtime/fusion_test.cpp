@@ -31,6 +31,7 @@ struct Variant {
   bool bias_through_identity = false;  // torch shares one bias between layers so
   float divisor = static_cast<float>(M_SQRT2);
   bool erf_is_an_output = false;
+  int64_t out = kOut;  // columns of W: at 1024 the kernel stores W transposed
 };
 
 float weight(int64_t i) { return static_cast<float>((i * 7) % 13) / 13.0f - 0.5f; }
@@ -63,10 +64,10 @@ std::shared_ptr<const ir::Model> gelu_model(const Variant& v) {
   };
   if (v.linear) {
     std::vector<float> w, b;
-    for (int64_t i = 0; i < kIn * kOut; ++i) w.push_back(weight(i));
-    for (int64_t j = 0; j < kOut; ++j) b.push_back(bias(j));
-    ir::Value* wv = g.add_initializer("W", runtime::tensor_to_proto(Tensor::from<float>({kIn, kOut}, w)));
-    ir::Value* bv = g.add_initializer("b", runtime::tensor_to_proto(Tensor::from<float>({kOut}, b)));
+    for (int64_t i = 0; i < kIn * v.out; ++i) w.push_back(weight(i));
+    for (int64_t j = 0; j < v.out; ++j) b.push_back(bias(j));
+    ir::Value* wv = g.add_initializer("W", runtime::tensor_to_proto(Tensor::from<float>({kIn, v.out}, w)));
+    ir::Value* bv = g.add_initializer("b", runtime::tensor_to_proto(Tensor::from<float>({v.out}, b)));
     if (v.bias_through_identity) bv = g.add_node("Identity", {bv}, {"b_shared"})->output(0);
     ir::Value* product = g.add_node("MatMul", {x, wv}, {"product"})->output(0);
     x = g.add_node("Add", {bv, product}, {"linear"})->output(0);
@@ -87,15 +88,15 @@ Tensor input_tensor() {
 }
 
 // gelu(x W + b) in double.
-Tensor expected_output(bool linear) {
-  const int64_t cols = linear ? kOut : kIn;
+Tensor expected_output(bool linear, int64_t out = kOut) {
+  const int64_t cols = linear ? out : kIn;
   std::vector<double> y;
   for (int64_t r = 0; r < kRows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
       double v = static_cast<double>(input(r * kIn + j % kIn));
       if (linear) {
         v = bias(j);
-        for (int64_t k = 0; k < kIn; ++k) v += static_cast<double>(input(r * kIn + k)) * weight(k * kOut + j);
+        for (int64_t k = 0; k < kIn; ++k) v += static_cast<double>(input(r * kIn + k)) * weight(k * out + j);
       }
       y.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
     }
@@ -133,6 +134,12 @@ TEST(Fusion, LinearThenGeluIsOneStep) {
   EXPECT_EQ(plain.steps.size(), 7u);  // MatMul, Add, Div, Erf, Add, Mul, Mul
   expect_tensor_near(fused.y, expected_output(true), 1e-6, 1e-5);
   expect_tensor_near(fused.y, plain.y, 1e-6, 1e-5);
+}
+
+TEST(Fusion, LinearThenGeluOf1024ColumnsIsOneStep) {
+  Outcome fused = run({.out = 1024}, true);
+  EXPECT_EQ(fused.steps, std::vector<std::string>{"MatMul+Add+Gelu"});
+  expect_tensor_near(fused.y, expected_output(true, 1024), 1e-6, 1e-5);
 }
 
 TEST(Fusion, GeluAloneAndABiasSharedThroughIdentity) {

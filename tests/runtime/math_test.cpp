@@ -179,7 +179,7 @@ TEST(MathGemmOp, BiasBroadcastsFromEveryShape) {
       {Tensor::from<float>({2, 2}, {1, 2, 3, 4}), {5, 7, 13, 15}},
   };
   for (const Case& c : cases) {
-    for (bool constant : {false, true}) {  // a constant B is stored transposed at build
+    for (bool constant : {false, true}) {
       auto out = run_node({.op_type = "Gemm", .opset = 13, .inputs = {{"a", a}, {"b", b, constant}, {"c", c.c}}});
       expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, c.expected));
     }
@@ -294,32 +294,50 @@ TEST(MathMatMul, BatchDimsBroadcast) {
 }
 
 TEST(MathMatMul, LargeBatchesAgreeAcrossThreads) {
-  // Folded ([16,40,70] x [70,50]) and per-matrix ([16,40,70] x [16,70,50]);
-  // a constant B's transpose is made in 16x16 tiles, here cut in both dims.
-  const int64_t batch = 16, m = 40, k = 70, n = 50;
-  const auto a = random_floats(batch * m * k, 9), b = random_floats(batch * k * n, 10);
-  const std::vector<float> b0(b.begin(), b.begin() + k * n);
-  std::vector<float> folded, each;
-  for (int64_t e = 0; e < batch; ++e) {
-    const std::vector<float> ae(a.begin() + e * m * k, a.begin() + (e + 1) * m * k);
-    auto c = naive_matmul(ae, b0, m, k, n);
-    folded.insert(folded.end(), c.begin(), c.end());
-    c = naive_matmul(ae, {b.begin() + e * k * n, b.begin() + (e + 1) * k * n}, m, k, n);
-    each.insert(each.end(), c.begin(), c.end());
-  }
-  for (int threads : {1, 2}) {
-    for (bool constant : {false, true}) {  // a constant B is stored transposed at build
-      auto out = run_node({.op_type = "MatMul",
-                           .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)},
-                                      {"b", Tensor::from<float>({k, n}, b0), constant}},
-                           .threads = threads});
-      expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, folded), 1e-4, 1e-4);
+  // Folded ([16,40,70] x [70,n]) and per-matrix ([16,40,70] x [16,70,n]). A
+  // constant B is read in place at n = 50 and transposed at build (in 16x16
+  // tiles, here cut along the depth) at n = 1024.
+  const int64_t batch = 16, m = 40, k = 70;
+  for (int64_t n : {50, 1024}) {
+    const auto a = random_floats(batch * m * k, 9), b = random_floats(batch * k * n, 10);
+    const std::vector<float> b0(b.begin(), b.begin() + k * n);
+    std::vector<float> folded, each;
+    for (int64_t e = 0; e < batch; ++e) {
+      const std::vector<float> ae(a.begin() + e * m * k, a.begin() + (e + 1) * m * k);
+      auto c = naive_matmul(ae, b0, m, k, n);
+      folded.insert(folded.end(), c.begin(), c.end());
+      c = naive_matmul(ae, {b.begin() + e * k * n, b.begin() + (e + 1) * k * n}, m, k, n);
+      each.insert(each.end(), c.begin(), c.end());
     }
-    auto out = run_node({.op_type = "MatMul",
-                    .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)}, {"b", Tensor::from<float>({batch, k, n}, b)}},
-                    .threads = threads});
-    expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, each), 1e-4, 1e-4);
+    for (int threads : {1, 2}) {
+      for (bool constant : {false, true}) {
+        auto out = run_node({.op_type = "MatMul",
+                             .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)},
+                                        {"b", Tensor::from<float>({k, n}, b0), constant}},
+                             .threads = threads});
+        expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, folded), 1e-4, 1e-4);
+      }
+      auto out = run_node({.op_type = "MatMul",
+                           .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)}, {"b", Tensor::from<float>({batch, k, n}, b)}},
+                           .threads = threads});
+      expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, each), 1e-4, 1e-4);
+    }
   }
+}
+
+TEST(MathGemmOp, AConstantBOf1024ColumnsIsTransposedAtBuild) {
+  // y = 0.5 A B - 2 c, B [5,1024] constant and read untransposed (transB=0),
+  // c one value per column; against the product summed here.
+  const int64_t m = 3, k = 5, n = 1024;
+  const auto a = random_floats(m * k, 21), b = random_floats(k * n, 22), c = random_floats(n, 23);
+  std::vector<float> expected = naive_matmul(a, b, m, k, n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) expected[i * n + j] = 0.5f * expected[i * n + j] - 2.0f * c[j];
+  auto out = run_node({.op_type = "Gemm", .opset = 13,
+                       .inputs = {{"a", Tensor::from<float>({m, k}, a)}, {"b", Tensor::from<float>({k, n}, b), true},
+                                  {"c", Tensor::from<float>({n}, c)}},
+                       .attributes = {attr("alpha", 0.5f), attr("beta", -2.0f)}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({m, n}, expected), 1e-5, 1e-5);
 }
 
 TEST(MathMatMul, IntegerAndHalfTypes) {

@@ -14,12 +14,21 @@
 namespace onnxkit::runtime::math {
 namespace {
 
-// A float matrix's transpose. Constant weights are stored so once at
-// session build: sgemm then reads each output column's weights as one
-// contiguous run. Timed against the plain layout with the weights coming
-// from L3, as they do in a model: 5-20% faster on a transformer's products
-// (128 rows), 25-30% on 8 rows, even on 512; slower only for a single row
-// of depth 256 or less.
+// Whether a constant float matrix B [K, N] is worth storing transposed, as a
+// copy (the model keeps the original), so that sgemm reads each output
+// column's weights as one contiguous run. Timed with oneDNN's sgemm on
+// BERT-like shapes, weights coming from memory as in a model, it pays when
+// B's rows lie a multiple of 4 KiB apart (likely cache-set conflicts when
+// sgemm packs them): N = 1024 and 3072 run 1-6% faster transposed on 128
+// rows, 11-35% on 32. N = 768 and 2304 run 3-10% faster as they are; N =
+// 256 (depth 1024) is even on 128 rows and faster transposed on 32 or fewer,
+// a case this rule gives up. Transposing every constant B cost a BERT-base
+// the weights' size again: peak RSS 655 MiB against 466 with this rule.
+bool transposing_pays(const Tensor& b) {
+  return b.dtype() == DataType::float32 && b.rank() == 2 && b.dim(1) > 0 && b.dim(1) % 1024 == 0;
+}
+
+// A float matrix's transpose.
 Tensor transposed_matrix(const Tensor& b) {
   const int64_t k = b.dim(0), n = b.dim(1);
   Tensor t(DataType::float32, {n, k});
@@ -118,11 +127,9 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
   g.trans_b = info.attr_int("transB", 0) != 0;
   g.c_required = info.opset() < 11;
   g.c_exact = info.opset() < 7 && info.attr_int("broadcast", 0) == 0;
-  // A constant float B read untransposed is stored transposed (transposed_matrix).
   std::optional<Tensor> b_transposed;
   const Tensor* constant_b = info.constant_input(1);
-  if (!g.trans_b && constant_b != nullptr && constant_b->dtype() == DataType::float32 && constant_b->rank() == 2)
-    b_transposed = transposed_matrix(*constant_b);
+  if (!g.trans_b && constant_b != nullptr && transposing_pays(*constant_b)) b_transposed = transposed_matrix(*constant_b);
   return ComputeFn([g, b_transposed = std::move(b_transposed)](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
     ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
@@ -197,12 +204,14 @@ Status compute_matmul(KernelContext& ctx) {
   });
 }
 
-// MatMul's B when it is a constant float matrix, stored transposed.
-class TransposedWeights {
+// MatMul's B when it is a constant float matrix: transposed once at build
+// when that pays (transposing_pays), else read where it is.
+class ConstantWeights {
  public:
   static bool applies(const Tensor& b) { return b.dtype() == DataType::float32 && b.rank() == 2; }
 
-  explicit TransposedWeights(const Tensor& b) : shape_(b.shape()), transposed_(transposed_matrix(b)) {}
+  explicit ConstantWeights(const Tensor& b)
+      : shape_(b.shape()), transposed_(transposing_pays(b)), weights_(transposed_ ? transposed_matrix(b) : b) {}
 
   // Output 0 = input 0 times B.
   Result<Tensor*> multiply(KernelContext& ctx) const {
@@ -214,21 +223,22 @@ class TransposedWeights {
     const float* pa = a->data<float>();
     float* y = out.mutable_data<float>();
     for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t, int64_t co, int64_t rows) {
-      gemm(false, true, rows, plan.n, plan.k, 1.0f, pa + ao, plan.k, transposed_.data<float>(), plan.k, 0.0f, y + co,
-           plan.n);
+      gemm(false, transposed_, rows, plan.n, plan.k, 1.0f, pa + ao, plan.k, weights_.data<float>(),
+           transposed_ ? plan.k : plan.n, 0.0f, y + co, plan.n);
     });
     return &out;
   }
 
  private:
   Shape shape_;
-  Tensor transposed_;
+  bool transposed_;
+  Tensor weights_;
 };
 
 Result<ComputeFn> build_matmul(const KernelInfo& info) {
   const Tensor* b = info.constant_input(1);
-  if (b == nullptr || !TransposedWeights::applies(*b)) return ComputeFn(compute_matmul);
-  return ComputeFn([product = TransposedWeights(*b)](KernelContext& ctx) -> Status {
+  if (b == nullptr || !ConstantWeights::applies(*b)) return ComputeFn(compute_matmul);
+  return ComputeFn([product = ConstantWeights(*b)](KernelContext& ctx) -> Status {
     ONNXKIT_TRY(product.multiply(ctx));
     return {};
   });
@@ -312,11 +322,11 @@ Status compute_matmul_integer(KernelContext& ctx) {
 KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
   return make_kernel([weights = std::move(weights), bias = std::move(bias),
                       gelu](const KernelInfo&) -> Result<ComputeFn> {
-    if (!TransposedWeights::applies(weights) || bias.dtype() != DataType::float32 || bias.numel() != weights.dim(1))
+    if (!ConstantWeights::applies(weights) || bias.dtype() != DataType::float32 || bias.numel() != weights.dim(1))
       return make_error("the fused MatMul+Add takes a float matrix B and one float bias per column, got B {} {} and "
                         "bias {} {}", to_string(weights.dtype()), shape_to_string(weights.shape()),
                         to_string(bias.dtype()), shape_to_string(bias.shape()));
-    return ComputeFn([product = TransposedWeights(weights), bias, gelu](KernelContext& ctx) -> Status {
+    return ComputeFn([product = ConstantWeights(weights), bias, gelu](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(Tensor * out, product.multiply(ctx));
       // One pass over the product while it is still in cache: + bias, then GELU.
       float* y = out->mutable_data<float>();

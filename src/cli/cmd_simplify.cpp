@@ -20,6 +20,7 @@ Command add_simplify_command(CLI::App& root) {
     bool no_fold = false;
     uint64_t fold_limit = 1 << 20;
     bool remove_unused_inputs = false;
+    bool freeze_initializers = false;
     bool verify_each_pass = false;
     bool external = false;
     uint64_t threshold = 1024;
@@ -51,6 +52,9 @@ Command add_simplify_command(CLI::App& root) {
                   "Do not fold a node whose output is over this size and larger than its inputs (1MiB; accepts 4KB, 16MiB...)")
       ->transform(CLI::AsSizeValue(false));
   app->add_flag("--remove-unused-inputs", flags->remove_unused_inputs, "Also drop graph inputs that feed nothing");
+  app->add_flag("--freeze-initializers", flags->freeze_initializers,
+                "Drop initializers from the graph inputs first (old exports list every weight there), so that they "
+                "fold and fuse as the constants they are");
   app->add_flag("--external-data", flags->external, "Store tensors of at least --external-threshold bytes in OUT.data");
   app->add_option("--external-threshold", flags->threshold, "Size in bytes from which a tensor goes external (1024)")
       ->transform(CLI::AsSizeValue(false));
@@ -100,6 +104,7 @@ Command add_simplify_command(CLI::App& root) {
             for (const std::string& name : split(flags->exclude, ','))
               if (!name.empty()) options.simplify.passes.excluded_nodes.insert(name);
             options.simplify.passes.remove_unused_inputs = flags->remove_unused_inputs;
+            options.freeze_initializers = flags->freeze_initializers;
             options.simplify.fold = !flags->no_fold;
             options.simplify.folding.size_limit = flags->fold_limit;
             options.save.external = flags->external ? io::ExternalDataPolicy::all : io::ExternalDataPolicy::keep;

@@ -44,6 +44,11 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
     ONNXKIT_ASSIGN(report.warnings, set_batch(*loaded, std::to_string(options.batch)));
     report.batch = options.batch;
   }
+  if (std::string weights = describe_initializer_inputs(*loaded); !weights.empty())
+    report.warnings.push_back(fmt::format(
+        "graph inputs backed by initializers ({}) may be fed, so the runtime neither prepacks nor fuses them; "
+        "`onnxkit edit MODEL OUT --freeze-initializers` makes them constants",
+        weights));
   std::shared_ptr<const ir::Model> model(std::move(loaded));
 
   start = Clock::now();
@@ -157,8 +162,8 @@ std::string render_bench_json(const BenchReport& r) {
   if (r.batch > 0) {
     j["batch"] = r.batch;
     j["throughput_per_s"] = r.throughput;
-    j["warnings"] = r.warnings;
   }
+  if (r.batch > 0 || !r.warnings.empty()) j["warnings"] = r.warnings;
   if (!r.nodes.empty()) {
     const double runs = runs_of(r);
     j["operators"] = nlohmann::json::array();

@@ -30,7 +30,7 @@ struct BenchReport {
   int threads = 0;
   int64_t batch = 0;            // as asked; 0: the model's own
   double throughput = 0;        // samples per second at the median, with a batch
-  std::vector<std::string> warnings;  // from setting the batch
+  std::vector<std::string> warnings;  // from setting the batch, and weights the runtime cannot treat as constants
   double peak_rss_mb = 0;  // of the whole process
   std::vector<runtime::NodeProfile> nodes;  // with profile: per node, over the measured runs
 };

@@ -126,6 +126,14 @@ Status set_input_shape(ir::Model& model, std::string_view name, const std::vecto
 // a number, or a symbol such as "batch" to make the batch dynamic.
 // Returns warnings, e.g. a Reshape whose constant shape fixes the old batch.
 Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view batch);
+// Graph inputs of the main graph that have an initializer stop being inputs:
+// their data becomes a constant, which runtimes may prepack and simplify may
+// fold (old exports, before IR version 4, list every weight as an input).
+// The IR version goes up to 4 where it is lower. Returns how many went.
+size_t freeze_initializers(ir::Model& model);
+// "N: 'a', 'b', 'c', ..." naming the main graph's inputs that have an
+// initializer; empty when none has.
+std::string describe_initializer_inputs(const ir::Model& model);
 // Removes every node of `op_type` (remove_node); If nodes only where their
 // condition is constant. Returns how many went; `skipped` names those that stayed.
 Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector<std::string>* skipped = nullptr);

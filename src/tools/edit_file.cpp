@@ -248,6 +248,18 @@ Status op_cleanup(EditContext& c, const std::string&) {
   return {};
 }
 
+Status op_freeze_initializers(EditContext& c, const std::string&) {
+  const int64_t ir_version = c.model->header().ir_version();
+  const size_t frozen = freeze_initializers(*c.model);
+  std::string done = fmt::format("freeze-initializers: {} input{} backed by an initializer now constant", frozen,
+                                 frozen == 1 ? "" : "s");
+  if (c.model->header().ir_version() != ir_version)
+    done += fmt::format(" (IR version {} -> {}, the first where initializers need not be inputs)", ir_version,
+                        c.model->header().ir_version());
+  c.report.done.push_back(done);
+  return {};
+}
+
 Status op_set_initializer(EditContext& c, const std::string& arg) {
   ONNXKIT_ASSIGN(auto parts, split_at(arg, '=', "NAME=FILE.npy"));
   ONNXKIT_ASSIGN(ir::Value* value, find_tensor(c.model->graph(), parts.first));
@@ -291,6 +303,7 @@ const std::vector<Entry>& entries() {
       {{"set-input", "NODE:INDEX=VALUE", "rewire an input to a tensor, FILE.npy or a literal (int64:[-1,4096]); empty VALUE leaves it out"}, op_set_input},
       {{"cleanup", "", "remove nodes and initializers that no output needs"}, op_cleanup},
       {{"set-initializer", "NAME=FILE.npy", "replace an initializer's data (same element type)"}, op_set_initializer},
+      {{"freeze-initializers", "", "drop initializers from the graph inputs (old exports list every weight there), so runtimes and simplify treat them as constants"}, op_freeze_initializers},
       {{"opset", "N", "convert to opset N with ONNX's version converter"}, op_opset},
   };
   return table;

@@ -2,6 +2,7 @@
 // hand (batch, PReLU, If, cut-outs, opset), and the final validation.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <onnx/defs/schema.h>
 #include <onnx/version_converter/convert.h>
 
@@ -123,6 +124,30 @@ Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector
     ++removed;
   }
   return removed;
+}
+
+size_t freeze_initializers(ir::Model& model) {
+  ir::Graph& graph = model.graph();
+  size_t frozen = 0;
+  for (size_t i = graph.inputs().size(); i-- > 0;) {
+    if (!graph.inputs()[i]->is_constant()) continue;
+    graph.remove_input(i);
+    ++frozen;
+  }
+  // IR version 4 is the first that lets an initializer stand without an input.
+  if (frozen > 0 && model.header().ir_version() < 4) model.mutable_header().set_ir_version(4);
+  return frozen;
+}
+
+std::string describe_initializer_inputs(const ir::Model& model) {
+  std::vector<std::string> names;
+  for (const ir::Value* v : model.graph().inputs())
+    if (v->is_constant()) names.push_back(fmt::format("'{}'", v->name()));
+  if (names.empty()) return "";
+  const size_t shown = std::min<size_t>(names.size(), 3);
+  return fmt::format("{}: {}{}", names.size(),
+                     fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                     names.size() > shown ? ", ..." : "");
 }
 
 size_t add_all_outputs(ir::Model& model, std::vector<std::string>* untyped) {

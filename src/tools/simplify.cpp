@@ -175,6 +175,14 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   SimplifyToolReport report;
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
   ONNXKIT_TRY(override_input_shapes(*model, options));
+  if (options.freeze_initializers) {
+    report.frozen_initializers = freeze_initializers(*model);
+  } else if (std::string weights = describe_initializer_inputs(*model); !weights.empty()) {
+    report.passes.warnings.push_back(fmt::format(
+        "graph inputs backed by initializers ({}) stay inputs a caller may feed, so nothing folds or fuses through "
+        "them; --freeze-initializers makes them constants",
+        weights));
+  }
   report.before = summarize(*model);
   report.before.file_bytes = model->file_size();
 
@@ -193,7 +201,9 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
       return checker->check(borrow(current), ignored);
     };
   }
-  ONNXKIT_ASSIGN(report.passes, passes::simplify_model(*model, simplify));
+  ONNXKIT_ASSIGN(passes::SimplifyReport passed, passes::simplify_model(*model, simplify));
+  passed.warnings.insert(passed.warnings.begin(), report.passes.warnings.begin(), report.passes.warnings.end());
+  report.passes = std::move(passed);
   report.after = summarize(*model);
 
   if (checker) {
@@ -230,6 +240,9 @@ std::string render_simplify_text(const SimplifyToolReport& report, bool details)
     text += fmt::format("  {:<34} {}\n", "dead nodes removed", report.passes.removed_nodes);
     for (const std::string& note : report.passes.notes) text += fmt::format("  - {}\n", note);
   }
+  if (report.frozen_initializers > 0)
+    text += fmt::format("{} input{} backed by an initializer made constant{}\n", report.frozen_initializers,
+                        report.frozen_initializers == 1 ? "" : "s", report.frozen_initializers == 1 ? "" : "s");
   for (const std::string& w : report.passes.warnings) text += fmt::format("warning: {}\n", w);
   text += fmt::format("{} round{} of passes and folding", report.passes.iterations, report.passes.iterations == 1 ? "" : "s");
   if (report.checks_run > 0)

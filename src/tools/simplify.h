@@ -24,6 +24,9 @@ struct SimplifyToolOptions {
   std::vector<std::pair<std::string, std::vector<std::string>>> input_shapes;
   // Refuse an input_shapes entry that would turn a symbolic dim into a number.
   bool keep_dynamic = false;
+  // Inputs backed by initializers become constants first (freeze_initializers),
+  // so that folding and fusion see through them.
+  bool freeze_initializers = false;
   // Random inputs to compare original and result on (0: no check). Inputs
   // given in check_inputs.files are used as they are.
   int check_runs = 1;
@@ -45,6 +48,7 @@ struct ModelSummary {
 struct SimplifyToolReport {
   ModelSummary before, after;
   passes::SimplifyReport passes;
+  size_t frozen_initializers = 0;  // inputs made constants by freeze_initializers
   int checks_run = 0;
   double max_abs_diff = 0;  // over every output of every check
 };

@@ -156,6 +156,27 @@ class Edit(unittest.TestCase):
             softmax = [k for k, o in enumerate(edited.graph.output) if o.name == node_of(edited, "Softmax").output[0]]
             close_to(self, np.load(os.path.join(out_dir, f"output_{softmax[0]}.npy")), np.load(s + ".torch.npy"))
 
+    def test_freeze_initializers_makes_an_old_style_exports_weights_constants(self):
+        """torch's keep_initializers_as_inputs export lists every weight as a
+        graph input too: a runtime must then obey a fed weight, so it neither
+        prepacks nor fuses them, and bench says so. Frozen, only the image is
+        an input, and the outputs are still PyTorch's."""
+        s = stem("legacy_inputs")
+        original = onnx.load(s + ".onnx")
+        weights = {t.name for t in original.graph.initializer}
+        self.assertTrue(weights & {i.name for i in original.graph.input}, "the export lists no weight as an input")
+        bench = onnxkit("bench", s + ".onnx", "--runs", "1", "--warmup", "0")
+        self.assertEqual(bench.returncode, 0, bench.stderr)
+        self.assertIn("--freeze-initializers", bench.stdout)
+        with tempfile.TemporaryDirectory() as tmp:
+            out, edited = self.edit(s + ".onnx", "--freeze-initializers", tmp=tmp)
+            self.assertEqual([i.name for i in edited.graph.input], ["input"])
+            self.assertEqual({t.name for t in edited.graph.initializer}, weights)
+            close_to(self, run_model(out, s + ".input.npy", os.path.join(tmp, "o")), np.load(s + ".torch.npy"))
+            bench = onnxkit("bench", out, "--runs", "1", "--warmup", "0")
+            self.assertEqual(bench.returncode, 0, bench.stderr)
+            self.assertNotIn("initializer", bench.stdout)
+
     def test_a_script_applies_the_same_operations(self):
         path = stem("instance_norm") + ".onnx"
         with tempfile.TemporaryDirectory() as tmp:

@@ -108,6 +108,26 @@ class RealModels(unittest.TestCase):
                 self.assertEqual([o.name for o in after.graph.output], [o.name for o in before.graph.output])
                 close_to(self, run_model(out, stem + ".input.npy", os.path.join(tmp, "o")), np.load(stem + ".torch.npy"))
 
+    def test_weights_listed_as_inputs_fold_only_once_frozen(self):
+        """An old-style export (every weight also a graph input, BatchNormalization
+        unfolded): its weights are inputs a caller may feed, so simplify keeps
+        the BatchNormalization and says why; with --freeze-initializers they are
+        constants and it fuses into the Conv. PyTorch's output both times."""
+        stem = os.path.join(ARGS.models, "legacy_inputs_opset17")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "sim.onnx")
+            proc = onnxkit("simplify", stem + ".onnx", out)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("--freeze-initializers", proc.stdout)
+            self.assertIn("BatchNormalization", [n.op_type for n in onnx.load(out).graph.node])
+            proc = onnxkit("simplify", stem + ".onnx", out, "--freeze-initializers")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            after = onnx.load(out)
+            onnx.checker.check_model(after, full_check=True)
+            self.assertNotIn("BatchNormalization", [n.op_type for n in after.graph.node])
+            self.assertEqual([i.name for i in after.graph.input], ["input"])
+            close_to(self, run_model(out, stem + ".input.npy", os.path.join(tmp, "o")), np.load(stem + ".torch.npy"))
+
     def test_output_is_byte_identical_from_run_to_run(self):
         model = os.path.join(ARGS.models, "bert_encoder_opset17.onnx")
         with tempfile.TemporaryDirectory() as tmp:

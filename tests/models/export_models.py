@@ -126,8 +126,12 @@ class FixedBatchNet(nn.Module):
         return self.fc(torch.flatten(self.body(x), 1))
 
 
-SMALL_MODELS = {"prelu": PReLUNet, "instance_norm": InstanceNormNet, "prepost": PrePostNet, "fixed_batch": FixedBatchNet}
+SMALL_MODELS = {"prelu": PReLUNet, "instance_norm": InstanceNormNet, "prepost": PrePostNet, "fixed_batch": FixedBatchNet,
+                "legacy_inputs": FixedBatchNet}
 DYNAMIC_BATCH = {"seed002"}
+# Exported the way old exporters wrote models: every weight also listed as a
+# graph input, and BatchNormalization left unfolded.
+LEGACY_EXPORT = {"legacy_inputs"}
 
 
 def build(name):
@@ -216,8 +220,10 @@ def export(name, opset, out_dir):
     stem = f"{name}_opset{opset}"
     path = os.path.join(out_dir, stem + ".onnx")
     dynamic = {input_names[0]: {0: "batch"}, "output": {0: "batch"}} if name in DYNAMIC_BATCH else None
+    legacy = name in LEGACY_EXPORT
     torch.onnx.export(model, inputs, path, input_names=input_names, output_names=["output"], opset_version=opset,
-                      dynamic_axes=dynamic)
+                      dynamic_axes=dynamic, keep_initializers_as_inputs=legacy, do_constant_folding=not legacy,
+                      training=torch.onnx.TrainingMode.PRESERVE if legacy else torch.onnx.TrainingMode.EVAL)
     np.save(os.path.join(out_dir, stem + ".input.npy"), inputs[0].numpy())
     with torch.no_grad():
         np.save(os.path.join(out_dir, stem + ".torch.npy"), model(*inputs).numpy())

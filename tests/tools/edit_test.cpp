@@ -296,6 +296,38 @@ TEST(EditModel, AddOutputTakesTheInferredType) {
   EXPECT_TRUE(tools::validate_edited_model(*model).ok());
 }
 
+TEST(EditModel, FreezeInitializersDropsOnlyTheInputsWithData) {
+  // An IR 3 model must list its initializer w as an input; x has no data and stays.
+  auto model = model_from_text(R"(
+<ir_version: 3, opset_import: ["" : 17]>
+g (float[1, 3] x, float[3] w) => (float[1, 3] y) <float[3] w = {1.0, 2.0, 3.0}> {
+  y = Mul(x, w)
+}
+)");
+  EXPECT_EQ(tools::describe_initializer_inputs(*model), "1: 'w'");
+  EXPECT_EQ(tools::freeze_initializers(*model), 1u);
+  ASSERT_EQ(model->graph().inputs().size(), 1u);
+  EXPECT_EQ(model->graph().inputs()[0]->name(), "x");
+  EXPECT_NE(model->graph().find_value("w")->constant_tensor(), nullptr);  // a constant now, not a default
+  EXPECT_EQ(model->header().ir_version(), 4);
+  EXPECT_EQ(tools::describe_initializer_inputs(*model), "");
+  EXPECT_EQ(tools::freeze_initializers(*model), 0u);
+  EXPECT_TRUE(tools::validate_edited_model(*model).ok());
+
+  // Many: the description names three; IR 8 stays.
+  auto many = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] x, float[1] a, float[1] b, float[1] c, float[1] d) => (float[1] y)
+    <float[1] a = {1.0}, float[1] b = {2.0}, float[1] c = {3.0}, float[1] d = {4.0}> {
+  s = Sum(x, a, b, c, d)
+  y = Identity(s)
+}
+)");
+  EXPECT_EQ(tools::describe_initializer_inputs(*many), "4: 'a', 'b', 'c', ...");
+  EXPECT_EQ(tools::freeze_initializers(*many), 4u);
+  EXPECT_EQ(many->header().ir_version(), 8);
+}
+
 TEST(EditModel, ExtractCutsBetweenTensors) {
   auto model = model_from_text(R"(
 <ir_version: 8, opset_import: ["" : 17]>

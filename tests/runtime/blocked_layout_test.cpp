@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 
 #include "ir/model.h"
@@ -129,6 +130,22 @@ g (float[1,10,11,12] x) => (float[1,10,6,7] y, float[1,10,5,4] z) {
 })",
                             {{"w1", {10, 10, 1, 1}}, {"b1", {10}}});
   expect_blocked_equals_plain(model, random_tensor({1, 10, 11, 12}, 5), 1, 0);
+}
+
+TEST(BlockedLayout, MaxPoolSkipsNaNsAsThePlainKernelDoes) {
+  // A NaN pixel of x is NaN in every channel after the 1x1 Conv; windows of
+  // 3x2 at stride 2 meet those pixels first, in the middle and last.
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,10,11,12] x) => (float[1,10,5,6] y) {
+  c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
+  y = MaxPool <kernel_shape = [3,2], strides = [2,2]> (c1)
+})",
+                            {{"w1", {10, 10, 1, 1}}, {"b1", {10}}});
+  Tensor x = random_tensor({1, 10, 11, 12}, 6);
+  for (auto [h, w] : {std::pair{0, 0}, std::pair{3, 5}, std::pair{6, 9}, std::pair{8, 2}})
+    x.mutable_data<float>()[h * 12 + w] = std::numeric_limits<float>::quiet_NaN();
+  expect_blocked_equals_plain(model, x, 1, 0);
 }
 
 }  // namespace

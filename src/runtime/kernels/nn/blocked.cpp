@@ -85,13 +85,15 @@ class BlockedConv final : public Kernel {
 enum class PoolKind { max, average };
 
 // best = max(best, pixel) lane by lane over one pixel of 8 channels, in two
-// SSE registers where there are (GCC does not vectorize the lane loop).
+// SSE registers where there are (GCC does not vectorize the lane loop). A
+// NaN never wins, as in the plain kernels: maxps returns its second operand
+// when either is NaN, and that is the running maximum.
 struct PixelMax {
 #if defined(__SSE__)
   __m128 lo = _mm_set1_ps(-std::numeric_limits<float>::infinity()), hi = lo;
   void add(const float* pixel) {
-    lo = _mm_max_ps(lo, _mm_loadu_ps(pixel));
-    hi = _mm_max_ps(hi, _mm_loadu_ps(pixel + 4));
+    lo = _mm_max_ps(_mm_loadu_ps(pixel), lo);
+    hi = _mm_max_ps(_mm_loadu_ps(pixel + 4), hi);
   }
   void store(float* out) const {
     _mm_storeu_ps(out, lo);

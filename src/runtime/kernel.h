@@ -103,12 +103,27 @@ class KernelInfo {
   FusedActivation fused_activation_;
 };
 
+// Where output 0 of a step goes when it is one of the inputs of a blocked
+// Concat (batch 1), or the Concat itself: its place among the Concat's
+// channel blocks, in a buffer the first of them to run allocates. The
+// Concat then finds its inputs in place and copies nothing.
+struct ConcatTarget {
+  Tensor* buffer;       // the Concat's output, per run; undefined until allocated
+  int64_t blocks;       // the Concat's channel blocks
+  int64_t first_block;  // where this output starts
+  // The part of the buffer an output of `shape` ([1, blocks, H, W, block])
+  // occupies; nothing when the shape does not fit, and the output is then
+  // allocated on its own.
+  std::optional<Tensor> place(DataType type, const Shape& shape);
+};
+
 // What a kernel sees when it computes.
 class KernelContext {
  public:
   KernelContext(std::vector<const Value*> inputs, std::vector<Value>& outputs, const std::vector<bool>& wanted,
-                const Frame& frame, int threads)
-      : inputs_(std::move(inputs)), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads) {}
+                const Frame& frame, int threads, ConcatTarget* target = nullptr)
+      : inputs_(std::move(inputs)), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads),
+        target_(target) {}
 
   size_t num_inputs() const { return inputs_.size(); }
   // Given, and not an omitted optional.
@@ -131,7 +146,7 @@ class KernelContext {
   // The same context with other inputs, for kernels that adapt their inputs
   // before handing them to another kernel.
   KernelContext with_inputs(std::vector<const Value*> inputs) const {
-    return KernelContext(std::move(inputs), outputs_, wanted_, frame_, threads_);
+    return KernelContext(std::move(inputs), outputs_, wanted_, frame_, threads_, target_);
   }
 
   // Runs a sub-graph (If/Loop/Scan body) with this node's scope as its outer
@@ -144,6 +159,7 @@ class KernelContext {
   const std::vector<bool>& wanted_;
   const Frame& frame_;
   int threads_;
+  ConcatTarget* target_;  // for output 0; null for most steps
 };
 
 class Kernel {

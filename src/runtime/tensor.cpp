@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 
 #include "io/tensor_proto.h"
 
@@ -345,6 +346,16 @@ Tensor Tensor::reshaped(Shape shape) const {
   Tensor t = *this;
   t.shape_ = std::move(shape);
   t.numel_ = shape_size(t.shape_);
+  return t;
+}
+
+Tensor Tensor::part(int64_t first, Shape shape) const {
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_size(t.shape_);
+  if (type_ == DataType::string || first < 0 || first + t.numel_ > numel_)
+    throw std::out_of_range("Tensor::part: elements outside the tensor");
+  t.data_ = static_cast<char*>(data_) + static_cast<size_t>(first) * element_size(type_);
   return t;
 }
 

@@ -206,6 +206,9 @@ class Tensor {
 
   // The same elements under another shape (no copy).
   Tensor reshaped(Shape shape) const;
+  // Elements [first, first + shape_size(shape)) of this tensor as a tensor of
+  // `shape` that shares the buffer: writes through either show in both.
+  Tensor part(int64_t first, Shape shape) const;
   // A deep copy with its own buffer.
   Tensor clone() const;
   // True if both tensors share a buffer.

@@ -148,5 +148,36 @@ g (float[1,10,11,12] x) => (float[1,10,5,6] y) {
   expect_blocked_equals_plain(model, x, 1, 0);
 }
 
+TEST(BlockedLayout, ConvsWriteIntoTheirConcatInPlaceAndTheRestIsCopied) {
+  // At batch 1 e1, e3 and c5 are written by their Convs into their places in
+  // cat1 and cat2 (ConcatTarget); the second e1 and the MaxPool m are copied,
+  // as is e3 into cat2 (cat1 claimed it); t reads e3 after cat1. At batch 2
+  // every input is copied.
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,16,8,8] x) => (float[N,80,8,8] cat1, float[N,64,8,8] cat2, float[N,32,8,8] t) {
+  c0 = Conv <kernel_shape = [1,1]> (x, w0, b0)
+  s = Relu(c0)
+  c1 = Conv <kernel_shape = [1,1]> (s, w1, b1)
+  e1 = Relu(c1)
+  c3 = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (s, w3, b3)
+  e3 = Relu(c3)
+  m = MaxPool <kernel_shape = [3,3], pads = [1,1,1,1]> (s)
+  cat1 = Concat <axis = 1> (e1, e3, e1, m)
+  t = Sigmoid(e3)
+  c5 = Conv <kernel_shape = [1,1]> (cat1, w5)
+  cr = Conv <kernel_shape = [1,1]> (s, wr)
+  r = Add(cr, s)
+  cat2 = Concat <axis = 1> (e3, c5, r)
+})",
+                            {{"w0", {16, 16, 1, 1}}, {"b0", {16}}, {"w1", {16, 16, 1, 1}}, {"b1", {16}},
+                             {"w3", {32, 16, 3, 3}}, {"b3", {32}}, {"w5", {16, 80, 1, 1}}, {"wr", {16, 16, 1, 1}}});
+  for (int64_t batch : {1, 2}) {
+    SCOPED_TRACE(batch);
+    // The Relus go into c0, c1 and c3, the residual Add into cr.
+    expect_blocked_equals_plain(model, random_tensor({batch, 16, 8, 8}, 8), 1, 4);
+  }
+}
+
 }  // namespace
 }  // namespace onnxkit

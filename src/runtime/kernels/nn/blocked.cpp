@@ -290,7 +290,9 @@ class BlockedConcat final : public Kernel {
       int64_t at = 0;
       for (const Tensor* t : xs) {
         const int64_t chunk = t->dim(1) * plane;
-        std::memcpy(dst + (i * total_blocks + at) * plane, t->data<float>() + i * chunk, chunk * sizeof(float));
+        float* to = dst + (i * total_blocks + at) * plane;
+        const float* from = t->data<float>() + i * chunk;
+        if (from != to) std::memcpy(to, from, chunk * sizeof(float));  // else its producer wrote it here (ConcatTarget)
         at += t->dim(1);
       }
     }

@@ -116,7 +116,7 @@ class NestedList {
   Status parse_level(size_t depth, runtime::Shape& shape, std::vector<std::string>& items) {
     ++pos_;  // '['
     int64_t count = 0;
-    if (shape.size() == depth) shape.push_back(-1);  // its length, once the first list at this depth ends
+    if (shape.size() == depth) shape.resize(depth + 1, -1);  // its length, once the first list at this depth ends
     skip_space();
     bool nested = pos_ < text_.size() && text_[pos_] == '[';
     if (pos_ < text_.size() && text_[pos_] == ']') {

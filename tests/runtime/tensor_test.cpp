@@ -285,6 +285,13 @@ TEST(Tensor, LowPrecisionTypesMoveThroughDataMovementOps) {
   expect_tensor_near(filled[0].tensor(), float8_tensor(DataType::float8e4m3fn, {3}, {0x7e, 0x7e, 0x7e}));
 }
 
+TEST(Tensor, AConstantWhoseValueIsNoTensorIsAnError) {
+  auto constant = try_run_node({.op_type = "Constant", .opset = 21, .attributes = {attr("value", int64_t{5})}});
+  ASSERT_FALSE(constant.ok());
+  EXPECT_NE(constant.error().message().find("attribute 'value' is not a tensor"), std::string::npos)
+      << constant.error().message();
+}
+
 TEST(Tensor, Int4TensorProtosPackTwoPerByteLowNibbleFirst) {
   // The packed bytes are those of onnx 1.23's
   // helper.make_tensor("x", INT4, [5], [-8, -1, 0, 7, 3]): raw_data

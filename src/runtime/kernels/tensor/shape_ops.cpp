@@ -160,8 +160,10 @@ void register_shape_ops(KernelRegistry& r) {
   r.add("", "Constant", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           Tensor value;
           if (info.has_attr("value")) {
-            ONNXKIT_ASSIGN(std::optional<Tensor> t, info.attr_tensor("value"));
-            value = std::move(*t);
+            Result<std::optional<Tensor>> t = info.attr_tensor("value");
+            if (!t.ok()) return t.error();
+            if (!t->has_value()) return make_error("attribute 'value' is not a tensor");
+            value = std::move(**t);
           } else if (info.has_attr("value_float")) {
             value = Tensor::from<float>({}, {info.attr_float("value_float", 0)});
           } else if (info.has_attr("value_floats")) {

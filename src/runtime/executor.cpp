@@ -317,7 +317,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
         step.concat_first_block = first_block;
         any = true;
       }
-      first_block += layout.channels.at(v) / nn::kChannelBlock;  // whole blocks, or the Concat would not be blocked
+      first_block += layout.channels.at(v) / nn::channel_block();  // whole blocks, or the Concat would not be blocked
     }
     if (!any) continue;
     plan->steps[step_of.at(node)].concat_group = group;

@@ -55,7 +55,7 @@ LayoutPlan plan_layout(const std::vector<ir::Node*>& order,
       continue;  // everything else joins only when its input is blocked already
     } else if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") {
       if (nn::pool_can_run_blocked(*node)) out = in;
-    } else if (zero_preserving_unary().count(op) || (other_unary().count(op) && in % nn::kChannelBlock == 0)) {
+    } else if (zero_preserving_unary().count(op) || (other_unary().count(op) && in % nn::channel_block() == 0)) {
       out = in;
     } else if (binary().count(op)) {
       if (node->inputs().size() == 2 && channels_of(node->input(1)) == in) out = in;
@@ -65,7 +65,7 @@ LayoutPlan plan_layout(const std::vector<ir::Node*>& order,
       bool whole_blocks = axis == 1 || axis == -3;
       for (const ir::Value* v : node->inputs()) {
         int64_t c = channels_of(v);
-        whole_blocks = whole_blocks && c > 0 && c % nn::kChannelBlock == 0;
+        whole_blocks = whole_blocks && c > 0 && c % nn::channel_block() == 0;
         total += c;
       }
       if (whole_blocks) out = total;

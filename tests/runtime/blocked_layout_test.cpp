@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <random>
+#include <string_view>
 
 #include "ir/model.h"
+#include "runtime/kernels/nn/blocked.h"
 #include "runtime/session.h"
 #include "runtime/tensor_proto.h"
 #include "support/node_runner.h"
@@ -77,6 +80,15 @@ void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, 
   }
 }
 
+TEST(BlockedLayout, BlocksAreSixteenChannelsWhereOneDnnRunsAvx512) {
+  const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const bool avx2_forced = isa != nullptr && std::string_view(isa) == "AVX2";
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  EXPECT_EQ(runtime::nn::channel_block(), avx512 && !avx2_forced ? 16 : 8);
+}
+
 TEST(BlockedLayout, AChainWithPartialBlocksPoolsConcatAndResidualsMatchesPlain) {
   // 12 and 20 channels leave padded lanes; Sigmoid (1/2 at 0) must not see them.
   auto model = with_weights(R"(
@@ -123,13 +135,13 @@ TEST(BlockedLayout, MaxPoolsWithPadsDilationsAndNegativeValues) {
   // Padding must never win a maximum: about half the conv outputs are negative.
   auto model = with_weights(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[1,10,11,12] x) => (float[1,10,6,7] y, float[1,10,5,4] z) {
+g (float[1,16,11,12] x) => (float[1,10,6,7] y, float[1,10,5,4] z) {
   c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
   y = MaxPool <kernel_shape = [3,2], strides = [2,2], pads = [1,1,1,1]> (c1)
   z = MaxPool <kernel_shape = [3,3], strides = [3,3], pads = [2,1,2,1], dilations = [2,2], ceil_mode = 1> (c1)
 })",
-                            {{"w1", {10, 10, 1, 1}}, {"b1", {10}}});
-  expect_blocked_equals_plain(model, random_tensor({1, 10, 11, 12}, 5), 1, 0);
+                            {{"w1", {10, 16, 1, 1}}, {"b1", {10}}});
+  expect_blocked_equals_plain(model, random_tensor({1, 16, 11, 12}, 5), 1, 0);
 }
 
 TEST(BlockedLayout, MaxPoolSkipsNaNsAsThePlainKernelDoes) {
@@ -137,12 +149,12 @@ TEST(BlockedLayout, MaxPoolSkipsNaNsAsThePlainKernelDoes) {
   // 3x2 at stride 2 meet those pixels first, in the middle and last.
   auto model = with_weights(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[1,10,11,12] x) => (float[1,10,5,6] y) {
+g (float[1,16,11,12] x) => (float[1,10,5,6] y) {
   c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
   y = MaxPool <kernel_shape = [3,2], strides = [2,2]> (c1)
 })",
-                            {{"w1", {10, 10, 1, 1}}, {"b1", {10}}});
-  Tensor x = random_tensor({1, 10, 11, 12}, 6);
+                            {{"w1", {10, 16, 1, 1}}, {"b1", {10}}});
+  Tensor x = random_tensor({1, 16, 11, 12}, 6);
   for (auto [h, w] : {std::pair{0, 0}, std::pair{3, 5}, std::pair{6, 9}, std::pair{8, 2}})
     x.mutable_data<float>()[h * 12 + w] = std::numeric_limits<float>::quiet_NaN();
   expect_blocked_equals_plain(model, x, 1, 0);

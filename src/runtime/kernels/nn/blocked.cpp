@@ -21,13 +21,11 @@
 namespace onnxkit::runtime::nn {
 namespace {
 
-constexpr int64_t B = kChannelBlock;
-
-int64_t blocks(int64_t c) { return (c + B - 1) / B; }
+int64_t blocks(int64_t c) { return ceil_div(c, channel_block()); }
 
 // The logical [N, C, H, W] of a blocked tensor with C channels.
 Result<Shape> logical_shape(const Tensor& t, int64_t channels) {
-  if (t.rank() != 5 || t.dim(4) != B || t.dim(1) != blocks(channels))
+  if (t.rank() != 5 || t.dim(4) != channel_block() || t.dim(1) != blocks(channels))
     return make_error("expected a blocked tensor of {} channels, got {}", channels, shape_to_string(t.shape()));
   return Shape{t.dim(0), channels, t.dim(2), t.dim(3)};
 }
@@ -84,7 +82,9 @@ class BlockedConv final : public Kernel {
 
 enum class PoolKind { max, average };
 
-// best = max(best, pixel) lane by lane over one pixel of 8 channels, in two
+constexpr int64_t kLanes = 8;  // channels PixelMax takes at once
+
+// best = max(best, pixel) lane by lane over kLanes channels, in two
 // SSE registers where there are (GCC does not vectorize the lane loop). A
 // NaN never wins, as in the plain kernels: maxps returns its second operand
 // when either is NaN, and that is the running maximum.
@@ -100,20 +100,21 @@ struct PixelMax {
     _mm_storeu_ps(out + 4, hi);
   }
 #else
-  float best[B];
-  PixelMax() { std::fill_n(best, B, -std::numeric_limits<float>::infinity()); }
+  float best[kLanes];
+  PixelMax() { std::fill_n(best, kLanes, -std::numeric_limits<float>::infinity()); }
   void add(const float* pixel) {
-    for (int64_t l = 0; l < B; ++l) best[l] = std::max(best[l], pixel[l]);
+    for (int64_t l = 0; l < kLanes; ++l) best[l] = std::max(best[l], pixel[l]);
   }
-  void store(float* out) const { std::copy_n(best, B, out); }
+  void store(float* out) const { std::copy_n(best, kLanes, out); }
 #endif
 };
-static_assert(B == 8, "PixelMax holds 8 channels");
 
-// Max pooling on nChw8c, 8 channels per vector: each output pixel is the
-// lane-wise maximum of the input pixels its window covers (padding is never
-// the maximum). Ours rather than oneDNN's, whose primitive costs 4x more here.
+// Max pooling on blocked planes, kLanes channels at a time: each output
+// pixel is the lane-wise maximum of the input pixels its window covers
+// (padding is never the maximum). Ours rather than oneDNN's, whose primitive
+// costs 4x more here.
 void max_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeometry& g) {
+  const int64_t B = channel_block();
   const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
   const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pads_begin[0], pw = g.pads_begin[1];
@@ -122,19 +123,20 @@ void max_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeom
     for (int64_t r = 0; r < oh; ++r) {
       const float* in = x + plane * ih * iw * B;
       float* out = y + (plane * oh + r) * ow * B;
-      for (int64_t c = 0; c < ow; ++c) {
-        PixelMax best;
-        for (int64_t i = 0; i < kh; ++i) {
-          const int64_t h = r * sh - ph + i * dh;
-          if (h < 0 || h >= ih) continue;
-          for (int64_t j = 0; j < kw; ++j) {
-            const int64_t w = c * sw - pw + j * dw;
-            if (w < 0 || w >= iw) continue;
-            best.add(in + (h * iw + w) * B);
+      for (int64_t c = 0; c < ow; ++c)
+        for (int64_t lane = 0; lane < B; lane += kLanes) {
+          PixelMax best;
+          for (int64_t i = 0; i < kh; ++i) {
+            const int64_t h = r * sh - ph + i * dh;
+            if (h < 0 || h >= ih) continue;
+            for (int64_t j = 0; j < kw; ++j) {
+              const int64_t w = c * sw - pw + j * dw;
+              if (w < 0 || w >= iw) continue;
+              best.add(in + (h * iw + w) * B + lane);
+            }
           }
+          best.store(out + c * B + lane);
         }
-        best.store(out + c * B);
-      }
     }
 }
 
@@ -182,11 +184,11 @@ class BlockedPool final : public Kernel {
     WindowAttributes window = window_;
     if (global_) window.kernel_shape = {x[2], x[3]};
     ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(window, {x[2], x[3]}, window.kernel_shape));
-    using tag = dnnl::memory::format_tag;
     auto pool = std::make_shared<PoolPrimitive>();
     try {
-      pool->src = dnnl::memory::desc({x[0], x[1], x[2], x[3]}, dnnl::memory::data_type::f32, tag::nChw8c);
-      pool->dst = dnnl::memory::desc({x[0], x[1], g.out[0], g.out[1]}, dnnl::memory::data_type::f32, tag::nChw8c);
+      const auto blocked = static_cast<dnnl::memory::format_tag>(blocked_format());
+      pool->src = dnnl::memory::desc({x[0], x[1], x[2], x[3]}, dnnl::memory::data_type::f32, blocked);
+      pool->dst = dnnl::memory::desc({x[0], x[1], g.out[0], g.out[1]}, dnnl::memory::data_type::f32, blocked);
       dnnl::memory::dims pad_r(2);
       for (size_t i = 0; i < 2; ++i)  // ceil_mode's last window may reach past the end pads
         pad_r[i] = std::max(g.pads_end[i], (g.out[i] - 1) * g.strides[i] + g.kernel[i] - g.in[i] - g.pads_begin[i]);
@@ -222,7 +224,7 @@ class ToBlocked final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     ONNXKIT_TRY(check_plain_activation(*x, channels_));
-    const int64_t n = x->dim(0), c = channels_, hw = x->dim(2) * x->dim(3), cb = blocks(c);
+    const int64_t n = x->dim(0), c = channels_, hw = x->dim(2) * x->dim(3), cb = blocks(c), B = channel_block();
     Tensor& y = ctx.output(0, DataType::float32, blocked_shape(n, c, x->dim(2), x->dim(3)));
     const float* src = x->data<float>();
     float* dst = y.mutable_data<float>();
@@ -249,7 +251,7 @@ class ToPlain final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     ONNXKIT_ASSIGN(Shape shape, logical_shape(*x, channels_));
-    const int64_t n = shape[0], c = channels_, hw = shape[2] * shape[3], cb = blocks(c);
+    const int64_t n = shape[0], c = channels_, hw = shape[2] * shape[3], cb = blocks(c), B = channel_block();
     Tensor& y = ctx.output(0, DataType::float32, shape);
     const float* src = x->data<float>();
     float* dst = y.mutable_data<float>();
@@ -273,6 +275,7 @@ class ToPlain final : public Kernel {
 class BlockedConcat final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
+    const int64_t B = channel_block();
     std::vector<const Tensor*> xs;
     int64_t total_blocks = 0;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -302,7 +305,15 @@ class BlockedConcat final : public Kernel {
 
 }  // namespace
 
-Shape blocked_shape(int64_t n, int64_t c, int64_t h, int64_t w) { return {n, blocks(c), h, w, B}; }
+int64_t channel_block() {
+  static const int64_t block = [] {
+    const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & avx512) == avx512 ? 16 : 8;
+  }();
+  return block;
+}
+
+Shape blocked_shape(int64_t n, int64_t c, int64_t h, int64_t w) { return {n, blocks(c), h, w, channel_block()}; }
 
 bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* bias) {
   if (!node.in_onnx_domain() || w == nullptr || w->dtype() != DataType::float32 || w->rank() != 4) return false;
@@ -311,6 +322,7 @@ bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* b
   if (group <= 0 || w->dim(0) % group != 0) return false;
   const int64_t in_channels = w->dim(1) * group, out_channels = w->dim(0);
   const bool depthwise = group == in_channels && group == out_channels;
+  const int64_t B = channel_block();
   return group == 1 || depthwise || (w->dim(1) % B == 0 && (out_channels / group) % B == 0);
 }
 
@@ -329,7 +341,7 @@ bool pool_can_run_blocked(const ir::Node& node) {
 }
 
 bool conv_reads_plain(const ir::Node& node, const Tensor& w) {
-  return node.attr_int("group", 1) == 1 && w.rank() == 4 && w.dim(1) < B;
+  return node.attr_int("group", 1) == 1 && w.rank() == 4 && w.dim(1) < channel_block();
 }
 
 Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool plain_input) {

@@ -1,7 +1,8 @@
 #pragma once
 // Kernels on activations in the blocked layout: a 4-D float tensor of
-// logical shape [N, C, H, W] held as [N, ceil(C/8), H, W, 8], channels padded
-// with zeros (oneDNN's nChw8c, read by its AVX2 kernels). Chains
+// logical shape [N, C, H, W] held as [N, ceil(C/B), H, W, B], channels padded
+// with zeros, B = channel_block(): oneDNN's nChw16c where its AVX-512 kernels
+// run, nChw8c (its AVX2 kernels) elsewhere. Chains
 // of convolutions, pools and element-wise ops stay in it, so data is reordered once at each end of a
 // chain instead of inside every convolution. The session decides which nodes
 // run blocked (runtime/layout.h); these are the kernels it uses for them.
@@ -13,7 +14,9 @@
 
 namespace onnxkit::runtime::nn {
 
-inline constexpr int64_t kChannelBlock = 8;
+// Channels per block: 16 where oneDNN runs AVX-512 (its effective ISA, so
+// ONEDNN_MAX_CPU_ISA=AVX2 makes it 8 too), else 8. Fixed for the process.
+int64_t channel_block();
 
 // The blocked shape of a logical [N, C, H, W].
 Shape blocked_shape(int64_t n, int64_t c, int64_t h, int64_t w);
@@ -27,7 +30,7 @@ bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* b
 bool pool_can_run_blocked(const ir::Node& node);
 
 // Whether a Conv that starts a blocked region reads its plain input as it is
-// (a first layer: fewer than 8 input channels, one group) rather than a
+// (a first layer: fewer input channels than a block, one group) rather than a
 // reordered copy.
 bool conv_reads_plain(const ir::Node& node, const Tensor& w);
 // Conv writing a blocked tensor (the fused activation of `info` applies),

@@ -2,6 +2,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "runtime/kernels/nn/blocked.h"
+
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -11,6 +13,8 @@ dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
+
+dnnl_format_tag_t blocked_format() { return channel_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c; }
 
 namespace {
 
@@ -50,8 +54,9 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
     const size_t rank = p.window.rank() + 2;
     auto state = std::make_unique<State>();
     if (layout != ActivationLayout::plain && rank != 4) return nullptr;
-    const tag src_tag = layout == ActivationLayout::blocked ? tag::nChw8c : plain_tag(rank);
-    const tag dst_tag = layout == ActivationLayout::plain ? plain_tag(rank) : tag::nChw8c;
+    const tag blocked = static_cast<tag>(blocked_format());
+    const tag src_tag = layout == ActivationLayout::blocked ? blocked : plain_tag(rank);
+    const tag dst_tag = layout == ActivationLayout::plain ? plain_tag(rank) : blocked;
     state->src_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, src_tag);
     state->dst_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, dst_tag);
     // Grouped weights are [G, M/G, C/G, k...] to oneDNN.

@@ -4,6 +4,8 @@
 // activations stay plain N,C,spatial so neighbouring kernels see ordinary
 // tensors. Tested against conv_reference.
 
+#include <oneapi/dnnl/dnnl_types.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,11 +21,15 @@ namespace onnxkit::runtime::nn {
 // The CPU engine every oneDNN primitive of the runtime runs on.
 dnnl::engine& cpu_engine();
 
+// oneDNN's format of blocked activations (blocked.h): nChw16c or nChw8c, as
+// channel_block() says.
+dnnl_format_tag_t blocked_format();
+
 // How activations are laid out in memory: plain [N, C, spatial...], or
-// blocked [N, ceil(C/8), H, W, 8] with zeros in the padded channels (oneDNN's
-// nChw8c, which its AVX2 kernels read fastest). A network's first layer,
-// with fewer than 8 input channels, reads plain and writes blocked: oneDNN
-// has fast kernels for that and only a slow one for a padded blocked input.
+// blocked (blocked.h) with zeros in the padded channels. A network's first
+// layer, with fewer input channels than a block, reads plain and writes
+// blocked: oneDNN has fast kernels for that and only a slow one for a padded
+// blocked input.
 enum class ActivationLayout { plain, blocked, plain_to_blocked };
 
 // An error unless `residual` (FusedActivation::add_residual) is null or has

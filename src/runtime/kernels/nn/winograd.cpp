@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #define ONNXKIT_WINOGRAD 1
 #define ONNXKIT_AVX2 __attribute__((target("avx2,fma")))
+#define ONNXKIT_AVX512 __attribute__((target("avx512f")))
 #else
 #define ONNXKIT_WINOGRAD 0
 #endif
@@ -20,7 +21,7 @@
 namespace onnxkit::runtime::nn {
 namespace {
 
-constexpr int64_t B = kChannelBlock;
+constexpr int64_t kLanes = 8;  // channels per AVX register; a block (channel_block()) holds one or two
 constexpr int64_t kPanel = 16;  // output channels per register tile: two AVX registers
 constexpr int64_t kRows = 6;    // tiles per register tile: 12 accumulators of the 16 registers
 constexpr int64_t kPoints = 16;
@@ -55,17 +56,23 @@ bool cpu_has_avx2_fma() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+// Where blocks are 16 channels oneDNN runs AVX-512 (blocked.h), and so do the products here.
+bool products_on_avx512() { return channel_block() == 16; }
+
 // Where the tiles are: image n's tile (ty, tx) covers outputs 2ty..2ty+1,
 // 2tx..2tx+1 and reads the 4x4 input patch from (2ty - pad_top, 2tx - pad_left).
 struct Geometry {
   int64_t h, w, oh, ow, pad_top, pad_left;
   int64_t tiles_h, tiles_w, tiles;  // tiles over all images
+  int64_t block;                    // channel_block(): floats per pixel of a blocked plane
   int64_t in_blocks, out_blocks;
+  int64_t in_groups, out_groups;  // kLanes channels each; the output's cover its padded lanes
 };
 
-// V = B^T d B of one tile's 4x4 patch, 8 channels at once, with
+// V = B^T d B of one tile's 4x4 patch, kLanes channels at once, with
 // B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]].
-// `plane` is one 8-channel block of one image; point xi goes to v + xi * stride.
+// `plane` is one block of one image, from the group's first lane; point xi
+// goes to v + xi * stride.
 ONNXKIT_AVX2 void transform_input(const float* plane, const Geometry& g, int64_t top, int64_t left, float* v,
                                   int64_t stride) {
   __m256 d[4][4];
@@ -74,7 +81,7 @@ ONNXKIT_AVX2 void transform_input(const float* plane, const Geometry& g, int64_t
     for (int j = 0; j < 4; ++j) {
       const int64_t col = left + j;
       const bool inside = row >= 0 && row < g.h && col >= 0 && col < g.w;
-      d[i][j] = inside ? _mm256_loadu_ps(plane + (row * g.w + col) * B) : _mm256_setzero_ps();
+      d[i][j] = inside ? _mm256_loadu_ps(plane + (row * g.w + col) * g.block) : _mm256_setzero_ps();
     }
   }
   __m256 t[4][4];
@@ -133,10 +140,46 @@ ONNXKIT_AVX2 void multiply_panel(int64_t rows, int64_t depth, const float* a, co
   for (int64_t r = 0; r < rows; r += kRows) multiply_six_rows(depth, a + r * depth, depth, panel, c + r * ldc, ldc);
 }
 
+// Six rows of C by `Panels` panels (16 columns each, one AVX-512 register),
+// the panels `panel_stride` floats apart; otherwise as multiply_six_rows.
+// (Twelve rows, 24 accumulators, ran resnet18 no faster.)
+template <int Panels>
+ONNXKIT_AVX512 void multiply_six_rows_avx512(int64_t depth, const float* a, int64_t lda, const float* panel,
+                                             int64_t panel_stride, float* c, int64_t ldc) {
+  __m512 acc[kRows][Panels];
+  for (auto& row : acc)
+    for (__m512& v : row) v = _mm512_setzero_ps();
+  const float* p1 = panel + (Panels > 1 ? panel_stride : 0);
+  for (int64_t q = 0; q < depth; ++q) {
+    __m512 b[Panels];
+    b[0] = _mm512_loadu_ps(panel + q * kPanel);
+    if constexpr (Panels > 1) b[1] = _mm512_loadu_ps(p1 + q * kPanel);
+#pragma GCC unroll 6
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * lda + q]);
+#pragma GCC unroll 2
+      for (int j = 0; j < Panels; ++j) acc[r][j] = _mm512_fmadd_ps(x, b[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int j = 0; j < Panels; ++j) _mm512_storeu_ps(c + r * ldc + j * kPanel, acc[r][j]);
+}
+
+// `count` (1 or 2) panels from `panel` on.
+ONNXKIT_AVX512 void multiply_panels_avx512(int64_t rows, int64_t depth, const float* a, const float* panel,
+                                           int64_t count, float* c, int64_t ldc) {
+  for (int64_t r = 0; r < rows; r += kRows) {
+    if (count == 2)
+      multiply_six_rows_avx512<2>(depth, a + r * depth, depth, panel, depth * kPanel, c + r * ldc, ldc);
+    else
+      multiply_six_rows_avx512<1>(depth, a + r * depth, depth, panel, 0, c + r * ldc, ldc);
+  }
+}
+
 // Y = A^T M A with A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], then bias, the
 // residual, the activation; written where the tile lies inside the output.
-// Point xi of M is at m + xi * stride; `plane` and `residual` are one
-// 8-channel block of one image of the output and the residual.
+// Point xi of M is at m + xi * stride; `plane` and `residual` are one block
+// of one image of the output and the residual, from the group's first lane.
 // Lanes from `valid` on are padded channels and stay zero.
 ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometry& g, int64_t top, int64_t left,
                                    const float* bias8, const float* residual, const FusedActivation& act,
@@ -161,7 +204,7 @@ ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometr
     for (int j = 0; j < 2; ++j) {
       const int64_t col = left + j;
       if (col >= g.ow) break;
-      const int64_t at = (row * g.ow + col) * B;
+      const int64_t at = (row * g.ow + col) * g.block;
       __m256 v = _mm256_add_ps(y[j], bias);
       if (residual != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(residual + at));
       // The bound first: max and min return their second operand when one
@@ -179,7 +222,7 @@ ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometr
 WinogradConv::WinogradConv(int64_t in_channels, int64_t out_channels, FusedActivation activation)
     : in_channels_(in_channels),
       out_channels_(out_channels),
-      depth_(round_up(in_channels, B)),
+      depth_(round_up(in_channels, kLanes)),
       columns_(round_up(out_channels, kPanel)),
       activation_(activation) {}
 
@@ -220,7 +263,11 @@ bool WinogradConv::pays_off(const ConvParams& p) const {
   const int64_t tiles = p.batch * ceil_div(p.window.out[0], 2) * ceil_div(p.window.out[1], 2);
   // The products run on whole register tiles of six tiles: below two of them
   // the padding rows and the filters' 16/9 more floats outweigh the saving.
-  return tiles >= 2 * kRows;
+  // Next to oneDNN's AVX-512 direct convolution, twice as fast as its AVX2
+  // one, streaming the larger filters costs more: resnet18's 512-channel
+  // layers (16 tiles) ran 11-17% slower by Winograd there, its 256-channel
+  // ones (49 tiles) 25% faster.
+  return tiles >= (products_on_avx512() ? 4 : 2) * kRows;
 }
 
 Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const Tensor* residual) const {
@@ -238,12 +285,15 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
                       shape_to_string(y_shape), to_string(x.dtype()), shape_to_string(x.shape()), to_string(y.dtype()),
                       shape_to_string(y.shape()));
   ONNXKIT_TRY(check_residual(residual, y));
-  Geometry g{win.in[0], win.in[1], win.out[0], win.out[1], win.pads_begin[0], win.pads_begin[1], 0, 0, 0, 0, 0};
+  Geometry g{win.in[0], win.in[1], win.out[0], win.out[1], win.pads_begin[0], win.pads_begin[1], 0, 0, 0, 0, 0, 0, 0, 0};
   g.tiles_h = ceil_div(g.oh, 2);
   g.tiles_w = ceil_div(g.ow, 2);
   g.tiles = p.batch * g.tiles_h * g.tiles_w;
-  g.in_blocks = depth_ / B;
-  g.out_blocks = ceil_div(out_channels_, B);
+  g.block = channel_block();
+  g.in_blocks = ceil_div(in_channels_, g.block);
+  g.out_blocks = ceil_div(out_channels_, g.block);
+  g.in_groups = depth_ / kLanes;
+  g.out_groups = g.out_blocks * g.block / kLanes;
   if (g.tiles == 0) return {};
   const int64_t per_tile = kPoints * (depth_ + columns_);
   int64_t chunk = std::max({kRows, kChunkFloats / per_tile / kRows * kRows,
@@ -267,7 +317,11 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   const float* xs = x.data<float>();
   float* ys = y.mutable_data<float>();
   const float* rs = residual != nullptr ? residual->data<float>() : nullptr;
-  const int64_t in_plane = g.h * g.w * B, out_plane = g.oh * g.ow * B, per_image = g.tiles_h * g.tiles_w;
+  const int64_t in_plane = g.h * g.w * g.block, out_plane = g.oh * g.ow * g.block, per_image = g.tiles_h * g.tiles_w;
+  // Where lane group q starts: its block's plane, plus its first lane.
+  auto group_offset = [&](int64_t n, int64_t blocks, int64_t plane_floats, int64_t q) {
+    return (n * blocks + q * kLanes / g.block) * plane_floats + q * kLanes % g.block;
+  };
 
   // The three steps on chunk c, by work item; `buffer` is the chunk's scratch.
   auto count_of = [&](int64_t c) { return std::min(chunk, g.tiles - c * chunk); };  // its tiles
@@ -280,30 +334,37 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
     return Corner{t / per_image, 2 * ((t % per_image) / g.tiles_w), 2 * (t % g.tiles_w)};
   };
   auto transform_inputs = [&](int64_t c, float* buffer, int64_t item) {
-    const int64_t local = item / g.in_blocks, cb = item % g.in_blocks;
-    float* dst = buffer + local * depth_ + cb * B;
+    const int64_t local = item / g.in_groups, q = item % g.in_groups;
+    float* dst = buffer + local * depth_ + q * kLanes;
     const int64_t t = c * chunk + local;
     if (t >= g.tiles) {  // rows past the last tile: zeros, multiplied and never read
-      for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, B, 0.0f);
+      for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, kLanes, 0.0f);
       return;
     }
     const Corner at = corner(t);
-    transform_input(xs + (at.n * g.in_blocks + cb) * in_plane, g, at.row - g.pad_top, at.col - g.pad_left, dst,
-                    v_stride);
+    transform_input(xs + group_offset(at.n, g.in_blocks, in_plane, q), g, at.row - g.pad_top, at.col - g.pad_left,
+                    dst, v_stride);
   };
+  // A work item is one panel of one point, or two on AVX-512.
+  const bool wide = products_on_avx512();
+  const int64_t per_item = wide ? 2 : 1, items_per_point = ceil_div(panels, per_item);
   auto multiply = [&](int64_t c, float* buffer, int64_t item) {
-    const int64_t xi = item / panels, panel = item % panels;
-    multiply_panel(rows_of(c), depth_, buffer + xi * v_stride,
-                   filters_.data() + (xi * panels + panel) * depth_ * kPanel,
-                   buffer + kPoints * v_stride + xi * m_stride + panel * kPanel, columns_);
+    const int64_t xi = item / items_per_point, panel = item % items_per_point * per_item;
+    const float* a = buffer + xi * v_stride;
+    const float* filters = filters_.data() + (xi * panels + panel) * depth_ * kPanel;
+    float* products = buffer + kPoints * v_stride + xi * m_stride + panel * kPanel;
+    if (wide)
+      multiply_panels_avx512(rows_of(c), depth_, a, filters, std::min(per_item, panels - panel), products, columns_);
+    else
+      multiply_panel(rows_of(c), depth_, a, filters, products, columns_);
   };
   auto transform_outputs = [&](int64_t c, float* buffer, int64_t item) {
-    const int64_t local = item / g.out_blocks, kb = item % g.out_blocks;
+    const int64_t local = item / g.out_groups, q = item % g.out_groups;
     const Corner at = corner(c * chunk + local);
-    const int64_t plane = (at.n * g.out_blocks + kb) * out_plane;
-    transform_output(buffer + kPoints * v_stride + local * columns_ + kb * B, m_stride, g, at.row, at.col,
-                     bias_.data() + kb * B, rs != nullptr ? rs + plane : nullptr, activation_,
-                     out_channels_ - kb * B, ys + plane);
+    const int64_t at_group = group_offset(at.n, g.out_blocks, out_plane, q);
+    transform_output(buffer + kPoints * v_stride + local * columns_ + q * kLanes, m_stride, g, at.row, at.col,
+                     bias_.data() + q * kLanes, rs != nullptr ? rs + at_group : nullptr, activation_,
+                     out_channels_ - q * kLanes, ys + at_group);
   };
 
   if (own_chunks) {
@@ -312,9 +373,9 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
       float* buffer = scratch.get() + omp_get_thread_num() * chunk * per_tile;
 #pragma omp for schedule(dynamic)
       for (int64_t c = 0; c < chunks; ++c) {
-        for (int64_t item = 0; item < rows_of(c) * g.in_blocks; ++item) transform_inputs(c, buffer, item);
-        for (int64_t item = 0; item < kPoints * panels; ++item) multiply(c, buffer, item);
-        for (int64_t item = 0; item < count_of(c) * g.out_blocks; ++item) transform_outputs(c, buffer, item);
+        for (int64_t item = 0; item < rows_of(c) * g.in_groups; ++item) transform_inputs(c, buffer, item);
+        for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(c, buffer, item);
+        for (int64_t item = 0; item < count_of(c) * g.out_groups; ++item) transform_outputs(c, buffer, item);
       }
     }
     return {};
@@ -323,11 +384,11 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
 #pragma omp parallel num_threads(threads) if (threads > 1)
   for (int64_t c = 0; c < chunks; ++c) {
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < rows_of(c) * g.in_blocks; ++item) transform_inputs(c, buffer, item);
+    for (int64_t item = 0; item < rows_of(c) * g.in_groups; ++item) transform_inputs(c, buffer, item);
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < kPoints * panels; ++item) multiply(c, buffer, item);
+    for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(c, buffer, item);
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < count_of(c) * g.out_blocks; ++item) transform_outputs(c, buffer, item);
+    for (int64_t item = 0; item < count_of(c) * g.out_groups; ++item) transform_outputs(c, buffer, item);
   }
   return {};
 #else

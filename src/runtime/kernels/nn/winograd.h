@@ -1,6 +1,7 @@
 #pragma once
 // 3x3 convolution by Winograd's minimal filtering F(2x2, 3x3) on blocked
-// activations (blocked.h), with our own AVX2/FMA kernels. Each 2x2 block of
+// activations (blocked.h), with our own AVX2/FMA kernels (the products on
+// AVX-512 where blocks are 16 channels). Each 2x2 block of
 // outputs ("tile") comes from a 4x4 patch of the input: both the patch and
 // the filter are transformed into 16 points, where the convolution becomes
 // 16 independent matrix products [tiles x C] * [C x M]: 16 multiplies per
@@ -23,7 +24,8 @@ class WinogradConv {
   static std::unique_ptr<WinogradConv> create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                               FusedActivation activation);
 
-  // Whether the input of `p` has enough tiles (two register tiles' worth) for
+  // Whether the input of `p` has enough tiles (two register tiles' worth, four
+  // where blocks are 16 channels) for
   // the transforms and the filters' 16/9 more floats to pay off.
   bool pays_off(const ConvParams& p) const;
 
@@ -37,7 +39,7 @@ class WinogradConv {
   WinogradConv(int64_t in_channels, int64_t out_channels, FusedActivation activation);
 
   int64_t in_channels_, out_channels_;
-  int64_t depth_;    // input channels padded to whole blocks of 8
+  int64_t depth_;    // input channels padded to whole AVX registers (8)
   int64_t columns_;  // output channels padded to whole panels of 16
   FusedActivation activation_;
   // The transformed filters as 16 matrices [depth x columns], each stored as

@@ -318,12 +318,17 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   float* ys = y.mutable_data<float>();
   const float* rs = residual != nullptr ? residual->data<float>() : nullptr;
   const int64_t in_plane = g.h * g.w * g.block, out_plane = g.oh * g.ow * g.block, per_image = g.tiles_h * g.tiles_w;
-  // Where lane group q starts: its block's plane, plus its first lane.
-  auto group_offset = [&](int64_t n, int64_t blocks, int64_t plane_floats, int64_t q) {
-    return (n * blocks + q * kLanes / g.block) * plane_floats + q * kLanes % g.block;
+  // f(q, offset) for each group q of kLanes channels: offset is where the
+  // group starts from an image's first block (its block's plane, plus its
+  // first lane). Counted, not divided: per group, divisions cost as much as
+  // a transform.
+  auto for_each_group = [&](int64_t groups, int64_t plane_floats, auto&& f) {
+    for (int64_t q = 0, block = 0; q < groups; ++block)
+      for (int64_t lane = 0; lane < g.block && q < groups; lane += kLanes, ++q) f(q, block * plane_floats + lane);
   };
 
-  // The three steps on chunk c, by work item; `buffer` is the chunk's scratch.
+  // The three steps on chunk c, by work item (a tile, or a point's panels);
+  // `buffer` is the chunk's scratch.
   auto count_of = [&](int64_t c) { return std::min(chunk, g.tiles - c * chunk); };  // its tiles
   auto rows_of = [&](int64_t c) { return round_up(count_of(c), kRows); };           // in register tiles
   // Tile t's image and the output row and column of its top left corner.
@@ -333,17 +338,19 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   auto corner = [&](int64_t t) {
     return Corner{t / per_image, 2 * ((t % per_image) / g.tiles_w), 2 * (t % g.tiles_w)};
   };
-  auto transform_inputs = [&](int64_t c, float* buffer, int64_t item) {
-    const int64_t local = item / g.in_groups, q = item % g.in_groups;
-    float* dst = buffer + local * depth_ + q * kLanes;
+  auto transform_inputs = [&](int64_t c, float* buffer, int64_t local) {
+    float* dst = buffer + local * depth_;
     const int64_t t = c * chunk + local;
     if (t >= g.tiles) {  // rows past the last tile: zeros, multiplied and never read
-      for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, kLanes, 0.0f);
+      for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, depth_, 0.0f);
       return;
     }
     const Corner at = corner(t);
-    transform_input(xs + group_offset(at.n, g.in_blocks, in_plane, q), g, at.row - g.pad_top, at.col - g.pad_left,
-                    dst, v_stride);
+    const float* image = xs + at.n * g.in_blocks * in_plane;
+    const int64_t top = at.row - g.pad_top, left = at.col - g.pad_left;
+    for_each_group(g.in_groups, in_plane, [&](int64_t q, int64_t offset) {
+      transform_input(image + offset, g, top, left, dst + q * kLanes, v_stride);
+    });
   };
   // A work item is one panel of one point, or two on AVX-512.
   const bool wide = products_on_avx512();
@@ -358,13 +365,15 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
     else
       multiply_panel(rows_of(c), depth_, a, filters, products, columns_);
   };
-  auto transform_outputs = [&](int64_t c, float* buffer, int64_t item) {
-    const int64_t local = item / g.out_groups, q = item % g.out_groups;
+  auto transform_outputs = [&](int64_t c, float* buffer, int64_t local) {
     const Corner at = corner(c * chunk + local);
-    const int64_t at_group = group_offset(at.n, g.out_blocks, out_plane, q);
-    transform_output(buffer + kPoints * v_stride + local * columns_ + q * kLanes, m_stride, g, at.row, at.col,
-                     bias_.data() + q * kLanes, rs != nullptr ? rs + at_group : nullptr, activation_,
-                     out_channels_ - q * kLanes, ys + at_group);
+    const int64_t image = at.n * g.out_blocks * out_plane;
+    const float* products = buffer + kPoints * v_stride + local * columns_;
+    for_each_group(g.out_groups, out_plane, [&](int64_t q, int64_t offset) {
+      transform_output(products + q * kLanes, m_stride, g, at.row, at.col, bias_.data() + q * kLanes,
+                       rs != nullptr ? rs + image + offset : nullptr, activation_, out_channels_ - q * kLanes,
+                       ys + image + offset);
+    });
   };
 
   if (own_chunks) {
@@ -373,9 +382,9 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
       float* buffer = scratch.get() + omp_get_thread_num() * chunk * per_tile;
 #pragma omp for schedule(dynamic)
       for (int64_t c = 0; c < chunks; ++c) {
-        for (int64_t item = 0; item < rows_of(c) * g.in_groups; ++item) transform_inputs(c, buffer, item);
+        for (int64_t item = 0; item < rows_of(c); ++item) transform_inputs(c, buffer, item);
         for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(c, buffer, item);
-        for (int64_t item = 0; item < count_of(c) * g.out_groups; ++item) transform_outputs(c, buffer, item);
+        for (int64_t item = 0; item < count_of(c); ++item) transform_outputs(c, buffer, item);
       }
     }
     return {};
@@ -384,11 +393,11 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
 #pragma omp parallel num_threads(threads) if (threads > 1)
   for (int64_t c = 0; c < chunks; ++c) {
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < rows_of(c) * g.in_groups; ++item) transform_inputs(c, buffer, item);
+    for (int64_t item = 0; item < rows_of(c); ++item) transform_inputs(c, buffer, item);
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(c, buffer, item);
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < count_of(c) * g.out_groups; ++item) transform_outputs(c, buffer, item);
+    for (int64_t item = 0; item < count_of(c); ++item) transform_outputs(c, buffer, item);
   }
   return {};
 #else

@@ -24,8 +24,8 @@ class WinogradConv {
   static std::unique_ptr<WinogradConv> create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                               FusedActivation activation);
 
-  // Whether the input of `p` has enough tiles (two register tiles' worth, four
-  // where blocks are 16 channels) for
+  // Whether the input of `p` has enough tiles (two register tiles' worth; where
+  // blocks are 16 channels, four and more than one block of channels) for
   // the transforms and the filters' 16/9 more floats to pay off.
   bool pays_off(const ConvParams& p) const;
 

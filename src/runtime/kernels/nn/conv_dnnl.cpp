@@ -2,11 +2,11 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "runtime/kernels/nn/blocked.h"
-
 #include <cstring>
 #include <string>
 #include <unordered_map>
+
+#include "runtime/kernels/nn/blocked.h"
 
 namespace onnxkit::runtime::nn {
 dnnl::engine& cpu_engine() {

@@ -266,10 +266,10 @@ bool WinogradConv::pays_off(const ConvParams& p) const {
   // Next to oneDNN's AVX-512 direct convolution, twice as fast as its AVX2
   // one, streaming the larger filters costs more: resnet18's 512-channel
   // layers (16 tiles) ran 11-17% slower by Winograd there, its 256-channel
-  // ones (49 tiles) 25% faster. So do the transforms on one block of input
-  // channels: squeezenet's 16 -> 64 layers ran 10% slower by Winograd
-  // (0.39 against 0.35 ms), its 32 -> 128 ones 20% faster (and on AVX2 the
-  // 16-channel ones 25% faster).
+  // ones (49 tiles) 25% faster. With a single block of input channels the
+  // transforms outweigh the products: squeezenet's 16 -> 64 layers ran 10%
+  // slower by Winograd (0.39 against 0.35 ms), its 32 -> 128 ones 20% faster
+  // (on AVX2 the 16-channel ones are 25% faster by Winograd).
   if (products_on_avx512()) return tiles >= 4 * kRows && in_channels_ > channel_block();
   return tiles >= 2 * kRows;
 }
@@ -289,7 +289,8 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
                       shape_to_string(y_shape), to_string(x.dtype()), shape_to_string(x.shape()), to_string(y.dtype()),
                       shape_to_string(y.shape()));
   ONNXKIT_TRY(check_residual(residual, y));
-  Geometry g{win.in[0], win.in[1], win.out[0], win.out[1], win.pads_begin[0], win.pads_begin[1], 0, 0, 0, 0, 0, 0, 0, 0};
+  Geometry g{.h = win.in[0], .w = win.in[1], .oh = win.out[0], .ow = win.out[1], .pad_top = win.pads_begin[0],
+             .pad_left = win.pads_begin[1]};
   g.tiles_h = ceil_div(g.oh, 2);
   g.tiles_w = ceil_div(g.ow, 2);
   g.tiles = p.batch * g.tiles_h * g.tiles_w;

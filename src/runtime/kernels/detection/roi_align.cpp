@@ -21,6 +21,7 @@
 #include <new>
 
 #include "runtime/kernels/detection/detection.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::detection {
 namespace {
@@ -247,7 +248,7 @@ Status roi_align(KernelContext& ctx, const Options& o) {
   if (height == 0 || width == 0) {
     std::fill_n(out, y.numel(), C(0));  // nothing to sample: every sample is outside
   } else {
-    const int threads = std::max(1, omp_get_max_threads());
+    const int threads = available_threads();
     std::vector<std::vector<Tap<C>>> ys(static_cast<size_t>(threads * oh)), xs(static_cast<size_t>(threads * ow));
     const bool parallel = num_rois > 1 && channels * oh * ow * num_rois >= kParallelWork;
     bool out_of_memory = false;

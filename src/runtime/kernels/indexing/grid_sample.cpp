@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "runtime/kernels/indexing/indexing.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::indexing {
 namespace {
@@ -205,7 +206,7 @@ Status grid_sample(KernelContext& ctx, const SampleOptions& o) {
     std::vector<std::vector<Tap>> taps;
     std::vector<std::pair<int64_t, double>> combined, next;  // (offset in plane, weight)
   };
-  const int threads = omp_get_max_threads();
+  const int threads = available_threads();
   std::vector<Scratch> scratch(static_cast<size_t>(threads));
   for (Scratch& sc : scratch) {
     sc.taps.assign(spatial, {});

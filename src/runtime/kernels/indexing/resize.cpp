@@ -21,6 +21,7 @@
 #include <set>
 
 #include "runtime/kernels/indexing/indexing.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::indexing {
 namespace {
@@ -399,7 +400,7 @@ void resize_generic(const Tensor& x, const std::vector<AxisTable>& tables, const
   const int64_t total = y.numel();
 
   // Per-thread odometers, allocated here: nothing may throw inside the region.
-  const int max_threads = omp_get_max_threads();
+  const int max_threads = available_threads();
   std::vector<std::vector<int64_t>> indices(static_cast<size_t>(max_threads), std::vector<int64_t>(rank));
   std::vector<std::vector<int64_t>> taps(static_cast<size_t>(max_threads), std::vector<int64_t>(active.size()));
   // Copying strings allocates, so they stay on one thread.
@@ -624,7 +625,7 @@ void resize_image(const Tensor& x, const std::vector<AxisTable>& tables, const O
   };
   const int64_t plane_work = (rows_needed + out_h) * out_w * static_cast<int64_t>(kh + kw);
   const bool large = planes * plane_work >= kParallelWork;
-  const int64_t threads = omp_get_max_threads();
+  const int64_t threads = available_threads();
   if (planes >= 2 * threads && large) {
     // Scratch for every thread up front: nothing may throw inside the region.
     std::vector<float> scratch(static_cast<size_t>(threads * rows_needed * out_w));

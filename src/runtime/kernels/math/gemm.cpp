@@ -16,6 +16,8 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/parallel.h"
+
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define ONNXKIT_MATH_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -285,8 +287,7 @@ void run_vector(const Problem<double>& pr, int64_t first, int64_t last, double* 
 }
 
 int usable_threads(double work) {
-  if (work < kParallelWork || omp_in_parallel()) return 1;
-  return std::max(1, omp_get_max_threads());
+  return work < kParallelWork ? 1 : available_threads();
 }
 
 template <class T>
@@ -365,7 +366,10 @@ ONNXKIT_MATH_CLONES void integer_rows(int64_t first, int64_t last, int64_t n, in
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  // oneDNN's JIT kernels; its sgemm is row-major, like ours.
+  // oneDNN's JIT kernels; its sgemm is row-major, like ours. It shares even
+  // the smallest product among all the threads it may use (an LSTM step's
+  // 1 x 512 x 128 took twice as long on two threads as on one).
+  const ThreadLimit limit(usable_threads(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k)));
   if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success)
     return;
   gemm_portable(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

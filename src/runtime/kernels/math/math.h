@@ -9,6 +9,7 @@
 
 #include "runtime/kernel.h"
 #include "runtime/kernels/math/gemm.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::math {
 
@@ -72,8 +73,8 @@ void for_each_matmul(const MatMulPlan& plan, Product&& product) {
     product(int64_t(0), plan.a_offset[0], plan.b_offset[0], int64_t(0), plan.m * (plan.foldable ? plan.batch : 1));
     return;
   }
-#pragma omp parallel for if (batch_across_threads(plan)) schedule(dynamic)
-  for (int64_t e = 0; e < plan.batch; ++e) product(e, plan.a_offset[e], plan.b_offset[e], e * mn, plan.m);
+  parallel_for(plan.batch, batch_across_threads(plan),
+               [&](int64_t e) { product(e, plan.a_offset[e], plan.b_offset[e], e * mn, plan.m); });
 }
 
 // Family parts (register.cpp calls them).

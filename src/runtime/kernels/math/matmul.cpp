@@ -476,8 +476,7 @@ KernelFactory transposed_matmul_kernel(TransposedMatMul spec) {
       gemm(ga->transposed, gb->transposed, m, n, k, spec.alpha, pa + matrix_offset(va, plan.a_batch[e]), ga->ld,
            pb + matrix_offset(vb, plan.b_batch[e]), gb->ld, 0.0f, py + matrix_offset(vy, e), ldc);
     };
-#pragma omp parallel for if (batch_across_threads(plan)) schedule(dynamic)
-    for (int64_t e = 0; e < plan.batch; ++e) product(e);
+    parallel_for(plan.batch, batch_across_threads(plan), product);
     return {};
   });
 }

@@ -2,18 +2,15 @@
 
 #include "runtime/kernels/nn/conv.h"
 
-#include <map>
-#include <mutex>
-
-#include "runtime/kernels/nn/conv_dnnl.h"
-
-#include <omp.h>
-
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "runtime/kernels/math/gemm.h"
+#include "runtime/kernels/nn/conv_dnnl.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -135,7 +132,7 @@ void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T*
 
   // Output positions per task: the im2col tile stays a few MB, and there are
   // tasks enough for every thread.
-  const int64_t threads = omp_get_max_threads();
+  const int64_t threads = available_threads();
   int64_t tile = out_size;
   if (!direct) tile = std::min(out_size, std::max<int64_t>(64, (int64_t{1} << 19) / std::max<int64_t>(depth, 1)));
   const int64_t images = n_batch * groups;
@@ -147,29 +144,37 @@ void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T*
   const int64_t tasks = images * tiles;
   const bool parallel = tasks > 1 && n_batch * m_out * out_size * depth >= kParallelWork;
 
-#pragma omp parallel if (parallel)
-  {
-    std::vector<T> col(direct ? 0 : static_cast<size_t>(depth * tile));
-#pragma omp for schedule(dynamic)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t n = task / (groups * tiles), gi = (task / tiles) % groups, t = task % tiles;
-      const int64_t p0 = t * tile, p1 = std::min(out_size, p0 + tile), width = p1 - p0;
-      const T* image = x + (n * c_in + gi * cg) * in_size;
-      T* out = y + (n * m_out + gi * mg) * out_size + p0;
-      const T* b = image + p0;
-      int64_t ldb = in_size;
-      if (!direct) {
-        im2col_tile(image, cg, g, p0, p1, col.data());
-        b = col.data();
-        ldb = width;
-      }
-      math::gemm_portable(false, false, mg, width, depth, T(1), w + gi * mg * depth, depth, b, ldb, T(0), out, out_size);
-      if (bias != nullptr)
-        for (int64_t m = 0; m < mg; ++m) {
-          const T v = bias[gi * mg + m];
-          for (int64_t j = 0; j < width; ++j) out[m * out_size + j] += v;
-        }
+  // Each thread keeps one im2col buffer for all its tasks.
+  auto run_task = [&](int64_t task, std::vector<T>& col) {
+    const int64_t n = task / (groups * tiles), gi = (task / tiles) % groups, t = task % tiles;
+    const int64_t p0 = t * tile, p1 = std::min(out_size, p0 + tile), width = p1 - p0;
+    const T* image = x + (n * c_in + gi * cg) * in_size;
+    T* out = y + (n * m_out + gi * mg) * out_size + p0;
+    const T* b = image + p0;
+    int64_t ldb = in_size;
+    if (!direct) {
+      im2col_tile(image, cg, g, p0, p1, col.data());
+      b = col.data();
+      ldb = width;
     }
+    math::gemm_portable(false, false, mg, width, depth, T(1), w + gi * mg * depth, depth, b, ldb, T(0), out, out_size);
+    if (bias != nullptr)
+      for (int64_t m = 0; m < mg; ++m) {
+        const T v = bias[gi * mg + m];
+        for (int64_t j = 0; j < width; ++j) out[m * out_size + j] += v;
+      }
+  };
+  const size_t col_size = direct ? 0 : static_cast<size_t>(depth * tile);
+  if (!parallel || threads == 1) {  // no region: the products may use the threads
+    std::vector<T> col(col_size);
+    for (int64_t task = 0; task < tasks; ++task) run_task(task, col);
+    return;
+  }
+#pragma omp parallel
+  {
+    std::vector<T> col(col_size);
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task) run_task(task, col);
   }
 }
 
@@ -512,11 +517,10 @@ void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w
     for (int64_t gi = 0; gi < groups; ++gi) {
       const T* xg = x + (n * p.in_channels + gi * cg) * grid;
       const T* wg = wt.data() + gi * rows * cg;
-#pragma omp parallel for if (parallel && tiles > 1) schedule(dynamic)
-      for (int64_t t = 0; t < tiles; ++t) {
+      parallel_for(tiles, parallel, [&](int64_t t) {
         const int64_t p0 = t * tile, width = std::min(grid, p0 + tile) - p0;
         math::gemm_portable(false, false, rows, width, cg, T(1), wg, cg, xg + p0, grid, T(0), col.data() + p0, grid);
-      }
+      });
       T* yg = y + (n * p.out_channels + gi * mg) * image;
 #pragma omp parallel for if (parallel && mg > 1) schedule(dynamic)
       for (int64_t m = 0; m < mg; ++m) col2im(col.data() + m * ksize * grid, 1, g, yg + m * image);

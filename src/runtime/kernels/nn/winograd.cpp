@@ -8,6 +8,7 @@
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/kernels/nn/nn.h"
+#include "runtime/parallel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -304,7 +305,7 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   int64_t chunk = std::max({kRows, kChunkFloats / per_tile / kRows * kRows,
                             std::min(round_up(depth_ / 2, kRows), kMaxChunkFloats / per_tile / kRows * kRows)});
   int64_t chunks = ceil_div(g.tiles, chunk);
-  const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::max(1, omp_get_max_threads()));
+  const int threads = available_threads();
   // With two chunks for every thread, each thread takes whole chunks through
   // all three steps in its own buffers, with no waiting (the chunks shrunk a
   // little so that every thread gets as many); otherwise the threads share

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/kernel.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::reduce {
 
@@ -124,7 +125,7 @@ template <class In, class Out, class Op>
 void run(const Layout& L, const In* x, Out* out, const Op& op) {
   using Acc = typename Op::Acc;
   const int64_t total = L.outputs * L.count;
-  const int threads = total >= kParallelElements ? std::max(1, omp_get_max_threads()) : 1;
+  const int threads = total >= kParallelElements ? available_threads() : 1;
   if (L.outputs == 0) return;
   if (L.count == 0) {
     for (int64_t o = 0; o < L.outputs; ++o) out[o] = op.finish(op.init(), o);

@@ -12,8 +12,6 @@
 // input_forget replaces the forget gate by 1 - i. A sequence of length 0
 // keeps its initial state as its final state.
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -23,6 +21,7 @@
 
 #include "runtime/kernels/math/gemm.h"
 #include "runtime/kernels/rnn/rnn.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::rnn {
 namespace {
@@ -273,15 +272,13 @@ class DirectionRun {
   // x being its projected input; the row's new h then goes to Y.
   template <class F>
   void for_rows(int64_t s, int64_t rows, bool write_y, F&& f) {
-    const bool parallel = rows > 1 && rows * gh_ >= kParallelWork && !omp_in_parallel();
-#pragma omp parallel for if (parallel) schedule(static)
-    for (int64_t b = 0; b < rows; ++b) {
+    parallel_for(rows, rows * gh_ >= kParallelWork, [&](int64_t b) {
       const int64_t len = length(b);
-      if (s >= len) continue;
+      if (s >= len) return;
       const int64_t t = backward_ ? len - 1 - s : s;
       f(b, projected(t, b));
       if (write_y && p_.y != nullptr) std::copy_n(h_ + b * hidden_, hidden_, p_.y + y_offset(t, b));
-    }
+    });
   }
 
   void clip(C* v, int64_t n) const {
@@ -446,9 +443,8 @@ void run_problem(const Problem<C>& p) {
   }
   // The two directions are independent: on two threads each runs its own
   // products, instead of both sharing threads step by step.
-  const bool parallel = dirs == 2 && omp_get_max_threads() > 1 && !omp_in_parallel() && p.seq * p.batch * gh * H >= (1 << 16);
-#pragma omp parallel for num_threads(2) if (parallel) schedule(static)
-  for (int64_t d = 0; d < dirs; ++d) DirectionRun<C>(p, d, xp.data(), states[static_cast<size_t>(d)]).run();
+  parallel_for(dirs, p.seq * p.batch * gh * H >= (1 << 16),
+               [&](int64_t d) { DirectionRun<C>(p, d, xp.data(), states[static_cast<size_t>(d)]).run(); });
 }
 
 // The number of elements of a buffer of these dims, or an error naming it.

@@ -1,0 +1,127 @@
+// A warm session creates no threads: every run at 2 threads reuses the
+// OpenMP team the first run made. A parallel region opened inside another
+// one (even an inactive `if (false)` one) gets threads created and joined
+// on every entry, which made an LSTM 200 times slower at 2 threads than at
+// 1; this binary counts pthread_create calls to catch any such nesting.
+//
+// Its own executable: it replaces pthread_create for the whole process.
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+
+#include "ir/model.h"
+#include "runtime/session.h"
+#include "support/test_support.h"
+#include "tools/inputs.h"
+
+namespace {
+
+std::atomic<int> threads_created{0};
+
+}  // namespace
+
+extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
+  using Create = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static const Create real = reinterpret_cast<Create>(dlsym(RTLD_NEXT, "pthread_create"));
+  threads_created.fetch_add(1);
+  return real(thread, attr, start, arg);
+}
+
+namespace onnxkit {
+namespace {
+
+// Threads created by `runs` more runs of a session that has run twice.
+int threads_created_by_warm_runs(std::shared_ptr<const ir::Model> model, int runs) {
+  auto session = runtime::Session::create(std::move(model), {.threads = 2});
+  EXPECT_TRUE(session.ok()) << session.error().message();
+  if (!session.ok()) return -1;
+  auto feeds = tools::prepare_inputs(**session, {.random = true});
+  EXPECT_TRUE(feeds.ok()) << feeds.error().message();
+  if (!feeds.ok()) return -1;
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE((*session)->run(*feeds).ok());
+  const int before = threads_created.load();
+  for (int i = 0; i < runs; ++i) {
+    auto out = (*session)->run(*feeds);
+    EXPECT_TRUE(out.ok()) << out.error().message();
+  }
+  return threads_created.load() - before;
+}
+
+int threads_created_by_warm_runs(const std::string& text) {
+  return threads_created_by_warm_runs(testing::model_from_text(text), 3);
+}
+
+TEST(ThreadCreation, TheCounterSeesTeamsNestedInAnInactiveRegion) {
+  // Without this, a count of 0 below could mean the counter is blind.
+  const int before = threads_created.load();
+  const bool no = threads_created.load() < 0;
+  std::atomic<int> inner_threads{0};
+#pragma omp parallel if (no)
+  {
+#pragma omp parallel num_threads(2)
+    inner_threads.fetch_add(1);
+  }
+  ASSERT_EQ(inner_threads.load(), 2);
+  EXPECT_GT(threads_created.load(), before);
+}
+
+// Sizes large enough that every kernel below wants both threads somewhere.
+TEST(ThreadCreation, RecurrentOps) {
+  EXPECT_EQ(threads_created_by_warm_runs(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[32, 1, 64] x) => (float[32, 2, 1, 128] y) {
+      w = RandomNormal <shape = [2, 512, 64], seed = 1.0> ()
+      r = RandomNormal <shape = [2, 512, 128], seed = 2.0> ()
+      y = LSTM <hidden_size = 128, direction = "bidirectional"> (x, w, r)
+    })"), 0) << "bidirectional LSTM";
+  EXPECT_EQ(threads_created_by_warm_runs(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[32, 4, 64] x) => (float[32, 1, 4, 256] y) {
+      w = RandomNormal <shape = [1, 768, 64], seed = 1.0> ()
+      r = RandomNormal <shape = [1, 768, 256], seed = 2.0> ()
+      y = GRU <hidden_size = 256> (x, w, r)
+    })"), 0) << "GRU";
+}
+
+TEST(ThreadCreation, BatchedMatMul) {
+  // Small products, threads across the batch; large ones, threads in each.
+  EXPECT_EQ(threads_created_by_warm_runs(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[12, 64, 64] a, float[12, 64, 64] b) => (float[12, 64, 64] y) { y = MatMul (a, b) })"), 0);
+  EXPECT_EQ(threads_created_by_warm_runs(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2, 256, 256] a, float[2, 256, 256] b) => (float[2, 256, 256] y) { y = MatMul (a, b) })"), 0);
+}
+
+TEST(ThreadCreation, Convolutions) {
+  // Maps too small to share out, products large enough for two threads:
+  // float64 takes the reference convolution, ConvTranspose its own path.
+  EXPECT_EQ(threads_created_by_warm_runs(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (double[1, 256, 8, 8] x) => (double[1, 256, 8, 8] y) {
+      w = RandomNormal <shape = [256, 256, 3, 3], dtype = 11> ()
+      y = Conv <pads = [2, 2, 2, 2], dilations = [2, 2]> (x, w)
+    })"), 0) << "Conv";
+  EXPECT_EQ(threads_created_by_warm_runs(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1, 256, 16, 16] x) => (float[1, 256, 32, 32] y) {
+      w = RandomNormal <shape = [256, 256, 2, 2]> ()
+      y = ConvTranspose <strides = [2, 2]> (x, w)
+    })"), 0) << "ConvTranspose";
+}
+
+TEST(ThreadCreation, ExportedModels) {
+  for (const char* name : {"resnet18_opset17.onnx", "bert_encoder_opset17.onnx", "mobilenet_v2_opset17.onnx"}) {
+    auto model = ir::load_model(std::filesystem::path(TEST_MODELS_DIR) / name);
+    ASSERT_TRUE(model.ok()) << model.error().message();
+    EXPECT_EQ(threads_created_by_warm_runs(std::shared_ptr<const ir::Model>(std::move(model).value()), 2), 0) << name;
+  }
+}
+
+}  // namespace
+}  // namespace onnxkit

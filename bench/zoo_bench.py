@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""onnxkit against ONNX Runtime on the model zoo of tests/models/export_zoo.py,
+side by side, in the manner of runtime_bench.py: for each model and thread
+count, rounds of `onnxkit bench MODEL --threads T --runs R --json` and
+`bench/ort_bench.py MODEL --threads T --runs R` back to back, taking turns to
+go first, so that the machine's noise hits both. Both feed random inputs
+(floats in [0, 1), integers 0..9) with every symbolic dim set to 1.
+
+Prints per model and thread count the median latency of each runtime (median
+of R runs, then of the rounds), the ratio onnxkit / ORT (lower is better:
+the median over rounds of each round's ratio), the peak RSS of each process
+(from wait4; ORT's includes its Python interpreter, about 30 MiB), then the
+geometric mean of the ratios per thread count and one line per model that
+failed in either runtime, with the error's last line.
+
+--load bursty runs a competitor process through the whole measurement: a
+loop that busy-spins 3 ms and sleeps 2 ms, at normal priority, pinned to
+nothing: a browser or a second service on the same cores. --contention
+measures, per model, 1 thread quiet, 2 threads quiet and 2 threads with that
+competitor, and the ratio (2 threads loaded) / (1 thread quiet), for both
+runtimes: above 1, a second thread costs more than it brings when the cores
+are shared.
+
+Missing models are exported first with Debian's torch (/usr/bin/python3
+tests/models/export_zoo.py). ORT runs from the project's venv (.venv, see
+runtime_bench.py). Run it with any Python 3:
+
+  bench/zoo_bench.py [--models resnet18,gpt_decoder] [--rounds 3] [--runs 10]
+                     [--threads 1,2] [--work build/zoo] [--json FILE] [--load bursty]
+  bench/zoo_bench.py --contention --models mobilenet_v2,bert_encoder"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+
+from common import DEBIAN_PYTHON, ROOT, onnxkit_binary
+
+VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
+EXPORTER = os.path.join(ROOT, "tests", "models", "export_zoo.py")
+ORT_BENCH = os.path.join(ROOT, "bench", "ort_bench.py")
+RUNTIMES = ("onnxkit", "ORT")
+
+# The competitor of --load bursty: 3 ms of work, 2 ms of sleep, forever.
+BURSTY_LOOP = """
+import time
+while True:
+    end = time.perf_counter() + 0.003
+    while time.perf_counter() < end:
+        pass
+    time.sleep(0.002)
+"""
+
+
+class RunFailed(Exception):
+    """A command exited non-zero; the message is its error's last line."""
+
+
+# ---------------------------------------------------------------------------
+# Running one measurement.
+
+def run_json(cmd, timeout):
+    """(the JSON object cmd prints last, its peak RSS in MiB from wait4).
+    wait4 covers the process whatever it runs as (onnxkit bench may re-exec
+    itself), so both runtimes' RSS is measured the same way."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        if timer.finished.is_set() and proc.returncode == -9:
+            raise RunFailed(f"killed after {timeout:.0f} s")
+        raise RunFailed(last_line(stderr) or f"exit code {proc.returncode}")
+    try:
+        result = json.loads(stdout[stdout.rindex("{"):]) if "{" in stdout else None
+    except ValueError:
+        result = None
+    if result is None or "median_ms" not in result:
+        raise RunFailed(f"no JSON result in the output: {last_line(stdout)!r}")
+    return result, usage.ru_maxrss / 1024
+
+
+def last_line(text):
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def onnxkit_cmd(model, threads, runs):
+    cmd = [onnxkit_binary(), "bench", model.path, "--threads", str(threads), "--runs", str(runs), "--json"]
+    for name, dims in model.symbolic_shapes.items():
+        cmd += ["--shape", f"{name}:{dims}"]
+    return cmd
+
+
+def ort_cmd(model, threads, runs):
+    return [VENV_PYTHON, ORT_BENCH, model.path, "--threads", str(threads), "--runs", str(runs)]
+
+
+# ---------------------------------------------------------------------------
+# Models.
+
+class Model:
+    """A zoo model on disk, with the --shape flags onnxkit needs for its
+    symbolic dims (set to 1, as ort_bench.py does). A model `onnxkit info`
+    cannot read gets none: `onnxkit bench` then reports the error."""
+
+    def __init__(self, name, path):
+        self.name = name
+        self.path = path
+        self.symbolic_shapes = {}
+        step = subprocess.run([onnxkit_binary(), "info", "--json", path], capture_output=True, text=True)
+        if step.returncode != 0:
+            return
+        for i in json.loads(step.stdout)["inputs"]:
+            shape = i["type"].get("shape") or []
+            if any(not isinstance(d, int) for d in shape):
+                self.symbolic_shapes[i["name"]] = ",".join(str(d) if isinstance(d, int) else "1" for d in shape)
+
+
+def zoo_names():
+    out = subprocess.run([DEBIAN_PYTHON, EXPORTER, "--list"], check=True, capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def prepare(names, work, failures):
+    """Exports what is missing from `work` and returns the models that are
+    there; an export that fails goes to `failures`."""
+    os.makedirs(work, exist_ok=True)
+    models = []
+    for name in names:
+        path = os.path.join(work, name + ".onnx")
+        if not os.path.exists(path):
+            print(f"exporting {name} ...", flush=True)
+            step = subprocess.run([DEBIAN_PYTHON, EXPORTER, "--out", work, "--models", name],
+                                  capture_output=True, text=True)
+            if step.returncode != 0:
+                failures.append({"model": name, "runtime": "export", "threads": None,
+                                 "error": last_line(step.stderr)})
+                continue
+        models.append(Model(name, path))
+    return models
+
+
+# ---------------------------------------------------------------------------
+# Load.
+
+@contextmanager
+def load(kind):
+    """Runs the competitor `kind` ("bursty", or None for none) for the
+    duration of the with-block."""
+    if kind is None:
+        yield
+        return
+    competitor = subprocess.Popen([sys.executable, "-c", BURSTY_LOOP])
+    try:
+        time.sleep(0.2)  # let it start before the first measurement
+        yield
+    finally:
+        competitor.kill()
+        competitor.wait()
+
+
+# ---------------------------------------------------------------------------
+# Measuring.
+
+def compare(model, threads, rounds, runs, timeout, broken):
+    """Interleaved rounds of both runtimes on one model at one thread count.
+    `broken` maps runtime -> error for runtimes that already failed on this
+    model: they are not run again. Returns a result dict."""
+    commands = {"onnxkit": onnxkit_cmd(model, threads, runs), "ORT": ort_cmd(model, threads, runs)}
+    samples = {r: [] for r in RUNTIMES}  # per runtime: (round, JSON, RSS)
+    for round_index in range(rounds):
+        order = RUNTIMES if round_index % 2 == 0 else RUNTIMES[::-1]
+        for runtime in order:
+            if runtime in broken:
+                continue
+            try:
+                result, rss = run_json(commands[runtime], timeout)
+                samples[runtime].append((round_index, result, rss))
+            except RunFailed as e:
+                broken[runtime] = str(e)
+    return summarize(model.name, threads, samples)
+
+
+def summarize(name, threads, samples):
+    row = {"model": name, "threads": threads}
+    for runtime, got in samples.items():
+        if got:
+            row[runtime] = {"median_ms": statistics.median(r["median_ms"] for _, r, _ in got),
+                            "peak_rss_mb": max(rss for _, _, rss in got),
+                            "rounds_ms": [r["median_ms"] for _, r, _ in got]}
+            if runtime == "ORT":
+                row["ort_version"] = got[-1][1].get("version")
+    ours = {i: r["median_ms"] for i, r, _ in samples["onnxkit"]}
+    theirs = {i: r["median_ms"] for i, r, _ in samples["ORT"]}
+    paired = [ours[i] / theirs[i] for i in ours if i in theirs]
+    row["ratio"] = statistics.median(paired) if paired else None
+    return row
+
+
+def geomean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+# ---------------------------------------------------------------------------
+# Printing.
+
+def header(load_kind):
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    ort_version = subprocess.run([VENV_PYTHON, "-c", "import onnxruntime; print(onnxruntime.__version__)"],
+                                 capture_output=True, text=True).stdout.strip() or "?"
+    onnxkit_version = subprocess.run([onnxkit_binary(), "--version"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    built = datetime.datetime.fromtimestamp(os.path.getmtime(onnxkit_binary())).strftime("%Y-%m-%d %H:%M")
+    info = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "cpu": cpu, "cores": os.cpu_count(),
+            "onnxkit": f"{onnxkit_version} (commit {commit}, binary built {built})",
+            "onnxruntime": ort_version, "python": platform.python_version(), "kernel": platform.release(),
+            "load": load_kind or "none"}
+    for key, value in info.items():
+        print(f"# {key:<12} {value}")
+    return info
+
+
+def fmt(value, spec):
+    return format(value, spec) if value is not None else "-"
+
+
+def print_row(row):
+    ok, ort = row.get("onnxkit", {}), row.get("ORT", {})
+    print(f"{row['model']:<38} {row['threads']:>3} {fmt(ok.get('median_ms'), '11.2f'):>11} "
+          f"{fmt(ort.get('median_ms'), '9.2f'):>9} {fmt(row['ratio'], '6.2f'):>6} "
+          f"{fmt(ok.get('peak_rss_mb'), '12.0f'):>12} {fmt(ort.get('peak_rss_mb'), '8.0f'):>8}", flush=True)
+
+
+def print_summary(rows, threads_list, load_kind):
+    under = f" under {load_kind} load" if load_kind else ""
+    for threads in threads_list:
+        at = [r for r in rows if r["threads"] == threads and r["ratio"] is not None]
+        if not at:
+            continue
+        ours = geomean(r["onnxkit"]["median_ms"] for r in at)
+        theirs = geomean(r["ORT"]["median_ms"] for r in at)
+        print(f"{threads} thread{'s' if threads > 1 else ''}{under}: geometric mean of ratios "
+              f"{geomean(r['ratio'] for r in at):.3f} over {len(at)} models "
+              f"(geometric mean latency onnxkit {ours:.2f} ms, ORT {theirs:.2f} ms)")
+
+
+def print_failures(failures):
+    for f in failures:
+        where = f" at {f['threads']} thread(s)" if f["threads"] else ""
+        print(f"FAILED {f['model']} in {f['runtime']}{where}: {f['error']}")
+
+
+# ---------------------------------------------------------------------------
+# The two modes.
+
+def side_by_side(models, args, threads_list, failures):
+    print(f"{'model':<38} {'thr':>3} {'onnxkit ms':>11} {'ORT ms':>9} {'ratio':>6} {'onnxkit MiB':>12} {'ORT MiB':>8}")
+    rows = []
+    with load(args.load):
+        for model in models:
+            broken = {}
+            for threads in threads_list:
+                already = set(broken)
+                row = compare(model, threads, args.rounds, args.runs, args.timeout, broken)
+                row["load"] = args.load or "none"
+                rows.append(row)
+                print_row(row)
+                failures += [{"model": model.name, "runtime": r, "threads": threads, "error": broken[r]}
+                             for r in broken if r not in already]
+    print_summary(rows, threads_list, args.load)
+    return rows
+
+
+CONDITIONS = [(1, None), (2, None), (2, "bursty")]  # (threads, load)
+
+
+def contention(models, args, failures):
+    """Per model and runtime: 1 thread quiet, 2 quiet, 2 with the bursty
+    competitor, and (2 loaded) / (1 quiet)."""
+    print(f"{'model':<38} {'runtime':<8} {'1 quiet ms':>11} {'2 quiet ms':>11} {'2 loaded ms':>12} {'2L/1Q':>6}")
+    rows = []
+    for model in models:
+        broken = {}
+        cells = {}
+        for threads, kind in CONDITIONS:
+            with load(kind):
+                row = compare(model, threads, args.rounds, args.runs, args.timeout, broken)
+            row["load"] = kind or "none"
+            rows.append(row)
+            cells[(threads, kind)] = row
+        for runtime in RUNTIMES:
+            ms = [cells[c].get(runtime, {}).get("median_ms") for c in CONDITIONS]
+            ratio = ms[2] / ms[0] if ms[0] and ms[2] else None
+            print(f"{model.name:<38} {runtime:<8} {fmt(ms[0], '11.2f'):>11} {fmt(ms[1], '11.2f'):>11} "
+                  f"{fmt(ms[2], '12.2f'):>12} {fmt(ratio, '6.2f'):>6}", flush=True)
+        failures += [{"model": model.name, "runtime": r, "threads": None, "error": e} for r, e in broken.items()]
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", help="comma-separated zoo names (all by default; export_zoo.py --list)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--runs", type=int, default=10, help="measured runs per process")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--work", default=os.path.join(ROOT, "build", "zoo"), help="where the zoo's models are")
+    p.add_argument("--json", help="also write the results to this file")
+    p.add_argument("--load", choices=["bursty"], help="run a competitor process during the measurement")
+    p.add_argument("--contention", action="store_true",
+                   help="1 thread quiet, 2 quiet, 2 under bursty load, per model (ignores --threads and --load)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds before one process is killed")
+    args = p.parse_args()
+    threads_list = [int(t) for t in args.threads.split(",")]
+
+    info = header("bursty (2 threads only)" if args.contention else args.load)
+    failures = []
+    models = prepare(args.models.split(",") if args.models else zoo_names(), args.work, failures)
+    start = time.perf_counter()
+    if args.contention:
+        rows = contention(models, args, failures)
+    else:
+        rows = side_by_side(models, args, threads_list, failures)
+    print_failures(failures)
+    print(f"# {len(models)} models in {time.perf_counter() - start:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"header": info, "args": vars(args), "results": rows, "failures": failures}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <atomic>
 #include <thread>
 #include <unordered_map>
 
@@ -125,13 +126,36 @@ Status Session::validate(const NamedValues& feeds, std::vector<Value>& ordered) 
   return {};
 }
 
+namespace {
+
+// Runs in progress in this process, of every session: each calling thread
+// gets an OpenMP team of its own, and teams beyond the cores take turns
+// at every barrier.
+std::atomic<int> runs_in_progress{0};
+
+class RunInProgress {
+ public:
+  RunInProgress() : count_(runs_in_progress.fetch_add(1) + 1) {}
+  ~RunInProgress() { runs_in_progress.fetch_sub(1); }
+  int count() const { return count_; }  // this one included
+
+ private:
+  int count_;
+};
+
+}  // namespace
+
 Result<std::vector<Value>> Session::run(const NamedValues& feeds) const {
   std::vector<Value> ordered;
   ONNXKIT_TRY(validate(feeds, ordered));
+  const RunInProgress run;
+  // One thread per core was asked for: concurrent runs share the cores
+  // instead of each taking them all. An explicit count is obeyed.
+  const int threads = options_.threads > 0 ? threads_ : std::max(1, threads_ / run.count());
   // OpenMP's thread count is per calling thread, so concurrent runs with
   // different settings do not disturb each other.
-  omp_set_num_threads(threads_);
-  return run_plan(*plan_, std::move(ordered), nullptr, threads_);
+  omp_set_num_threads(threads);
+  return run_plan(*plan_, std::move(ordered), nullptr, threads);
 }
 
 }  // namespace onnxkit::runtime

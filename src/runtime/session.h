@@ -20,7 +20,9 @@ class KernelRegistry;
 struct GraphPlan;
 
 struct SessionOptions {
-  int threads = 0;  // threads per run for the heavy kernels; 0: one per core
+  // Threads per run for the heavy kernels. 0: one per core, shared among the
+  // runs in progress in the process (k concurrent runs get cores / k each).
+  int threads = 0;
   // Values to return, by name; empty: the graph's outputs.
   std::vector<std::string> outputs;
   // Also return every value a main-graph node produces (after the outputs).

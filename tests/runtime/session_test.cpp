@@ -2,11 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "ir/model.h"
+#include "runtime/kernel.h"
 #include "runtime/session.h"
 #include "support/node_runner.h"
 #include "support/test_support.h"
@@ -68,6 +75,53 @@ TEST(Session, ConcurrentRunsGiveTheSerialResults) {
   for (int64_t k = 0; k < serial[0].numel(); ++k)
     difference = std::max<double>(difference, std::abs(serial[0].data<float>()[k] - serial[1].data<float>()[k]));
   EXPECT_GT(difference, 1e-5);
+}
+
+// The OpenMP threads each of `runs` concurrent runs of a one-node session
+// may use, seen from inside its kernel while all of them are in progress.
+std::vector<int> threads_seen_by_concurrent_runs(int session_threads, int runs) {
+  std::atomic<int> arrived{0};
+  std::mutex seen_mutex;
+  std::vector<int> seen;
+  runtime::KernelRegistry registry;
+  registry.add("test", "Probe", 1, runtime::kLatestOpset, runtime::make_kernel([&](runtime::KernelContext& ctx) -> Status {
+    arrived.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (arrived.load() < runs && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    {
+      std::lock_guard lock(seen_mutex);
+      seen.push_back(omp_get_max_threads());
+    }
+    ctx.output(0, runtime::DataType::float32, {1}).mutable_data<float>()[0] = 1;
+    return {};
+  }));
+  auto model = testing::model_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17, "test" : 1]>
+    g (float[1] x) => (float[1] y) { y = test.Probe (x) })");
+  auto session = runtime::Session::create(std::move(model), {.threads = session_threads, .registry = &registry});
+  EXPECT_TRUE(session.ok()) << session.error().message();
+  if (!session.ok()) return {};
+  // Each run starts once the ones before it are inside the kernel.
+  std::vector<std::thread> callers;
+  for (int i = 0; i < runs; ++i) {
+    callers.emplace_back([&] { EXPECT_TRUE((*session)->run({{"x", Tensor::from<float>({1}, {0})}}).ok()); });
+    while (arrived.load() < i + 1) std::this_thread::yield();
+  }
+  for (auto& t : callers) t.join();
+  std::sort(seen.begin(), seen.end());
+  return seen;
+}
+
+TEST(Session, ConcurrentRunsShareTheCoresUnlessTheThreadCountIsExplicit) {
+  // A run takes its share of the cores when it starts: the k-th of runs
+  // started one after another gets cores / k.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> shares;
+  for (int k = 1; k <= 4; ++k) shares.push_back(std::max(1, cores / k));
+  std::sort(shares.begin(), shares.end());
+  EXPECT_EQ(threads_seen_by_concurrent_runs(0, 4), shares);
+  EXPECT_EQ(threads_seen_by_concurrent_runs(0, 1), std::vector<int>({cores}));
+  EXPECT_EQ(threads_seen_by_concurrent_runs(3, 2), std::vector<int>(2, 3));
 }
 
 TEST(Session, ReportsInputsAndOutputsAndRefusesUnknownOutputs) {

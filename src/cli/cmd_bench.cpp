@@ -30,9 +30,9 @@ Command add_bench_command(CLI::App& root) {
   app->add_flag("--json", flags->json, "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb, throughput_per_s...");
   app->footer(
       "Inputs are random unless given with --input; symbolic dims need --shape.\n"
-      "Worker threads spin between parallel regions, as ONNX Runtime's do by default\n"
-      "(bench sets OMP_WAIT_POLICY=active unless you set it; a program using the library\n"
-      "chooses its own policy the same way).\n\n"
+      "When other work keeps the CPUs busy, runs use one thread for a while (more threads\n"
+      "would wait for each other's cores) and bench says so, with how long its threads waited\n"
+      "for a core.\n\n"
       "Examples:\n"
       "  onnxkit bench resnet50.onnx --threads 2\n"
       "  onnxkit bench bert.onnx --shape input_ids:1,128 --runs 100 --json\n"

@@ -1,10 +1,6 @@
 #include <google/protobuf/stubs/logging.h>
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <new>
 
@@ -15,24 +11,10 @@ namespace {
 // Protobuf logs parse problems on its own; our errors already say it.
 void quiet_protobuf(google::protobuf::LogLevel, const char*, int, const std::string&) {}
 
-// `bench` measures latency the way ONNX Runtime runs by default: worker
-// threads spin between parallel regions instead of sleeping (waking a
-// sleeping thread costs tens of microseconds, a third of a BERT encoder's
-// time on 2 threads). OpenMP reads its wait policy once, when the process
-// starts, so bench restarts itself with OMP_WAIT_POLICY=active unless the
-// user chose a policy.
-void spin_for_bench(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "bench") != 0 || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "active", 1) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only on failure: then bench runs as it is
-  unsetenv("OMP_WAIT_POLICY");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace onnxkit::cli;
-  spin_for_bench(argc, argv);
   google::protobuf::SetLogHandler(quiet_protobuf);
 
   CLI::App app{"onnxkit: inspect, check, simplify, edit, run, benchmark and convert ONNX models, with no Python at run time."};

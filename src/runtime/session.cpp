@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "io/tensor_proto.h"
+#include "runtime/contention.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "util/text.h"
@@ -151,11 +152,16 @@ Result<std::vector<Value>> Session::run(const NamedValues& feeds) const {
   const RunInProgress run;
   // One thread per core was asked for: concurrent runs share the cores
   // instead of each taking them all. An explicit count is obeyed.
-  const int threads = options_.threads > 0 ? threads_ : std::max(1, threads_ / run.count());
+  int threads = options_.threads > 0 ? threads_ : std::max(1, threads_ / run.count());
+  ContentionWatch& watch = ContentionWatch::process();
+  if (options_.adapt_to_load) threads = watch.threads_for_run(threads);
   // OpenMP's thread count is per calling thread, so concurrent runs with
   // different settings do not disturb each other.
   omp_set_num_threads(threads);
-  return run_plan(*plan_, std::move(ordered), nullptr, threads);
+  const auto start = ContentionWatch::Clock::now();
+  auto outputs = run_plan(*plan_, std::move(ordered), nullptr, threads);
+  if (options_.adapt_to_load) watch.run_finished(threads, ContentionWatch::Clock::now() - start);
+  return outputs;
 }
 
 }  // namespace onnxkit::runtime

@@ -23,6 +23,9 @@ struct SessionOptions {
   // Threads per run for the heavy kernels. 0: one per core, shared among the
   // runs in progress in the process (k concurrent runs get cores / k each).
   int threads = 0;
+  // While other work keeps the cores busy, runs use one thread (see
+  // runtime/contention.h); false: always the count above.
+  bool adapt_to_load = true;
   // Values to return, by name; empty: the graph's outputs.
   std::vector<std::string> outputs;
   // Also return every value a main-graph node produces (after the outputs).

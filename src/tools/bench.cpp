@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "ir/model.h"
+#include "runtime/contention.h"
 #include "runtime/session.h"
 #include "tools/edit.h"
 
@@ -18,6 +19,9 @@ namespace onnxkit::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Waiting for a core this long, as a share of the latency, is worth a word.
+constexpr double kContendedShare = 0.05;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -64,11 +68,16 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
   ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
   for (int i = 0; i < options.warmup; ++i) ONNXKIT_TRY(session->run(feeds));
   std::vector<runtime::NodeProfile> before = session->profile();
+  const int64_t waited_before = runtime::process_cpu_wait_ns();
+  const int64_t held_before = runtime::ContentionWatch::process().held_runs();
   for (int i = 0; i < options.runs; ++i) {
     start = Clock::now();
     ONNXKIT_TRY(session->run(feeds));
     report.run_ms.push_back(ms_since(start));
   }
+  if (const int64_t waited_after = runtime::process_cpu_wait_ns(); waited_before >= 0 && waited_after >= waited_before)
+    report.cpu_wait_ms = static_cast<double>(waited_after - waited_before) / 1e6 / static_cast<double>(options.runs);
+  report.single_thread_runs = runtime::ContentionWatch::process().held_runs() - held_before;
   report.nodes = session->profile();
   for (size_t i = 0; i < report.nodes.size() && i < before.size(); ++i) {
     report.nodes[i].total_ms -= before[i].total_ms;
@@ -81,6 +90,15 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
   report.p90_ms = quantile(sorted, 0.9);
   report.mean_ms = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
   if (report.batch > 0) report.throughput = static_cast<double>(report.batch) * 1000.0 / report.median_ms;
+  if (report.cpu_wait_ms > kContendedShare * report.mean_ms || report.single_thread_runs > 0)
+    report.warnings.push_back(fmt::format(
+        "other work kept the CPUs busy: this process's threads waited {:.2f} ms per run for a core ({:.0f}% of the "
+        "mean latency){}; the figures include that",
+        report.cpu_wait_ms, 100 * report.cpu_wait_ms / report.mean_ms,
+        report.single_thread_runs > 0
+            ? fmt::format(", and {} of the {} runs used one thread instead of {}", report.single_thread_runs,
+                          options.runs, report.threads)
+            : ""));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   report.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
@@ -158,6 +176,7 @@ std::string render_bench_json(const BenchReport& r) {
   nlohmann::json j = {{"runs", r.run_ms.size()},   {"threads", r.threads},       {"min_ms", r.min_ms},
                       {"median_ms", r.median_ms},  {"p90_ms", r.p90_ms},         {"mean_ms", r.mean_ms},
                       {"load_ms", r.load_ms},      {"session_ms", r.session_ms}, {"peak_rss_mb", r.peak_rss_mb},
+                      {"cpu_wait_ms", r.cpu_wait_ms}, {"single_thread_runs", r.single_thread_runs},
                       {"run_ms", r.run_ms}};
   if (r.batch > 0) {
     j["batch"] = r.batch;

@@ -32,6 +32,12 @@ struct BenchReport {
   double throughput = 0;        // samples per second at the median, with a batch
   std::vector<std::string> warnings;  // from setting the batch, and weights the runtime cannot treat as constants
   double peak_rss_mb = 0;  // of the whole process
+  // Per measured run, time the process's threads spent runnable but waiting
+  // for a CPU taken by other work (0 where Linux does not say).
+  double cpu_wait_ms = 0;
+  // Measured runs held to one thread because the cores were busy
+  // (runtime/contention.h).
+  int64_t single_thread_runs = 0;
   std::vector<runtime::NodeProfile> nodes;  // with profile: per node, over the measured runs
 };
 

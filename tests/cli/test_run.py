@@ -188,6 +188,25 @@ class Bench(unittest.TestCase):
         self.assertTrue(conv_names <= step_names, conv_names - step_names)
         self.assertNotIn("nodes", json.loads(run("bench", model, "--runs", "1", "--warmup", "0", "--json").stdout))
 
+    def test_reports_waiting_for_a_core_taken_by_other_work(self):
+        # Pinned to one CPU beside a busy loop, the runs must wait for it.
+        model = os.path.join(ARGS.models, "squeezenet1_1_opset13.onnx")
+        cpu = str(min(os.sched_getaffinity(0)))
+        spinner = subprocess.Popen(["taskset", "-c", cpu, sys.executable, "-c", "while True: pass"])
+        try:
+            proc = subprocess.run(["taskset", "-c", cpu, ARGS.onnxkit, "bench", model, "--runs", "5", "--warmup", "1",
+                                   "--threads", "2", "--json"], capture_output=True, text=True, timeout=600)
+        finally:
+            spinner.kill()
+            spinner.wait()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertGreater(report["cpu_wait_ms"], 0.05 * report["mean_ms"])
+        self.assertTrue(any("waited" in w and "for a core" in w for w in report["warnings"]), report["warnings"])
+        # Two threads on one shared CPU wait for each other: runs fall back to one.
+        self.assertGreater(report["single_thread_runs"], 0)
+        self.assertEqual(report["threads"], 2)
+
     def test_batch_reports_throughput(self):
         # squeezenet was exported with batch 1 fixed; --batch rewrites it.
         model = os.path.join(ARGS.models, "squeezenet1_1_opset13.onnx")

@@ -98,7 +98,7 @@ std::vector<int> threads_seen_by_concurrent_runs(int session_threads, int runs) 
   auto model = testing::model_from_text(R"(
     <ir_version: 8, opset_import: ["" : 17, "test" : 1]>
     g (float[1] x) => (float[1] y) { y = test.Probe (x) })");
-  auto session = runtime::Session::create(std::move(model), {.threads = session_threads, .registry = &registry});
+  auto session = runtime::Session::create(std::move(model), {.threads = session_threads, .adapt_to_load = false, .registry = &registry});
   EXPECT_TRUE(session.ok()) << session.error().message();
   if (!session.ok()) return {};
   // Each run starts once the ones before it are inside the kernel.

@@ -37,7 +37,7 @@ namespace {
 
 // Threads created by `runs` more runs of a session that has run twice.
 int threads_created_by_warm_runs(std::shared_ptr<const ir::Model> model, int runs) {
-  auto session = runtime::Session::create(std::move(model), {.threads = 2});
+  auto session = runtime::Session::create(std::move(model), {.threads = 2, .adapt_to_load = false});
   EXPECT_TRUE(session.ok()) << session.error().message();
   if (!session.ok()) return -1;
   auto feeds = tools::prepare_inputs(**session, {.random = true});

@@ -1,0 +1,81 @@
+#include "runtime/contention.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace onnxkit::runtime {
+
+int64_t process_cpu_wait_ns() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return -1;
+  int64_t total = 0;
+  bool any = false;
+  while (const dirent* entry = readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string path = std::string("/proc/self/task/") + entry->d_name + "/schedstat";
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // the thread has ended
+    char text[128];
+    const ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) continue;
+    text[n] = '\0';
+    // "time on a CPU, time waiting for one, time slices", in nanoseconds.
+    long long on_cpu = 0, waiting = 0;
+    if (std::sscanf(text, "%lld %lld", &on_cpu, &waiting) == 2) {
+      total += waiting;
+      any = true;
+    }
+  }
+  closedir(tasks);
+  return any ? total : -1;
+}
+
+ContentionWatch::ContentionWatch() : ContentionWatch(Sources{}) {}
+
+int ContentionWatch::threads_for_run(int wanted) {
+  if (wanted <= 1) return 1;
+  std::lock_guard lock(mutex_);
+  if (sources_.now() < held_until_) {
+    ++held_runs_;
+    return 1;
+  }
+  if (window_wait_ns_ < 0) window_wait_ns_ = sources_.cpu_wait_ns();
+  return wanted;
+}
+
+void ContentionWatch::run_finished(int threads, Clock::duration wall) {
+  if (threads <= 1) return;
+  std::lock_guard lock(mutex_);
+  if (window_wait_ns_ < 0) return;  // the kernel does not say: never hold
+  window_thread_time_ += wall * threads;
+  if (window_thread_time_ < kWindow) return;
+  const int64_t waited = sources_.cpu_wait_ns() - window_wait_ns_;
+  const double share = static_cast<double>(waited) /
+                       static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(window_thread_time_).count());
+  if (share > kContendedShare) {
+    held_until_ = sources_.now() + pause_;
+    pause_ = std::min(2 * pause_, kLongestPause);
+  } else {
+    pause_ = std::max(pause_ / 2, kFirstPause);
+  }
+  window_thread_time_ = {};
+  window_wait_ns_ = -1;  // read again when runs next use their threads
+}
+
+int64_t ContentionWatch::held_runs() const {
+  std::lock_guard lock(mutex_);
+  return held_runs_;
+}
+
+ContentionWatch& ContentionWatch::process() {
+  static ContentionWatch watch;
+  return watch;
+}
+
+}  // namespace onnxkit::runtime

@@ -1,0 +1,88 @@
+// ContentionWatch: runs fall back to one thread while the process's threads
+// wait for cores, and try their threads again after a pause. Time and waits
+// are the test's own, so every decision is worked out by hand.
+
+#include <gtest/gtest.h>
+
+#include "runtime/contention.h"
+
+namespace onnxkit::runtime {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct FakeMachine {
+  ContentionWatch::Clock::time_point now{};
+  int64_t waited_ns = 0;
+
+  ContentionWatch watch() {
+    return ContentionWatch({.now = [this] { return now; }, .cpu_wait_ns = [this] { return waited_ns; }});
+  }
+};
+
+// One 2-thread run of `wall` during which the threads waited `waited`.
+int run(FakeMachine& machine, ContentionWatch& watch, milliseconds wall, milliseconds waited) {
+  const int threads = watch.threads_for_run(2);
+  machine.now += wall;
+  machine.waited_ns += std::chrono::nanoseconds(waited).count();
+  watch.run_finished(threads, wall);
+  return threads;
+}
+
+TEST(ContentionWatch, AQuietMachineKeepsEveryThread) {
+  FakeMachine machine;
+  ContentionWatch watch = machine.watch();
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(3)), 2);  // 5% waited
+  EXPECT_EQ(watch.held_runs(), 0);
+  EXPECT_EQ(watch.threads_for_run(1), 1);
+}
+
+TEST(ContentionWatch, BusyCoresHoldRunsToOneThreadForAPauseThatDoubles) {
+  FakeMachine machine;
+  ContentionWatch watch = machine.watch();
+  // 30 ms of wall on 2 threads is 60 ms of thread time, a window of its own;
+  // waiting 20 ms of it (a third) is contention: held from 30 ms to 130 ms,
+  // so the runs starting at 30, 60, 90 and 120 ms use one thread.
+  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(20)), 2);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 1) << i;
+  EXPECT_EQ(watch.held_runs(), 4);
+  // The try at 150 ms still waits: held from 180 ms for 200 ms (seven runs).
+  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(20)), 2);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 1) << i;
+  EXPECT_EQ(watch.held_runs(), 11);
+  // The try at 390 ms is clean: the next hold is halved from 400 to 200 ms.
+  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 2);
+  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(20)), 2);  // at 420 ms: held 450 to 650 ms
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 1) << i;
+  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 2);
+  EXPECT_EQ(watch.held_runs(), 18);
+}
+
+TEST(ContentionWatch, WaitsAreJudgedOverAWindowNotOneShortRun) {
+  FakeMachine machine;
+  ContentionWatch watch = machine.watch();
+  // Runs of 5 ms wall (10 ms of thread time): one of them waiting 4 ms is
+  // not enough to judge; five together (50 ms) with 4 ms waited are fine.
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(run(machine, watch, milliseconds(5), milliseconds(i == 0 ? 4 : 0)), 2);
+  EXPECT_EQ(run(machine, watch, milliseconds(5), milliseconds(0)), 2);
+  EXPECT_EQ(watch.held_runs(), 0);
+}
+
+TEST(ContentionWatch, WithoutSchedulerStatisticsNothingIsHeld) {
+  ContentionWatch::Clock::time_point now{};
+  ContentionWatch watch({.now = [&] { return now; }, .cpu_wait_ns = [] { return int64_t{-1}; }});
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(watch.threads_for_run(2), 2);
+    now += milliseconds(30);
+    watch.run_finished(2, milliseconds(30));
+  }
+}
+
+TEST(ContentionWatch, ThisProcessWaitsAreReadable) {
+  // Linux keeps them for every thread; the suite runs on Linux.
+  EXPECT_GE(process_cpu_wait_ns(), 0);
+}
+
+}  // namespace
+}  // namespace onnxkit::runtime

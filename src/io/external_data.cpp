@@ -1,6 +1,16 @@
 #include "io/external_data.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#endif
+
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 
 #include "io/tensor_proto.h"
 
@@ -18,9 +28,54 @@ Result<uint64_t> parse_uint(const onnx::TensorProto& tensor, const std::string& 
   return value;
 }
 
-bool is_within(const fs::path& path, const fs::path& dir) {
-  auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
-  return d == dir.end();
+// RESOLVE_BENEATH fails with EAGAIN when a rename elsewhere raced its check
+// of a '..'; the kernel suggests trying again.
+constexpr int kOpenat2Attempts = 8;
+
+// openat2 resolving beneath `dir_fd`, or -1 with errno. errno ENOSYS or EPERM
+// means no openat2: an older kernel, or a seccomp filter (container runtimes
+// answer either) that hides it.
+int openat2_beneath(int dir_fd, const char* path) {
+#if defined(SYS_openat2) && defined(RESOLVE_BENEATH)
+  struct open_how how {};
+  how.flags = kReadFlags;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  for (int attempt = 0; attempt < kOpenat2Attempts; ++attempt) {
+    long fd = ::syscall(SYS_openat2, dir_fd, path, &how, sizeof how);
+    if (fd >= 0 || errno != EAGAIN) return static_cast<int>(fd);
+  }
+  return -1;
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+// The checks that need no file system, with messages clearer than the
+// kernel's: the location as a path relative to the folder, '.' and 'x/..'
+// folded away.
+Result<fs::path> relative_location(const std::string& location) {
+  if (location.find('\0') != std::string::npos)
+    return make_error("external data location '{}' contains a NUL byte", location);
+  fs::path rel(location);
+  if (rel.is_absolute()) return make_error("external data location '{}' is an absolute path", location);
+  fs::path normal = rel.lexically_normal();
+  if (normal.empty() || *normal.begin() == "..")
+    return make_error("external data location '{}' leads out of the model's folder", location);
+  if (!normal.has_filename()) return make_error("external data location '{}' names a folder, not a file", location);
+  return normal;
+}
+
+Error open_error(const std::string& location, int err) {
+  switch (err) {
+    case ENOENT:
+      return make_error("external data file '{}' not found in the model's folder", location);
+    case EXDEV:
+      return make_error("external data location '{}' leads out of the model's folder (by '..' or an absolute "
+                        "symbolic link)", location);
+    default:
+      return make_error("external data location '{}' cannot be opened: {}", location, std::strerror(err));
+  }
 }
 
 }  // namespace
@@ -57,25 +112,55 @@ void set_external_location(onnx::TensorProto& tensor, const std::string& locatio
   tensor.set_data_location(onnx::TensorProto::EXTERNAL);
 }
 
+Result<UniqueFd> open_external_file(int dir_fd, const std::string& location) {
+  ONNXKIT_ASSIGN(fs::path normal, relative_location(location));
+  int fd = openat2_beneath(dir_fd, normal.c_str());
+  if (fd >= 0) return UniqueFd(fd);
+  int err = errno;
+  if (err != ENOSYS && err != EPERM) return open_error(location, err);
+  return open_external_file_by_walk(dir_fd, location);
+}
+
+Result<UniqueFd> open_external_file_by_walk(int dir_fd, const std::string& location) {
+  ONNXKIT_ASSIGN(fs::path normal, relative_location(location));
+  UniqueFd folder;  // the folder reached so far; dir_fd itself at first
+  auto at = [&] { return folder ? folder.get() : dir_fd; };
+  fs::path walked;
+  for (auto it = normal.begin(); it != normal.end(); ++it) {
+    const fs::path& name = *it;
+    if (name == "..") return open_error(location, EXDEV);  // relative_location folds these away
+    walked /= name;
+    bool last = std::next(it) == normal.end();
+    int fd = last ? ::openat(at(), name.c_str(), kReadFlags | O_NOFOLLOW)
+                  : ::openat(at(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      // O_NOFOLLOW answers ELOOP for a link as the last component, ENOTDIR
+      // (with O_DIRECTORY) before it.
+      struct stat st {};
+      if ((err == ELOOP || err == ENOTDIR) && ::fstatat(at(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(st.st_mode))
+        return make_error("external data location '{}' goes through the symbolic link '{}', which onnxkit follows "
+                          "only where the kernel has openat2 (Linux 5.6)", location, walked.string());
+      return open_error(location, err);
+    }
+    if (last) return UniqueFd(fd);
+    folder = UniqueFd(fd);
+  }
+  return open_error(location, ENOENT);  // not reached: relative_location returns a file name last
+}
+
 Result<std::shared_ptr<const MappedFile>> ExternalDataStore::file(const std::string& location) const {
   std::lock_guard lock(mutex_);
   if (auto it = files_.find(location); it != files_.end()) return it->second;
 
-  fs::path rel(location);
-  if (rel.is_absolute()) return make_error("external data location '{}' is an absolute path", location);
-  fs::path normal = rel.lexically_normal();
-  if (normal.empty() || *normal.begin() == "..")
-    return make_error("external data location '{}' leads out of the model's folder", location);
-  fs::path full = base_dir_ / normal;
-  std::error_code ec;
-  if (!fs::exists(full, ec))
-    return make_error("external data file '{}' not found (looked for {})", location, full.string());
-  // Symlinks are followed, but the target must stay inside the model's folder.
-  fs::path real = fs::canonical(full, ec);
-  fs::path real_base = fs::canonical(base_dir_.empty() ? fs::path(".") : base_dir_, ec);
-  if (ec || !is_within(real, real_base))
-    return make_error("external data location '{}' leads out of the model's folder", location);
-  ONNXKIT_ASSIGN(auto mapped, MappedFile::open(full));
+  fs::path dir = base_dir_.empty() ? fs::path(".") : base_dir_;
+  UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return make_error("cannot open the model's folder '{}': {}", dir.string(), std::strerror(errno));
+  // The file is mapped through the descriptor that was checked, never
+  // reopened by name.
+  ONNXKIT_ASSIGN(UniqueFd fd, open_external_file(dir_fd.get(), location));
+  ONNXKIT_ASSIGN(auto mapped, MappedFile::map(std::move(fd), dir / location));
   files_.emplace(location, mapped);
   return mapped;
 }

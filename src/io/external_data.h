@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "io/fd.h"
 #include "io/mapped_file.h"
 #include "util/result.h"
 
@@ -40,6 +41,25 @@ struct ExternalSlice {
   std::span<const std::byte> bytes() const { return file->bytes().subspan(offset, length); }
 };
 
+// Opens the side file `location` (relative to the model's folder, which
+// `dir_fd` is open on) so that the file opened is inside that folder, whatever
+// the symbolic links on the way say and however they change meanwhile: the
+// check is the open itself, relative to the folder's descriptor, not a
+// resolved path that is then opened again. Where the kernel has openat2
+// (Linux 5.6), it resolves the path beneath the folder: symbolic links are
+// followed while they stay inside (a relative link to weights in a subfolder
+// works), and an absolute link, '..' out of the folder or a /proc link is
+// refused. Elsewhere, open_external_file_by_walk. Opening a FIFO does not
+// block; the caller checks that the file is a regular one.
+Result<UniqueFd> open_external_file(int dir_fd, const std::string& location);
+
+// The fallback: one path component at a time, never following a symbolic
+// link. Following them by hand would need a second path resolver (relative
+// and absolute targets, '..', nested links, loops) whose slightest mistake is
+// the very escape this prevents, for kernels older than openat2; so a link is
+// refused there, with a message that says why. Public for its tests.
+Result<UniqueFd> open_external_file_by_walk(int dir_fd, const std::string& location);
+
 class ExternalDataStore {
  public:
   explicit ExternalDataStore(std::filesystem::path base_dir) : base_dir_(std::move(base_dir)) {}
@@ -47,8 +67,9 @@ class ExternalDataStore {
   const std::filesystem::path& base_dir() const { return base_dir_; }
 
   // The bytes of an external tensor. Refuses locations that are absolute or
-  // lead out of the model's folder, missing files, and ranges that do not fit
-  // in the file or do not match the tensor's dims.
+  // lead out of the model's folder (see open_external_file), missing files,
+  // files that are not regular ones (a FIFO, a device), and ranges that do not
+  // fit in the file or do not match the tensor's dims.
   Result<ExternalSlice> slice(const onnx::TensorProto& tensor) const;
   Result<std::span<const std::byte>> bytes(const onnx::TensorProto& tensor) const;
 

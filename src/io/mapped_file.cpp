@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -11,39 +9,24 @@
 namespace onnxkit::io {
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("{}: {}", path.string(), std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return make_error("{}: {}", path.string(), std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return make_error("{}: is a directory, not a file", path.string());
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return make_error("{}: not a regular file", path.string());
-  }
-  size_t size = static_cast<size_t>(st.st_size);
+  UniqueFd fd(::open(path.c_str(), kReadFlags));
+  if (!fd) return make_error("{}: {}", path.string(), std::strerror(errno));
+  return map(std::move(fd), path);
+}
+
+Result<std::shared_ptr<const MappedFile>> MappedFile::map(UniqueFd fd, std::filesystem::path path) {
+  ONNXKIT_ASSIGN(uint64_t size, regular_file_size(fd, path));
   const std::byte* data = nullptr;
   if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return make_error("{}: cannot map file: {}", path.string(), std::strerror(err));
-    }
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (p == MAP_FAILED) return make_error("{}: cannot map file: {}", path.string(), std::strerror(errno));
     data = static_cast<const std::byte*>(p);
   }
-  return std::shared_ptr<const MappedFile>(new MappedFile(path, fd, data, size));
+  return std::shared_ptr<const MappedFile>(new MappedFile(std::move(path), std::move(fd), data, size));
 }
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
-  ::close(fd_);
 }
 
 }  // namespace onnxkit::io

@@ -7,13 +7,20 @@
 #include <memory>
 #include <span>
 
+#include "io/fd.h"
 #include "util/result.h"
 
 namespace onnxkit::io {
 
 class MappedFile {
  public:
+  // Opens and maps a regular file; anything else is refused without blocking.
   static Result<std::shared_ptr<const MappedFile>> open(const std::filesystem::path& path);
+  // Maps the regular file `fd` is open on, for callers that choose how to open
+  // it (external data is opened beneath the model's folder: reopening it by
+  // name would let a swapped symbolic link change which file is mapped).
+  // `path` names it in messages.
+  static Result<std::shared_ptr<const MappedFile>> map(UniqueFd fd, std::filesystem::path path);
 
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -23,14 +30,14 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
   // Kept open for kernel-side copies (copy_file_range) of mapped ranges.
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
 
  private:
-  MappedFile(std::filesystem::path path, int fd, const std::byte* data, size_t size)
-      : path_(std::move(path)), fd_(fd), data_(data), size_(size) {}
+  MappedFile(std::filesystem::path path, UniqueFd fd, const std::byte* data, size_t size)
+      : path_(std::move(path)), fd_(std::move(fd)), data_(data), size_(size) {}
 
   std::filesystem::path path_;
-  int fd_;
+  UniqueFd fd_;
   const std::byte* data_;  // nullptr when size_ == 0 (an empty file cannot be mapped)
   size_t size_;
 };

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "io/atomic_file.h"
+#include "io/fd.h"
 #include "io/mapped_file.h"
 #include "io/tensor_proto.h"
 #include "io/tensor_walk.h"
@@ -217,21 +218,13 @@ Result<LoadedModel> parse_model(std::span<const std::byte> bytes, const fs::path
 Result<LoadedModel> load_model(const fs::path& path) {
   // Read, not mapped: protobuf copies every byte into the message anyway, and
   // a mapping would hold a second copy of the file in memory while it does.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("{}: {}", path.string(), std::strerror(errno));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return make_error("{}: {}", path.string(), std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return make_error("{}: is a directory, not a file", path.string());
-  if (!S_ISREG(st.st_mode)) return make_error("{}: not a regular file", path.string());
-  ONNXKIT_TRY(check_size(static_cast<uint64_t>(st.st_size), path.string()));
-  pb::io::FileInputStream stream(fd, 1 << 20);
+  UniqueFd fd(::open(path.c_str(), kReadFlags));
+  if (!fd) return make_error("{}: {}", path.string(), std::strerror(errno));
+  ONNXKIT_ASSIGN(uint64_t size, regular_file_size(fd, path));
+  ONNXKIT_TRY(check_size(size, path.string()));
+  pb::io::FileInputStream stream(fd.get(), 1 << 20);
   fs::path dir = path.parent_path();
-  ONNXKIT_ASSIGN(LoadedModel loaded,
-                 parse_stream(stream, static_cast<uint64_t>(st.st_size), dir.empty() ? fs::path(".") : dir, path.string()));
+  ONNXKIT_ASSIGN(LoadedModel loaded, parse_stream(stream, size, dir.empty() ? fs::path(".") : dir, path.string()));
   loaded.path = path;
   return loaded;
 }

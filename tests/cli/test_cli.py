@@ -22,8 +22,8 @@ from onnx import numpy_helper
 ARGS = None
 
 
-def run(*args, check=None):
-    proc = subprocess.run([ARGS.onnxkit, *map(str, args)], capture_output=True, text=True, timeout=600)
+def run(*args, check=None, timeout=600):
+    proc = subprocess.run([ARGS.onnxkit, *map(str, args)], capture_output=True, text=True, timeout=timeout)
     if check is not None and proc.returncode != check:
         raise AssertionError(f"onnxkit {' '.join(map(str, args))} exited {proc.returncode}, expected {check}\n"
                              f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}")
@@ -218,22 +218,45 @@ class BadInput(unittest.TestCase):
             missing = os.path.join(tmp, "missing.onnx")
             self.assert_clean_failure(["info", missing], missing)
 
+    def model_with_external_w(self, folder, location):
+        """The seed model with its weight 'w' stored externally at `location`."""
+        model = onnx.load(os.path.join(ARGS.corpus, "..", "seeds", "valid_mul.onnx"))
+        w = model.graph.initializer[0]
+        w.ClearField("float_data")
+        w.data_location = onnx.TensorProto.EXTERNAL
+        entry = w.external_data.add()
+        entry.key, entry.value = "location", location
+        path = os.path.join(folder, "m.onnx")
+        onnx.save(model, path)
+        return path
+
     def test_symlink_out_of_the_model_folder(self):
         with tempfile.TemporaryDirectory() as tmp:
             os.mkdir(os.path.join(tmp, "model"))
             with open(os.path.join(tmp, "secret.bin"), "wb") as f:
                 f.write(b"\0" * 16)
             os.symlink(os.path.join(tmp, "secret.bin"), os.path.join(tmp, "model", "w.bin"))
-            model = onnx.load(os.path.join(ARGS.corpus, "..", "seeds", "valid_mul.onnx"))
-            w = model.graph.initializer[0]
-            w.ClearField("float_data")
-            w.data_location = onnx.TensorProto.EXTERNAL
-            entry = w.external_data.add()
-            entry.key, entry.value = "location", "w.bin"
-            path = os.path.join(tmp, "model", "m.onnx")
-            onnx.save(model, path)
+            path = self.model_with_external_w(os.path.join(tmp, "model"), "w.bin")
             self.assert_clean_failure(["info", path], path)
             self.assertIn("leads out of the model's folder", run("info", path).stderr)
+
+    def test_fifo_as_external_data_is_refused_at_once(self):
+        # Opening a FIFO waits for a writer: before, every command hung here
+        # (the timeout turns a regression into a failure).
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "w.bin")
+            os.mkfifo(fifo)
+            path = self.model_with_external_w(tmp, "w.bin")
+            out = os.path.join(tmp, "out.onnx")
+            for args in (["info", path], ["check", path], ["convert", path, out], ["run", path, "--random"]):
+                with self.subTest(command=args[0]):
+                    proc = run(*args, timeout=30)
+                    self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                    lines = proc.stderr.strip().splitlines()
+                    self.assertEqual(len(lines), 1, proc.stderr)
+                    self.assertIn(path, lines[0])
+                    self.assertIn(f"{fifo}: is a FIFO, not a regular file", lines[0])
+            self.assertFalse(os.path.exists(out))
 
     def test_usage_errors_exit_2(self):
         self.assertEqual(run("info").returncode, 2)

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
+
+#include "io/fd.h"
 
 namespace onnxkit::io {
 
@@ -13,15 +16,41 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr size_t kBufferSize = 1 << 20;
+constexpr std::string_view kTemporaryMark = ".tmp-";
+constexpr size_t kRandomChars = 6;  // mkostemp's XXXXXX
+}  // namespace
+
+Status check_replaceable(const fs::path& target) {
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return make_error("{}: {}", target.string(), std::strerror(errno));
+  }
+  if (S_ISREG(st.st_mode)) return {};
+  if (S_ISLNK(st.st_mode))
+    return make_error("{}: is a symbolic link; onnxkit does not write through or replace links (name the file it "
+                      "points to, or remove the link)", target.string());
+  return make_error("{}: is {}, not a regular file; onnxkit replaces only regular files", target.string(),
+                    file_type_name(st.st_mode));
+}
+
+std::string temporary_name_prefix(const std::string& file_name) {
+  const size_t room = NAME_MAX - 1 - kTemporaryMark.size() - kRandomChars;  // 1 for the leading '.'
+  size_t keep = file_name.size();
+  if (keep > room) {
+    keep = room;
+    while (keep > 0 && (static_cast<unsigned char>(file_name[keep]) & 0xC0) == 0x80) --keep;  // a continuation byte
+  }
+  return "." + file_name.substr(0, keep) + std::string(kTemporaryMark);
 }
 
 Result<AtomicFile> AtomicFile::create(const fs::path& target) {
+  ONNXKIT_TRY(check_replaceable(target));
   std::error_code ec;
-  if (fs::is_directory(target, ec)) return make_error("{}: is a directory", target.string());
   fs::path dir = target.parent_path();
   if (!dir.empty() && !fs::is_directory(dir, ec))
     return make_error("{}: folder '{}' does not exist", target.string(), dir.string());
-  std::string pattern = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  std::string pattern = (dir / (temporary_name_prefix(target.filename().string()) + "XXXXXX")).string();
   int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
   if (fd < 0) return make_error("{}: cannot create a temporary file: {}", target.string(), std::strerror(errno));
   // mkstemp creates 0600; a model is an ordinary file, so follow the umask.

@@ -2,6 +2,13 @@
 // Writes a file so that readers see either the old file or the complete new
 // one: data goes to a temporary file in the same folder, which commit()
 // renames over the target. Destroyed without commit(), it leaves nothing.
+//
+// Only regular files are replaced. A FIFO, a device or a socket at the target
+// is refused (as root, writing to /dev/null would otherwise replace it), and
+// so is a symbolic link: replacing the link would cut it silently, and
+// writing through it would put a model in the link's target folder while its
+// side file went next to the link, where readers of the link would not find
+// it. Either way the user should name the file meant.
 
 #include <cstdint>
 #include <filesystem>
@@ -12,6 +19,17 @@
 #include "util/result.h"
 
 namespace onnxkit::io {
+
+// Succeeds when `target` is absent or a regular file; else an error naming it.
+Status check_replaceable(const std::filesystem::path& target);
+
+// The start of the name of every temporary file AtomicFile makes for
+// `file_name`: ".NAME.tmp-", then six random characters. NAME is shortened
+// (keeping whole UTF-8 characters) where the whole would exceed NAME_MAX, so
+// any name the file system accepts can be written; the random part keeps
+// temporaries apart. Recognisable, so that leftovers of a killed run can be
+// told from the user's files.
+std::string temporary_name_prefix(const std::string& file_name);
 
 class AtomicFile {
  public:

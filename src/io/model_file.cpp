@@ -245,6 +245,8 @@ Result<SaveSummary> save_model(onnx::ModelProto proto, const std::vector<const o
   std::string data_file = options.data_file.empty() ? path.filename().string() + ".data" : options.data_file;
   if (fs::path(data_file).has_parent_path() || data_file == "." || data_file == "..")
     return make_error("external data file name '{}' must be a plain file name", data_file);
+  // Refused before any work: a FIFO, a device or a link as the output.
+  ONNXKIT_TRY(check_replaceable(path));
   SideFileWriter side(path.parent_path() / data_file, data_file);
 
   // Tensors inside the proto (sub-graphs, attributes, functions) are small

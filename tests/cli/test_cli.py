@@ -10,6 +10,7 @@ import argparse
 import glob
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,18 @@ def run(*args, check=None, timeout=600):
         raise AssertionError(f"onnxkit {' '.join(map(str, args))} exited {proc.returncode}, expected {check}\n"
                              f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}")
     return proc
+
+
+def restore_dev_null():
+    """Should a regression replace /dev/null (as root), puts the device back:
+    the rest of the machine reads and writes it."""
+    if not stat.S_ISCHR(os.lstat("/dev/null").st_mode) and os.geteuid() == 0:
+        os.unlink("/dev/null")
+        os.mknod("/dev/null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.chmod("/dev/null", 0o666)
+        for name in os.listdir("/dev"):
+            if name.startswith(".null"):
+                os.unlink(os.path.join("/dev", name))
 
 
 def info_json(path):
@@ -257,6 +270,32 @@ class BadInput(unittest.TestCase):
                     self.assertIn(path, lines[0])
                     self.assertIn(f"{fifo}: is a FIFO, not a regular file", lines[0])
             self.assertFalse(os.path.exists(out))
+
+    def test_output_that_is_not_a_regular_file_is_refused(self):
+        # As root, `convert m.onnx /dev/null` used to replace /dev/null with the
+        # model, and a FIFO named as the output was replaced the same way.
+        model = os.path.join(ARGS.corpus, "..", "seeds", "valid_mul.onnx")
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "out.onnx")
+            os.mkfifo(fifo)
+            try:
+                for target in (fifo, "/dev/null"):
+                    before = os.lstat(target)
+                    for extra in ([], ["--external-data", "--external-threshold", "0"]):
+                        with self.subTest(target=target, flags=extra):
+                            proc = run("convert", model, target, *extra, timeout=30)
+                            self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                            lines = proc.stderr.strip().splitlines()
+                            self.assertEqual(len(lines), 1, proc.stderr)
+                            self.assertIn(f"{target}: is a ", lines[0])
+                            self.assertIn("not a regular file", lines[0])
+                    after = os.lstat(target)
+                    self.assertEqual((after.st_ino, after.st_mode, after.st_rdev),
+                                     (before.st_ino, before.st_mode, before.st_rdev), f"{target} was replaced")
+                self.assertEqual(os.listdir(tmp), ["out.onnx"], "no temporary file may be left behind")
+                self.assertEqual([n for n in os.listdir("/dev") if n.startswith(".null")], [])
+            finally:
+                restore_dev_null()
 
     def test_usage_errors_exit_2(self):
         self.assertEqual(run("info").returncode, 2)

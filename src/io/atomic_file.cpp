@@ -129,13 +129,20 @@ Status AtomicFile::copy_from(int fd, uint64_t offset, uint64_t length) {
   return {};
 }
 
-Status AtomicFile::commit() {
+Status AtomicFile::close() {
+  if (fd_ < 0) return {};
   // No fsync: the rename already guarantees no reader sees a partial file
   // after a failed run, and syncing gigabytes would dominate save time.
-  ONNXKIT_TRY(flush());
+  Status flushed = flush();
   int rc = ::close(fd_);
   fd_ = -1;
+  if (!flushed.ok()) return flushed;
   if (rc != 0) return make_error("{}: write failed: {}", target_.string(), std::strerror(errno));
+  return {};
+}
+
+Status AtomicFile::commit() {
+  ONNXKIT_TRY(close());
   if (::rename(temp_.c_str(), target_.c_str()) != 0)
     return make_error("{}: cannot rename the temporary file into place: {}", target_.string(), std::strerror(errno));
   temp_.clear();

@@ -50,7 +50,15 @@ class AtomicFile {
   // Flushes and renames onto the target.
   Status commit();
 
+  // Flushes and closes the file but leaves it under its temporary name, for
+  // a file that another must reference before it is renamed (save_model's
+  // side file, see replace_pair.h). The destructor still removes it unless
+  // keep() is called once the reference is in place.
+  Status close();
+  void keep() { temp_.clear(); }
+
   const std::filesystem::path& target() const { return target_; }
+  const std::filesystem::path& temporary() const { return temp_; }
 
  private:
   AtomicFile(std::filesystem::path target, std::filesystem::path temp, int fd)
@@ -59,9 +67,9 @@ class AtomicFile {
   Status write_through(const char* data, size_t size);
 
   std::filesystem::path target_;
-  std::filesystem::path temp_;
-  int fd_ = -1;
-  std::string buffer_;  // small writes gather here
+  std::filesystem::path temp_;  // empty once renamed or kept
+  int fd_ = -1;                 // -1 once closed
+  std::string buffer_;          // small writes gather here
   uint64_t written_ = 0;
 };
 

@@ -16,6 +16,7 @@
 #include "io/atomic_file.h"
 #include "io/fd.h"
 #include "io/mapped_file.h"
+#include "io/replace_pair.h"
 #include "io/tensor_proto.h"
 #include "io/tensor_walk.h"
 #include "util/text.h"
@@ -83,9 +84,9 @@ class SideFileWriter {
     return external_meta(tensor, offset, slice.length);
   }
 
-  Status commit() { return file_ ? file_->commit() : Status(); }
   uint64_t size() const { return file_ ? file_->size() : 0; }
-  bool written() const { return file_.has_value(); }
+  // The file, uncommitted; empty when no tensor went to it.
+  std::optional<AtomicFile> take() { return std::move(file_); }
 
  private:
   // Opens the file on first use and pads to the next tensor's offset, aligned
@@ -179,6 +180,75 @@ void write_length_delimited_tag(pb::io::CodedOutputStream& coded, int field, uin
   coded.WriteVarint64(size);
 }
 
+// Points every external tensor about to be written at the side file's name,
+// `location`: all of them live in the one side file save_model writes.
+Status point_external_tensors_at(onnx::ModelProto& proto, std::vector<TensorOut>& placed, const std::string& location) {
+  auto point = [&](onnx::TensorProto& t) -> Status {
+    if (!is_external(t)) return {};
+    for (auto& entry : *t.mutable_external_data())
+      if (entry.key() == "location") entry.set_value(location);
+    return {};
+  };
+  for (TensorOut& out : placed)
+    if (out.meta) ONNXKIT_TRY(point(*out.meta));
+  return for_each_tensor(proto, [&](onnx::TensorProto& t, const std::string&) { return point(t); });
+}
+
+// Writes `proto` (whose graph holds no initializers) to a new uncommitted
+// AtomicFile for `path`, with `initializers` placed as `placed` says. The
+// graph is written by hand around its initializers, which are serialized
+// straight from where they live.
+Result<AtomicFile> write_model_file(const fs::path& path, onnx::ModelProto& proto,
+                                    const std::vector<const onnx::TensorProto*>& initializers,
+                                    const std::vector<TensorOut>& placed) {
+  // The graph is lent out of `proto` while the rest is serialized.
+  struct GraphLoan {
+    onnx::ModelProto& model;
+    std::unique_ptr<onnx::GraphProto> graph;
+    ~GraphLoan() { model.set_allocated_graph(graph.release()); }
+  } loan{proto, std::unique_ptr<onnx::GraphProto>(proto.release_graph())};
+  const onnx::GraphProto& graph = loan.graph ? *loan.graph : onnx::GraphProto::default_instance();
+
+  uint64_t graph_size = graph.ByteSizeLong();
+  std::vector<uint64_t> tensor_sizes;
+  for (size_t i = 0; i < initializers.size(); ++i) {
+    tensor_sizes.push_back(serialized_size(*initializers[i], placed[i]));
+    graph_size += length_delimited_size(tensor_sizes.back());
+  }
+  uint64_t model_size = proto.ByteSizeLong() + length_delimited_size(graph_size);
+  if (model_size > kProtobufLimit)
+    return make_error("{}: the model would be {} in one protobuf, over the 2 GiB limit; save with external data",
+                      path.string(), human_bytes(model_size));
+
+  ONNXKIT_ASSIGN(AtomicFile file, AtomicFile::create(path));
+  {
+    AtomicFileStream sink(file);
+    pb::io::CopyingOutputStreamAdaptor adaptor(&sink, 1 << 20);
+    {
+      pb::io::CodedOutputStream coded(&adaptor);
+      proto.SerializeWithCachedSizes(&coded);
+      write_length_delimited_tag(coded, kModelGraphField, graph_size);
+      graph.SerializeWithCachedSizes(&coded);
+      for (size_t i = 0; i < initializers.size(); ++i) {
+        write_length_delimited_tag(coded, kGraphInitializerField, tensor_sizes[i]);
+        const TensorOut& out = placed[i];
+        if (!out.meta) {
+          initializers[i]->SerializeWithCachedSizes(&coded);
+          continue;
+        }
+        out.meta->SerializeWithCachedSizes(&coded);
+        if (!out.raw.empty()) {
+          write_length_delimited_tag(coded, kTensorRawDataField, out.raw.size());
+          coded.WriteRaw(out.raw.data(), static_cast<int>(out.raw.size()));
+        }
+      }
+    }
+    if (!adaptor.Flush() || !sink.status().ok())
+      return sink.status().ok() ? make_error("{}: write failed", path.string()) : sink.status().error();
+  }
+  return file;
+}
+
 }  // namespace
 
 namespace {
@@ -242,9 +312,11 @@ Result<SaveSummary> save_model(onnx::ModelProto proto, const ExternalDataStore* 
 
 Result<SaveSummary> save_model(onnx::ModelProto proto, const std::vector<const onnx::TensorProto*>& initializers,
                                const ExternalDataStore* source, const fs::path& path, const SaveOptions& options) {
-  std::string data_file = options.data_file.empty() ? path.filename().string() + ".data" : options.data_file;
+  std::string data_file = options.data_file.empty() ? conventional_data_name(path) : options.data_file;
   if (fs::path(data_file).has_parent_path() || data_file == "." || data_file == "..")
     return make_error("external data file name '{}' must be a plain file name", data_file);
+  if (data_file == path.filename().string())
+    return make_error("{}: the external data file must have a name other than the model's", path.string());
   // Refused before any work: a FIFO, a device or a link as the output.
   ONNXKIT_TRY(check_replaceable(path));
   SideFileWriter side(path.parent_path() / data_file, data_file);
@@ -270,51 +342,15 @@ Result<SaveSummary> save_model(onnx::ModelProto proto, const std::vector<const o
     placed.push_back(std::move(*out));
   }
 
-  // The graph is written by hand around its initializers, which are
-  // serialized straight from where they live.
-  onnx::GraphProto graph;
-  graph.Swap(proto.mutable_graph());
-  proto.clear_graph();
-  uint64_t graph_size = graph.ByteSizeLong();
-  std::vector<uint64_t> tensor_sizes;
-  for (size_t i = 0; i < initializers.size(); ++i) {
-    tensor_sizes.push_back(serialized_size(*initializers[i], placed[i]));
-    graph_size += length_delimited_size(tensor_sizes.back());
-  }
-  uint64_t model_size = proto.ByteSizeLong() + length_delimited_size(graph_size);
-  if (model_size > kProtobufLimit)
-    return make_error("{}: the model would be {} in one protobuf, over the 2 GiB limit; save with external data",
-                      path.string(), human_bytes(model_size));
-
-  ONNXKIT_ASSIGN(AtomicFile file, AtomicFile::create(path));
-  {
-    AtomicFileStream sink(file);
-    pb::io::CopyingOutputStreamAdaptor adaptor(&sink, 1 << 20);
-    {
-      pb::io::CodedOutputStream coded(&adaptor);
-      proto.SerializeWithCachedSizes(&coded);
-      write_length_delimited_tag(coded, kModelGraphField, graph_size);
-      graph.SerializeWithCachedSizes(&coded);
-      for (size_t i = 0; i < initializers.size(); ++i) {
-        write_length_delimited_tag(coded, kGraphInitializerField, tensor_sizes[i]);
-        const TensorOut& out = placed[i];
-        if (!out.meta) {
-          initializers[i]->SerializeWithCachedSizes(&coded);
-          continue;
-        }
-        out.meta->SerializeWithCachedSizes(&coded);
-        if (!out.raw.empty()) {
-          write_length_delimited_tag(coded, kTensorRawDataField, out.raw.size());
-          coded.WriteRaw(out.raw.data(), static_cast<int>(out.raw.size()));
-        }
-      }
-    }
-    if (!adaptor.Flush() || !sink.status().ok())
-      return sink.status().ok() ? make_error("{}: write failed", path.string()) : sink.status().error();
-  }
-  SaveSummary summary{file.size(), side.size(), side.written() ? data_file : std::string()};
-  ONNXKIT_TRY(side.commit());
-  ONNXKIT_TRY(file.commit());
+  SaveSummary summary{0, side.size(), ""};
+  PairReplacement replacement{path, data_file, side.take(), {}, options.after_step};
+  replacement.write_model = [&](const std::string& location) -> Result<AtomicFile> {
+    if (!location.empty()) ONNXKIT_TRY(point_external_tensors_at(proto, placed, location));
+    ONNXKIT_ASSIGN(AtomicFile file, write_model_file(path, proto, initializers, placed));
+    summary.model_bytes = file.size();
+    return file;
+  };
+  ONNXKIT_ASSIGN(summary.external_file, replace_model_and_data(std::move(replacement)));
   return summary;
 }
 

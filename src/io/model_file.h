@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/external_data.h"
@@ -44,6 +46,11 @@ struct SaveOptions {
   uint64_t threshold = 1024;
   // File name, next to the model, for external data; default "<model>.data".
   std::string data_file;
+  // For tests: called after each step of replacing the files that changes
+  // what a reader finds (a rename, a link), with the step's name; an error
+  // from it stops the save there, as a failure at that point would. Lets a
+  // test load the model at every step, where a kill could leave it.
+  std::function<Status(std::string_view step)> after_step;
 };
 
 struct SaveSummary {
@@ -53,9 +60,13 @@ struct SaveSummary {
 };
 
 // Writes `proto` to `path` atomically, together with its side file when some
-// tensors are external. Tensors that are external in the source are read
-// through `source` (may be null when there are none). Takes the proto by value
-// because tensors moved out to the side file are cleared from it.
+// tensors are external: readers, and a save stopped anywhere, find the old
+// model with its old data or the new with the new (io/replace_pair.h says
+// how). The old model's own side file is removed when the new one no longer
+// reads it. Only a regular file (or nothing) at `path` is replaced. Tensors
+// that are external in the source are read through `source` (may be null when
+// there are none). Takes the proto by value because tensors moved out to the
+// side file are cleared from it.
 Result<SaveSummary> save_model(onnx::ModelProto proto, const ExternalDataStore* source,
                                const std::filesystem::path& path, const SaveOptions& options = {});
 

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <iterator>
 
 #include "io/tensor_proto.h"
 

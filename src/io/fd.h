@@ -1,7 +1,8 @@
 #pragma once
-// File descriptors, and the rule for every file onnxkit reads or replaces by
-// a name it was given: only regular files. A FIFO would block the command
-// until some writer appears, a device would be mapped or overwritten.
+// File descriptors, and the check behind a rule: onnxkit reads only regular
+// files. Opening a FIFO would block the command until some writer appears; a
+// device would be mapped or read without end. (Writes follow the same rule:
+// atomic_file.h.)
 
 #include <fcntl.h>
 #include <sys/types.h>

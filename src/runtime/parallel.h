@@ -18,6 +18,11 @@
 
 namespace onnxkit::runtime {
 
+// Below this many multiply-adds (a product, a convolution) a second thread
+// costs more than it saves: waking it, and waiting for it when another
+// process has its core.
+inline constexpr double kParallelMacs = 64.0 * 64.0 * 64.0;
+
 // True inside any OpenMP region, active or not.
 inline bool inside_parallel_region() { return omp_get_level() > 0; }
 

@@ -39,8 +39,6 @@ constexpr int64_t kKc = 256;
 constexpr int64_t kMc = 72;
 template <class T>
 constexpr int64_t kNc = (256 * 1024 / static_cast<int64_t>(sizeof(T))) / kKc;
-// Below this many multiply-adds a second thread costs more than it saves.
-constexpr double kParallelWork = 64.0 * 64.0 * 64.0;
 
 template <class T>
 struct Problem {
@@ -287,7 +285,7 @@ void run_vector(const Problem<double>& pr, int64_t first, int64_t last, double* 
 }
 
 int usable_threads(double work) {
-  return work < kParallelWork ? 1 : available_threads();
+  return work < kParallelMacs ? 1 : available_threads();
 }
 
 template <class T>

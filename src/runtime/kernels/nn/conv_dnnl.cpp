@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "runtime/kernels/nn/blocked.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::nn {
 dnnl::engine& cpu_engine() {
@@ -45,7 +46,8 @@ DnnlConv::DnnlConv(std::unique_ptr<State> state) : state_(std::move(state)) {}
 DnnlConv::~DnnlConv() = default;
 
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w, const Tensor* bias,
-                                           FusedActivation activation, ActivationLayout layout) {
+                                           FusedActivation activation, ActivationLayout layout,
+                                           const DnnlConv* sibling) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   if (w.dtype() != DataType::float32 || p.window.rank() < 1 || p.window.rank() > 3) return nullptr;
@@ -114,15 +116,20 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& p, const Tensor& w,
     if (!state->binary_residual) state->pd = primitive_desc(false);
     state->primitive = dnnl::convolution_forward(state->pd);
 
-    dnnl::stream stream(engine);
-    dnnl::memory user_w(user_w_md, engine, const_cast<void*>(w.raw()));
-    state->weights = dnnl::memory(state->pd.weights_desc(), engine);
-    dnnl::reorder(user_w, state->weights).execute(stream, user_w, state->weights);
-    if (bias != nullptr) {
-      state->bias = dnnl::memory(bias_md, engine);
-      std::memcpy(state->bias.get_data_handle(), bias->raw(), bias->nbytes());
+    if (sibling != nullptr && sibling->state_->pd.weights_desc() == state->pd.weights_desc()) {
+      state->weights = sibling->state_->weights;  // a handle: the buffer is shared
+      state->bias = sibling->state_->bias;
+    } else {
+      dnnl::stream stream(engine);
+      dnnl::memory user_w(user_w_md, engine, const_cast<void*>(w.raw()));
+      state->weights = dnnl::memory(state->pd.weights_desc(), engine);
+      dnnl::reorder(user_w, state->weights).execute(stream, user_w, state->weights);
+      if (bias != nullptr) {
+        state->bias = dnnl::memory(bias_md, engine);
+        std::memcpy(state->bias.get_data_handle(), bias->raw(), bias->nbytes());
+      }
+      stream.wait();
     }
-    stream.wait();
     return std::unique_ptr<DnnlConv>(new DnnlConv(std::move(state)));
   } catch (const dnnl::error&) {
     return nullptr;  // no implementation for this case: the reference runs it
@@ -163,12 +170,20 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
 }
 
 std::shared_ptr<const DnnlConv> DnnlConvCache::get(const ConvParams& p) {
+  const Shape x = p.x_shape();
+  const double macs = static_cast<double>(shape_size(p.y_shape())) * static_cast<double>(shape_size(p.w_shape())) /
+                      static_cast<double>(std::max<int64_t>(p.out_channels, 1));
+  const int threads = macs < kParallelMacs ? 1 : available_threads();
   std::lock_guard lock(mutex_);
-  auto it = cache_.find(p.x_shape());
+  auto it = cache_.find({x, threads});
   if (it != cache_.end()) return it->second;
   if (cache_.size() >= kMaxShapes) return nullptr;
-  std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_, layout_);
-  cache_.emplace(p.x_shape(), conv);
+  const DnnlConv* sibling = nullptr;
+  for (const auto& [key, made] : cache_)
+    if (key.first == x && made != nullptr) sibling = made.get();
+  const ThreadLimit limit(threads);
+  std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling);
+  cache_.emplace(std::make_pair(x, threads), conv);
   return conv;
 }
 

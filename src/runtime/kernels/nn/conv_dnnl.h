@@ -38,10 +38,15 @@ Status check_residual(const Tensor* residual, const Tensor& y);
 
 class DnnlConv {
  public:
-  // Null when oneDNN has no primitive for these parameters.
+  // Null when oneDNN has no primitive for these parameters. oneDNN splits
+  // the work for the OpenMP threads there are when the primitive is made,
+  // and uses that many on every run. `sibling`, made for the same
+  // parameters and another thread count, lends its reordered weights where
+  // the layouts agree.
   static std::unique_ptr<DnnlConv> create(const ConvParams& params, const Tensor& w, const Tensor* bias,
                                           FusedActivation activation = {},
-                                          ActivationLayout layout = ActivationLayout::plain);
+                                          ActivationLayout layout = ActivationLayout::plain,
+                                          const DnnlConv* sibling = nullptr);
   ~DnnlConv();
 
   // y = act(conv(x) + bias [+ residual]), all in the layout the primitive
@@ -56,8 +61,10 @@ class DnnlConv {
   std::unique_ptr<State> state_;
 };
 
-// oneDNN primitives for the input shapes a Conv node has met, built on first
-// use (a model with a dynamic batch meets few). Shared by concurrent runs.
+// oneDNN primitives for the input shapes a Conv node has met, and the thread
+// counts its runs have used (runtime/contention.h holds runs to one thread;
+// a convolution too small to share gets one), built on first use. Shared
+// by concurrent runs.
 class DnnlConvCache {
  public:
   DnnlConvCache(std::shared_ptr<const Tensor> w, std::shared_ptr<const Tensor> bias, FusedActivation activation,
@@ -73,7 +80,7 @@ class DnnlConvCache {
   FusedActivation activation_;
   ActivationLayout layout_;
   std::mutex mutex_;
-  std::map<Shape, std::shared_ptr<const DnnlConv>> cache_;
+  std::map<std::pair<Shape, int>, std::shared_ptr<const DnnlConv>> cache_;  // by (input shape, threads)
 };
 
 }  // namespace onnxkit::runtime::nn

@@ -1,8 +1,10 @@
-// A warm session creates no threads: every run at 2 threads reuses the
-// OpenMP team the first run made. A parallel region opened inside another
-// one (even an inactive `if (false)` one) gets threads created and joined
-// on every entry, which made an LSTM 200 times slower at 2 threads than at
-// 1; this binary counts pthread_create calls to catch any such nesting.
+// Threads as runs use them. A warm session creates no threads: every run at
+// 2 threads reuses the OpenMP team the first run made. A parallel region
+// opened inside another one (even an inactive `if (false)` one) gets
+// threads created and joined on every entry, which made an LSTM 200 times
+// slower at 2 threads than at 1; this binary counts pthread_create calls to
+// catch any such nesting. And a run held to one thread (runtime/contention.h)
+// leaves the other threads idle, oneDNN's convolutions included.
 //
 // Its own executable: it replaces pthread_create for the whole process.
 
@@ -10,11 +12,19 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 
+#include <omp.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <string>
+#include <thread>
 
 #include "ir/model.h"
+#include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/session.h"
 #include "support/test_support.h"
 #include "tools/inputs.h"
@@ -121,6 +131,65 @@ TEST(ThreadCreation, ExportedModels) {
     ASSERT_TRUE(model.ok()) << model.error().message();
     EXPECT_EQ(threads_created_by_warm_runs(std::shared_ptr<const ir::Model>(std::move(model).value()), 2), 0) << name;
   }
+}
+
+// Nanoseconds on a CPU, over their lives, of this process's threads other
+// than the calling one.
+int64_t other_threads_cpu_ns() {
+  int64_t total = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (task.path().filename() == std::to_string(gettid())) continue;
+    std::ifstream stat(task.path() / "schedstat");
+    int64_t on_cpu = 0;
+    if (stat >> on_cpu) total += on_cpu;
+  }
+  return total;
+}
+
+runtime::Tensor random_floats(runtime::Shape shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  runtime::Tensor t(runtime::DataType::float32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = uniform(rng);
+  return t;
+}
+
+TEST(HeldToOneThread, ConvolutionsLeaveTheWorkerIdle) {
+  // oneDNN fixes a convolution's thread count when the primitive is made:
+  // one made for a 2-thread run would take the worker on a 1-thread run too.
+  using namespace runtime::nn;
+  const runtime::Tensor x = random_floats({1, 64, 56, 56}, 1);
+  const runtime::Tensor w = random_floats({64, 64, 3, 3}, 2);
+  ConvAttributes attrs;
+  attrs.window.pads = {1, 1, 1, 1};
+  auto params = make_conv_params(attrs, x.shape(), w.shape());
+  ASSERT_TRUE(params.ok()) << params.error().message();
+  DnnlConvCache cache(std::make_shared<const runtime::Tensor>(w), nullptr, {}, ActivationLayout::plain);
+  runtime::Tensor on_two(runtime::DataType::float32, params->y_shape());
+  runtime::Tensor on_one(runtime::DataType::float32, params->y_shape());
+
+  omp_set_num_threads(2);
+  auto two = cache.get(*params);
+  ASSERT_NE(two, nullptr);
+  const int64_t before_two = other_threads_cpu_ns();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(two->run(x, on_two).ok());
+  const int64_t worker_on_two = other_threads_cpu_ns() - before_two;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the worker stops spinning and sleeps
+
+  omp_set_num_threads(1);
+  auto one = cache.get(*params);
+  ASSERT_NE(one, nullptr);
+  EXPECT_NE(one, two);
+  const int64_t before_one = other_threads_cpu_ns();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(one->run(x, on_one).ok());
+  const int64_t worker_on_one = other_threads_cpu_ns() - before_one;
+  omp_set_num_threads(2);
+
+  EXPECT_GT(worker_on_two, 0) << "the worker never ran: the measurement sees nothing";
+  EXPECT_LT(worker_on_one, worker_on_two / 10) << worker_on_one << " ns against " << worker_on_two;
+  // The same convolution, on weights the two primitives share.
+  for (int64_t i = 0; i < on_one.numel(); ++i)
+    ASSERT_NEAR(on_one.data<float>()[i], on_two.data<float>()[i], 1e-4) << i;
 }
 
 }  // namespace

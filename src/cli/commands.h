@@ -32,5 +32,6 @@ Command add_bench_command(CLI::App& root);
 Command add_simplify_command(CLI::App& root);
 Command add_shapes_command(CLI::App& root);
 Command add_edit_command(CLI::App& root);
+Command add_draw_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {add_info_command(app), add_check_command(app), add_convert_command(app),
                                   add_run_command(app), add_bench_command(app), add_simplify_command(app),
                                   add_shapes_command(app), add_edit_command(app)};
+  commands.push_back(add_draw_command(app));
 
   try {
     app.parse(argc, argv);

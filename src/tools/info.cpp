@@ -116,6 +116,12 @@ json tensor_values(const onnx::TensorProto& t, uint64_t count) {
   return out;
 }
 
+json graph_summary(const ir::Graph& g) {
+  return {{"graph", g.name()}, {"nodes", g.nodes().size()}};
+}
+
+}  // namespace
+
 json tensor_json(const onnx::TensorProto& t) {
   json j = {{"dtype", io::data_type_name(t.data_type())}, {"dims", json(std::vector<int64_t>(t.dims().begin(), t.dims().end()))}};
   if (io::is_external(t)) j["external"] = true;
@@ -125,10 +131,6 @@ json tensor_json(const onnx::TensorProto& t) {
     if (!values.is_null()) j["values"] = std::move(values);
   }
   return j;
-}
-
-json graph_summary(const ir::Graph& g) {
-  return {{"graph", g.name()}, {"nodes", g.nodes().size()}};
 }
 
 json attribute_json(const ir::Attribute& attr) {
@@ -159,6 +161,8 @@ json attribute_json(const ir::Attribute& attr) {
     default: return nullptr;
   }
 }
+
+namespace {
 
 json value_json(const ir::Value* v, const analysis::TypeMap& types) {
   if (v == nullptr) return nullptr;  // an omitted optional input or output
@@ -217,6 +221,8 @@ std::string value_text(const json& v) {
   return out;
 }
 
+}  // namespace
+
 std::string attribute_text(const json& a) {
   if (a.is_object() && a.contains("graph")) return fmt::format("<graph '{}', {} nodes>", a["graph"].get<std::string>(), a["nodes"].get<size_t>());
   if (a.is_object() && a.contains("dtype") && a.contains("dims")) {
@@ -227,8 +233,6 @@ std::string attribute_text(const json& a) {
   if (a.is_string()) return "'" + a.get<std::string>() + "'";
   return a.dump(-1, ' ', false, json::error_handler_t::replace);
 }
-
-}  // namespace
 
 json model_info(const ir::Model& model, const InfoOptions& options) {
   analysis::InferenceResult inferred = analysis::infer_types_with_onnx(model);

@@ -22,4 +22,11 @@ nlohmann::json model_info(const ir::Model& model, const InfoOptions& options);
 
 std::string render_info_text(const nlohmann::json& info);
 
+// The pieces of the report, for other reports (draw's side panel):
+// {"dtype", "dims", "values" (small inline tensors only), "external"}.
+nlohmann::json tensor_json(const onnx::TensorProto& tensor);
+nlohmann::json attribute_json(const ir::Attribute& attribute);
+// One attribute's JSON as text: 3, [1,1], 'NOTSET', tensor int64[2] [0,4096].
+std::string attribute_text(const nlohmann::json& attribute);
+
 }  // namespace onnxkit::tools

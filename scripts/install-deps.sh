@@ -9,6 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev
   libdnnl-dev libgtest-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  chromium python3-pil  # draw's HTML page is tested in headless Chromium
 )
 
 missing=()

@@ -20,16 +20,13 @@ Command add_draw_command(CLI::App& root) {
   app->add_flag("--weight-stats", flags->options.draw.weight_stats,
                 "Read every weight once for its min/max/mean (HTML side panel)");
   app->add_option("--collapse", flags->options.draw.collapse_depth,
-                  "Fold nodes into one box per name scope of this many levels (/layer1/layer1.0/...)")
-      ->check(CLI::PositiveNumber);
-  app->add_option("--subgraphs", flags->subgraphs, "If/Loop/Scan bodies: expand (drawn inside) or collapse")
-      ->check(CLI::IsMember({"expand", "collapse"}));
+                  "Fold nodes into one box per name scope of this many levels (/layer1/layer1.0/...)");
+  app->add_option("--subgraphs", flags->subgraphs, "If/Loop/Scan bodies: expand (drawn inside) or collapse");
   app->add_option("--diff", flags->options.diff, "Colour what OTHER.onnx removed (red), added (green), changed (orange)");
   app->add_option("--overlay", flags->options.overlay,
                   fmt::format("Colour nodes by the \"{}\" of each node entry of a compare --json report",
                               tools::kOverlayErrorField));
-  app->add_option("--rankdir", flags->rankdir, "TB (top to bottom) or LR (left to right)")
-      ->check(CLI::IsMember({"TB", "LR"}));
+  app->add_option("--rankdir", flags->rankdir, "TB (top to bottom) or LR (left to right)");
   app->footer(
       "Each node shows its op type and short attributes; weights and constants are listed in\n"
       "the box of the node reading them; edges carry the tensor's type when it is known.\n"
@@ -41,6 +38,20 @@ Command add_draw_command(CLI::App& root) {
       "  onnxkit simplify model.onnx sim.onnx && onnxkit draw model.onnx -o diff.html --diff sim.onnx\n"
       "  onnxkit draw model.onnx -o errors.html --overlay compare.json");
   return {app, [app, flags] {
+            // Checked here rather than by CLI11, whose messages take two lines.
+            std::string usage;
+            if (auto format = tools::draw_format_for(flags->out); !format.ok())
+              usage = format.error().message();
+            else if (flags->rankdir != "TB" && flags->rankdir != "LR")
+              usage = fmt::format("--rankdir '{}': expected TB or LR", flags->rankdir);
+            else if (flags->subgraphs != "expand" && flags->subgraphs != "collapse")
+              usage = fmt::format("--subgraphs '{}': expected expand or collapse", flags->subgraphs);
+            else if (app->count("--collapse") > 0 && flags->options.draw.collapse_depth < 1)
+              usage = fmt::format("--collapse {}: the scope depth must be 1 or more", flags->options.draw.collapse_depth);
+            if (!usage.empty()) {
+              fmt::print(stderr, "onnxkit draw: error: {}\n", usage);
+              return kExitUsage;
+            }
             tools::DrawFileOptions options = flags->options;
             options.draw.weights = !flags->no_weights;
             options.draw.left_right = flags->rankdir == "LR";

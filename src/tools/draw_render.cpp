@@ -383,15 +383,24 @@ constexpr std::string_view kViewerScript = R"JS(
   }
 
   // --- search ---------------------------------------------------------------
+  // Per box: its own name, the tensors it makes, the tensors it reads.
   const haystack = Object.keys(details).map(id => {
-    const d = details[id], names = [d.name || ""];
-    for (const v of (d.inputs || []).concat(d.outputs || [])) names.push(v.name || "");
-    return [id, names.join("\n").toLowerCase()];
+    const d = details[id], names = v => (v || []).map(x => (x.name || "").toLowerCase()).join("\n");
+    return [id, (d.name || "").toLowerCase(), names(d.outputs), names(d.inputs)];
   });
+  // Best first: the exact name, then names, then tensors made, then read.
+  function rank(h, q) {
+    if (h[1] === q) return 0;
+    for (let k = 1; k < 4; k++) if (h[k].includes(q)) return k;
+    return -1;
+  }
   function find() {
     const q = search.value.trim().toLowerCase();
     if (foundAt >= 0 && found[foundAt]) mark(found[foundAt], "hit", false);
-    found = q ? haystack.filter(h => h[1].includes(q)).map(h => h[0]) : [];
+    const ranked = [];
+    if (q) for (const h of haystack) { const r = rank(h, q); if (r >= 0) ranked.push([r, ranked.length, h[0]]); }
+    ranked.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    found = ranked.map(r => r[2]);
     foundAt = -1;
     hits.textContent = q ? found.length + " found" : "";
     results.replaceChildren();

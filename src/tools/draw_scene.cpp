@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -258,7 +259,7 @@ class Builder {
       if (io::is_external(*t)) d["external"] = true;
       std::string values = values_text(*t);
       if (!values.empty()) d["values"] = values;
-      if (options_.weight_stats) {
+      if (options_.weight_stats && options_.format == DrawFormat::html) {  // only the page shows them
         auto [it, fresh] = stats_.try_emplace(t, nullptr);
         if (fresh) it->second = weight_stats(*t, store_);
         if (!it->second.is_null()) d["stats"] = it->second;
@@ -297,9 +298,10 @@ class Builder {
     size_t attribute_lines = 0;
     for (const ir::Attribute& a : n.attributes()) {
       std::string text = attribute_text(attribute_json(a));
-      if ((n.is_onnx_op("Cast") || n.is_onnx_op("EyeLike") || n.is_onnx_op("RandomNormal")) && a.name() == "dtype")
-        text = io::data_type_name(static_cast<int32_t>(a.proto.i()));
-      if (n.is_onnx_op("Cast") && a.name() == "to") text = io::data_type_name(static_cast<int32_t>(a.proto.i()));
+      // Element types read better by name: Cast's "to", EyeLike's and the Random ops' "dtype".
+      bool element_type = (n.is_onnx_op("Cast") && a.name() == "to") ||
+                          (a.name() == "dtype" && a.proto.type() == onnx::AttributeProto::INT);
+      if (element_type) text = io::data_type_name(static_cast<int32_t>(a.proto.i()));
       attributes.push_back({a.name(), text});
       bool graph = a.graph != nullptr || !a.graphs.empty();
       if (!graph && attribute_lines < kMaxAttributeLines && a.name().size() + text.size() + 1 <= kMaxLineChars) {

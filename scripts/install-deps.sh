@@ -10,6 +10,7 @@ packages=(
   libdnnl-dev libgtest-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   chromium python3-pil  # draw's HTML page is tested in headless Chromium
+  python3-dev python3-venv pybind11-dev  # the Python package's module, and its test venv
 )
 
 missing=()

@@ -165,7 +165,7 @@ class InferenceSession:
             if self._metadata["ir_version"] >= 4
             else []
         )
-        self._outputs = [NodeArg(n, t, s) for n, t, s, _ in self._session.outputs()]
+        self._outputs: Optional[List[NodeArg]] = None  # shape inference runs on the first get_outputs()
 
     def run(
         self,
@@ -193,6 +193,10 @@ class InferenceSession:
         return list(self._inputs)
 
     def get_outputs(self) -> List[NodeArg]:
+        """The graph's outputs, their shapes as shape inference refines the
+        declared ones (as ONNX Runtime gives them)."""
+        if self._outputs is None:
+            self._outputs = [NodeArg(n, t, s) for n, t, s, _ in self._session.outputs()]
         return list(self._outputs)
 
     def get_overridable_initializers(self) -> List[NodeArg]:

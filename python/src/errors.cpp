@@ -39,7 +39,7 @@ void add_errors(py::module_& module) {
       "a feed numpy cannot give as an ONNX type, an option onnxkit does not support. Also a ValueError.");
 }
 
-std::string type_name(py::handle object) { return py::str(object.get_type().attr("__name__")); }
+std::string type_name(py::handle object) { return py::str(py::type::handle_of(object).attr("__name__")); }
 
 void raise(ErrorKind kind, const std::string& message) {
   PyErr_SetString(classes[static_cast<int>(kind)], message.c_str());

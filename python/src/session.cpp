@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/onnx_inference.h"
 #include "arrays.h"
 #include "bindings.h"
 #include "errors.h"
@@ -112,7 +113,22 @@ class SessionHandle {
   }
 
   py::list inputs() const { return describe(session_->inputs()); }
-  py::list outputs() const { return describe(session_->outputs()); }
+  // As ONNX Runtime describes them: the declared types as shape inference
+  // refines them (a symbolic dim it resolves becomes its number), the types
+  // `onnxkit info` prints.
+  py::list outputs() const {
+    analysis::InferenceResult inferred = [&] {
+      py::gil_scoped_release release;
+      return analysis::infer_types_with_onnx(*model_);
+    }();
+    std::vector<runtime::ValueInfo> outputs = session_->outputs();
+    for (runtime::ValueInfo& v : outputs) {
+      auto it = inferred.types.find(v.name);
+      if (it != inferred.types.end() && it->second.has_tensor_type() && it->second.tensor_type().has_shape())
+        v.type = it->second;
+    }
+    return describe(outputs);
+  }
   int threads() const { return session_->threads(); }
 
   py::dict metadata() const {

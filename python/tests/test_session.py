@@ -87,6 +87,21 @@ def scalar_input_model():
     )
 
 
+def test_outputs_are_described_after_shape_inference_as_onnxruntime_does():
+    # Exporters leave symbols on outputs that inference resolves (a decoder's
+    # sequence length): ORT gives the numbers.
+    data = small_model(
+        [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Shape", ["x"], ["s"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "MatMul_dim_1"]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, ["rank"])],
+    )
+    ours = onnxkit.InferenceSession(data)
+    theirs = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    assert described(ours.get_outputs()) == described(theirs.get_outputs())
+    assert described(ours.get_outputs()) == [("y", "tensor(float)", ["batch", 3]), ("s", "tensor(int64)", [2])]
+
+
 def test_integer_scalar_input_and_dynamic_batch():
     data = scalar_input_model()
     ours = onnxkit.InferenceSession(data)

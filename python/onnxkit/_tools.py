@@ -279,7 +279,10 @@ def simplify(
             keep_dynamic=keep_dynamic,
             check=check_n,
             inputs=inputs,
-            test_shapes=_shape_flags(test_input_shapes, "test_input_shapes"),
+            # As in onnxsim, input_data wins; test_input_shapes shape the random rest.
+            test_shapes=_shape_flags(
+                {k: v for k, v in (test_input_shapes or {}).items() if k not in (input_data or {})}, "test_input_shapes"
+            ),
             seed=seed,
             rtol=rtol,
             atol=atol,

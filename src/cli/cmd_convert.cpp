@@ -20,8 +20,7 @@ Command add_convert_command(CLI::App& root) {
   app->add_flag("--external-data", flags->external,
                 "Store every tensor of at least --external-threshold bytes in one side file next to OUT; "
                 "without it, everything is stored inline (which must fit in 2 GiB)");
-  app->add_option("--external-threshold", flags->threshold, "Size in bytes from which a tensor goes external (1024; accepts 4KB, 1MiB...)")
-      ->transform(CLI::AsSizeValue(false));
+  add_external_threshold_option(*app, flags->threshold);
   app->add_option("--external-file", flags->data_file, "Name of the side file (default: OUT's name + .data)");
   app->footer(
       "Examples:\n"

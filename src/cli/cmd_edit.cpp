@@ -41,8 +41,7 @@ Command add_edit_command(CLI::App& root) {
   flags->operations[script] = "script";
   app->option_defaults()->group("Output");
   app->add_flag("--external-data", flags->external, "Store tensors of at least --external-threshold bytes in OUT.data");
-  app->add_option("--external-threshold", flags->threshold, "Size in bytes from which a tensor goes external (1024)")
-      ->transform(CLI::AsSizeValue(false));
+  add_external_threshold_option(*app, flags->threshold);
   app->footer(
       "Names are checked: an unknown node or tensor is an error that suggests the closest name.\n"
       "After the last operation, inputs left without a producer are an error, types are\n"

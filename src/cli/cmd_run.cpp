@@ -20,7 +20,7 @@ Command add_run_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("run", "Run a model on onnxkit's CPU runtime and save its outputs");
   app->add_option("MODEL", flags->model, "ONNX model file")->required();
   add_input_flags(*app, flags->inputs, true);
-  app->add_option("--threads", flags->threads, "Threads per run (0: one per core)");
+  app->add_option("--threads", flags->threads, "Threads per run (0: one per core)")->check(CLI::Range(0, 1024));
   app->add_option("--output-dir", flags->output_dir,
                   "Write output_K.npy (or .pb) and outputs.json here, as ONNX's backend test data does");
   app->add_option("--outputs", flags->outputs,

@@ -56,8 +56,7 @@ Command add_simplify_command(CLI::App& root) {
                 "Drop initializers from the graph inputs first (old exports list every weight there), so that they "
                 "fold and fuse as the constants they are");
   app->add_flag("--external-data", flags->external, "Store tensors of at least --external-threshold bytes in OUT.data");
-  app->add_option("--external-threshold", flags->threshold, "Size in bytes from which a tensor goes external (1024)")
-      ->transform(CLI::AsSizeValue(false));
+  add_external_threshold_option(*app, flags->threshold);
   app->add_flag("--report", flags->report, "Also print what each pass changed, node by node");
   app->add_flag("--list-passes", flags->list_passes, "List the passes in the order they run, and exit");
   app->footer(

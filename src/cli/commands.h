@@ -24,6 +24,14 @@ inline constexpr int kExitUsage = 2;
 // Prints "onnxkit <command>: error: <message>" to stderr; returns kExitFailure.
 int report_error(const CLI::App& command, const Error& error);
 
+// Prints a usage error on one line, "onnxkit <command>: error: <message>",
+// with the closest command or flag when one was misspelled; returns
+// kExitUsage (help and --version print as usual and return 0).
+int report_usage_error(CLI::App& root, const CLI::ParseError& error, const std::vector<std::string>& args);
+
+// --external-threshold SIZE (bytes, or 4KB, 1MiB...; never negative).
+void add_external_threshold_option(CLI::App& command, uint64_t& threshold);
+
 Command add_info_command(CLI::App& root);
 Command add_check_command(CLI::App& root);
 Command add_convert_command(CLI::App& root);

@@ -1,8 +1,11 @@
 #include <google/protobuf/stubs/logging.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 
@@ -21,18 +24,25 @@ int main(int argc, char** argv) {
   app.name("onnxkit");
   app.require_subcommand(1);
   app.set_version_flag("--version", "onnxkit 0.1.0");
-  app.footer("Run 'onnxkit COMMAND --help' for a command's options and examples.");
+  app.footer("Run 'onnxkit COMMAND --help' (or 'onnxkit help COMMAND') for a command's options and examples.");
 
   std::vector<Command> commands = {add_info_command(app), add_check_command(app), add_convert_command(app),
                                   add_run_command(app), add_bench_command(app), add_simplify_command(app),
                                   add_shapes_command(app), add_edit_command(app)};
   commands.push_back(add_draw_command(app));
 
+  // `onnxkit help [COMMAND]` is `onnxkit [COMMAND] --help`.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args.front() == "help") {
+    args.erase(args.begin());
+    args.resize(std::min<size_t>(args.size(), 1));
+    args.push_back("--help");
+  }
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitUsage;
+    return report_usage_error(app, e, args);
   }
   try {
     for (const Command& c : commands)

@@ -44,12 +44,19 @@ std::string temporary_name_prefix(const std::string& file_name) {
   return "." + file_name.substr(0, keep) + std::string(kTemporaryMark);
 }
 
-Result<AtomicFile> AtomicFile::create(const fs::path& target) {
+Status check_writable(const fs::path& target) {
   ONNXKIT_TRY(check_replaceable(target));
   std::error_code ec;
-  fs::path dir = target.parent_path();
-  if (!dir.empty() && !fs::is_directory(dir, ec))
-    return make_error("{}: folder '{}' does not exist", target.string(), dir.string());
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  if (!fs::is_directory(dir, ec)) return make_error("{}: folder '{}' does not exist", target.string(), dir.string());
+  if (::access(dir.c_str(), W_OK) != 0)
+    return make_error("{}: cannot write in folder '{}': {}", target.string(), dir.string(), std::strerror(errno));
+  return {};
+}
+
+Result<AtomicFile> AtomicFile::create(const fs::path& target) {
+  ONNXKIT_TRY(check_writable(target));
+  const fs::path dir = target.parent_path();
   std::string pattern = (dir / (temporary_name_prefix(target.filename().string()) + "XXXXXX")).string();
   int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
   if (fd < 0) return make_error("{}: cannot create a temporary file: {}", target.string(), std::strerror(errno));

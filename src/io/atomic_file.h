@@ -23,6 +23,11 @@ namespace onnxkit::io {
 // Succeeds when `target` is absent or a regular file; else an error naming it.
 Status check_replaceable(const std::filesystem::path& target);
 
+// check_replaceable, and the folder `target` goes in exists and may be
+// written: commands ask before long work, so a typo in the output path costs
+// nothing.
+Status check_writable(const std::filesystem::path& target);
+
 // The start of the name of every temporary file AtomicFile makes for
 // `file_name`: ".NAME.tmp-", then six random characters. NAME is shortened
 // (keeping whole UTF-8 characters) where the whole would exceed NAME_MAX, so

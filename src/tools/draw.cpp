@@ -70,6 +70,7 @@ Result<std::vector<NodeError>> read_overlay(const std::filesystem::path& path) {
 Result<Drawing> draw_file(const std::filesystem::path& model_path, const std::filesystem::path& out,
                           DrawFileOptions options) {
   ONNXKIT_ASSIGN(options.draw.format, draw_format_for(out));
+  ONNXKIT_TRY(io::check_writable(out));
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(model_path));
   std::unique_ptr<ir::Model> other;
   if (!options.diff.empty()) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/atomic_file.h"
 #include "io/tensor_file.h"
 #include "io/tensor_proto.h"
 #include "runtime/tensor.h"
@@ -383,6 +384,7 @@ Status apply_edit_operation(std::unique_ptr<ir::Model>& model, const EditOperati
 Result<EditToolReport> edit_file(const fs::path& in, const fs::path& out, const std::vector<EditOperation>& operations,
                                  const EditToolOptions& options) {
   EditToolReport report;
+  ONNXKIT_TRY(io::check_writable(out));
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
   report.nodes_before = count_nodes(*model);
   for (const EditOperation& op : operations) {

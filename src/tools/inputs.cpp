@@ -1,6 +1,7 @@
 #include "tools/inputs.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <filesystem>
@@ -161,6 +162,11 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
     if (!value.ok()) return value.error().in(fmt::format("input '{}'", name));
     feeds.emplace_back(name, std::move(value).value());
   }
+  for (const auto& [name, dims] : options.shapes)
+    for (const auto& [fed_name, value] : feeds)
+      if (fed_name == name && value.is_tensor() && value.tensor().shape() != dims)
+        return make_error("--shape {}:{} contradicts --input {}, whose data has shape [{}]", name, fmt::join(dims, ","),
+                          name, fmt::join(value.tensor().shape(), ","));
   uint64_t k = 0;
   for (const auto& in : inputs) {
     ++k;

@@ -1,12 +1,14 @@
 #include "tools/shapes.h"
 
 #include "analysis/onnx_inference.h"
+#include "io/atomic_file.h"
 #include "ir/model.h"
 
 namespace onnxkit::tools {
 
 Result<ShapesReport> infer_shapes_file(const std::filesystem::path& in, const std::filesystem::path& out,
                                        const io::SaveOptions& save) {
+  ONNXKIT_TRY(io::check_writable(out));
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
   ShapesReport report;
   ir::Graph& graph = model->graph();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "io/atomic_file.h"
 #include "ir/model.h"
 #include "runtime/session.h"
 #include "tools/edit.h"
@@ -82,7 +83,9 @@ class Checker {
       // Symbolic dims left in the inputs take 2 (not 1, which hides batch bugs).
       for (const runtime::ValueInfo& in : reference_->inputs()) {
         if (in.has_default || !in.type.has_tensor_type() || !in.type.tensor_type().has_shape()) continue;
-        bool given = std::any_of(inputs.shapes.begin(), inputs.shapes.end(), [&](const auto& s) { return s.first == in.name; });
+        auto named = [&](const auto& flag) { return flag.first == in.name; };
+        bool given = std::any_of(inputs.shapes.begin(), inputs.shapes.end(), named) ||
+                     std::any_of(inputs.files.begin(), inputs.files.end(), named);
         std::vector<int64_t> dims;
         bool symbolic = false;
         for (const auto& d : in.type.tensor_type().shape().dim()) {
@@ -173,8 +176,11 @@ Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(
 
 Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out, const SimplifyToolOptions& options) {
   SimplifyToolReport report;
+  ONNXKIT_TRY(io::check_writable(out));
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
   ONNXKIT_TRY(override_input_shapes(*model, options));
+  for (const std::string& name : options.simplify.passes.excluded_nodes)
+    if (auto node = find_node(model->graph(), name); !node.ok()) return node.error().in("--exclude-node");
   if (options.freeze_initializers) {
     report.frozen_initializers = freeze_initializers(*model);
   } else if (std::string weights = describe_initializer_inputs(*model); !weights.empty()) {

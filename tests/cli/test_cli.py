@@ -21,6 +21,7 @@ import onnx
 from onnx import numpy_helper
 
 ARGS = None
+COMMANDS = ("info", "check", "convert", "run", "bench", "simplify", "shapes", "edit", "draw")
 
 
 def run(*args, check=None, timeout=600):
@@ -297,11 +298,68 @@ class BadInput(unittest.TestCase):
             finally:
                 restore_dev_null()
 
-    def test_usage_errors_exit_2(self):
-        self.assertEqual(run("info").returncode, 2)
-        self.assertEqual(run("info", "--no-such-flag", "x.onnx").returncode, 2)
-        self.assertEqual(run("frobnicate").returncode, 2)
-        self.assertEqual(run().returncode, 2)
+    def usage_error(self, *args):
+        """Runs a command that must fail as a usage error: exit 2 and one
+        line on stderr that starts with the command's prefix."""
+        proc = run(*args, check=2)
+        lines = proc.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, proc.stderr)
+        command = args[0] if args and args[0] in COMMANDS else ""
+        self.assertTrue(lines[0].startswith(f"onnxkit {command}: error: " if command else "onnxkit: error: "), lines[0])
+        return lines[0]
+
+    def test_usage_errors_exit_2_on_one_line(self):
+        model = os.path.join(ARGS.models, "resnet18_opset17.onnx")
+        self.assertIn("MODEL is required", self.usage_error("info"))
+        self.assertIn("give a command", self.usage_error())
+        self.assertIn("unknown command 'frobnicate'", self.usage_error("frobnicate"))
+        self.assertIn("did you mean 'simplify'", self.usage_error("simplfy", model, "out.onnx"))
+        self.assertIn("did you mean 'info'", self.usage_error("ifno", model))
+        line = self.usage_error("info", model, "--jsn")
+        self.assertIn("'--jsn'; did you mean '--json'", line)
+        line = self.usage_error("run", model, "--thread=2", "--no-such-flag")
+        self.assertIn("'--thread'; did you mean '--threads'", line)
+        self.assertIn("'--no-such-flag'", line)
+        self.assertIn("--threads", self.usage_error("run", model, "--threads", "abc"))
+
+    def test_bad_values_are_refused(self):
+        model = os.path.join(ARGS.models, "resnet18_opset17.onnx")
+        self.assertIn("not in range", self.usage_error("run", model, "--threads", "-1"))
+        self.assertIn("not in range", self.usage_error("bench", model, "--batch", "my batch"))
+        self.assertIn("--top requires --profile", self.usage_error("bench", model, "--top", "3"))
+        for command in ("convert", "simplify", "edit"):
+            self.assertIn("cannot be negative", self.usage_error(command, model, "out.onnx", "--external-threshold", "-5"))
+        # Refusals that need the model read: exit 1, the flag and the value named.
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = run("simplify", model, os.path.join(tmp, "out.onnx"), "--exclude-node", "/layer1/layer1.0/conv1/Con",
+                       check=1)
+            self.assertIn("--exclude-node: no node is named '/layer1/layer1.0/conv1/Con'; did you mean "
+                          "'/layer1/layer1.0/conv1/Conv'?", proc.stderr)
+            self.assertEqual(os.listdir(tmp), [])
+            data = os.path.join(tmp, "x.npy")
+            np.save(data, np.zeros((1, 3, 224, 224), np.float32))
+            proc = run("bench", model, "--input", f"input={data}", "--shape", "input:1,3,64,64", "--runs", "1", check=1)
+            self.assertIn("--shape input:1,3,64,64 contradicts --input input, whose data has shape [1,3,224,224]",
+                          proc.stderr)
+
+    def test_an_unwritable_output_is_reported_before_the_work(self):
+        model = os.path.join(ARGS.models, "resnet50_opset17.onnx")
+        with tempfile.TemporaryDirectory() as tmp:
+            missing = os.path.join(tmp, "no-such-folder", "out.onnx")
+            for args in (("simplify", model, missing), ("convert", model, missing), ("shapes", model, missing),
+                         ("edit", model, missing, "--batch", "2"), ("draw", model, "-o", missing[:-4] + "svg")):
+                proc = run(*args, check=1)
+                self.assertIn(f"folder '{os.path.dirname(missing)}' does not exist", proc.stderr)
+                self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+                # Reported before the model is even read: a missing model would be the error otherwise.
+                proc = run(args[0], os.path.join(tmp, "absent.onnx"), *args[2:], check=1)
+                self.assertIn(f"folder '{os.path.dirname(missing)}' does not exist", proc.stderr)
+
+    def test_help_command(self):
+        self.assertEqual(run("help", "info", check=0).stdout, run("info", "--help", check=0).stdout)
+        self.assertEqual(run("help", check=0).stdout, run("--help", check=0).stdout)
+        for command in COMMANDS:
+            self.assertIn(command, run("help", check=0).stdout)
 
     def test_help_teaches(self):
         for command in ("info", "check", "convert"):

@@ -155,15 +155,28 @@ Result<std::shared_ptr<const MappedFile>> ExternalDataStore::file(const std::str
   std::lock_guard lock(mutex_);
   if (auto it = files_.find(location); it != files_.end()) return it->second;
 
-  fs::path dir = base_dir_.empty() ? fs::path(".") : base_dir_;
-  UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_fd) return make_error("cannot open the model's folder '{}': {}", dir.string(), std::strerror(errno));
   // The file is mapped through the descriptor that was checked, never
   // reopened by name.
-  ONNXKIT_ASSIGN(UniqueFd fd, open_external_file(dir_fd.get(), location));
-  ONNXKIT_ASSIGN(auto mapped, MappedFile::map(std::move(fd), dir / location));
+  ONNXKIT_ASSIGN(UniqueFd fd, open_beneath(location));
+  ONNXKIT_ASSIGN(auto mapped, MappedFile::map(std::move(fd), folder() / location));
   files_.emplace(location, mapped);
   return mapped;
+}
+
+fs::path ExternalDataStore::folder() const { return base_dir_.empty() ? fs::path(".") : base_dir_; }
+
+Result<UniqueFd> ExternalDataStore::open_beneath(const std::string& location) const {
+  const fs::path dir = folder();
+  UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return make_error("cannot open the model's folder '{}': {}", dir.string(), std::strerror(errno));
+  return open_external_file(dir_fd.get(), location);
+}
+
+Result<UniqueFd> ExternalDataStore::reopen(const ExternalSlice& slice) const {
+  ONNXKIT_ASSIGN(UniqueFd fd, open_beneath(slice.location));
+  if (!slice.file->is_same_file(fd))
+    return make_error("external data file '{}' was replaced while the model was open", slice.location);
+  return fd;
 }
 
 Result<std::span<const std::byte>> ExternalDataStore::bytes(const onnx::TensorProto& tensor) const {
@@ -190,7 +203,7 @@ Result<ExternalSlice> ExternalDataStore::slice(const onnx::TensorProto& tensor) 
   if (has_fixed_size(tensor.data_type()) && length != expected)
     return make_error("{}: external data has {} bytes but {} elements of {} need {}", describe_tensor(tensor), length,
                       count, data_type_name(tensor.data_type()), expected);
-  return ExternalSlice{mapped.value(), loc.offset, length};
+  return ExternalSlice{mapped.value(), loc.location, loc.offset, length};
 }
 
 uint64_t ExternalDataStore::mapped_bytes() const {

@@ -1,7 +1,8 @@
 #pragma once
 // Tensors whose data lives in side files next to the model (ONNX "external
 // data"). The side files are memory-mapped once each; tensors are views into
-// the mapping, never copied into protobuf strings.
+// the mapping, never copied into protobuf strings. No descriptor stays open
+// per file: a model may have more side files than `ulimit -n`.
 
 #include <onnx/onnx_pb.h>
 
@@ -36,6 +37,7 @@ void set_external_location(onnx::TensorProto& tensor, const std::string& locatio
 // Where an external tensor's bytes are: a range of a mapped side file.
 struct ExternalSlice {
   std::shared_ptr<const MappedFile> file;
+  std::string location;  // the file's, as the tensor names it
   uint64_t offset = 0;
   uint64_t length = 0;
   std::span<const std::byte> bytes() const { return file->bytes().subspan(offset, length); }
@@ -73,11 +75,20 @@ class ExternalDataStore {
   Result<ExternalSlice> slice(const onnx::TensorProto& tensor) const;
   Result<std::span<const std::byte>> bytes(const onnx::TensorProto& tensor) const;
 
+  // A descriptor on the file `slice` lies in, for copies in the kernel
+  // (copy_file_range) that leave its pages unmapped. Mappings keep no
+  // descriptor (see mapped_file.h), so it is opened again beneath the folder;
+  // an error when that is not the very file mapped (replaced since). The
+  // caller closes it after the copy.
+  Result<UniqueFd> reopen(const ExternalSlice& slice) const;
+
   // Total size of the side files mapped so far.
   uint64_t mapped_bytes() const;
 
  private:
   Result<std::shared_ptr<const MappedFile>> file(const std::string& location) const;
+  std::filesystem::path folder() const;
+  Result<UniqueFd> open_beneath(const std::string& location) const;
 
   std::filesystem::path base_dir_;
   mutable std::mutex mutex_;

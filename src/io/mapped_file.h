@@ -1,6 +1,10 @@
 #pragma once
 // A read-only memory map of a whole file. Weights stay on disk and are paged
 // in only when touched, which is what keeps `info` on a multi-GiB model cheap.
+// The descriptor is closed once the file is mapped (the mapping outlives it):
+// a model may come with more side files than a process may hold open.
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <filesystem>
@@ -29,15 +33,17 @@ class MappedFile {
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
-  // Kept open for kernel-side copies (copy_file_range) of mapped ranges.
-  int fd() const { return fd_.get(); }
+  // True when `fd` is open on the file mapped here (same device and inode),
+  // for callers that open it again to copy from it in the kernel.
+  bool is_same_file(const UniqueFd& fd) const;
 
  private:
-  MappedFile(std::filesystem::path path, UniqueFd fd, const std::byte* data, size_t size)
-      : path_(std::move(path)), fd_(std::move(fd)), data_(data), size_(size) {}
+  MappedFile(std::filesystem::path path, dev_t device, ino_t inode, const std::byte* data, size_t size)
+      : path_(std::move(path)), device_(device), inode_(inode), data_(data), size_(size) {}
 
   std::filesystem::path path_;
-  UniqueFd fd_;
+  dev_t device_;
+  ino_t inode_;
   const std::byte* data_;  // nullptr when size_ == 0 (an empty file cannot be mapped)
   size_t size_;
 };

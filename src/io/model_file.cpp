@@ -73,10 +73,15 @@ class SideFileWriter {
     return external_meta(tensor, offset, bytes.size());
   }
 
-  // Copies from another side file without mapping its pages in.
-  Result<onnx::TensorProto> append(const onnx::TensorProto& tensor, const ExternalSlice& slice) {
+  // Copies from another side file without mapping its pages in, or from
+  // the mapping where the file cannot be reopened as it was (replaced since).
+  Result<onnx::TensorProto> append(const onnx::TensorProto& tensor, const ExternalDataStore& source,
+                                   const ExternalSlice& slice) {
     ONNXKIT_ASSIGN(uint64_t offset, start_tensor());
-    ONNXKIT_TRY(file_->copy_from(slice.file->fd(), slice.offset, slice.length));
+    if (Result<UniqueFd> fd = source.reopen(slice); fd.ok())
+      ONNXKIT_TRY(file_->copy_from(fd->get(), slice.offset, slice.length));
+    else
+      ONNXKIT_TRY(file_->write(slice.bytes()));
     return external_meta(tensor, offset, slice.length);
   }
 
@@ -136,7 +141,7 @@ Result<TensorOut> place_tensor(const onnx::TensorProto& t, const ExternalDataSto
     if (source == nullptr) return make_error("{}: data is external but the model's folder is unknown", describe_tensor(t));
     ONNXKIT_ASSIGN(ExternalSlice slice, source->slice(t));
     if (to_external) {
-      ONNXKIT_ASSIGN(out.meta, side.append(t, slice));
+      ONNXKIT_ASSIGN(out.meta, side.append(t, *source, slice));
     } else {
       out.meta.emplace();
       copy_tensor_metadata(t, &*out.meta);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 
 #include "io/external_data.h"
 #include "io/model_file.h"
+#include "runtime/session.h"
 #include "support/test_support.h"
 
 namespace onnxkit {
@@ -190,6 +192,95 @@ TEST(ExternalData, AbsoluteSymlinksAreRefusedEvenInsideTheFolder) {
   auto loaded = io::load_model(dir / "m.onnx");
   ASSERT_FALSE(loaded.ok());
   EXPECT_CONTAINS(loaded.error().message(), "leads out of the model's folder");
+}
+
+// Lowers the soft limit on open descriptors for its lifetime.
+class DescriptorLimit {
+ public:
+  explicit DescriptorLimit(rlim_t soft) {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = std::min(soft, saved_.rlim_max);
+    ok_ = ::setrlimit(RLIMIT_NOFILE, &lowered) == 0;
+  }
+  ~DescriptorLimit() { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+};
+
+TEST(ExternalData, MoreSideFilesThanOpenDescriptorsLoadRunAndSave) {
+  // Exporters can write one side file per tensor. 1,100 of them under
+  // `ulimit -n 1024`: one descriptor kept per mapped file ran out (EMFILE).
+  constexpr int kFiles = 1100;
+  TempDir dir;
+  onnx::ModelProto proto = testing::parse_model_text(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g () => (float[1100] y) {}
+)");
+  onnx::NodeProto* concat = proto.mutable_graph()->add_node();
+  concat->set_op_type("Concat");
+  concat->add_output("y");
+  auto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string name = "w" + std::to_string(i);
+    write_bytes(dir / (name + ".bin"), float_bytes({static_cast<float>(i)}));
+    onnx::TensorProto* w = proto.mutable_graph()->add_initializer();
+    w->set_name(name);
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(1);
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* entry = w->add_external_data();
+    entry->set_key("location");
+    entry->set_value(name + ".bin");
+    concat->add_input(name);
+  }
+  write_bytes(dir / "m.onnx", proto.SerializeAsString());
+
+  DescriptorLimit limit(1024);
+  ASSERT_TRUE(limit.ok()) << std::strerror(errno);
+  auto loaded = ir::load_model(dir / "m.onnx");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  std::shared_ptr<const ir::Model> model(std::move(loaded).value());
+  auto session = runtime::Session::create(model);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  auto y = (*session)->run({});
+  ASSERT_TRUE(y.ok()) << y.error().message();
+  auto values = (*y)[0].tensor().values<float>();
+  ASSERT_EQ(values.size(), static_cast<size_t>(kFiles));
+  for (int i = 0; i < kFiles; ++i) ASSERT_EQ(values[static_cast<size_t>(i)], static_cast<float>(i)) << i;
+
+  // Saved into one side file: each tensor is copied from its own file.
+  fs::create_directory(dir / "out");
+  auto saved = ir::save_model(*model, dir / "out/m.onnx", {io::ExternalDataPolicy::all, 0, ""});
+  ASSERT_TRUE(saved.ok()) << saved.error().message();
+  const std::string data = read_bytes(dir / "out" / saved->external_file);
+  EXPECT_NE(data.find(float_bytes({1099})), std::string::npos);
+}
+
+TEST(ExternalData, ASideFileReplacedAfterLoadingIsSavedAsLoaded) {
+  // Copies reopen the file (no descriptor is kept): they must copy the data
+  // that was mapped, not whatever now has its name.
+  TempDir dir;
+  write_bytes(dir / "w.bin", float_bytes({1, 2, 3, 4}));
+  write_model_with_external_w(dir / "m.onnx", "w.bin");
+  auto loaded = io::load_model(dir / "m.onnx");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  write_bytes(dir / "other.bin", float_bytes({5, 6, 7, 8}));
+  fs::rename(dir / "other.bin", dir / "w.bin");
+  fs::create_directory(dir / "out");
+  auto saved = io::save_model(loaded->proto, loaded->external_data.get(), dir / "out/m.onnx",
+                              {io::ExternalDataPolicy::all, 0, ""});
+  ASSERT_TRUE(saved.ok()) << saved.error().message();
+  EXPECT_EQ(read_bytes(dir / "out" / saved->external_file), float_bytes({1, 2, 3, 4}));
+  auto reopened = loaded->external_data->reopen(*loaded->external_data->slice(loaded->proto.graph().initializer(0)));
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_CONTAINS(reopened.error().message(), "'w.bin' was replaced");
 }
 
 // The fallback for kernels without openat2, called directly: this kernel

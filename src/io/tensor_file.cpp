@@ -1,10 +1,13 @@
 #include "io/tensor_file.h"
 
-#include <zlib.h>
+#include <zip.h>
 
+#include <cctype>
+#include <charconv>
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <limits>
+#include <memory>
 
 #include "io/atomic_file.h"
 #include "io/mapped_file.h"
@@ -32,10 +35,8 @@ constexpr NpyType kNpyTypes[] = {
     {"c8", TensorProto::COMPLEX64}, {"c16", TensorProto::COMPLEX128},
 };
 
-Result<std::string> read_whole_file(const fs::path& path) {
-  ONNXKIT_ASSIGN(auto mapped, MappedFile::open(path));
-  auto bytes = mapped->bytes();
-  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+std::string_view as_chars(std::span<const std::byte> bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
 uint32_t read_u32(const char* p) {
@@ -46,11 +47,6 @@ uint32_t read_u32(const char* p) {
 uint16_t read_u16(const char* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);
-  return v;
-}
-uint64_t read_u64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
   return v;
 }
 
@@ -76,6 +72,148 @@ std::vector<uint32_t> utf8_to_utf32(const std::string& s) {
   return out;
 }
 
+// What a .npy header says: numpy writes a Python dict literal such as
+// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+
+// Parses that dict by hand, in one pass over bounded text: the header is
+// untrusted, and std::regex recursed once per character of a long shape.
+// Keys and values are the few numpy writes; anything else is an error.
+class NpyHeaderParser {
+ public:
+  explicit NpyHeaderParser(std::string_view text) : text_(text) {}
+
+  Result<NpyHeader> parse() {
+    NpyHeader header;
+    bool has_descr = false, has_shape = false;
+    ONNXKIT_TRY(expect('{'));
+    while (!accept('}')) {
+      ONNXKIT_ASSIGN(std::string key, quoted());
+      ONNXKIT_TRY(expect(':'));
+      if (key == "descr") {
+        skip_space();
+        if (pos_ < text_.size() && text_[pos_] == '[')
+          return make_error("structured arrays (a list as 'descr') are not supported");
+        ONNXKIT_ASSIGN(header.descr, quoted());
+        has_descr = true;
+      } else if (key == "fortran_order") {
+        ONNXKIT_ASSIGN(header.fortran_order, boolean());
+      } else if (key == "shape") {
+        ONNXKIT_ASSIGN(header.shape, tuple());
+        has_shape = true;
+      } else {
+        return make_error("unexpected key '{}'", key);
+      }
+      if (!accept(',')) {
+        ONNXKIT_TRY(expect('}'));
+        break;
+      }
+    }
+    if (!has_descr) return make_error("no 'descr'");
+    if (!has_shape) return make_error("no 'shape'");
+    return header;
+  }
+
+ private:
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t')) ++pos_;
+  }
+  bool accept(char c) {
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  Status expect(char c) {
+    if (accept(c)) return {};
+    return make_error("expected '{}' at position {}", c, pos_);
+  }
+  Result<std::string> quoted() {
+    skip_space();
+    if (pos_ >= text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"'))
+      return make_error("expected a quoted string at position {}", pos_);
+    const char quote = text_[pos_++];
+    const size_t end = text_.find(quote, pos_);
+    if (end == std::string_view::npos) return make_error("unterminated string at position {}", pos_ - 1);
+    std::string s(text_.substr(pos_, end - pos_));
+    pos_ = end + 1;
+    return s;
+  }
+  Result<bool> boolean() {
+    skip_space();
+    for (auto [word, value] : {std::pair{std::string_view("True"), true}, std::pair{std::string_view("False"), false}})
+      if (text_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        return value;
+      }
+    return make_error("expected True or False at position {}", pos_);
+  }
+  // "()", "(3,)", "(2, 3)"; Python 2's numpy wrote long integers as "3L".
+  Result<std::vector<int64_t>> tuple() {
+    ONNXKIT_TRY(expect('('));
+    std::vector<int64_t> dims;
+    while (!accept(')')) {
+      skip_space();
+      int64_t d = 0;
+      auto [ptr, ec] = std::from_chars(text_.data() + pos_, text_.data() + text_.size(), d);
+      if (ec == std::errc::result_out_of_range) return make_error("dim {} is out of range", dims.size());
+      if (ec != std::errc() || d < 0) return make_error("dim {} is not a non-negative integer", dims.size());
+      pos_ = static_cast<size_t>(ptr - text_.data());
+      if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;
+      dims.push_back(d);
+      if (!accept(',')) {
+        ONNXKIT_TRY(expect(')'));
+        break;
+      }
+    }
+    return dims;
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+// An element type as numpy spells it: byte order, kind, width ("<f4", "|u1", "<U5").
+struct NpyDescr {
+  char kind;
+  uint64_t width;  // bytes, or characters for 'U' and 'S'
+};
+
+Result<NpyDescr> parse_descr(std::string_view text, const std::string& name) {
+  std::string_view rest = text;
+  char order = '|';
+  if (!rest.empty() && std::string_view("<>|=").find(rest.front()) != std::string_view::npos) {
+    order = rest.front();
+    rest.remove_prefix(1);
+  }
+  NpyDescr descr{};
+  if (rest.size() < 2 || !std::isalpha(static_cast<unsigned char>(rest.front())))
+    return make_error("{}: .npy element type '{}' is not supported (object or structured arrays are not)", name, text);
+  descr.kind = rest.front();
+  rest.remove_prefix(1);
+  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), descr.width);
+  if (ec != std::errc() || ptr != rest.data() + rest.size())
+    return make_error("{}: .npy element type '{}' is not supported", name, text);
+  if (order == '>' && (descr.kind == 'U' || (descr.kind != 'S' && descr.width != 1)))
+    return make_error("{}: big-endian .npy data is not supported", name);
+  return descr;
+}
+
+struct ZipDiscard {
+  void operator()(zip_t* z) const { zip_discard(z); }
+};
+using ZipArchive = std::unique_ptr<zip_t, ZipDiscard>;
+struct ZipClose {
+  void operator()(zip_file_t* f) const { zip_fclose(f); }
+};
+using ZipEntry = std::unique_ptr<zip_file_t, ZipClose>;
+
 }  // namespace
 
 Result<TensorProto> parse_npy(std::string_view bytes, const std::string& name) {
@@ -93,134 +231,120 @@ Result<TensorProto> parse_npy(std::string_view bytes, const std::string& name) {
   } else {
     return make_error("{}: unsupported .npy version {}", name, major);
   }
-  if (header_start + header_len > bytes.size()) return make_error("{}: truncated .npy header", name);
-  std::string header(bytes.substr(header_start, header_len));
-  std::smatch m;
-  static const std::regex descr_re(R"('descr'\s*:\s*'([<>|=])([a-zA-Z])(\d+)')");
-  static const std::regex fortran_re(R"('fortran_order'\s*:\s*(True|False))");
-  static const std::regex shape_re(R"('shape'\s*:\s*\(([^)]*)\))");
-  if (!std::regex_search(header, m, descr_re)) return make_error("{}: .npy header has no plain 'descr' (object or structured arrays are not supported)", name);
-  std::string order = m[1], kind = m[2], width = m[3];
-  if (order == ">" && width != "1") return make_error("{}: big-endian .npy data is not supported", name);
-  if (std::regex_search(header, m, fortran_re) && m[1] == "True")
+  if (header_len > bytes.size() - header_start) return make_error("{}: truncated .npy header", name);
+  auto parsed = NpyHeaderParser(bytes.substr(header_start, header_len)).parse();
+  if (!parsed.ok()) return parsed.error().in(name + ": .npy header");
+  const NpyHeader& header = *parsed;
+  if (header.fortran_order)
     return make_error("{}: Fortran-order .npy arrays are not supported (save with np.ascontiguousarray)", name);
-  if (!std::regex_search(header, m, shape_re)) return make_error("{}: .npy header has no shape", name);
+  ONNXKIT_ASSIGN(NpyDescr descr, parse_descr(header.descr, name));
+
   TensorProto tensor;
   tensor.set_name(name);
-  std::string dims = m[1];
-  uint64_t count = 1;
-  for (size_t pos = 0; pos < dims.size();) {
-    size_t comma = dims.find(',', pos);
-    std::string part = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? dims.size() : comma + 1;
-    if (part.find_first_not_of(" ") == std::string::npos) continue;
-    int64_t d = std::stoll(part);
-    tensor.add_dims(d);
-    count *= static_cast<uint64_t>(d);
-  }
+  for (int64_t d : header.shape) tensor.add_dims(d);
+  ONNXKIT_ASSIGN(const uint64_t count, element_count(tensor));
   std::string_view data = bytes.substr(header_start + header_len);
-  if (kind == "U") {
-    size_t chars = std::stoul(width);
-    if (data.size() < count * chars * 4) return make_error("{}: .npy data is shorter than its shape", name);
-    tensor.set_data_type(TensorProto::STRING);
-    for (uint64_t i = 0; i < count; ++i) tensor.add_string_data(utf32_to_utf8(data.data() + i * chars * 4, chars));
-    return tensor;
-  }
-  if (kind == "S") {
-    size_t w = std::stoul(width);
-    if (data.size() < count * w) return make_error("{}: .npy data is shorter than its shape", name);
+  // Every size is checked against the bytes present before anything is
+  // allocated: the header's shape is the file's claim, not a fact.
+  auto check_fits = [&](uint64_t element_bytes) -> Status {
+    if (element_bytes != 0 && count > data.size() / element_bytes)
+      return make_error("{}: .npy data has {} bytes, its shape needs {} elements of {} bytes ('{}')", name,
+                        data.size(), count, element_bytes, header.descr);
+    return {};
+  };
+  if (descr.kind == 'U' || descr.kind == 'S') {
+    // numpy never writes a zero width ('<U0' arrays are saved as '<U1'):
+    // with one, any count of strings would fit in no bytes at all.
+    const uint64_t unit = descr.kind == 'U' ? 4 : 1;
+    if (descr.width == 0 || descr.width > data.size() / unit)
+      return make_error("{}: .npy string width {} does not fit its {} data bytes", name, descr.width, data.size());
+    const uint64_t element_bytes = descr.width * unit;
+    ONNXKIT_TRY(check_fits(element_bytes));
     tensor.set_data_type(TensorProto::STRING);
     for (uint64_t i = 0; i < count; ++i) {
-      std::string s(data.substr(i * w, w));
-      tensor.add_string_data(s.substr(0, s.find('\0')));
+      const char* p = data.data() + i * element_bytes;
+      if (descr.kind == 'U') {
+        tensor.add_string_data(utf32_to_utf8(p, descr.width));
+      } else {
+        std::string_view s(p, descr.width);
+        tensor.add_string_data(std::string(s.substr(0, s.find('\0'))));
+      }
     }
     return tensor;
   }
-  std::string code = kind + width;
+  const std::string code = descr.kind + std::to_string(descr.width);
   for (const NpyType& t : kNpyTypes) {
     if (code != t.descr) continue;
     tensor.set_data_type(t.onnx);
-    uint64_t need = data_byte_size(t.onnx, count);
-    if (data.size() < need) return make_error("{}: .npy data has {} bytes, its shape needs {}", name, data.size(), need);
-    tensor.set_raw_data(data.data(), need);
+    ONNXKIT_TRY(check_fits(data_byte_size(t.onnx, 1)));
+    tensor.set_raw_data(data.data(), data_byte_size(t.onnx, count));
     return tensor;
   }
-  return make_error("{}: .npy element type '{}' is not supported", name, code);
+  return make_error("{}: .npy element type '{}' is not supported", name, header.descr);
 }
 
 Result<TensorProto> read_npy(const fs::path& path) {
-  ONNXKIT_ASSIGN(std::string bytes, read_whole_file(path));
-  return parse_npy(bytes, path.string());
+  ONNXKIT_ASSIGN(auto mapped, MappedFile::open(path));
+  return parse_npy(as_chars(mapped->bytes()), path.string());
 }
 
 Result<std::vector<std::pair<std::string, TensorProto>>> read_npz(const fs::path& path) {
-  ONNXKIT_ASSIGN(std::string zip, read_whole_file(path));
-  const std::string name = path.string();
-  // The end-of-central-directory record: 22 bytes plus a comment of at most 64 KiB.
-  size_t eocd = std::string::npos;
-  if (zip.size() >= 22) {
-    const size_t earliest = zip.size() > 22 + 65535 ? zip.size() - 22 - 65535 : 0;
-    for (size_t i = zip.size() - 22;; --i) {
-      if (zip.compare(i, 4, "PK\x05\x06") == 0) {
-        eocd = i;
-        break;
-      }
-      if (i == earliest) break;
-    }
+  // Mapped, not opened by libzip: a FIFO or a device is refused at once.
+  ONNXKIT_ASSIGN(auto mapped, MappedFile::open(path));
+  return parse_npz(as_chars(mapped->bytes()), path.string());
+}
+
+Result<std::vector<std::pair<std::string, TensorProto>>> parse_npz(std::string_view bytes, const std::string& name) {
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* source = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+  ZipArchive archive(source != nullptr ? zip_open_from_source(source, ZIP_RDONLY | ZIP_CHECKCONS, &error) : nullptr);
+  if (!archive) {
+    if (source != nullptr) zip_source_free(source);
+    std::string why = zip_error_strerror(&error);
+    zip_error_fini(&error);
+    return make_error("{}: not a readable .npz (zip) file: {}", name, why);
   }
-  if (eocd == std::string::npos) return make_error("{}: not a .npz (zip) file", name);
-  uint64_t entries = read_u16(zip.data() + eocd + 10);
-  uint64_t directory = read_u32(zip.data() + eocd + 16);
-  if (directory == 0xffffffffu || entries == 0xffffu) {
-    // Zip64: the locator precedes the classic record.
-    if (eocd < 20 || zip.compare(eocd - 20, 4, "PK\x06\x07") != 0) return make_error("{}: corrupt zip64 .npz", name);
-    uint64_t record = read_u64(zip.data() + eocd - 20 + 8);
-    if (record + 56 > zip.size() || zip.compare(record, 4, "PK\x06\x06") != 0) return make_error("{}: corrupt zip64 .npz", name);
-    entries = read_u64(zip.data() + record + 32);
-    directory = read_u64(zip.data() + record + 48);
-  }
+  zip_error_fini(&error);
+
+  const zip_int64_t entries = zip_get_num_entries(archive.get(), 0);
+  // Deflate cannot compress more than 1032:1, so an entry that declares more
+  // is lying about its size; refused before anything is allocated. Entries
+  // may share compressed bytes, so their total is bounded by the file too.
+  constexpr uint64_t kMaxRatio = 1032;
+  const uint64_t total_limit = std::max<uint64_t>(bytes.size(), 1) * kMaxRatio;
+  uint64_t total = 0;
   std::vector<std::pair<std::string, TensorProto>> arrays;
-  size_t p = directory;
-  for (uint64_t e = 0; e < entries; ++e) {
-    if (p + 46 > zip.size() || zip.compare(p, 4, "PK\x01\x02") != 0) return make_error("{}: corrupt .npz directory", name);
-    uint16_t method = read_u16(zip.data() + p + 10);
-    uint64_t compressed = read_u32(zip.data() + p + 20), size = read_u32(zip.data() + p + 24);
-    uint16_t name_len = read_u16(zip.data() + p + 28), extra_len = read_u16(zip.data() + p + 30),
-             comment_len = read_u16(zip.data() + p + 32);
-    uint64_t local = read_u32(zip.data() + p + 42);
-    std::string entry(zip.substr(p + 46, name_len));
-    // Zip64 sizes and offset live in extra field 0x0001, in this order.
-    for (size_t x = p + 46 + name_len; x + 4 <= p + 46 + name_len + extra_len;) {
-      uint16_t id = read_u16(zip.data() + x), len = read_u16(zip.data() + x + 2);
-      if (id == 1) {
-        size_t q = x + 4;
-        if (size == 0xffffffffu) size = read_u64(zip.data() + q), q += 8;
-        if (compressed == 0xffffffffu) compressed = read_u64(zip.data() + q), q += 8;
-        if (local == 0xffffffffu) local = read_u64(zip.data() + q);
-      }
-      x += 4 + len;
+  for (zip_int64_t i = 0; i < entries; ++i) {
+    const auto index = static_cast<zip_uint64_t>(i);
+    zip_stat_t st;
+    if (zip_stat_index(archive.get(), index, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME) ||
+        !(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE) || !(st.valid & ZIP_STAT_COMP_METHOD))
+      return make_error("{}: corrupt .npz directory at entry {}: {}", name, i, zip_strerror(archive.get()));
+    const std::string entry = st.name;
+    if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
+      return make_error("{}: entry '{}' is encrypted", name, entry);
+    if (st.comp_method != ZIP_CM_STORE && st.comp_method != ZIP_CM_DEFLATE)
+      return make_error("{}: entry '{}' uses zip method {}, only stored and deflate are supported", name, entry,
+                        st.comp_method);
+    const uint64_t limit = st.comp_method == ZIP_CM_STORE ? st.comp_size : st.comp_size * kMaxRatio;
+    if (st.comp_size > bytes.size() || st.size > limit || st.size > total_limit - total)
+      return make_error("{}: entry '{}' declares {} bytes from {} compressed, more than deflate can give", name,
+                        entry, st.size, st.comp_size);
+    total += st.size;
+    ZipEntry file(zip_fopen_index(archive.get(), index, 0));
+    if (!file) return make_error("{}: cannot read entry '{}': {}", name, entry, zip_strerror(archive.get()));
+    std::string npy(st.size, '\0');
+    uint64_t got = 0;
+    while (got < st.size) {
+      const zip_int64_t n = zip_fread(file.get(), npy.data() + got, st.size - got);
+      if (n <= 0) break;
+      got += static_cast<uint64_t>(n);
     }
-    p += 46 + name_len + extra_len + comment_len;
-    if (local + 30 > zip.size()) return make_error("{}: corrupt .npz entry '{}'", name, entry);
-    size_t data = local + 30 + read_u16(zip.data() + local + 26) + read_u16(zip.data() + local + 28);
-    if (data + compressed > zip.size()) return make_error("{}: truncated .npz entry '{}'", name, entry);
-    std::string npy;
-    if (method == 0) {
-      npy = zip.substr(data, compressed);
-    } else if (method == 8) {
-      npy.resize(size);
-      z_stream z{};
-      z.next_in = reinterpret_cast<Bytef*>(zip.data() + data);
-      z.avail_in = static_cast<uInt>(compressed);
-      z.next_out = reinterpret_cast<Bytef*>(npy.data());
-      z.avail_out = static_cast<uInt>(size);
-      if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return make_error("{}: cannot inflate '{}'", name, entry);
-      int rc = inflate(&z, Z_FINISH);
-      inflateEnd(&z);
-      if (rc != Z_STREAM_END) return make_error("{}: corrupt compressed entry '{}'", name, entry);
-    } else {
-      return make_error("{}: entry '{}' uses zip method {}, only stored and deflate are supported", name, entry, method);
-    }
+    // One read more reaches the end, where libzip checks the CRC.
+    char extra;
+    if (got != st.size || zip_fread(file.get(), &extra, 1) != 0)
+      return make_error("{}: corrupt compressed entry '{}': {}", name, entry, zip_file_strerror(file.get()));
     std::string array = entry.size() > 4 && entry.ends_with(".npy") ? entry.substr(0, entry.size() - 4) : entry;
     ONNXKIT_ASSIGN(TensorProto t, parse_npy(npy, name + ":" + array));
     t.set_name(array);
@@ -279,9 +403,11 @@ Status write_npy(const fs::path& path, const TensorProto& tensor) {
 
 template <class Message>
 Result<Message> read_pb(const fs::path& path) {
-  ONNXKIT_ASSIGN(std::string bytes, read_whole_file(path));
+  ONNXKIT_ASSIGN(auto mapped, MappedFile::open(path));
+  if (mapped->size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return make_error("{}: over protobuf's 2 GiB limit for one message", path.string());
   Message message;
-  if (!message.ParseFromString(bytes))
+  if (!message.ParseFromArray(mapped->bytes().data(), static_cast<int>(mapped->size())))
     return make_error("{}: not a valid {} (truncated or corrupt protobuf)", path.string(), Message::descriptor()->name());
   return message;
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,12 +16,17 @@
 namespace onnxkit::io {
 
 // A .npy file as a TensorProto with raw_data (or string_data for unicode
-// arrays). Fortran order, object arrays and big-endian data are refused.
+// arrays). Fortran order, object arrays and big-endian data are refused, and
+// so is a shape that needs more data than the file has.
 Result<onnx::TensorProto> read_npy(const std::filesystem::path& path);
 Result<onnx::TensorProto> parse_npy(std::string_view bytes, const std::string& name);
 
 // Every array of a .npz (stored or deflated), with its name (without ".npy").
+// Sizes the zip headers declare are checked against the data present (and
+// deflate's greatest ratio, 1032:1) before anything is allocated.
 Result<std::vector<std::pair<std::string, onnx::TensorProto>>> read_npz(const std::filesystem::path& path);
+Result<std::vector<std::pair<std::string, onnx::TensorProto>>> parse_npz(std::string_view bytes,
+                                                                         const std::string& name);
 
 // Writes a tensor with fixed-size elements as .npy, atomically.
 Status write_npy(const std::filesystem::path& path, const onnx::TensorProto& tensor);

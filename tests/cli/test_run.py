@@ -8,12 +8,15 @@ usage: test_run.py --onnxkit PATH --models DIR [unittest args]"""
 
 import argparse
 import glob
+import io
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
 import unittest
+import zlib
 
 import numpy as np
 import onnx
@@ -144,6 +147,61 @@ class BadInput(unittest.TestCase):
             out = os.path.join(tmp, "out")
             self.assertEqual(run("run", path, "--input", "nope=x.npy", "--output-dir", out).returncode, 1)
             self.assertFalse(os.path.exists(out))
+
+
+class HostileInput(unittest.TestCase):
+    """Models and input files made to crash or exhaust a run: each ends in one
+    line naming what is wrong (or numpy's answer), quickly, and never a crash."""
+
+    assert_one_line_error = BadInput.assert_one_line_error
+
+    def test_npz_inputs_read_as_numpy_wrote_them(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save(tiny_model("Neg", input_dims=(2, 3)), tmp)
+            x = np.arange(6, dtype=np.float32).reshape(2, 3)
+            np.savez(os.path.join(tmp, "stored.npz"), x=x)
+            np.savez_compressed(os.path.join(tmp, "deflated.npz"), x=x)
+            for name in ("stored.npz", "deflated.npz"):
+                with self.subTest(name=name):
+                    out = os.path.join(tmp, name + ".out")
+                    proc = run("run", path, "--input", os.path.join(tmp, name), "--output-dir", out)
+                    self.assertEqual(proc.returncode, 0, proc.stderr)
+                    np.testing.assert_array_equal(np.load(os.path.join(out, "output_0.npy")), -x)
+
+    def test_npz_declaring_more_than_its_bytes_inflate_to_is_refused_at_once(self):
+        # 4 GiB declared by a few bytes of deflate (a zip written by hand, so
+        # that its headers can lie): the old reader allocated it all first.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save(tiny_model(input_dims=(2, 3)), tmp)
+            buffer = io.BytesIO()
+            np.save(buffer, np.zeros((2, 3), np.float32))
+            npy = buffer.getvalue()
+            deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+            packed = deflate.compress(npy) + deflate.flush()
+            crc, name, declared = zlib.crc32(npy), b"x.npy", 0xFFFFFFFE
+            local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, crc, len(packed), declared, len(name), 0)
+            central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0, crc, len(packed), declared,
+                                  len(name), 0, 0, 0, 0, 0, 0)
+            offset = len(local) + len(name) + len(packed)
+            end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central) + len(name), offset, 0)
+            bomb = os.path.join(tmp, "bomb.npz")
+            with open(bomb, "wb") as f:
+                f.write(local + name + packed + central + name + end)
+            proc = run("run", path, "--input", bomb)
+            self.assert_one_line_error(proc, "bomb.npz", "'x.npy' declares 4294967294 bytes")
+
+    def test_npy_with_a_30_kb_shape_text(self):
+        # std::regex overflowed the stack on it. numpy stops at 32 dims, so
+        # the file is written by hand (format version 2: a 4-byte header length).
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save(tiny_model(input_dims=[1] * 10000), tmp)
+            header = ("{'descr': '<f4', 'fortran_order': False, 'shape': (" + "1, " * 10000 + "), }\n").encode()
+            x = os.path.join(tmp, "x.npy")
+            with open(x, "wb") as f:
+                f.write(b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header + struct.pack("<f", -3))
+            proc = run("run", path, "--input", f"x={x}")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("float32[" + ",".join(["1"] * 10000) + "]  min 0  max 0", proc.stdout)  # Relu(-3)
 
 
 class Bench(unittest.TestCase):

@@ -5,8 +5,9 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <map>
-#include <regex>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "analysis/opset_history.h"
@@ -46,6 +47,7 @@ class Checker {
     check_header();
     checker::LexicalScopeContext root;
     check_graph(model_.graph(), root);
+    check_function_calls();
     try {
       checker::check_model_local_functions(model_, ctx_, root);
     } catch (const checker::ValidationError& e) {
@@ -136,6 +138,74 @@ class Checker {
         add(fmt::format("graph output '{}'", vi.name()), "is not produced by any node, input or initializer");
   }
 
+  // ONNX forbids recursion among model-local functions, and its shape
+  // inference, which expands every call into the function's body, recurses
+  // without end on one (a stack overflow, not an error): a cycle of calls
+  // is a problem here, so that inference never sees it.
+  void check_function_calls() {
+    std::map<std::string, int> index;  // "domain:name" -> function
+    auto key = [](const std::string& domain, const std::string& name) { return domain + ":" + name; };
+    for (int i = 0; i < model_.functions_size(); ++i)
+      index.emplace(key(model_.functions(i).domain(), model_.functions(i).name()), i);
+    if (index.empty()) return;
+    std::vector<std::vector<int>> calls(static_cast<size_t>(model_.functions_size()));
+    for (int i = 0; i < model_.functions_size(); ++i)
+      for_each_node(model_.functions(i).node(), [&](const onnx::NodeProto& node) {
+        auto callee = index.find(key(node.domain(), node.op_type()));
+        if (callee != index.end()) calls[static_cast<size_t>(i)].push_back(callee->second);
+      });
+    // Depth-first, with an explicit stack: the chain of calls may be long.
+    enum class Mark { unseen, open, done };
+    std::vector<Mark> mark(calls.size(), Mark::unseen);
+    for (size_t root = 0; root < calls.size(); ++root) {
+      if (mark[root] != Mark::unseen) continue;
+      std::vector<std::pair<size_t, size_t>> path = {{root, 0}};  // (function, next call to follow)
+      mark[root] = Mark::open;
+      while (!path.empty()) {
+        auto& [f, next] = path.back();
+        if (next == calls[f].size()) {
+          mark[f] = Mark::done;
+          path.pop_back();
+          continue;
+        }
+        const auto callee = static_cast<size_t>(calls[f][next++]);
+        if (mark[callee] == Mark::open) {
+          std::string cycle;
+          bool in_cycle = false;
+          for (const auto& [g, _] : path) {
+            in_cycle = in_cycle || g == callee;
+            if (in_cycle) cycle += function_name(g) + " -> ";
+          }
+          add(fmt::format("model-local function {}", function_name(callee)),
+              fmt::format("calls itself ({}{}); functions may not be recursive", cycle, function_name(callee)));
+          return;
+        }
+        if (mark[callee] == Mark::unseen) {
+          mark[callee] = Mark::open;
+          path.emplace_back(callee, 0);
+        }
+      }
+    }
+  }
+
+  std::string function_name(size_t i) const {
+    const auto& f = model_.functions(static_cast<int>(i));
+    return f.domain().empty() ? fmt::format("'{}'", f.name()) : fmt::format("'{}:{}'", f.domain(), f.name());
+  }
+
+  // Every node of `nodes` and of the sub-graphs in their attributes
+  // (protobuf's nesting limit bounds the depth).
+  template <class Visit>
+  static void for_each_node(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, const Visit& visit) {
+    for (const auto& node : nodes) {
+      visit(node);
+      for (const auto& attr : node.attribute()) {
+        if (attr.has_g()) for_each_node(attr.g().node(), visit);
+        for (const auto& g : attr.graphs()) for_each_node(g.node(), visit);
+      }
+    }
+  }
+
   template <class F>
   void try_check(const std::string& where, F&& check) {
     try {
@@ -152,8 +222,34 @@ class Checker {
   int64_t default_opset_ = 0;
 };
 
+struct NodeError {
+  std::string op, name, message;
+};
+
 // Strict inference reports node errors as lines of
-// "(op_type:Conv, node name: conv1): [ShapeInferenceError] ...".
+// "(op_type:Conv, node name: conv1): [ShapeInferenceError] ...", or
+// "(op_type:Conv): ..." for a node without a name. Parsed by hand: node
+// names come from the model, and std::regex recursed once per character of
+// a long one until the stack overflowed.
+std::optional<NodeError> parse_node_error(std::string_view line) {
+  constexpr std::string_view kOp = "(op_type:", kName = ", node name: ", kEnd = "): ";
+  size_t op = line.find(kOp);
+  if (op == std::string_view::npos) return std::nullopt;
+  op += kOp.size();
+  const size_t name = line.find(kName, op);
+  const size_t unnamed_end = line.find(kEnd, op);
+  if (name == std::string_view::npos || (unnamed_end != std::string_view::npos && unnamed_end < name)) {
+    if (unnamed_end == std::string_view::npos) return std::nullopt;
+    return NodeError{std::string(line.substr(op, unnamed_end - op)), "",
+                     std::string(line.substr(unnamed_end + kEnd.size()))};
+  }
+  const size_t end = line.find(kEnd, name + kName.size());
+  if (end == std::string_view::npos) return std::nullopt;
+  return NodeError{std::string(line.substr(op, name - op)),
+                   std::string(line.substr(name + kName.size(), end - name - kName.size())),
+                   std::string(line.substr(end + kEnd.size()))};
+}
+
 void check_inference(const onnx::ModelProto& model, int64_t default_opset, CheckReport& report) {
   onnx::ModelProto copy = model;
   try {
@@ -163,18 +259,17 @@ void check_inference(const onnx::ModelProto& model, int64_t default_opset, Check
   } catch (const std::exception& e) {
     std::multimap<std::string, int64_t> index_by_name;
     for (int i = 0; i < model.graph().node_size(); ++i) index_by_name.emplace(model.graph().node(i).name(), i);
-    static const std::regex node_error(R"(\(op_type:([^,]*), node name: ([^)]*)\): (.*))");
     std::string text = e.what();
     size_t start = 0;
     bool any = false;
     while (start < text.size()) {
       size_t end = text.find('\n', start);
-      std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      std::string_view line = std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
       start = end == std::string::npos ? text.size() : end + 1;
-      std::smatch m;
-      if (!std::regex_search(line, m, node_error)) continue;
+      auto parsed = parse_node_error(line);
+      if (!parsed) continue;
       any = true;
-      std::string op = m[1], name = m[2], message = m[3];
+      auto [op, name, message] = *parsed;
       auto range = index_by_name.equal_range(name);
       int64_t index = std::distance(range.first, range.second) == 1 ? range.first->second : -1;
       std::string where = index >= 0 ? describe_node(model.graph().node(static_cast<int>(index)), index)

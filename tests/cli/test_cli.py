@@ -173,6 +173,49 @@ class Check(unittest.TestCase):
             self.assertIn("shape inference", proc.stdout)
 
 
+def recursive_function_model():
+    """The graph calls local:F, which calls itself."""
+    h = onnx.helper
+    f = h.make_function("local", "F", ["a"], ["b"], [h.make_node("F", ["a"], ["b"], domain="local")],
+                        [h.make_opsetid("", 17), h.make_opsetid("local", 1)])
+    graph = h.make_graph([h.make_node("F", ["x"], ["y"], domain="local", name="call")], "g",
+                         [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+                         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("local", 1)], functions=[f])
+
+
+class Hostile(unittest.TestCase):
+    """Models made to crash the ONNX library underneath: reported, never a crash."""
+
+    def test_a_function_calling_itself(self):
+        # ONNX's shape inference recursed without end: info, check --full and edit crashed.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "recursive.onnx")
+            onnx.save(recursive_function_model(), path)
+            for args in (["check"], ["check", "--full"]):
+                proc = run(*args, path, check=1)
+                self.assertIn("model-local function 'local:F': calls itself ('local:F' -> 'local:F')", proc.stdout)
+            proc = run("info", path, check=0)
+            self.assertIn("shapes were not inferred", proc.stderr + proc.stdout)
+            proc = run("edit", path, os.path.join(tmp, "out.onnx"), "--rename", "x=z", check=1)
+            self.assertIn("calls itself", proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "out.onnx")))
+
+    def test_a_32_kb_node_name_in_a_shape_error(self):
+        # std::regex overflowed the stack reading the node's name from the error.
+        h = onnx.helper
+        name = "n" * 32768
+        graph = h.make_graph([h.make_node("MatMul", ["x", "w"], ["y"], name=name)], "g",
+                             [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3]),
+                              h.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [4, 5])],
+                             [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 5])])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "long.onnx")
+            onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
+            proc = run("check", "--full", path, check=1)
+            self.assertIn(f"node #0 '{name}' (MatMul): shape inference", proc.stdout)
+
+
 class Convert(unittest.TestCase):
     def test_external_data_and_back(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,97 @@
+// The checker on models made to break it or to slip past the Debian ONNX
+// library's own checks: each problem is reported, named, and nothing
+// reaches the library's shape inference that would crash it.
+#include <gtest/gtest.h>
+
+#include "analysis/checker.h"
+#include "analysis/onnx_inference.h"
+#include "support/test_support.h"
+
+namespace onnxkit::testing {
+namespace {
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+
+std::string problems(const analysis::CheckReport& report) {
+  std::string out;
+  for (const auto& p : report.problems) out += p.location + ": " + p.message + "\n";
+  return out;
+}
+
+analysis::CheckReport check(const onnx::ModelProto& model, bool full = true) {
+  return analysis::check_model(model, ".", {.full = full});
+}
+
+constexpr const char* kRelu = R"(
+<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+g (float[2] x) => (float[2] y) {
+  y = Relu(x)
+})";
+
+// A model-local function `name` in domain "local" whose one node calls `callee`.
+onnx::FunctionProto calling(const std::string& name, const std::string& callee) {
+  onnx::FunctionProto f;
+  f.set_domain("local");
+  f.set_name(name);
+  f.add_input("a");
+  f.add_output("b");
+  for (const char* domain : {"", "local"}) {
+    auto* op = f.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(domain[0] == '\0' ? 13 : 1);
+  }
+  onnx::NodeProto* node = f.add_node();
+  node->set_domain("local");
+  node->set_op_type(callee);
+  node->add_input("a");
+  node->add_output("b");
+  return f;
+}
+
+TEST(Checker, RecursiveFunctionsAreAProblemNotAStackOverflow) {
+  // ONNX's inference expands calls into bodies without end on these: info,
+  // check --full and edit crashed.
+  for (const auto& functions : std::vector<std::vector<onnx::FunctionProto>>{
+           {calling("F", "F")}, {calling("G", "H"), calling("H", "K"), calling("K", "G")}}) {
+    onnx::ModelProto model = parse_model_text(kRelu);
+    model.mutable_graph()->mutable_node(0)->set_domain("local");
+    model.mutable_graph()->mutable_node(0)->set_op_type(functions[0].name());
+    for (const auto& f : functions) *model.add_functions() = f;
+    auto report = check(model);
+    ASSERT_FALSE(report.valid());
+    EXPECT_CONTAINS(problems(report), "calls itself");
+    EXPECT_CONTAINS(problems(report), "'local:" + functions[0].name() + "' -> ");
+    auto imported = ir::import_model(model);
+    ASSERT_TRUE(imported.ok()) << imported.error().message();
+    EXPECT_CONTAINS(analysis::infer_types_with_onnx(**imported).warning, "calls itself");
+  }
+  // Calls that end are fine: F calls G, twice over.
+  onnx::ModelProto model = parse_model_text(kRelu);
+  *model.add_functions() = calling("F", "G");
+  onnx::FunctionProto g = calling("G", "Relu");
+  g.mutable_node(0)->set_domain("");
+  *model.add_functions() = g;
+  *model.mutable_functions(0)->add_node() = model.functions(0).node(0);
+  model.mutable_functions(0)->mutable_node(1)->set_output(0, "c");
+  EXPECT_EQ(problems(check(model)), "");
+}
+
+TEST(Checker, ALongNodeNameInAnInferenceErrorIsReported) {
+  // Strict inference names the node in its message; a 32 KB name crashed
+  // the std::regex that read it.
+  onnx::ModelProto model = parse_model_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x, float[4, 5] w) => (float[2, 5] y) {
+  y = MatMul(x, w)
+})");
+  const std::string name(32768, 'n');
+  model.mutable_graph()->mutable_node(0)->set_name(name);
+  auto report = check(model);
+  ASSERT_EQ(report.problems.size(), 1u) << problems(report);
+  EXPECT_EQ(report.problems[0].node_name, name);
+  EXPECT_EQ(report.problems[0].node_index, 0);
+  EXPECT_CONTAINS(report.problems[0].message, "shape inference");
+}
+
+}  // namespace
+}  // namespace onnxkit::testing

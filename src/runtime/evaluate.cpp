@@ -11,6 +11,7 @@ Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& 
   const int64_t opset = model.opset(domain);
   const KernelDef* def = registry.find(domain, node.op_type(), opset);
   if (def == nullptr) return make_error("{}: no kernel for {} at opset {}", node.describe(), node.op_type(), opset);
+  ONNXKIT_TRY(check_node_arity(node, opset));
 
   std::vector<const Tensor*> constants;
   std::vector<const Value*> args;

@@ -76,6 +76,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     return make_error("sparse initializer '{}' is not supported by the runtime", graph.sparse_initializers()[0]->name());
 
   ONNXKIT_ASSIGN(std::vector<ir::Node*> all_nodes, graph.topological_order());
+  for (const ir::Node* node : all_nodes) ONNXKIT_TRY(check_node_arity(*node, context.model.opset(node->domain())));
   for (const ir::Node* node : all_nodes)
     for (const ir::Value* v : node->outputs())
       if (v != nullptr) slot(v);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/arity.h"
 #include "runtime/executor.h"
 #include "runtime/tensor_proto.h"
 
@@ -113,6 +114,15 @@ bool KernelRegistry::knows(std::string_view domain, std::string_view op_type) co
   for (const KernelDef& d : defs_)
     if (d.op_type == op_type && d.domain == domain) return true;
   return false;
+}
+
+Status check_node_arity(const ir::Node& node, int64_t opset) {
+  std::vector<bool> inputs, outputs;
+  for (const ir::Value* v : node.inputs()) inputs.push_back(v != nullptr);
+  for (const ir::Value* v : node.outputs()) outputs.push_back(v != nullptr);
+  std::string problem = analysis::arity_problem(node.domain(), node.op_type(), opset, inputs, outputs);
+  if (!problem.empty()) return make_error("{}: {}", node.describe(), problem);
+  return {};
 }
 
 const KernelRegistry& KernelRegistry::builtin() {

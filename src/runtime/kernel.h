@@ -202,6 +202,10 @@ class KernelRegistry {
   std::vector<KernelDef> defs_;
 };
 
+// analysis::arity_problem for a node about to get a kernel, as an error
+// naming it: the executor and evaluate_node call it once for every kernel.
+Status check_node_arity(const ir::Node& node, int64_t opset);
+
 // The families, each in kernels/<family>/ (called by builtin()).
 void register_elementwise_kernels(KernelRegistry& registry);
 void register_math_kernels(KernelRegistry& registry);

@@ -203,6 +203,19 @@ class HostileInput(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertIn("float32[" + ",".join(["1"] * 10000) + "]  min 0  max 0", proc.stdout)  # Relu(-3)
 
+    def test_nodes_off_their_schema_are_refused(self):
+        # A node with no outputs crashed; a Relu with two inputs ran.
+        with tempfile.TemporaryDirectory() as tmp:
+            no_outputs = tiny_model()
+            no_outputs.graph.node.append(helper.make_node("Relu", ["y"], [], name="dangling"))
+            two_inputs = tiny_model()
+            two_inputs.graph.node[0].input.append("x")
+            for model, parts in ((no_outputs, ["Relu node 'dangling'", "Relu has 1 output, got 0"]),
+                                 (two_inputs, ["Relu node 'the_node'", "Relu takes 1 input, got 2"])):
+                path = save(model, tmp)
+                with self.subTest(parts=parts):
+                    self.assert_one_line_error(run("run", path, "--random"), *parts)
+
 
 class Bench(unittest.TestCase):
     def test_json_report(self):

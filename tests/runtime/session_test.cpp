@@ -196,5 +196,31 @@ g (float[1, 1, 4, 4] x, float[1, 1, 3, 3] w, float[2, 3] a, float[3, 2] m) => (f
   }
 }
 
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+
+std::string build_error(const testing::NodeSpec& spec) {
+  auto out = testing::try_run_node(spec);
+  EXPECT_FALSE(out.ok()) << spec.op_type << " ran";
+  return out.ok() ? "" : out.error().message();
+}
+
+TEST(Session, NodesAreHeldToTheirSchemasInputAndOutputCounts) {
+  // Once for every kernel, before any runs: a Relu given two inputs ran on
+  // the first, and a node with no outputs crashed its kernel.
+  const Tensor x = Tensor::from<float>({2}, {-1, 1});
+  EXPECT_CONTAINS(build_error({.op_type = "Relu", .inputs = {{"x", x}, {"x2", x}}}), "Relu takes 1 input, got 2");
+  EXPECT_CONTAINS(build_error({.op_type = "Relu", .inputs = {{"x", x}}, .num_outputs = 0}), "Relu has 1 output, got 0");
+  EXPECT_CONTAINS(build_error({.op_type = "Add", .inputs = {{"x", x}}}), "Add takes 2 inputs, got 1");
+  EXPECT_CONTAINS(build_error({.op_type = "Where", .inputs = {{"x", x}, {"", x}, {"y", x}}}),
+                  "input 1 ('X') of Where is required but omitted");
+  EXPECT_CONTAINS(build_error({.op_type = "Relu", .inputs = {{"x", x}}, .num_outputs = 0}), "node 'under_test'");
+  // Optional inputs and outputs may be left out.
+  EXPECT_TRUE(testing::try_run_node({.op_type = "Clip", .inputs = {{"x", x}, {"", x}, {"hi", Tensor::from<float>({}, {0.5f})}}})
+                  .ok());
+  EXPECT_TRUE(testing::try_run_node({.op_type = "Dropout", .inputs = {{"x", x}}, .num_outputs = 1}).ok());
+  EXPECT_CONTAINS(build_error({.op_type = "TopK", .inputs = {{"x", x}, {"k", Tensor::from<int64_t>({1}, {1})}}}),
+                  "TopK has 2 outputs, got 1");
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -1,0 +1,58 @@
+#include "analysis/arity.h"
+
+#include <fmt/format.h>
+#include <onnx/defs/schema.h>
+
+#include <algorithm>
+#include <climits>
+#include <limits>
+
+#include "analysis/opset_history.h"
+
+namespace onnxkit::analysis {
+namespace {
+
+std::string count_text(int n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); }
+
+std::string range_text(int min, int max, const char* what) {
+  if (min == max) return count_text(min, what);
+  if (max == std::numeric_limits<int>::max()) return fmt::format("at least {}", count_text(min, what));
+  return fmt::format("{} to {} {}s", min, max, what);
+}
+
+// A position the schema requires (a single, non-optional parameter) left out.
+std::string omitted_problem(std::string_view op_type, const std::vector<bool>& given,
+                            const std::vector<onnx::OpSchema::FormalParameter>& formal, const char* what) {
+  for (size_t i = 0; i < given.size() && i < formal.size(); ++i)
+    if (!given[i] && formal[i].GetOption() == onnx::OpSchema::Single)
+      return fmt::format("{} {} ('{}') of {} is required but omitted", what, i, formal[i].GetName(), op_type);
+  return "";
+}
+
+}  // namespace
+
+std::string arity_problem(std::string_view domain, std::string_view op_type, int64_t opset,
+                          const std::vector<bool>& inputs, const std::vector<bool>& outputs) {
+  if (!domain.empty() && domain != "ai.onnx") return "";
+  const int n_inputs = static_cast<int>(inputs.size()), n_outputs = static_cast<int>(outputs.size());
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(std::string(op_type), static_cast<int>(std::clamp<int64_t>(opset, 1, INT_MAX)), "");
+  if (schema == nullptr) return n_outputs == 0 ? fmt::format("{} has no outputs", op_type) : "";
+  const bool current = !changed_since_libonnx(op_type, opset);
+  const int max_inputs = current ? schema->max_input() : std::numeric_limits<int>::max();
+  const int max_outputs = current ? schema->max_output() : std::numeric_limits<int>::max();
+  if (n_inputs < schema->min_input() || n_inputs > max_inputs) {
+    std::string text = fmt::format("{} takes {}, got {}", op_type, range_text(schema->min_input(), max_inputs, "input"), n_inputs);
+    const auto& formal = schema->inputs();
+    if (n_inputs < schema->min_input() && static_cast<size_t>(n_inputs) < formal.size())
+      text += fmt::format(": input {} is missing", formal[static_cast<size_t>(n_inputs)].GetName());
+    return text;
+  }
+  if (n_outputs < schema->min_output() || n_outputs > max_outputs)
+    return fmt::format("{} has {}, got {}", op_type, range_text(schema->min_output(), max_outputs, "output"), n_outputs);
+  if (!current) return "";
+  std::string omitted = omitted_problem(op_type, inputs, schema->inputs(), "input");
+  return omitted.empty() ? omitted_problem(op_type, outputs, schema->outputs(), "output") : omitted;
+}
+
+}  // namespace onnxkit::analysis

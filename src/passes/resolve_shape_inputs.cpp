@@ -21,7 +21,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include "passes/pass.h"
@@ -51,6 +53,19 @@ struct SymbolicVector {
     return true;
   }
 };
+
+// x op y as the runtime's kernels compute it (Div truncates toward zero),
+// or nothing where they give no shape: a division by zero, which they
+// refuse, and a result beyond int64, where they wrap (and x86 traps on
+// INT64_MIN / -1).
+std::optional<int64_t> arithmetic(std::string_view op, int64_t x, int64_t y) {
+  int64_t r = 0;
+  if (op == "Add") return __builtin_add_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+  if (op == "Sub") return __builtin_sub_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+  if (op == "Mul") return __builtin_mul_overflow(x, y, &r) ? std::nullopt : std::optional(r);
+  if (y == 0 || (x == std::numeric_limits<int64_t>::min() && y == -1)) return std::nullopt;
+  return x / y;
+}
 
 // The dim_param of dim `axis` of `value` ("" when it has none or is static).
 std::string dim_symbol(const ir::Value* value, int64_t axis) {
@@ -209,10 +224,9 @@ class Evaluator {
         const SymbolicDim& x = a->dims[a->dims.size() == 1 ? 0 : i];
         const SymbolicDim& y = b->dims[b->dims.size() == 1 ? 0 : i];
         if (x.kind == SymbolicDim::Kind::known && y.kind == SymbolicDim::Kind::known) {
-          if (op == "Div" && y.value == 0) return std::nullopt;
-          int64_t r = op == "Add" ? x.value + y.value : op == "Sub" ? x.value - y.value : op == "Mul" ? x.value * y.value
-                    : (x.value / y.value - ((x.value % y.value != 0) && ((x.value < 0) != (y.value < 0))));  // floor, as numpy
-          v.dims.push_back(SymbolicDim::known(r));
+          std::optional<int64_t> r = arithmetic(op, x.value, y.value);
+          if (!r) return std::nullopt;
+          v.dims.push_back(SymbolicDim::known(*r));
         } else if ((op == "Mul" || op == "Div") && y.kind == SymbolicDim::Kind::known && y.value == 1) {
           v.dims.push_back(x);
         } else if (op == "Mul" && x.kind == SymbolicDim::Kind::known && x.value == 1) {

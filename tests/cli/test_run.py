@@ -203,6 +203,24 @@ class HostileInput(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertIn("float32[" + ",".join(["1"] * 10000) + "]  min 0  max 0", proc.stdout)  # Relu(-3)
 
+    def test_most_negative_integer_over_minus_one_gives_numpys_answer(self):
+        # SIGFPE before; numpy wraps the quotient and gives a remainder of 0.
+        with tempfile.TemporaryDirectory() as tmp:
+            a = np.array([np.iinfo(np.int64).min, 7], np.int64)
+            b = np.array([-1, -1], np.int64)
+            np.save(os.path.join(tmp, "a.npy"), a)
+            for op, expected in (("Div", np.array([np.iinfo(np.int64).min, -7])), ("Mod", np.mod(a, b))):
+                with self.subTest(op=op):
+                    node = helper.make_node(op, ["a", "b"], ["y"])
+                    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.INT64, [2])],
+                                              [helper.make_tensor_value_info("y", TensorProto.INT64, [2])],
+                                              [numpy_helper.from_array(b, "b")])
+                    path = save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp, op + ".onnx")
+                    out = os.path.join(tmp, op)
+                    proc = run("run", path, "--input", f"a={tmp}/a.npy", "--output-dir", out)
+                    self.assertEqual(proc.returncode, 0, proc.stderr)
+                    np.testing.assert_array_equal(np.load(os.path.join(out, "output_0.npy")), expected)
+
     def test_nodes_off_their_schema_are_refused(self):
         # A node with no outputs crashed; a Relu with two inputs ran.
         with tempfile.TemporaryDirectory() as tmp:

@@ -43,6 +43,44 @@ TEST(ResolveShapeInputs, ViewOfBatchAndMinusOneBecomesConstantCopyAndNumber) {
   expect_same_outputs(*before, *model);
 }
 
+TEST(ResolveShapeInputs, IntegerArithmeticIsTheKernelsTruncationAndNeverTraps) {
+  // ONNX's Div of integers truncates toward zero, as the runtime does: -5 / 2
+  // is -2 (numpy's floor would make it -3, and the Reshape below would fail).
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, 4, 6] x) => (float[N, 24] y) <int64 zero = {0}, int64[1] axes = {0}, int64 minus_five = {-5},
+                                          int64 two = {2}, int64 twenty_six = {26}> {
+  s = Shape(x)
+  n = Gather(s, zero)
+  u = Unsqueeze(n, axes)
+  q = Div(minus_five, two)
+  w = Add(q, twenty_six)
+  v = Unsqueeze(w, axes)
+  shape = Concat <axis = 0> (u, v)
+  y = Reshape(x, shape)
+})");
+  auto before = clone(*model);
+  EXPECT_GE(run_pass("resolve-shape-inputs", *model), 1u);
+  model->graph().cleanup();
+  EXPECT_EQ(ints_of(find_op(model->graph(), "Reshape")->input(1)), (std::vector<int64_t>{0, 24}));
+  expect_same_outputs(*before, *model);
+
+  // INT64_MIN / -1 raised SIGFPE here; a sum past int64 is no shape either:
+  // both stay as they are (low itself is an ordinary number).
+  for (const char* op : {"Div", "Add"}) {
+    auto overflow = model_from_text(std::string(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, 4] x) => (float[N, 4] y) <int64[1] m = {-9223372036854775807}, int64[1] one = {1},
+                                      int64[1] minus_one = {-1}> {
+  low = Sub(m, one)
+  q = )") + op + R"((low, minus_one)
+  y = Reshape(x, q)
+})");
+    run_pass("resolve-shape-inputs", *overflow);
+    EXPECT_EQ(count_ops(overflow->graph(), op), 1u) << op;
+  }
+}
+
 TEST(ResolveShapeInputs, TwoSymbolicDimsThatCannotBeCopiedAreDeclined) {
   // The target's first entry is dim 1 of x (symbolic), placed at position 0: not a copy.
   auto model = model_from_text(R"(

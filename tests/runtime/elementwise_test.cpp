@@ -69,6 +69,28 @@ TEST(Elementwise, IntegerDivisionByZeroIsAnErrorNotACrash) {
   EXPECT_NE(out.error().message().find("division by zero"), std::string::npos);
 }
 
+TEST(Elementwise, TheMostNegativeIntegerOverMinusOneWrapsInsteadOfTrapping) {
+  // The quotient 2^63 does not fit: x86 raised SIGFPE. numpy gives the most
+  // negative value back (np.int64(-2**63) // -1); the remainder is exactly 0.
+  constexpr int64_t kMin64 = std::numeric_limits<int64_t>::min();
+  constexpr int32_t kMin32 = std::numeric_limits<int32_t>::min();
+  auto a64 = Tensor::from<int64_t>({3}, {kMin64, kMin64, 7});
+  auto b64 = Tensor::from<int64_t>({3}, {-1, 1, -1});
+  expect_tensor_near(run_node({.op_type = "Div", .inputs = {{"a", a64}, {"b", b64}}})[0].tensor(),
+                     Tensor::from<int64_t>({3}, {kMin64, kMin64, -7}));
+  expect_tensor_near(run_node({.op_type = "Mod", .inputs = {{"a", a64}, {"b", b64}}})[0].tensor(),
+                     Tensor::from<int64_t>({3}, {0, 0, 0}));
+  expect_tensor_near(run_node({.op_type = "Mod", .inputs = {{"a", a64}, {"b", b64}}, .attributes = {attr("fmod", 1)}})[0]
+                         .tensor(),
+                     Tensor::from<int64_t>({3}, {0, 0, 0}));
+  auto a32 = Tensor::from<int32_t>({1}, {kMin32});
+  auto b32 = Tensor::from<int32_t>({1}, {-1});
+  expect_tensor_near(run_node({.op_type = "Div", .inputs = {{"a", a32}, {"b", b32}}})[0].tensor(),
+                     Tensor::from<int32_t>({1}, {kMin32}));
+  expect_tensor_near(run_node({.op_type = "Mod", .inputs = {{"a", a32}, {"b", b32}}})[0].tensor(),
+                     Tensor::from<int32_t>({1}, {0}));
+}
+
 TEST(Elementwise, Float16ComputesThroughFloat) {
   // 1.5 -> 0x3E00, 2.0 -> 0x4000; their sum 3.5 -> 0x4300 (IEEE half).
   Tensor a(DataType::float16, {2}), b(DataType::float16, {2});

@@ -42,6 +42,23 @@ Status check_no_zero_divisor(const Tensor& b) {
   return {};
 }
 
+// x / y and x % y, where the one quotient that does not fit, the most
+// negative value over -1, traps on x86 (SIGFPE) instead of wrapping. It
+// wraps to the most negative value, as numpy's and as Neg's; the remainder
+// is an exact 0.
+template <class T>
+T divide(T x, T y) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    if (y == T(-1)) return static_cast<T>(T(0) - static_cast<std::make_unsigned_t<T>>(x));
+  return x / y;
+}
+template <class T>
+T remainder(T x, T y) {
+  if constexpr (std::is_signed_v<T>)
+    if (y == T(-1)) return T(0);
+  return static_cast<T>(x % y);
+}
+
 template <class F>
 void add_comparison(KernelRegistry& r, const char* op, int64_t since, F f) {
   r.add("", op, since, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
@@ -153,7 +170,7 @@ void register_binary(KernelRegistry& r) {
           return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
             return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
               ONNXKIT_TRY(check_no_zero_divisor<T>(b));
-              map_binary<T, T, T>(a, b, out, [](auto x, auto y) { return x / y; });
+              map_binary<T, T, T>(a, b, out, [](auto x, auto y) { return divide(x, y); });
               return {};
             });
           });
@@ -172,7 +189,7 @@ void register_binary(KernelRegistry& r) {
                     if (!fmod && m != 0 && ((m < 0) != (y < 0))) m += y;
                     return m;
                   } else {
-                    C m = static_cast<C>(x % y);
+                    C m = remainder(x, y);
                     if constexpr (std::is_signed_v<C>)
                       if (!fmod && m != 0 && ((m < 0) != (y < 0))) m = static_cast<C>(m + y);
                     return m;

@@ -15,6 +15,7 @@ Command add_run_command(CLI::App& root) {
     std::string output_dir;
     std::string outputs;
     std::string format = "npy";
+    double timeout = 0;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand("run", "Run a model on onnxkit's CPU runtime and save its outputs");
@@ -26,6 +27,9 @@ Command add_run_command(CLI::App& root) {
   app->add_option("--outputs", flags->outputs,
                   "Which values to return: 'all' (every intermediate value too) or NAME,NAME,... (default: the graph's outputs)");
   app->add_option("--format", flags->format, "File format of the outputs: npy or pb")->check(CLI::IsMember({"npy", "pb"}));
+  app->add_option("--timeout", flags->timeout,
+                  "Stop the run after SECONDS with an error (checked between nodes and between a Loop's iterations)")
+      ->check(CLI::NonNegativeNumber);
   app->footer(
       "Every input must come from --input or --random; inputs with symbolic dims need --shape.\n"
       "With --outputs all, every tensor the graph computes is returned (the model file is\n"
@@ -33,7 +37,8 @@ Command add_run_command(CLI::App& root) {
       "Examples:\n"
       "  onnxkit run model.onnx --random --shape input:1,3,224,224\n"
       "  onnxkit run model.onnx --input input=image.npy --output-dir out/\n"
-      "  onnxkit run model.onnx --random --outputs all --output-dir layers/ --format pb");
+      "  onnxkit run model.onnx --random --outputs all --output-dir layers/ --format pb\n"
+      "  onnxkit run untrusted.onnx --random --timeout 60");
   return {app, [app, flags] {
             auto inputs = input_options(flags->inputs);
             if (!inputs.ok()) return report_error(*app, inputs.error());
@@ -42,6 +47,7 @@ Command add_run_command(CLI::App& root) {
             options.threads = flags->threads;
             options.output_dir = flags->output_dir;
             options.format = flags->format == "pb" ? tools::TensorFormat::pb : tools::TensorFormat::npy;
+            options.timeout_seconds = flags->timeout;
             if (flags->outputs == "all") options.all_outputs = true;
             else if (!flags->outputs.empty()) options.outputs = split(flags->outputs, ',');
             auto report = tools::run_model(flags->model, options);

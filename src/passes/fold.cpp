@@ -72,7 +72,7 @@ void fold_graph(ir::Graph& graph, PassContext& context, const FoldOptions& optio
     } else {
       if (node->inputs().empty() && node->op_type() != "Constant") continue;
       std::vector<runtime::Value> inputs;
-      uint64_t input_bytes = 0;
+      uint64_t input_bytes = 0, input_elements = 0;
       bool all_known = true;
       for (const ir::Value* in : node->inputs()) {
         if (in == nullptr) {
@@ -85,10 +85,13 @@ void fold_graph(ir::Graph& graph, PassContext& context, const FoldOptions& optio
           break;
         }
         input_bytes += byte_size(*data);
+        input_elements += static_cast<uint64_t>(data->numel());
         inputs.emplace_back(std::move(*data));
       }
       if (!all_known) continue;
-      auto evaluated = runtime::evaluate_node(*node, context.model(), inputs);
+      runtime::RunLimits budget;
+      budget.max_elements = options.work_limit + input_elements;
+      auto evaluated = runtime::evaluate_node(*node, context.model(), inputs, budget);
       if (!evaluated.ok()) {
         result.warnings.push_back(fmt::format("not folded: {}", evaluated.error().message()));
         continue;

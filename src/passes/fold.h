@@ -8,6 +8,8 @@
 // for the engines that read them), nodes with sub-graphs, nodes the user
 // excluded, and outputs that would bloat the file (over `size_limit` bytes
 // and larger than the node's inputs: Tile, Expand, ConstantOfShape...).
+// Nodes whose outputs would exceed the work budget are stopped before their
+// outputs are allocated, and left with a warning.
 
 #include <cstdint>
 #include <string>
@@ -19,6 +21,10 @@ namespace onnxkit::passes {
 
 struct FoldOptions {
   uint64_t size_limit = 1 << 20;
+  // Elements a node's outputs may hold beyond its inputs' count: a
+  // ConstantOfShape or Range asking for 2^40 is refused, where computing it
+  // only to drop it by size_limit would take the memory first.
+  uint64_t work_limit = 1 << 24;
 };
 
 struct FoldResult {

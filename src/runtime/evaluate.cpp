@@ -5,7 +5,7 @@
 namespace onnxkit::runtime {
 
 Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& model, const std::vector<Value>& inputs,
-                                         const KernelRegistry& registry) {
+                                         const RunLimits& limits, const KernelRegistry& registry) {
   if (!node.subgraphs().empty()) return make_error("{}: nodes with sub-graphs are not evaluated alone", node.describe());
   const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
   const int64_t opset = model.opset(domain);
@@ -29,7 +29,7 @@ Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& 
   ONNXKIT_ASSIGN(std::unique_ptr<Kernel> kernel, def->create(info));
 
   static const GraphPlan empty_plan;
-  Frame frame{empty_plan, {}};
+  Frame frame{empty_plan, {}, {}, RunControl(limits)};
   std::vector<bool> wanted;
   for (const ir::Value* v : node.outputs()) wanted.push_back(v != nullptr);
   std::vector<Value> results(node.outputs().size());

@@ -348,8 +348,37 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   return plan;
 }
 
-Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads) {
-  Frame frame{plan, std::vector<Value>(plan.slot_count), std::vector<Tensor>(plan.concat_blocks.size())};
+RunControl::RunControl(const RunLimits& limits) : limits_(limits), usage_(std::make_shared<Usage>()) {
+  if (limits.timeout.count() > 0) deadline_ = std::chrono::steady_clock::now() + limits.timeout;
+}
+
+Status RunControl::check_time() const {
+  if (deadline_ && std::chrono::steady_clock::now() >= *deadline_)
+    return make_error("stopped at the run's time limit ({:g} s)", std::chrono::duration<double>(limits_.timeout).count());
+  return {};
+}
+
+Status RunControl::count_subgraph_run() const {
+  if (usage_ && limits_.max_subgraph_runs > 0 && ++usage_->subgraph_runs > limits_.max_subgraph_runs)
+    return make_error("stopped at the run's limit of {} sub-graph runs (a Loop's iterations count one each)",
+                      limits_.max_subgraph_runs);
+  return {};
+}
+
+void RunControl::charge_elements(uint64_t elements) const {
+  if (!usage_ || limits_.max_elements == 0) return;
+  const uint64_t before = usage_->elements.fetch_add(elements);
+  if (elements > limits_.max_elements || before > limits_.max_elements - elements)
+    throw BudgetExceeded(fmt::format("its outputs would take the run past its budget of {} elements", limits_.max_elements));
+}
+
+Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads,
+                                    const RunControl& control) {
+  Frame frame{plan, std::vector<Value>(plan.slot_count), std::vector<Tensor>(plan.concat_blocks.size()),
+              parent != nullptr ? parent->control : control};
+  if (parent != nullptr) ONNXKIT_TRY(frame.control.count_subgraph_run());
+  // Also here, for bodies with no steps that a Loop runs over and over.
+  ONNXKIT_TRY(frame.control.check_time());
   for (const auto& [mine, theirs] : plan.captures) frame.slots[mine] = parent->slots[theirs];
   for (const auto& [s, value] : plan.constants) frame.slots[s] = value;
   // Inputs come after constants: an initializer listed as an input is a default.
@@ -358,6 +387,7 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
 
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const GraphPlan::Step& step = plan.steps[k];
+    if (Status go = frame.control.check_time(); !go.ok()) return go.error().in(step.node->describe());
     auto started = plan.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     std::vector<const Value*> args;
     args.reserve(step.inputs.size());
@@ -374,7 +404,7 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
       status = step.kernel->compute(ctx);
     } catch (const std::bad_alloc&) {
       status = make_error("out of memory");
-    } catch (const std::exception& e) {  // from a library a kernel calls; kernels themselves return errors
+    } catch (const std::exception& e) {  // BudgetExceeded, or from a library a kernel calls; kernels return errors
       status = make_error("{}", e.what());
     }
     if (!status.ok()) return status.error().in(step.node->describe());

@@ -6,7 +6,10 @@
 // the graph running them.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -49,11 +52,42 @@ struct GraphPlan {
   mutable std::vector<std::atomic<int64_t>> step_calls;
 };
 
+// The limits of a run and what it has used of them, shared by the frames of
+// its sub-graphs.
+class RunControl {
+ public:
+  RunControl() = default;
+  explicit RunControl(const RunLimits& limits);
+
+  // An error once the time is up.
+  Status check_time() const;
+  // One more run of a sub-graph; an error past the limit.
+  Status count_subgraph_run() const;
+  // Counts `elements` about to be allocated; throws BudgetExceeded past the
+  // limit (from KernelContext::output, which cannot return an error; the
+  // executor turns it into one).
+  void charge_elements(uint64_t elements) const;
+
+ private:
+  struct Usage {
+    std::atomic<uint64_t> elements{0};
+    std::atomic<uint64_t> subgraph_runs{0};
+  };
+  RunLimits limits_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::shared_ptr<Usage> usage_;
+};
+
+struct BudgetExceeded : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // The values of one run of a plan.
 struct Frame {
   const GraphPlan& plan;
   std::vector<Value> slots;
   std::vector<Tensor> concat_buffers;  // per in-place Concat, allocated by the first step that writes it
+  RunControl control;                  // the run's, shared by its sub-graphs' frames
 };
 
 struct PlanContext {
@@ -67,6 +101,8 @@ struct PlanContext {
 Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const GraphPlan* parent,
                                               const std::vector<const ir::Value*>& returned, const PlanContext& context);
 
-Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads);
+// Sub-graphs (parent set) run under their parent frame's control.
+Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads,
+                                    const RunControl& control = {});
 
 }  // namespace onnxkit::runtime

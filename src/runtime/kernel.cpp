@@ -65,6 +65,10 @@ std::optional<Tensor> ConcatTarget::place(DataType type, const Shape& shape) {
 }
 
 Tensor& KernelContext::output(size_t i, DataType type, Shape shape) {
+  uint64_t elements = 1;  // saturating: the limit is what matters, not the exact count
+  for (int64_t d : shape)
+    elements = d <= 0 ? 0 : (elements > UINT64_MAX / static_cast<uint64_t>(d) ? UINT64_MAX : elements * static_cast<uint64_t>(d));
+  frame_.control.charge_elements(elements);
   std::optional<Tensor> placed = i == 0 && target_ != nullptr ? target_->place(type, shape) : std::nullopt;
   outputs_[i] = Value(placed ? std::move(*placed) : Tensor(type, std::move(shape)));
   return outputs_[i].tensor();

@@ -146,7 +146,7 @@ class RunInProgress {
 
 }  // namespace
 
-Result<std::vector<Value>> Session::run(const NamedValues& feeds) const {
+Result<std::vector<Value>> Session::run(const NamedValues& feeds, const RunLimits& limits) const {
   std::vector<Value> ordered;
   ONNXKIT_TRY(validate(feeds, ordered));
   const RunInProgress run;
@@ -159,7 +159,7 @@ Result<std::vector<Value>> Session::run(const NamedValues& feeds) const {
   // different settings do not disturb each other.
   omp_set_num_threads(threads);
   const auto start = ContentionWatch::Clock::now();
-  auto outputs = run_plan(*plan_, std::move(ordered), nullptr, threads);
+  auto outputs = run_plan(*plan_, std::move(ordered), nullptr, threads, RunControl(limits));
   if (options_.adapt_to_load) watch.run_finished(threads, ContentionWatch::Clock::now() - start);
   return outputs;
 }

@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,6 +40,20 @@ struct SessionOptions {
   bool fuse = true;
 };
 
+// Limits of one run, each an error naming the node where it was reached.
+// Time is checked between steps (a Loop's every iteration runs steps), so
+// one long kernel runs to its end first; elements before each output is
+// allocated.
+struct RunLimits {
+  // Time; zero: no limit.
+  std::chrono::nanoseconds timeout{0};
+  // Elements of all the outputs the steps allocate over the run, a Loop's
+  // every iteration included (elements x iterations); 0: no limit.
+  uint64_t max_elements = 0;
+  // Runs of sub-graphs (If branches, Loop and Scan bodies); 0: no limit.
+  uint64_t max_subgraph_runs = 0;
+};
+
 // Where the time went, per node of the main graph, over every run so far.
 struct NodeProfile {
   std::string name;
@@ -70,7 +85,7 @@ class Session {
   // Runs the model; the result follows outputs(). Feeds are checked against
   // the declared inputs: an unknown or missing name, or a wrong element type,
   // rank or fixed dim, is an error naming the input.
-  Result<std::vector<Value>> run(const NamedValues& feeds) const;
+  Result<std::vector<Value>> run(const NamedValues& feeds, const RunLimits& limits = {}) const;
 
   // Per-node times, in plan order (empty unless options.profile).
   std::vector<NodeProfile> profile() const;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -68,8 +69,12 @@ Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
   ONNXKIT_ASSIGN(auto session, runtime::Session::create(model, session_options));
   ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, options.inputs));
 
+  runtime::RunLimits limits;
+  constexpr double kLongest = 1e9;  // seconds: 31 years, and nanoseconds of it still fit in 64 bits
+  limits.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(std::min(options.timeout_seconds, kLongest)));
   auto start = std::chrono::steady_clock::now();
-  ONNXKIT_ASSIGN(std::vector<Value> results, session->run(feeds));
+  ONNXKIT_ASSIGN(std::vector<Value> results, session->run(feeds, limits));
   RunReport report;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -22,6 +22,9 @@ struct RunOptions {
   bool all_outputs = false;          // every intermediate value as well
   std::filesystem::path output_dir;  // empty: write nothing
   TensorFormat format = TensorFormat::npy;
+  // Stop the run with an error after this many seconds (0: no limit); see
+  // runtime::RunLimits.
+  double timeout_seconds = 0;
 };
 
 struct OutputSummary {

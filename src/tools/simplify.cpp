@@ -96,7 +96,7 @@ class Checker {
       }
       auto feeds = prepare_inputs(*reference_, inputs);
       if (!feeds.ok()) return feeds.error().in("check inputs");
-      auto expected = reference_->run(*feeds);
+      auto expected = reference_->run(*feeds, options_.check_limits);
       if (!expected.ok())
         return make_error("the original model fails on the check's inputs ({}); give real inputs with --input, "
                           "fix shapes with --input-shape, or turn the check off with --check 0",
@@ -111,7 +111,7 @@ class Checker {
   Status check(std::shared_ptr<const ir::Model> candidate, double& max_abs_diff) {
     ONNXKIT_ASSIGN(auto session, runtime::Session::create(candidate));
     for (size_t run = 0; run < feeds_.size(); ++run) {
-      auto actual = session->run(feeds_[run]);
+      auto actual = session->run(feeds_[run], options_.check_limits);
       if (!actual.ok()) return make_error("the simplified model fails to run: {}", actual.error().message());
       for (size_t i = 0; i < actual->size() && i < expected_[run].size(); ++i) {
         Difference d = compare_values(expected_[run][i], (*actual)[i], options_.rtol, options_.atol);
@@ -133,8 +133,8 @@ class Checker {
     auto a = runtime::Session::create(original_, all);
     auto b = runtime::Session::create(borrow(candidate), all);
     if (!a.ok() || !b.ok()) return "";
-    auto va = (*a)->run(feeds);
-    auto vb = (*b)->run(feeds);
+    auto va = (*a)->run(feeds, options_.check_limits);
+    auto vb = (*b)->run(feeds, options_.check_limits);
     if (!va.ok() || !vb.ok()) return "";
     std::unordered_map<std::string, const runtime::Value*> original_values;
     for (size_t i = 0; i < va->size(); ++i) original_values[(*a)->outputs()[i].name] = &(*va)[i];

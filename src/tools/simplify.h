@@ -12,6 +12,7 @@
 
 #include "io/model_file.h"
 #include "passes/simplify.h"
+#include "runtime/session.h"
 #include "tools/inputs.h"
 #include "util/result.h"
 
@@ -33,6 +34,9 @@ struct SimplifyToolOptions {
   InputOptions check_inputs;
   double rtol = 1e-4;
   double atol = 1e-5;
+  // Limits of each check run: a Loop that does not end soon (a trip count
+  // of 2^62) fails the check with an error that says so instead of hanging.
+  runtime::RunLimits check_limits{.max_subgraph_runs = 1 << 20};
   // Check after every pass that changed something, naming the one that broke the numbers.
   bool verify_each_pass = false;
   io::SaveOptions save;

@@ -149,6 +149,20 @@ class BadInput(unittest.TestCase):
             self.assertFalse(os.path.exists(out))
 
 
+def endless_loop_model():
+    """y = x + 1, 2^62 times: a Loop no run lives to finish."""
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Add", ["v", "one"], ["v_out"])], "body",
+        [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []), vi("v", TensorProto.FLOAT, [1])],
+        [vi("c_out", TensorProto.BOOL, []), vi("v_out", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.ones(1, np.float32), "one")])
+    graph = helper.make_graph([helper.make_node("Loop", ["n", "", "x"], ["y"], body=body, name="the_loop")], "g",
+                              [vi("x", TensorProto.FLOAT, [1])], [vi("y", TensorProto.FLOAT, [1])],
+                              [numpy_helper.from_array(np.array(2**62, np.int64), "n")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 class HostileInput(unittest.TestCase):
     """Models and input files made to crash or exhaust a run: each ends in one
     line naming what is wrong (or numpy's answer), quickly, and never a crash."""
@@ -233,6 +247,13 @@ class HostileInput(unittest.TestCase):
                 path = save(model, tmp)
                 with self.subTest(parts=parts):
                     self.assert_one_line_error(run("run", path, "--random"), *parts)
+
+    def test_timeout_stops_a_loop_that_would_not_end(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save(endless_loop_model(), tmp)
+            proc = run("run", path, "--random", "--timeout", "0.5")
+            self.assert_one_line_error(proc, "Loop node 'the_loop'", "time limit (0.5 s)")
+            self.assertEqual(run("run", path, "--random", "--timeout", "-1").returncode, 2)
 
 
 class Bench(unittest.TestCase):

@@ -229,6 +229,31 @@ class Errors(unittest.TestCase):
             self.assertEqual(proc.returncode, 1)
             self.assertIn("missing.onnx", proc.stderr)
 
+    def test_a_loop_that_would_not_end_stops_the_check_not_the_command(self):
+        # A trip count of 2^62: the check's run of the original hung. Folding
+        # leaves the Loop; the check stops at its budget and says so.
+        vi = helper.make_tensor_value_info
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Add", ["v", "one"], ["v_out"])],
+            "body", [vi("i", TensorProto.INT64, []), vi("c", TensorProto.BOOL, []), vi("v", TensorProto.FLOAT, [1])],
+            [vi("c_out", TensorProto.BOOL, []), vi("v_out", TensorProto.FLOAT, [1])],
+            [numpy_helper.from_array(np.ones(1, np.float32), "one")])
+        graph = helper.make_graph([helper.make_node("Loop", ["n", "", "x"], ["y"], body=body, name="the_loop")], "g",
+                                  [vi("x", TensorProto.FLOAT, [1])], [vi("y", TensorProto.FLOAT, [1])],
+                                  [numpy_helper.from_array(np.array(2**62, np.int64), "n")])
+        with tempfile.TemporaryDirectory() as tmp:
+            src, out = os.path.join(tmp, "loop.onnx"), os.path.join(tmp, "out.onnx")
+            onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+            proc = onnxkit("simplify", src, out)
+            self.assertEqual(proc.returncode, 1, proc.stdout)
+            self.assertIn("Loop node 'the_loop'", proc.stderr)
+            self.assertIn("sub-graph runs", proc.stderr)
+            self.assertIn("--check 0", proc.stderr)
+            self.assertFalse(os.path.exists(out))
+            proc = onnxkit("simplify", src, out, "--check", "0")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual([n.op_type for n in onnx.load(out).graph.node], ["Loop"])
+
     def test_list_passes_and_report(self):
         proc = onnxkit("simplify", "--list-passes")
         self.assertEqual(proc.returncode, 0, proc.stderr)

@@ -85,6 +85,43 @@ g (float[1000, 1000] x) => (float[1000, 1000] y, float[1] z) <int64[2] shape = {
   EXPECT_EQ(count_ops(model->graph(), "ConstantOfShape"), 1u);
 }
 
+TEST(FoldConstants, OutputsOverTheWorkBudgetAreRefusedBeforeTheyAreAllocated) {
+  // 2^40 floats (4 TiB) asked of ConstantOfShape and of Range: computing
+  // them only to drop them by size took the memory first. Tile of a
+  // 16-element constant 1024 times stays below the default budget of 2^24
+  // elements but over a budget of 1000.
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] x) => (float[1] y) <int64[1] huge = {1099511627776}, float start = {0}, float limit = {1099511627776},
+                                float delta = {1}, float[16] row = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+                                int64[1] repeats = {1024}, int64[1] one = {1}> {
+  big = ConstantOfShape <value = float[1] {2}> (huge)
+  r = Range(start, limit, delta)
+  t = Tile(row, repeats)
+  a = Slice(big, one, one)
+  b = Slice(r, one, one)
+  c = Slice(t, one, one)
+  s = Sum(x, a, b, c)
+  y = Identity(s)
+})");
+  for (const char* name : {"big", "r", "t"}) model->graph().find_value(name)->producer()->set_name(name);
+  auto defaults = fold(*clone(*model));
+  EXPECT_EQ(defaults.folded, 2u);  // Tile, and its Slice
+  std::string warnings;
+  for (const std::string& w : defaults.warnings) warnings += w + "\n";
+  // 2^24 and the one element of its input.
+  EXPECT_NE(warnings.find("ConstantOfShape node 'big': its outputs would take the run past its budget of 16777217 elements"),
+            std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("Range node 'r'"), std::string::npos) << warnings;
+
+  passes::FoldOptions folding;
+  folding.work_limit = 1000;
+  auto small = fold(*model, {}, folding);
+  EXPECT_EQ(small.folded, 0u);
+  EXPECT_EQ(small.warnings.size(), 3u);
+  EXPECT_EQ(count_ops(model->graph(), "Tile"), 1u);
+}
+
 TEST(FoldConstants, ExcludedNodesStay) {
   auto model = model_from_text(R"(
 <ir_version: 8, opset_import: ["" : 17]>

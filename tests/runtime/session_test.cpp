@@ -222,5 +222,45 @@ TEST(Session, NodesAreHeldToTheirSchemasInputAndOutputCounts) {
                   "TopK has 2 outputs, got 1");
 }
 
+// x + 1, `n` times, by a Loop whose body is two nodes.
+std::shared_ptr<const ir::Model> counting_loop(int64_t n) {
+  std::shared_ptr<ir::Model> model = testing::model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] x) => (float[1] y) <int64 n = {3}> {
+  y = Loop(n, , x) <body = body (int64 i, bool c, float[1] v) => (bool c_out, float[1] v_out) <float[1] one = {1.0}> {
+    c_out = Identity(c)
+    v_out = Add(v, one)
+  }>
+})");
+  if (model) model->graph().find_value("n")->mutable_initializer()->set_int64_data(0, n);
+  return model;
+}
+
+TEST(Session, RunLimitsStopALoopThatWouldNotEnd) {
+  const runtime::NamedValues feeds = {{"x", Tensor::from<float>({1}, {0})}};
+  auto three = runtime::Session::create(counting_loop(3));
+  ASSERT_TRUE(three.ok()) << three.error().message();
+  auto y = (*three)->run(feeds, {.timeout = std::chrono::seconds(10)});
+  ASSERT_TRUE(y.ok()) << y.error().message();
+  testing::expect_tensor_near((*y)[0].tensor(), Tensor::from<float>({1}, {3}));
+
+  auto endless = runtime::Session::create(counting_loop(int64_t{1} << 62));
+  ASSERT_TRUE(endless.ok()) << endless.error().message();
+  const auto start = std::chrono::steady_clock::now();
+  auto timed = (*endless)->run(feeds, {.timeout = std::chrono::milliseconds(200)});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(timed.ok());
+  EXPECT_CONTAINS(timed.error().message(), "stopped at the run's time limit (0.2 s)");
+  EXPECT_CONTAINS(timed.error().message(), "Loop node");
+  EXPECT_LT(seconds, 5);
+  auto counted = (*endless)->run(feeds, {.max_subgraph_runs = 1000});
+  ASSERT_FALSE(counted.ok());
+  EXPECT_CONTAINS(counted.error().message(), "limit of 1000 sub-graph runs");
+  // Each iteration allocates one element for v_out: 100 of them, then the budget.
+  auto budget = (*endless)->run(feeds, {.max_elements = 100});
+  ASSERT_FALSE(budget.ok());
+  EXPECT_CONTAINS(budget.error().message(), "budget of 100 elements");
+}
+
 }  // namespace
 }  // namespace onnxkit

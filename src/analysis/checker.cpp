@@ -4,6 +4,7 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,7 +36,7 @@ class Checker {
   Checker(const onnx::ModelProto& model, const std::filesystem::path& dir, bool check_tensors, CheckReport& report)
       : model_(model), report_(report), check_tensors_(check_tensors) {
     const int64_t known_ir = onnx::Version::IR_VERSION;
-    ctx_.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), known_ir)));
+    ctx_.set_ir_version(static_cast<int>(std::clamp<int64_t>(model.ir_version(), 0, known_ir)));
     std::unordered_map<std::string, int> opsets;
     for (const auto& op : model.opset_import()) opsets[op.domain()] = static_cast<int>(op.version());
     ctx_.set_opset_imports(opsets);
@@ -68,6 +69,7 @@ class Checker {
 
   void check_header() {
     if (model_.ir_version() == 0) add("model", "ir_version is not set");
+    if (model_.ir_version() < 0) add("model", fmt::format("ir_version {} is negative", model_.ir_version()));
     if (model_.ir_version() > onnx::Version::IR_VERSION)
       report_.notes.push_back(fmt::format("ir_version {} is newer than this checker knows ({}); checked as {}",
                                           model_.ir_version(), onnx::Version::IR_VERSION, onnx::Version::IR_VERSION));
@@ -94,8 +96,10 @@ class Checker {
     checker::LexicalScopeContext lex(parent);
     for (const auto& vi : graph.input()) {
       try_check(fmt::format("graph input '{}'", vi.name()), [&] { checker::check_value_info(vi, ctx_); });
+      if (lex.this_graph_has(vi.name())) add(fmt::format("graph input '{}'", vi.name()), "is listed twice");
       lex.add(vi.name());
     }
+    std::set<std::string> initializers;
     for (const auto& vi : graph.output())
       try_check(fmt::format("graph output '{}'", vi.name()), [&] { checker::check_value_info(vi, ctx_); });
     for (const auto& t : graph.initializer()) {
@@ -103,6 +107,7 @@ class Checker {
         try_check(fmt::format("initializer '{}'", t.name()), [&] { checker::check_tensor(t, ctx_); });
       if (ctx_.get_ir_version() <= 3 && !lex.this_graph_has(t.name()))
         add(fmt::format("initializer '{}'", t.name()), "is not a graph input, which IR version 3 requires");
+      if (!initializers.insert(t.name()).second) add(fmt::format("initializer '{}'", t.name()), "is defined twice");
       lex.add(t.name());
     }
     for (const auto& s : graph.sparse_initializer()) {
@@ -258,41 +263,139 @@ std::optional<NodeError> parse_node_error(std::string_view line) {
                    std::string(line.substr(end + kEnd.size()))};
 }
 
+// Reports the node errors in `text` (strict inference's exception) as
+// problems, each node described as in `graph` followed by `scope` (" in the
+// else_branch of If node #1 'x'" for a branch; "" for the main graph).
+void report_inference_errors(const std::string& text, const onnx::GraphProto& graph, const std::string& scope,
+                             int64_t default_opset, CheckReport& report) {
+  std::multimap<std::string, int64_t> index_by_name;
+  for (int i = 0; i < graph.node_size(); ++i) index_by_name.emplace(graph.node(i).name(), i);
+  size_t start = 0;
+  bool any = false;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string_view line = std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? text.size() : end + 1;
+    auto parsed = parse_node_error(line);
+    if (!parsed) continue;
+    any = true;
+    auto [op, name, message] = *parsed;
+    auto range = index_by_name.equal_range(name);
+    int64_t index = std::distance(range.first, range.second) == 1 ? range.first->second : -1;
+    std::string where = (index >= 0 ? describe_node(graph.node(static_cast<int>(index)), index)
+                                    : fmt::format("node '{}' ({})", name, op)) + scope;
+    if (changed_since_libonnx(op, default_opset)) {
+      report.notes.push_back(where + ": shape inference skipped, the op changed after the checker's opset");
+      continue;
+    }
+    report.problems.push_back({where, "shape inference: " + message, scope.empty() ? index : -1, name, op});
+  }
+  if (!any) report.problems.push_back({"shape inference" + scope, text.substr(0, text.find('\n')), -1, "", ""});
+}
+
+using Types = std::unordered_map<std::string, onnx::TypeProto>;
+
+// The types a graph's nodes see: the graph's own values (inputs,
+// initializers, and what inference wrote into value_info and outputs) over
+// those of the graphs enclosing it.
+Types visible_types(const onnx::GraphProto& graph, Types types) {
+  for (const auto* list : {&graph.input(), &graph.value_info(), &graph.output()})
+    for (const auto& vi : *list)
+      if (vi.has_type()) types[vi.name()] = vi.type();
+  for (const auto& t : graph.initializer()) {
+    onnx::TypeProto type;
+    type.mutable_tensor_type()->set_elem_type(t.data_type());
+    for (int64_t d : t.dims()) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    types[t.name()] = type;
+  }
+  return types;
+}
+
+// The names the nodes of `graph` (and of the graphs inside them) define and read.
+void collect_names(const onnx::GraphProto& graph, std::set<std::string>& defined, std::set<std::string>& read) {
+  for (const auto& vi : graph.input()) defined.insert(vi.name());
+  for (const auto& t : graph.initializer()) defined.insert(t.name());
+  for (const auto& node : graph.node()) {
+    for (const auto& in : node.input())
+      if (!in.empty()) read.insert(in);
+    for (const auto& out : node.output()) defined.insert(out);
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) collect_names(attr.g(), defined, read);
+      for (const auto& g : attr.graphs()) collect_names(g, defined, read);
+    }
+  }
+  for (const auto& vi : graph.output()) read.insert(vi.name());
+}
+
+struct InferenceSetup {
+  std::unordered_map<std::string, int> opsets;
+  onnx::shape_inference::ModelLocalFunctionsMap functions;
+  int64_t default_opset = 0;
+};
+
+constexpr bool kCheckType = true;
+constexpr int kStrict = 1;
+constexpr bool kDataPropagation = true;
+
+// ONNX 1.12 infers If branches leniently even when asked to be strict: an
+// error in a branch is dropped, and ONNX Runtime later refuses the model.
+// Each branch is inferred here once more, strictly, as a graph of its own
+// whose inputs are the outer values it reads, typed as `graph` (already
+// inferred) and the graphs enclosing it know them; then its own Ifs. A
+// branch reading a value of unknown type is left: nothing to check it
+// against. (Loop and Scan bodies take their input types from the loop.)
+void check_if_branches(const onnx::GraphProto& graph, const Types& outer, const std::string& scope,
+                       const InferenceSetup& setup, CheckReport& report) {
+  const Types types = visible_types(graph, outer);
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    if (node.op_type() != "If" || !(node.domain().empty() || node.domain() == "ai.onnx")) continue;
+    for (const auto& attr : node.attribute()) {
+      if (!attr.has_g()) continue;
+      const std::string where = fmt::format(" in the {} of {}{}", attr.name(), describe_node(node, i), scope);
+      std::set<std::string> defined, read;
+      collect_names(attr.g(), defined, read);
+      onnx::GraphProto branch = attr.g();
+      bool typed = true;
+      for (const std::string& name : read) {
+        if (defined.count(name)) continue;
+        auto type = types.find(name);
+        if (type == types.end()) {
+          typed = false;
+          break;
+        }
+        auto* input = branch.add_input();
+        input->set_name(name);
+        *input->mutable_type() = type->second;
+      }
+      if (!typed) continue;
+      try {
+        onnx::ShapeInferenceOptions options(kCheckType, kStrict, kDataPropagation);
+        onnx::shape_inference::InferShapes(&branch, setup.opsets, onnx::OpSchemaRegistry::Instance(), options,
+                                           setup.functions);
+      } catch (const std::exception& e) {
+        report_inference_errors(e.what(), attr.g(), where, setup.default_opset, report);
+        continue;
+      }
+      check_if_branches(branch, types, where, setup, report);
+    }
+  }
+}
+
 void check_inference(const onnx::ModelProto& model, int64_t default_opset, CheckReport& report) {
   onnx::ModelProto copy = model;
   try {
-    onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
+    onnx::ShapeInferenceOptions options(kCheckType, kStrict, kDataPropagation);
     onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
-    return;
   } catch (const std::exception& e) {
-    std::multimap<std::string, int64_t> index_by_name;
-    for (int i = 0; i < model.graph().node_size(); ++i) index_by_name.emplace(model.graph().node(i).name(), i);
-    std::string text = e.what();
-    size_t start = 0;
-    bool any = false;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      std::string_view line = std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
-      start = end == std::string::npos ? text.size() : end + 1;
-      auto parsed = parse_node_error(line);
-      if (!parsed) continue;
-      any = true;
-      auto [op, name, message] = *parsed;
-      auto range = index_by_name.equal_range(name);
-      int64_t index = std::distance(range.first, range.second) == 1 ? range.first->second : -1;
-      std::string where = index >= 0 ? describe_node(model.graph().node(static_cast<int>(index)), index)
-                                     : fmt::format("node '{}' ({})", name, op);
-      if (changed_since_libonnx(op, default_opset)) {
-        report.notes.push_back(where + ": shape inference skipped, the op changed after the checker's opset");
-        continue;
-      }
-      report.problems.push_back({where, "shape inference: " + message, index, name, op});
-    }
-    if (!any) {
-      std::string first = text.substr(0, text.find('\n'));
-      report.problems.push_back({"shape inference", first, -1, "", ""});
-    }
+    report_inference_errors(e.what(), model.graph(), "", default_opset, report);
+    return;
   }
+  InferenceSetup setup;
+  for (const auto& op : model.opset_import()) setup.opsets[op.domain()] = static_cast<int>(op.version());
+  for (const auto& f : model.functions()) setup.functions[f.domain() + ":" + f.name()] = &f;
+  setup.default_opset = default_opset;
+  check_if_branches(copy.graph(), {}, "", setup, report);
 }
 
 }  // namespace

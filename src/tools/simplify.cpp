@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analysis/checker.h"
 #include "io/atomic_file.h"
 #include "ir/model.h"
 #include "runtime/session.h"
@@ -162,6 +163,20 @@ class Checker {
 };
 
 
+// The first problem strict shape and type inference finds in `model`, in
+// every graph including each If branch; nothing when it passes.
+std::optional<analysis::CheckProblem> strict_inference_problem(const ir::Model& model) {
+  ir::ExportOptions skeleton;  // inference reads small constants only
+  skeleton.max_inline_data_bytes = 64 * 1024;
+  analysis::CheckOptions strict;
+  strict.full = true;
+  strict.tensors = false;
+  analysis::CheckReport report = analysis::check_model(
+      ir::export_model(model, skeleton), model.external_data() ? model.external_data()->base_dir() : ".", strict);
+  if (report.valid()) return std::nullopt;
+  return report.problems.front();
+}
+
 }  // namespace
 
 Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(const std::string& flag) {
@@ -178,6 +193,10 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   SimplifyToolReport report;
   ONNXKIT_TRY(io::check_writable(out));
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
+  // The numeric check runs only the If branches its inputs take: strict
+  // inference vouches for the others. Required of the result when the
+  // original passes it (fixed input shapes can break a branch never run).
+  const bool strict_before = !strict_inference_problem(*model).has_value();
   ONNXKIT_TRY(override_input_shapes(*model, options));
   for (const std::string& name : options.simplify.passes.excluded_nodes)
     if (auto node = find_node(model->graph(), name); !node.ok()) return node.error().in("--exclude-node");
@@ -216,6 +235,13 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
     Status checked = checker->check(borrow(*model), report.max_abs_diff);
     if (!checked.ok()) return checked.error().in("check failed, nothing written");
     report.checks_run = options.check_runs;
+  }
+  if (strict_before) {
+    if (auto problem = strict_inference_problem(*model))
+      return make_error("check failed, nothing written: the result fails strict shape inference, which the original "
+                        "passes ({}: {}){}", problem->location, problem->message,
+                        options.input_shapes.empty() ? "" : "; the input shapes given may not suit a branch the "
+                                                            "numeric check did not run");
   }
   ONNXKIT_ASSIGN(io::SaveSummary saved, ir::save_model(*model, out, options.save));
   report.after.file_bytes = files_size(out, saved.external_file);

@@ -93,6 +93,56 @@ g (float[2, 3] x, float[4, 5] w) => (float[2, 5] y) {
   EXPECT_CONTAINS(report.problems[0].message, "shape inference");
 }
 
+TEST(Checker, StrictInferenceReachesIntoIfBranches) {
+  // ONNX 1.12 drops errors inside branches even in strict mode; ONNX Runtime
+  // refused such a model ("Graph attribute inferencing failed: Node (add)
+  // Op (Add) [ShapeInferenceError] Incompatible dimensions").
+  const char* kText = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 4] x, bool b) => (float[2, 4] y) <float[ROWS, 4] c = {VALUES}> {
+  y = If (b) <then_branch = t () => (float[2, 4] t_out) { t_out = Identity(x) },
+              else_branch = e () => (float[2, 4] e_out) {
+                z = If (b) <then_branch = t2 () => (float[2, 4] t2_out) { t2_out = Add(x, c) },
+                            else_branch = e2 () => (float[2, 4] e2_out) { e2_out = Identity(x) }>
+                e_out = Identity(z)
+              }>
+})";
+  auto text = [&](int rows) {
+    std::string t = kText, values;
+    for (int i = 0; i < rows * 4; ++i) values += i == 0 ? "1" : ", 1";
+    t.replace(t.find("ROWS"), 4, std::to_string(rows));
+    t.replace(t.find("VALUES"), 6, values);
+    return t;
+  };
+  auto report = check(parse_model_text(text(3)));
+  ASSERT_EQ(report.problems.size(), 1u) << problems(report);
+  EXPECT_CONTAINS(problems(report), "node #0 (Add) in the then_branch of node #0 (If) in the else_branch of node #0 (If)");
+  EXPECT_CONTAINS(problems(report), "Incompatible dimensions");
+
+  EXPECT_EQ(problems(check(parse_model_text(text(1)))), "");
+}
+
+TEST(Checker, WhatTheOnnxLibraryLetsThrough) {
+  onnx::ModelProto twice = parse_model_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x, float[2] x) => (float[2] y) {
+  y = Relu(x)
+})");
+  EXPECT_CONTAINS(problems(check(twice, false)), "graph input 'x': is listed twice");
+
+  onnx::ModelProto negative = parse_model_text(kRelu);
+  negative.set_ir_version(-3);
+  EXPECT_CONTAINS(problems(check(negative, false)), "model: ir_version -3 is negative");
+
+  onnx::ModelProto initializers = parse_model_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] y) <float[2] w = {1.0, 2.0}> {
+  y = Add(x, w)
+})");
+  *initializers.mutable_graph()->add_initializer() = initializers.graph().initializer(0);
+  EXPECT_CONTAINS(problems(check(initializers, false)), "initializer 'w': is defined twice");
+}
+
 TEST(Checker, OpsNewerThanTheLibrarysSchemasKeepTheirLeastCounts) {
   // Pad and Split changed at opset 18, after the library's schemas: their
   // least counts still hold.

@@ -215,6 +215,21 @@ class Hostile(unittest.TestCase):
             proc = run("check", "--full", path, check=1)
             self.assertIn(f"node #0 '{name}' (MatMul): shape inference", proc.stdout)
 
+    def test_what_the_onnx_checker_lets_through(self):
+        h = onnx.helper
+        x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
+        graph = h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [x, x],
+                             [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(model, path)
+            self.assertIn("graph input 'x': is listed twice", run("check", path, check=1).stdout)
+            del model.graph.input[1]
+            model.ir_version = -1
+            onnx.save(model, path)
+            self.assertIn("ir_version -1 is negative", run("check", path, check=1).stdout)
+
 
 class Convert(unittest.TestCase):
     def test_external_data_and_back(self):

@@ -254,6 +254,42 @@ class Errors(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertEqual([n.op_type for n in onnx.load(out).graph.node], ["Loop"])
 
+    def test_a_branch_the_check_did_not_take_must_still_pass_strict_inference(self):
+        # Silero VAD's shape: a branch per sample rate. Fixing x to [2, 512]
+        # breaks the 8 kHz branch (Add of [2, 512] and a [3, 512] constant
+        # cannot broadcast), which the check, fed 16 kHz, never runs. ONNX
+        # Runtime 1.32 refuses that result ("Graph attribute inferencing
+        # failed: Node (add_8k) Op (Add) [ShapeInferenceError] Incompatible
+        # dimensions"); Python onnx 1.13's strict check lets it through.
+        vi = helper.make_tensor_value_info
+        then_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["t_out"])], "then", [],
+                                        [vi("t_out", TensorProto.FLOAT, ["N", 512])])
+        else_branch = helper.make_graph([helper.make_node("Add", ["x", "c"], ["e_out"], name="add_8k")], "else", [],
+                                        [vi("e_out", TensorProto.FLOAT, ["N", 512])])
+        graph = helper.make_graph(
+            [helper.make_node("Equal", ["sr", "rate"], ["is16k"]),
+             helper.make_node("If", ["is16k"], ["y"], then_branch=then_branch, else_branch=else_branch, name="by_rate")],
+            "g", [vi("x", TensorProto.FLOAT, ["N", 512]), vi("sr", TensorProto.INT64, [])],
+            [vi("y", TensorProto.FLOAT, ["N", 512])],
+            [numpy_helper.from_array(np.array(16000, np.int64), "rate"),
+             numpy_helper.from_array(np.ones((3, 512), np.float32), "c")])
+        with tempfile.TemporaryDirectory() as tmp:
+            src, out = os.path.join(tmp, "vad.onnx"), os.path.join(tmp, "out.onnx")
+            onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+            sr = os.path.join(tmp, "sr.npy")
+            np.save(sr, np.array(16000, np.int64))
+            proc = onnxkit("simplify", src, out, "--input", f"sr={sr}")
+            self.assertEqual(proc.returncode, 0, proc.stderr)  # symbolic N: every branch is sound
+            onnx.checker.check_model(onnx.load(out), full_check=True)
+            os.remove(out)
+            proc = onnxkit("simplify", src, out, "--input", f"sr={sr}", "--input-shape", "x:2,512")
+            self.assertEqual(proc.returncode, 1, proc.stdout)
+            self.assertIn("strict shape inference", proc.stderr)
+            self.assertIn("add_8k", proc.stderr)
+            self.assertIn("the input shapes given may not suit a branch", proc.stderr)
+            self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+            self.assertEqual(sorted(os.listdir(tmp)), ["sr.npy", "vad.onnx"])  # nothing written
+
     def test_list_passes_and_report(self):
         proc = onnxkit("simplify", "--list-passes")
         self.assertEqual(proc.returncode, 0, proc.stderr)

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <onnx/defs/attr_proto_util.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "runtime/session.h"
@@ -263,6 +265,38 @@ TEST(EditTensors, Literals) {
   EXPECT_FALSE(tools::parse_tensor_literal("complex:[1]").ok());
   EXPECT_TRUE(tools::looks_like_tensor_literal("int64:[-1,4096]"));
   EXPECT_FALSE(tools::looks_like_tensor_literal("/conv1/Conv_output_0"));
+}
+
+TEST(EditTensors, LiteralsBeyondJson) {
+  // JSON's numbers, and the words numpy prints that JSON lacks.
+  auto floats = tools::parse_tensor_literal("float:[nan, -inf, inf, 1e-3, -2]");
+  ASSERT_TRUE(floats.ok()) << floats.error().message();
+  auto f = runtime::tensor_from_proto(*floats);
+  ASSERT_TRUE(f.ok());
+  auto v = f->values<float>();
+  EXPECT_TRUE(std::isnan(v[0]));
+  EXPECT_EQ(v[1], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(v[2], std::numeric_limits<float>::infinity());
+  EXPECT_FLOAT_EQ(v[3], 1e-3f);
+  EXPECT_EQ(v[4], -2.0f);
+  auto bools = tools::parse_tensor_literal("bool:[True, False, 1, false]");
+  ASSERT_TRUE(bools.ok()) << bools.error().message();
+  EXPECT_EQ(runtime::tensor_from_proto(*bools)->values<bool>()[0], true);
+  auto big = tools::parse_tensor_literal("uint64:[18446744073709551615]");
+  ASSERT_TRUE(big.ok()) << big.error().message();
+  EXPECT_EQ(runtime::tensor_from_proto(*big)->values<uint64_t>()[0], std::numeric_limits<uint64_t>::max());
+  auto empty = tools::parse_tensor_literal("float:[[], []]");
+  ASSERT_TRUE(empty.ok()) << empty.error().message();
+  EXPECT_EQ(std::vector<int64_t>(empty->dims().begin(), empty->dims().end()), (std::vector<int64_t>{2, 0}));
+  for (const char* bad : {"int64:[1, [2]]", "int64:[[1], 2]", "int64:[1e3]", "float:[1,]", "float:{\"a\": 1}",
+                          "float:[null]", "float:[1] 2", "int64:[-9223372036854775809]"})
+    EXPECT_FALSE(tools::parse_tensor_literal(bad).ok()) << bad;
+  // Nesting 100,000 deep recursed once per '[' in the hand-written parser.
+  const std::string deep = "float:" + std::string(100000, '[') + "1" + std::string(100000, ']');
+  auto refused = tools::parse_tensor_literal(deep);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message().find("nested deeper than 64 levels"), std::string::npos);
+  EXPECT_LT(refused.error().message().size(), 200u);  // the literal is quoted by its start
 }
 
 TEST(EditTensors, SetInitializerKeepsTheDeclaredShapeInStep) {

@@ -7,6 +7,7 @@
 #include "analysis/onnx_inference.h"
 #include "analysis/stats.h"
 #include "io/tensor_proto.h"
+#include "runtime/tensor.h"
 #include "util/text.h"
 
 namespace onnxkit::tools {
@@ -54,28 +55,6 @@ json type_json(const onnx::TypeProto& type) {
   }
 }
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {  // subnormal: renormalize
-    exponent = 113;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      --exponent;
-    }
-    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 template <class T>
 T read_at(const std::string& bytes, size_t i) {
   T v;
@@ -100,7 +79,7 @@ json tensor_values(const onnx::TensorProto& t, uint64_t count) {
     switch (t.data_type()) {
       case onnx::TensorProto::FLOAT: out.push_back(read_at<float>(*bytes, i)); break;
       case onnx::TensorProto::DOUBLE: out.push_back(read_at<double>(*bytes, i)); break;
-      case onnx::TensorProto::FLOAT16: out.push_back(half_to_float(read_at<uint16_t>(*bytes, i))); break;
+      case onnx::TensorProto::FLOAT16: out.push_back(static_cast<float>(read_at<runtime::Float16>(*bytes, i))); break;
       case onnx::TensorProto::INT64: out.push_back(read_at<int64_t>(*bytes, i)); break;
       case onnx::TensorProto::INT32: out.push_back(read_at<int32_t>(*bytes, i)); break;
       case onnx::TensorProto::INT16: out.push_back(read_at<int16_t>(*bytes, i)); break;

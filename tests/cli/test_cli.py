@@ -139,6 +139,23 @@ class Info(unittest.TestCase):
             self.assertIn("[batch,", run("info", path, check=0).stdout)
 
 
+class InfoValues(unittest.TestCase):
+    def test_float16_constants_show_numpys_values(self):
+        h = onnx.helper
+        values = np.array([1.0, -2.5, 65504, 6e-8, 1e-5, np.inf, 0.1], np.float16)
+        node = h.make_node("Constant", [], ["c"], name="halves", value=numpy_helper.from_array(values, "v"))
+        graph = h.make_graph([node, h.make_node("Identity", ["c"], ["y"])], "g", [],
+                             [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT16, [7])])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "halves.onnx")
+            onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
+            info = json.loads(run("info", "--json", "--nodes", path, check=0).stdout)
+            shown = next(n for n in info["nodes"] if n["name"] == "halves")["attributes"]["value"]["values"]
+            expected = [float(v) for v in values.astype(np.float32)]
+            self.assertEqual(shown[:5] + shown[6:], expected[:5] + expected[6:])
+            self.assertIn(shown[5], (None, "inf", float("inf")))  # JSON has no infinity
+
+
 class Check(unittest.TestCase):
     def test_exported_models_are_valid(self):
         for model in exported_models():

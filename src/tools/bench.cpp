@@ -191,7 +191,8 @@ std::string render_bench_json(const BenchReport& r) {
     j["nodes"] = nlohmann::json::array();
     for (const auto& n : r.nodes) j["nodes"].push_back({{"name", n.name}, {"op_type", n.op_type}, {"ms", n.total_ms / runs}});
   }
-  return j.dump(2) + "\n";
+  // Names come from the model: bytes that are not UTF-8 become U+FFFD, as in info.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace onnxkit::tools

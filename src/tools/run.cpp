@@ -101,8 +101,10 @@ Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
     }
     report.outputs.push_back(std::move(s));
   }
+  // Names come from the model: bytes that are not UTF-8 become U+FFFD, as in info.
   if (!options.output_dir.empty())
-    ONNXKIT_TRY(io::write_file_atomically(options.output_dir / "outputs.json", listing.dump(2) + "\n"));
+    ONNXKIT_TRY(io::write_file_atomically(options.output_dir / "outputs.json",
+                                          listing.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   return report;
 }
 

@@ -248,6 +248,20 @@ class HostileInput(unittest.TestCase):
                 with self.subTest(parts=parts):
                     self.assert_one_line_error(run("run", path, "--random"), *parts)
 
+    def test_names_that_are_not_utf8_in_the_json_listing(self):
+        # JSON holds text only: nlohmann's dump threw ("internal error").
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            with open(path, "wb") as f:
+                # y renamed to the byte 0xFF, as node output and as graph output (same lengths).
+                data = tiny_model().SerializeToString()
+                f.write(data.replace(b"\x12\x01y", b"\x12\x01\xff").replace(b"\n\x01y\x12", b"\n\x01\xff\x12"))
+            proc = subprocess.run([ARGS.onnxkit, "run", path, "--random", "--output-dir", os.path.join(tmp, "out")],
+                                  capture_output=True, timeout=60)  # bytes: the summary prints the name as it is
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(os.path.join(tmp, "out", "outputs.json"), encoding="utf-8") as f:
+                self.assertEqual(json.load(f)[0]["name"], "\ufffd")
+
     def test_timeout_stops_a_loop_that_would_not_end(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = save(endless_loop_model(), tmp)

@@ -367,7 +367,8 @@ Result<std::string> npy_bytes(const TensorProto& tensor) {
     descr = "<U" + std::to_string(width);
     data.assign(count * width * 4, '\0');
     for (size_t i = 0; i < decoded.size() && i < count; ++i)
-      std::memcpy(data.data() + i * width * 4, decoded[i].data(), decoded[i].size() * 4);
+      if (!decoded[i].empty())  // memcpy from an empty vector's null data() is undefined, even for 0 bytes
+        std::memcpy(data.data() + i * width * 4, decoded[i].data(), decoded[i].size() * 4);
   } else {
     for (const NpyType& t : kNpyTypes) {
       if (t.onnx != tensor.data_type()) continue;

@@ -4,7 +4,7 @@
 //
 // Build: cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DONNXKIT_FUZZ=ON
 //        cmake --build build-fuzz --target load_model_fuzzer
-// Run:   build-fuzz/fuzz/load_model_fuzzer -max_total_time=600 fuzz/work fuzz/seeds fuzz/corpus
+// Run:   build-fuzz/fuzz/load_model_fuzzer -max_total_time=600 fuzz/work fuzz/seeds/load_model fuzz/corpus
 
 #include <cstddef>
 #include <cstdint>

@@ -309,7 +309,7 @@ class BadInput(unittest.TestCase):
 
     def model_with_external_w(self, folder, location):
         """The seed model with its weight 'w' stored externally at `location`."""
-        model = onnx.load(os.path.join(ARGS.corpus, "..", "seeds", "valid_mul.onnx"))
+        model = onnx.load(os.path.join(ARGS.corpus, "..", "seeds", "load_model", "valid_mul.onnx"))
         w = model.graph.initializer[0]
         w.ClearField("float_data")
         w.data_location = onnx.TensorProto.EXTERNAL
@@ -350,7 +350,7 @@ class BadInput(unittest.TestCase):
     def test_output_that_is_not_a_regular_file_is_refused(self):
         # As root, `convert m.onnx /dev/null` used to replace /dev/null with the
         # model, and a FIFO named as the output was replaced the same way.
-        model = os.path.join(ARGS.corpus, "..", "seeds", "valid_mul.onnx")
+        model = os.path.join(ARGS.corpus, "..", "seeds", "load_model", "valid_mul.onnx")
         with tempfile.TemporaryDirectory() as tmp:
             fifo = os.path.join(tmp, "out.onnx")
             os.mkfifo(fifo)

@@ -143,6 +143,22 @@ TEST(NnConv, GroupsWithDilationAndDepthwiseMultiplier) {
   check_conv(DataType::float32, {2, 4, 5, 5}, {3, 4, 1, 1}, true, {{2, 2}, {0, 0, 0, 0}, {1, 1}}, 1e-5);
 }
 
+TEST(NnConv, DilatedTapsThatReadOnlyPaddingAreLeftOut) {
+  // DeepLabV3's ASPP: rate 12 on a 6x6 map, only the centre tap reads the map.
+  check_conv(DataType::float32, {1, 8, 6, 6}, {4, 8, 3, 3}, true, {{1, 1}, {12, 12, 12, 12}, {12, 12}}, 1e-5);
+  // One dim trimmed (rate 6 on 5 rows), the other not (rate 2 on 7 columns).
+  check_conv(DataType::float32, {2, 3, 5, 7}, {2, 3, 3, 3}, false, {{1, 1}, {6, 2, 6, 2}, {6, 2}}, 1e-5);
+  // Asymmetric pads: the dead tap is the last one, then the first one, and
+  // the pads left after trimming are not zero.
+  check_conv(DataType::float32, {1, 2, 4}, {3, 2, 3}, true, {{1}, {3, 7}, {5}}, 1e-5);
+  check_conv(DataType::float32, {1, 2, 4}, {3, 2, 3}, true, {{1}, {8, 2}, {5}}, 1e-5);
+  // Strided, grouped, depthwise and 3-D.
+  check_conv(DataType::float32, {1, 4, 6, 6}, {4, 2, 3, 3}, true, {{3, 3}, {7, 7, 7, 7}, {7, 7}, 2}, 1e-5);
+  check_conv(DataType::float32, {1, 4, 5, 5}, {4, 1, 3, 3}, false, {{1, 1}, {9, 9, 9, 9}, {9, 9}, 4}, 1e-5);
+  check_conv(DataType::float32, {1, 2, 3, 4, 4}, {2, 2, 3, 3, 3}, true,
+             {{1, 1, 1}, {4, 1, 5, 4, 1, 5}, {4, 1, 5}}, 1e-5);
+}
+
 TEST(NnConv, LargeConvIsTheSameOnOneOrTwoThreads) {
   // Big enough to be split into tiles across threads (and over several k slices).
   for (int threads : {1, 2})

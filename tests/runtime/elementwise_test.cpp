@@ -142,6 +142,27 @@ TEST(Elementwise, SigmoidIsStableForLargeInputs) {
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {0, 0.5f, 1}));
 }
 
+TEST(Elementwise, FloatSigmoidIsWithinAFewUlpsOfTheDefinition) {
+  std::vector<float> xs;
+  for (int i = -9000; i <= 9000; ++i) xs.push_back(static_cast<float>(i) * 1e-2f);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float special : {1e-30f, -1e-30f, 0.0f, -0.0f, inf, -inf, std::nanf("")}) xs.push_back(special);
+  auto out = run_node({.op_type = "Sigmoid", .inputs = {{"x", Tensor::from<float>({static_cast<int64_t>(xs.size())}, xs)}}});
+  const float* y = out[0].tensor().data<float>();
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double expected = 1.0 / (1.0 + std::exp(-static_cast<double>(xs[i])));
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(y[i]));
+    } else if (expected < 1e-37) {  // below float's normal range: 0 will do
+      EXPECT_LT(y[i], 1e-37f) << xs[i];
+    } else {
+      worst = std::max(worst, std::abs(y[i] - expected) / expected);
+    }
+  }
+  EXPECT_LT(worst, 4e-7);
+}
+
 TEST(Elementwise, PowKeepsIntegerPowersExact) {
   auto out = run_node({.op_type = "Pow", .inputs = {{"a", Tensor::from<int64_t>({3}, {3, -2, 10})},
                                                     {"b", Tensor::from<int64_t>({3}, {13, 3, 15})}}});

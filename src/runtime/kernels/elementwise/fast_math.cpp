@@ -15,6 +15,15 @@ ONNXKIT_VECTOR_CLONES void erf_floats(const float* __restrict x, float* __restri
   for (int64_t i = 0; i < n; ++i) y[i] = fast_erf(x[i]);
 }
 
+ONNXKIT_VECTOR_CLONES void sigmoid_floats(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float e = fast_exp(-std::fabs(v));
+    const float s = 1.0f / (1.0f + e);
+    y[i] = v >= 0.0f ? s : e * s;
+  }
+}
+
 ONNXKIT_VECTOR_CLONES void gelu_floats(const float* x, const float* bias, float* y, int64_t n) {
   constexpr float kInvSqrt2 = 0.707106781186547524f;
   if (bias == nullptr) {

@@ -68,6 +68,9 @@ inline float fast_erf(float x) {
 // y[i] = fast_erf(x[i]).
 void erf_floats(const float* x, float* y, int64_t n);
 
+// y[i] = 1 / (1 + e^-x[i]), from e^-|x| so that no exp overflows. y may be x.
+void sigmoid_floats(const float* x, float* y, int64_t n);
+
 // y[i] = gelu(x[i] + bias[i]) (bias may be null), with the exact GELU
 // x / 2 * (1 + erf(x / sqrt 2)). y may be x.
 void gelu_floats(const float* x, const float* bias, float* y, int64_t n);

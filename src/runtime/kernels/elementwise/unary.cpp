@@ -79,11 +79,24 @@ void register_unary(KernelRegistry& r) {
             return {};
           });
         }));
-  add_unary<Types::floats>(r, "Sigmoid", 1, [](auto v) {
-    using T = decltype(v);
-    // Stable on both sides: never exp of a large positive number.
-    return v >= T(0) ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
-  });
+  r.add("", "Sigmoid", 1, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
+          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+          Tensor& y = ctx.output(0, x->dtype(), x->shape());
+          if (x->dtype() == DataType::float32) {
+            map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
+              sigmoid_floats(x->data<float>() + begin, y.mutable_data<float>() + begin, end - begin);
+            });
+            return {};
+          }
+          return dispatch_float(x->dtype(), [&]<class T>() -> Status {
+            map_unary<T, T>(*x, y, [](compute_t<T> v) {
+              using C = decltype(v);
+              // Stable on both sides: never exp of a large positive number.
+              return v >= C(0) ? C(1) / (C(1) + std::exp(-v)) : std::exp(v) / (C(1) + std::exp(v));
+            });
+            return {};
+          });
+        }));
   add_unary<Types::floats>(r, "Tanh", 1, [](auto v) { return std::tanh(v); });
   add_unary<Types::floats>(r, "Softsign", 1, [](auto v) { return v / (decltype(v)(1) + std::abs(v)); });
   add_unary<Types::floats>(r, "Softplus", 1, [](auto v) {

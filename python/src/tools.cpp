@@ -53,7 +53,7 @@ std::string info(py::handle model, bool nodes) {
   nlohmann::json report;
   if (py::isinstance<py::bytes>(model)) {
     std::unique_ptr<ir::Model> loaded = value_or_raise(load_model(model), ErrorKind::error);
-    report = without_gil([&] { return tools::model_info(*loaded, options); });
+    report = value_or_raise(without_gil([&] { return tools::model_info(*loaded, options); }), ErrorKind::error);
   } else {
     std::string path = model.cast<std::string>();
     report = value_or_raise(without_gil([&] { return tools::model_info(path, options); }), ErrorKind::error);

@@ -19,14 +19,38 @@ InferenceResult declared_types(const onnx::ModelProto& proto, InferenceResult re
   return result;
 }
 
+// `others` applies to inputs only: an output's unnamed dim (a count of
+// detections) is inference's to find.
+void bind_dims(onnx::ValueInfoProto& value, const DimBindings& bindings, bool input) {
+  if (!value.type().has_tensor_type() || !value.type().tensor_type().has_shape()) return;
+  auto* shape = value.mutable_type()->mutable_tensor_type()->mutable_shape();
+  auto whole = bindings.input_shapes.find(value.name());
+  if (whole != bindings.input_shapes.end() && static_cast<int>(whole->second.size()) == shape->dim_size()) {
+    for (int i = 0; i < shape->dim_size(); ++i) shape->mutable_dim(i)->set_dim_value(whole->second[static_cast<size_t>(i)]);
+    return;
+  }
+  for (auto& dim : *shape->mutable_dim()) {
+    if (dim.has_dim_value()) continue;
+    auto named = dim.has_dim_param() ? bindings.by_name.find(dim.dim_param()) : bindings.by_name.end();
+    if (named != bindings.by_name.end()) dim.set_dim_value(named->second);
+    else if (bindings.others && input) dim.set_dim_value(*bindings.others);
+  }
+}
+
 }  // namespace
 
-InferenceResult infer_types_with_onnx(const ir::Model& model) {
+InferenceResult infer_types_with_onnx(const ir::Model& model, const DimBindings& dims) {
   // Inference reads small constant tensors (Reshape targets and the like),
   // never weights, so large data stays behind.
   ir::ExportOptions skeleton;
   skeleton.max_inline_data_bytes = 64 * 1024;
   onnx::ModelProto proto = ir::export_model(model, skeleton);
+  if (!dims.empty()) {
+    onnx::GraphProto& g = *proto.mutable_graph();
+    for (auto& v : *g.mutable_input()) bind_dims(v, dims, true);
+    for (auto& v : *g.mutable_output()) bind_dims(v, dims, false);
+    g.clear_value_info();  // intermediate shapes in the old symbols would contradict the numbers
+  }
   InferenceResult result;
   // ONNX's inference assumes what its checker enforces (it crashes on a cycle,
   // for one), so it only sees models that pass.

@@ -5,7 +5,10 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 #include <unordered_map>
 
 #include "ir/model.h"
@@ -20,7 +23,17 @@ struct InferenceResult {
   std::string warning;  // non-empty when inference stopped early, and why
 };
 
-InferenceResult infer_types_with_onnx(const ir::Model& model);
+// Numbers for the symbolic dims of the main graph's inputs and outputs, so
+// that inference gives numbers downstream (costs need them): a whole shape
+// per input, else by the dim's name, else `others` when set.
+struct DimBindings {
+  std::map<std::string, std::vector<int64_t>, std::less<>> input_shapes;
+  std::map<std::string, int64_t, std::less<>> by_name;
+  std::optional<int64_t> others;
+  bool empty() const { return input_shapes.empty() && by_name.empty() && !others; }
+};
+
+InferenceResult infer_types_with_onnx(const ir::Model& model, const DimBindings& dims = {});
 
 }  // namespace onnxkit::analysis
 

@@ -1,7 +1,10 @@
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "cli/commands.h"
 #include "tools/info.h"
+#include "tools/inputs.h"
 
 namespace onnxkit::cli {
 
@@ -10,20 +13,40 @@ Command add_info_command(CLI::App& root) {
     std::string model;
     bool json = false;
     tools::InfoOptions options;
+    std::vector<std::string> shapes, dims;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand("info", "Summarize a model: opsets, inputs/outputs, operators, parameters, MACs/FLOPs");
   app->add_option("MODEL", flags->model, "ONNX model file")->required();
   app->add_flag("--json", flags->json, "Print one JSON object (schema: docs/info-json.md)");
   app->add_flag("--nodes", flags->options.nodes, "List every node with its inputs, outputs, attributes and cost");
+  app->add_option("--shape", flags->shapes, "NAME:D0,D1,...: an input's shape for the cost (repeatable)");
+  app->add_option("--dim", flags->dims, "SYMBOL=N: a symbolic dim's value for the cost, e.g. batch=8 (repeatable)");
   app->footer(
       "Shapes come from the model's declarations and ONNX shape inference; MACs and FLOPs\n"
-      "are counted where every shape a node needs is known.\n\n"
+      "are counted where every shape a node needs is known. Symbolic dims (a dynamic batch)\n"
+      "count as 1 unless --dim or --shape sets them: the cost of one sample.\n\n"
       "Examples:\n"
       "  onnxkit info model.onnx\n"
+      "  onnxkit info model.onnx --dim batch=8     # MACs of a batch of 8\n"
+      "  onnxkit info bert.onnx --shape input_ids:1,128\n"
       "  onnxkit info model.onnx --nodes          # attributes and inputs of every node\n"
       "  onnxkit info model.onnx --json | jq .compute.macs");
   return {app, [app, flags] {
+            for (const std::string& flag : flags->shapes) {
+              auto shape = tools::parse_shape_flag(flag);
+              if (!shape.ok()) return report_usage_error(*app, shape.error());
+              flags->options.shapes.push_back(std::move(shape).value());
+            }
+            for (const std::string& flag : flags->dims) {
+              const size_t eq = flag.find('=');
+              int64_t value = 0;
+              const char* end = flag.data() + flag.size();
+              if (eq == std::string::npos || eq == 0 ||
+                  std::from_chars(flag.data() + eq + 1, end, value).ptr != end || value < 0)
+                return report_usage_error(*app, make_error("--dim '{}': expected SYMBOL=N, N a number >= 0", flag));
+              flags->options.dims[flag.substr(0, eq)] = value;
+            }
             auto info = tools::model_info(flags->model, flags->options);
             if (!info.ok()) return report_error(*app, info.error());
             if (flags->json)

@@ -24,6 +24,10 @@ inline constexpr int kExitUsage = 2;
 // Prints "onnxkit <command>: error: <message>" to stderr; returns kExitFailure.
 int report_error(const CLI::App& command, const Error& error);
 
+// The same for a flag whose value is wrong, found after parsing; returns
+// kExitUsage.
+int report_usage_error(const CLI::App& command, const Error& error);
+
 // Prints a usage error on one line, "onnxkit <command>: error: <message>",
 // with the closest command or flag when one was misspelled; returns
 // kExitUsage (help and --version print as usual and return 0).

@@ -63,6 +63,12 @@ void add_external_threshold_option(CLI::App& command, uint64_t& threshold) {
       ->transform(CLI::AsSizeValue(false));
 }
 
+int report_usage_error(const CLI::App& command, const Error& error) {
+  fmt::print(stderr, "onnxkit {}: error: {} (onnxkit {} --help shows its options)\n", command.get_name(), error.message(),
+             command.get_name());
+  return kExitUsage;
+}
+
 int report_error(const CLI::App& command, const Error& error) {
   fmt::print(stderr, "onnxkit {}: error: {}\n", command.get_name(), error.message());
   return kExitFailure;

@@ -1,8 +1,13 @@
 #include "tools/info.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "analysis/onnx_inference.h"
 #include "analysis/stats.h"
@@ -213,9 +218,71 @@ std::string attribute_text(const json& a) {
   return a.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-json model_info(const ir::Model& model, const InfoOptions& options) {
+namespace {
+
+// The bindings for the cost: the user's, then 1 for every symbolic dim of
+// the inputs left; `assumed` gets the names taken as 1 ("?" for unnamed dims).
+Result<analysis::DimBindings> cost_bindings(const ir::Graph& g, const InfoOptions& options,
+                                           std::vector<std::string>& assumed) {
+  analysis::DimBindings bindings;
+  std::set<std::string> symbols;
+  std::vector<std::string> input_names;
+  for (const ir::Value* v : g.inputs()) {
+    if (v->is_constant()) continue;
+    input_names.push_back(v->name());
+    if (!v->has_type() || !v->type().has_tensor_type() || !v->type().tensor_type().has_shape()) continue;
+    const auto& shape = v->type().tensor_type().shape();
+    auto given = std::find_if(options.shapes.begin(), options.shapes.end(), [&](const auto& s) { return s.first == v->name(); });
+    if (given != options.shapes.end()) {
+      if (static_cast<int>(given->second.size()) != shape.dim_size())
+        return make_error("--shape {}: {} dims given, the input has {}", v->name(), given->second.size(), shape.dim_size());
+      bindings.input_shapes.emplace(v->name(), given->second);
+      continue;
+    }
+    for (const auto& d : shape.dim())
+      if (!d.has_dim_value()) symbols.insert(d.has_dim_param() ? d.dim_param() : "?");
+  }
+  for (const auto& [name, dims] : options.shapes)
+    if (std::find(input_names.begin(), input_names.end(), name) == input_names.end())
+      return make_error("--shape: '{}' is not an input of the model{}", name, did_you_mean(name, input_names));
+  for (const auto& [name, value] : options.dims) {
+    if (!symbols.count(name))
+      return make_error("--dim: no input has a dim named '{}'{}", name,
+                        did_you_mean(name, std::vector<std::string>(symbols.begin(), symbols.end())));
+    bindings.by_name.emplace(name, value);
+  }
+  for (const std::string& symbol : symbols) {
+    if (bindings.by_name.count(symbol)) continue;
+    assumed.push_back(symbol);
+    if (symbol == "?") bindings.others = 1;
+    else bindings.by_name.emplace(symbol, 1);
+  }
+  return bindings;
+}
+
+// "12 Reshape, 3 Loop": the op types of the nodes whose cost is unknown.
+std::string uncounted_ops(const ir::Graph& g, const analysis::ModelStats& stats) {
+  std::map<std::string, size_t> count;
+  size_t i = 0;
+  for (const ir::Node& n : g.nodes())
+    if (!stats.node_costs[i++].has_value()) ++count[n.op_type()];
+  std::vector<std::pair<std::string, size_t>> sorted(count.begin(), count.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> parts;
+  for (const auto& [op, n] : sorted) parts.push_back(fmt::format("{} {}", n, op));
+  return join(parts, ", ");
+}
+
+}  // namespace
+
+Result<json> model_info(const ir::Model& model, const InfoOptions& options) {
   analysis::InferenceResult inferred = analysis::infer_types_with_onnx(model);
-  analysis::ModelStats stats = analysis::compute_stats(model, inferred.types);
+  std::vector<std::string> assumed;
+  ONNXKIT_ASSIGN(analysis::DimBindings bindings, cost_bindings(model.graph(), options, assumed));
+  // Shapes are reported as declared; costs need numbers for the symbols.
+  std::optional<analysis::InferenceResult> bound;
+  if (!bindings.empty()) bound = analysis::infer_types_with_onnx(model, bindings);
+  analysis::ModelStats stats = analysis::compute_stats(model, bound ? bound->types : inferred.types);
   const auto& h = model.header();
   const ir::Graph& g = model.graph();
 
@@ -255,7 +322,12 @@ json model_info(const ir::Model& model, const InfoOptions& options) {
                           {"bytes", stats.parameter_bytes}};
   info["compute"] = {{"macs", stats.total_macs},
                      {"flops", stats.total_flops},
-                     {"nodes_without_shapes", stats.nodes_without_shapes}};
+                     {"nodes_without_shapes", stats.nodes_without_shapes},
+                     {"ops_without_shapes", uncounted_ops(g, stats)},
+                     {"dims", bindings.by_name},
+                     {"assumed_dims", assumed}};
+  if (bindings.others) info["compute"]["dims"]["?"] = *bindings.others;
+  for (const auto& [name, dims] : bindings.input_shapes) info["compute"]["input_shapes"][name] = dims;
   if (!inferred.warning.empty()) info["warnings"] = json::array({inferred.warning});
 
   if (options.nodes) {
@@ -304,10 +376,24 @@ std::string render_info_text(const json& info) {
                                  init["parameters"].get<uint64_t>(), init["count"].get<size_t>(),
                                  human_bytes(init["bytes"].get<uint64_t>())));
   const auto& compute = info["compute"];
-  std::string cost = fmt::format("{}, {}", human_count(compute["macs"].get<uint64_t>(), "MACs"),
+  const size_t uncounted = compute["nodes_without_shapes"].get<size_t>();
+  std::string cost = fmt::format("{}{}, {}", uncounted > 0 ? "at least " : "",
+                                 human_count(compute["macs"].get<uint64_t>(), "MACs"),
                                  human_count(compute["flops"].get<uint64_t>(), "FLOPs"));
-  if (compute["nodes_without_shapes"].get<size_t>() > 0)
-    cost += fmt::format(" (not counted: {} nodes whose shapes are unknown)", compute["nodes_without_shapes"].get<size_t>());
+  std::vector<std::string> bound;
+  for (const auto& [name, value] : compute["dims"].items()) bound.push_back(fmt::format("{}={}", name, value.get<int64_t>()));
+  if (compute.contains("input_shapes"))
+    for (const auto& [name, dims] : compute["input_shapes"].items())
+      bound.push_back(fmt::format("{}:{}", name, fmt::join(dims.get<std::vector<int64_t>>(), ",")));
+  if (!bound.empty()) cost += " with " + join(bound, ", ");
+  if (!compute["assumed_dims"].empty()) {
+    const std::string first = compute["assumed_dims"][0].get<std::string>();
+    cost += fmt::format(" (symbolic dims taken as 1; {} sets them)",
+                        first == "?" ? std::string("--shape INPUT:DIMS") : fmt::format("--dim {}=N", first));
+  }
+  if (uncounted > 0)
+    cost += fmt::format(" (not counted: {} node{} whose shapes are unknown: {})", uncounted, uncounted == 1 ? "" : "s",
+                        compute["ops_without_shapes"].get<std::string>());
   line("compute", cost);
 
   out += "inputs\n";

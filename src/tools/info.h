@@ -6,7 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ir/model.h"
 #include "util/result.h"
@@ -15,10 +18,16 @@ namespace onnxkit::tools {
 
 struct InfoOptions {
   bool nodes = false;  // per-node detail: inputs, outputs, attributes, cost
+  // Numbers for the inputs' symbolic dims, for the cost: whole shapes by
+  // input name, and dims by their name; the rest are taken as 1 (a cost per
+  // sample), and the report says which.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+  std::map<std::string, int64_t, std::less<>> dims;
 };
 
+// An error names an input or dim in `options` that the model does not have.
 Result<nlohmann::json> model_info(const std::filesystem::path& path, const InfoOptions& options);
-nlohmann::json model_info(const ir::Model& model, const InfoOptions& options);
+Result<nlohmann::json> model_info(const ir::Model& model, const InfoOptions& options);
 
 std::string render_info_text(const nlohmann::json& info);
 

@@ -95,6 +95,54 @@ class Info(unittest.TestCase):
                 checked += 1
         self.assertGreater(checked, 0)
 
+    def test_a_dynamic_batch_is_counted_per_sample_unless_set(self):
+        model = os.path.join(ARGS.models, "resnet18_opset17.onnx")
+        expected = load_expected(model)["macs"]  # torch's hooks, batch 1
+        proto = onnx.load(model)
+        for value in (proto.graph.input[0], proto.graph.output[0]):
+            value.type.tensor_type.shape.dim[0].dim_param = "batch"
+        with tempfile.TemporaryDirectory() as tmp:
+            dynamic = os.path.join(tmp, "dynamic.onnx")
+            onnx.save(proto, dynamic)
+            info = info_json(dynamic)
+            self.assertEqual(info["compute"]["macs"], expected)
+            self.assertEqual(info["compute"]["assumed_dims"], ["batch"])
+            self.assertEqual(info["inputs"][0]["type"]["shape"][0], "batch", "shapes are reported as declared")
+            text = run("info", dynamic, check=0).stdout
+            self.assertIn("with batch=1 (symbolic dims taken as 1; --dim batch=N sets them)", text)
+            four = json.loads(run("info", dynamic, "--dim", "batch=4", "--json", check=0).stdout)
+            self.assertEqual(four["compute"]["macs"], 4 * expected)
+            self.assertEqual(four["compute"]["assumed_dims"], [])
+            two = json.loads(run("info", dynamic, "--shape", "input:2,3,224,224", "--json", check=0).stdout)
+            self.assertEqual(two["compute"]["macs"], 2 * expected)
+            self.assertIn("did you mean 'batch'", run("info", dynamic, "--dim", "batchh=2", check=1).stderr)
+            self.assertIn("expected SYMBOL=N", run("info", dynamic, "--dim", "batch", check=2).stderr)
+            self.assertIn("'inptu' is not an input", run("info", dynamic, "--shape", "inptu:1,3,8,8", check=1).stderr)
+
+    def test_a_partial_count_says_at_least_and_what_is_missing(self):
+        # The MatMul after a Reshape to a shape fed at run time has no shape
+        # to count; the MatMul before it does: 4*8*16 MACs.
+        from onnx import TensorProto, helper
+        w1 = numpy_helper.from_array(np.ones((8, 16), np.float32), "w1")
+        w2 = numpy_helper.from_array(np.ones((16, 2), np.float32), "w2")
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w1"], ["h"], name="first"),
+             helper.make_node("Reshape", ["h", "shape"], ["r"], name="reshape"),
+             helper.make_node("MatMul", ["r", "w2"], ["y"], name="second")],
+            "partial",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8]),
+             helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, None])], [w1, w2])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "partial.onnx")
+            onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+            info = info_json(path)
+            self.assertEqual(info["compute"]["macs"], 4 * 8 * 16)
+            self.assertEqual(info["compute"]["nodes_without_shapes"], 1)
+            text = run("info", path, check=0).stdout
+            self.assertIn("compute      at least 512 MACs", text)
+            self.assertIn("(not counted: 1 node whose shapes are unknown: 1 MatMul)", text)
+
     def test_resnet18_is_about_1_8_gmacs(self):
         model = next(m for m in exported_models() if "resnet18" in m)
         self.assertAlmostEqual(info_json(model)["compute"]["macs"] / 1e9, 1.814, places=3)

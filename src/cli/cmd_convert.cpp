@@ -2,6 +2,8 @@
 
 #include "cli/commands.h"
 #include "tools/convert.h"
+#include "tools/inputs.h"
+#include "tools/pytorch_convert.h"
 #include "util/text.h"
 
 namespace onnxkit::cli {
@@ -9,24 +11,72 @@ namespace onnxkit::cli {
 Command add_convert_command(CLI::App& root) {
   struct Flags {
     std::string in, out;
+    std::string to = "onnx";
     bool external = false;
     uint64_t threshold = 1024;
     std::string data_file;
+    std::string class_name;
+    std::vector<std::string> shapes;
+    bool check = false, no_check = false;
+    std::string python = "python3";
   };
   auto flags = std::make_shared<Flags>();
-  CLI::App* app = root.add_subcommand("convert", "Re-serialize a model, moving weights into or out of external data");
+  CLI::App* app = root.add_subcommand("convert", "Re-serialize a model (weights into or out of external data), or turn it into PyTorch source");
   app->add_option("IN", flags->in, "ONNX model to read")->required();
-  app->add_option("OUT", flags->out, "ONNX model to write (atomically)")->required();
+  app->add_option("OUT", flags->out, "ONNX model to write (atomically); with --to pytorch, the folder to write")->required();
+  app->add_option("--to", flags->to, "Target: onnx (default) or pytorch")->check(CLI::IsMember({"onnx", "pytorch"}));
   app->add_flag("--external-data", flags->external,
                 "Store every tensor of at least --external-threshold bytes in one side file next to OUT; "
                 "without it, everything is stored inline (which must fit in 2 GiB)");
   add_external_threshold_option(*app, flags->threshold);
   app->add_option("--external-file", flags->data_file, "Name of the side file (default: OUT's name + .data)");
+  app->add_option("--class-name", flags->class_name, "--to pytorch: name of the nn.Module class (default: from IN's file name)");
+  app->add_option("--shape", flags->shapes,
+                  "--to pytorch: NAME:D0,D1,... dims of an input with symbolic dims, for the check and model.py's "
+                  "example_inputs() (otherwise symbolic dims take 2 in the check, 1 in the example)");
+  app->add_flag("--check", flags->check,
+                "--to pytorch: run the generated module in Python on random inputs and compare it with onnxkit's runtime "
+                "before writing; an error when --python cannot import torch (default: on when it can)");
+  app->add_flag("--no-check", flags->no_check, "--to pytorch: write without the check")->excludes("--check");
+  app->add_option("--python", flags->python, "--to pytorch: the Python interpreter for the check (default: python3)");
   app->footer(
+      "With --to pytorch, OUT is a folder that gets model.py (one torch.nn.Module: weighted layers as\n"
+      "nn.Conv2d, nn.Linear, nn.LSTM... named after their ONNX nodes, the rest as torch calls, one per\n"
+      "node) and weights.safetensors. model.py needs only torch: load() returns the module with its\n"
+      "weights, forward() takes the graph's inputs in order, `python model.py` runs it on random inputs.\n"
+      "An operator with no PyTorch form is one line naming it and its node, and nothing is written.\n\n"
       "Examples:\n"
       "  onnxkit convert big.onnx big-ext.onnx --external-data      # weights to big-ext.onnx.data\n"
-      "  onnxkit convert big-ext.onnx inline.onnx                  # everything back in one file");
+      "  onnxkit convert big-ext.onnx inline.onnx                  # everything back in one file\n"
+      "  onnxkit convert resnet18.onnx --to pytorch resnet18_torch  # resnet18_torch/model.py + weights\n"
+      "  onnxkit convert encoder.onnx --to pytorch enc --class-name Encoder --shape input_ids:1,128\n"
+      "  onnxkit convert model.onnx --to pytorch out --python /usr/bin/python3   # check with that torch");
   return {app, [app, flags] {
+            auto usage = [&](std::string_view message) {
+              fmt::print(stderr, "onnxkit convert: error: {}\n", message);
+              return kExitUsage;
+            };
+            if (flags->to == "pytorch") {
+              if (flags->external || !flags->data_file.empty() || app->count("--external-threshold") > 0)
+                return usage("--external-data, --external-threshold and --external-file are for --to onnx");
+              tools::PytorchConvertOptions options;
+              options.source.class_name = flags->class_name;
+              options.python = flags->python;
+              if (flags->check) options.check = tools::PytorchCheck::on;
+              if (flags->no_check) options.check = tools::PytorchCheck::off;
+              for (const std::string& flag : flags->shapes) {
+                auto shape = tools::parse_shape_flag(flag);
+                if (!shape.ok()) return usage(shape.error().message());
+                options.source.shapes.push_back(*shape);
+                options.check_shapes.push_back(*shape);
+              }
+              auto report = tools::convert_to_pytorch(flags->in, flags->out, options);
+              if (!report.ok()) return report_error(*app, report.error());
+              fmt::print("{}", tools::render_pytorch_text(*report));
+              return 0;
+            }
+            if (!flags->class_name.empty() || !flags->shapes.empty() || flags->check || flags->no_check || app->count("--python") > 0)
+              return usage("--class-name, --shape, --check, --no-check and --python are for --to pytorch");
             io::SaveOptions options;
             options.external = flags->external ? io::ExternalDataPolicy::all : io::ExternalDataPolicy::none;
             options.threshold = flags->threshold;

@@ -168,6 +168,100 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         inverse = remap[inverse]
     return values, first, inverse, counts
 )", {}}},
+      {"onnx_resize", {R"(def _onnx_resize(x, sizes, scales, roi, mode, coordinate_mode, nearest_mode, cubic_a, exclude_outside,
+                 extrapolation_value, antialias, aspect_policy, axes):
+    """ONNX Resize as ONNX defines it, axis by axis (its interpolations are separable):
+    each output position maps to an input coordinate, read by nearest, linear or cubic taps."""
+    rank = x.dim()
+    axes = list(range(rank)) if axes is None else [a % rank for a in axes]
+    n = len(axes)
+    ins = [x.shape[d] for d in axes]
+    crop = coordinate_mode == "tf_crop_and_resize"
+    roi = [0.0] * n + [1.0] * n if roi is None else [float(r) for r in roi]
+    if sizes is not None:
+        outs = [int(s) for s in sizes]
+        if aspect_policy == "stretch":
+            scales = [o / i if i else 1.0 for o, i in zip(outs, ins)]
+            widths = [float(o) for o in outs]
+        else:
+            pick = min if aspect_policy == "not_larger" else max
+            s = pick(o / i for o, i in zip(outs, ins) if i)
+            scales, widths = [s] * n, [s * i for i in ins]
+            outs = [int(math.floor(w + 0.5)) for w in widths]
+    else:
+        scales = [float(s) for s in scales]
+        spans = [roi[k + n] - roi[k] if crop else 1.0 for k in range(n)]
+        outs = [int(math.floor(i * sp * s)) for i, sp, s in zip(ins, spans, scales)]
+        widths = [s * i for s, i in zip(scales, ins)]
+    for k, d in enumerate(axes):
+        size_in, out, scale = ins[k], outs[k], scales[k]
+        if out == size_in and scale == 1 and not crop:
+            continue
+        i = torch.arange(out, dtype=torch.float64, device=x.device)
+        if coordinate_mode == "half_pixel":
+            src = (i + 0.5) / scale - 0.5
+        elif coordinate_mode == "half_pixel_symmetric":
+            src = size_in / 2 * (1 - out / widths[k]) + (i + 0.5) / scale - 0.5
+        elif coordinate_mode == "pytorch_half_pixel":
+            src = (i + 0.5) / scale - 0.5 if out > 1 else torch.zeros_like(i)
+        elif coordinate_mode == "align_corners":
+            src = torch.zeros_like(i) if widths[k] == 1 else i * (size_in - 1) / (widths[k] - 1)
+        elif coordinate_mode == "asymmetric":
+            src = i / scale
+        elif coordinate_mode == "tf_half_pixel_for_nn":
+            src = (i + 0.5) / scale
+        else:  # tf_crop_and_resize
+            start, end = roi[k], roi[k + n]
+            if out > 1:
+                src = start * (size_in - 1) + i * (end - start) * (size_in - 1) / (out - 1)
+            else:
+                src = torch.full_like(i, 0.5 * (start + end) * (size_in - 1))
+        outside = (src < 0) | (src > size_in - 1) if crop else None
+        last = max(size_in - 1, 0)
+        if mode == "nearest":
+            down = torch.floor(src)
+            tie = src - down == 0.5
+            if nearest_mode == "round_prefer_floor":
+                pos = torch.where(tie, down, torch.round(src))
+            elif nearest_mode == "round_prefer_ceil":
+                pos = torch.where(tie, down + 1, torch.round(src))
+            elif nearest_mode == "floor":
+                pos = down
+            elif nearest_mode == "ceil":
+                pos = torch.ceil(src)
+            else:  # Upsample and Resize-10: down when upsampling, up when downsampling
+                pos = torch.ceil(src) if scale < 1 else down
+            y = x.index_select(d, pos.clamp(0, last).long())
+        else:
+            support = 1.0 if mode == "linear" else 2.0
+            stretch = scale if antialias and scale < 1 else 1.0
+            reach = int(math.ceil(support / stretch))
+            taps = torch.floor(src).unsqueeze(1) - reach + 1 + torch.arange(2 * reach, dtype=torch.float64, device=x.device)
+            distance = ((taps - src.unsqueeze(1)) * stretch).abs()
+            if mode == "linear":
+                weight = (1 - distance).clamp(min=0)
+            else:
+                a = cubic_a
+                near = ((a + 2) * distance - (a + 3)) * distance * distance + 1
+                far = ((a * distance - 5 * a) * distance + 8 * a) * distance - 4 * a
+                weight = torch.where(distance <= 1, near, torch.where(distance < 2, far, torch.zeros_like(distance)))
+            if exclude_outside:
+                weight = torch.where((taps < 0) | (taps > size_in - 1), torch.zeros_like(weight), weight)
+            if antialias or exclude_outside:
+                total = weight.sum(1, keepdim=True)
+                weight = torch.where(total != 0, weight / total, weight)
+            index = taps.clamp(0, last).long()
+            gathered = x.index_select(d, index.flatten()).movedim(d, -1)
+            gathered = gathered.reshape(*gathered.shape[:-1], out, index.shape[1]).double()
+            y = (gathered * weight).sum(-1).movedim(-1, d)
+            y = y if x.is_floating_point() else y.round()
+            y = y.to(x.dtype)
+        if outside is not None:
+            mask = outside.reshape([-1 if j == d else 1 for j in range(rank)])
+            y = y.masked_fill(mask, extrapolation_value)
+        x = y
+    return x
+)", {}}},
       {"onnx_prod", {R"(def _onnx_prod(x, dims, keepdim):
     for d in sorted((d % x.dim() for d in dims), reverse=True):
         x = x.prod(dim=d, keepdim=keepdim)

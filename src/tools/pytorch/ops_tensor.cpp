@@ -547,24 +547,22 @@ Status emit_scatter_nd(Emit& e) {
 
 Status emit_expand(Emit& e) {
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
-  auto shape = e.constant_ints(1);
+  auto shape = known_elements(e, 1);
   auto dims = e.dims(0);
   if (shape && dims && std::all_of(dims->begin(), dims->end(), [](int64_t d) { return d >= 0; })) {
-    // Both known: the broadcast shape, worked out here.
+    // The broadcast shape worked out here: ONNX broadcasts both ways (a 1 in
+    // the shape keeps the input's dim), torch's expand one way.
     size_t n = std::max(shape->size(), dims->size());
-    std::vector<int64_t> target(n);
+    std::vector<std::string> target(n);
     for (size_t k = 0; k < n; ++k) {
-      int64_t a = k < n - dims->size() ? 1 : (*dims)[k - (n - dims->size())];
-      int64_t b = k < n - shape->size() ? 1 : (*shape)[k - (n - shape->size())];
-      target[k] = a == 1 ? b : a;
+      int64_t own = k < n - dims->size() ? 1 : (*dims)[k - (n - dims->size())];
+      std::string asked = k < n - shape->size() ? "1" : (*shape)[k - (n - shape->size())];
+      target[k] = own != 1 && (asked == "1" || parse_int(asked)) ? py_int(own) : asked;
     }
-    std::vector<std::string> items;
-    for (int64_t d : target) items.push_back(py_int(d));
-    e.assign(0, fmt::format("{}.expand({})", x, join_items(items)));
+    e.assign(0, fmt::format("{}.expand({})", x, join_items(target)));
     return {};
   }
   ONNXKIT_ASSIGN(std::string s, e.ints(1));
-  // ONNX broadcasts both ways: a 1 in the shape keeps the input's dim.
   e.assign(0, fmt::format("{}.expand(torch.broadcast_shapes({}.shape, {}))", x, x, s));
   return {};
 }

@@ -64,8 +64,6 @@ class Writer {
   Result<std::vector<std::string>> emit_block(const ir::Graph& graph);
   // Writes a block's lines (from emit_block, or more) at the current position.
   void append(const std::vector<std::string>& lines) { lines_.insert(lines_.end(), lines.begin(), lines.end()); }
-  // The lines of one more indent level, for statements built around a block.
-  std::string indented(const std::string& text) const { return std::string((indent_ + 1) * 4, ' ') + text; }
 
   // --- the whole file -----------------------------------------------------
   struct Inputs {

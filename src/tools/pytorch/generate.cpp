@@ -133,10 +133,12 @@ std::string example_input(const pytorch::Writer::Inputs& in, const PytorchSource
     if (d.empty() || !std::isdigit(static_cast<unsigned char>(d[0]))) d = "1";
   std::string shape = pytorch::py_tuple(dims);
   std::string dtype = pytorch::torch_dtype(in.dtype);
-  if (pytorch::is_float_type(in.dtype)) return fmt::format("torch.rand({}, dtype={})", shape, dtype);
-  if (in.dtype == onnx::TensorProto::BOOL) return fmt::format("torch.rand({}) < 0.5", shape);
+  std::string tensor;
+  if (pytorch::is_float_type(in.dtype)) tensor = fmt::format("torch.rand({}, dtype={})", shape, dtype);
+  else if (in.dtype == onnx::TensorProto::BOOL) tensor = fmt::format("torch.rand({}) < 0.5", shape);
   // Integers in [0, 10): valid as indices and token ids into any table of 10 or more.
-  return fmt::format("torch.randint(0, 10, {}, dtype={})", shape, dtype);
+  else tensor = fmt::format("torch.randint(0, 10, {}, dtype={})", shape, dtype);
+  return in.sequence ? "[" + tensor + "]" : tensor;
 }
 
 std::string signature_line(const std::string& name, int32_t dtype, const std::vector<std::string>& dims) {

@@ -119,6 +119,8 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         order = order[:-2]
     if mode == "constant":
         return F.pad(x, order, value=value)
+    if not x.is_floating_point():  # torch reflects and replicates floats only
+        return F.pad(x.double(), order, mode=mode).to(x.dtype)
     return F.pad(x, order, mode=mode)
 )", {}}},
       {"onnx_one_hot", {R"(def _onnx_one_hot(indices, depth, values, axis):
@@ -261,6 +263,242 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
             y = y.masked_fill(mask, extrapolation_value)
         x = y
     return x
+)", {}}},
+      {"onnx_dft", {R"(def _onnx_dft(x, length, axis, inverse, onesided):
+    """ONNX DFT: the last dim holds (real) or (real, imaginary)."""
+    signal = torch.view_as_complex(x.contiguous()) if x.shape[-1] == 2 else x[..., 0].to(torch.complex64 if x.dtype != torch.float64 else torch.complex128)
+    axis = axis % (x.dim() - 1) if axis < 0 else axis
+    n = signal.shape[axis] if length is None else int(length)
+    y = torch.fft.ifft(signal, n=n, dim=axis) if inverse else torch.fft.fft(signal, n=n, dim=axis)
+    if onesided:
+        y = y.narrow(axis, 0, n // 2 + 1)
+    return torch.view_as_real(y).to(x.dtype)
+)", {}}},
+      {"onnx_broadcast_on_axis", {R"(def _onnx_broadcast_on_axis(t, x, axis):
+    """A per-axis scale or zero point ([C]) shaped to broadcast over x at axis."""
+    if t is None or t.dim() == 0 or t.numel() == 1 and x.dim() == 0:
+        return t
+    shape = [1] * x.dim()
+    shape[axis % x.dim()] = -1
+    return t.reshape(shape)
+)", {}}},
+      {"onnx_quantize", {R"(def _onnx_quantize(x, scale, zero_point, axis, dtype):
+    scale = _onnx_broadcast_on_axis(scale, x, axis)
+    zero = 0 if zero_point is None else _onnx_broadcast_on_axis(zero_point, x, axis).to(torch.float32)
+    info = torch.iinfo(dtype)
+    return torch.clamp(torch.round(x.to(torch.float32) / scale) + zero, info.min, info.max).to(dtype)
+)", {"onnx_broadcast_on_axis"}}},
+      {"onnx_dequantize", {R"(def _onnx_dequantize(x, scale, zero_point, axis):
+    scale = _onnx_broadcast_on_axis(scale, x, axis)
+    zero = 0 if zero_point is None else _onnx_broadcast_on_axis(zero_point, x, axis).to(torch.float32)
+    return ((x.to(torch.float32) - zero) * scale).to(scale.dtype)
+)", {"onnx_broadcast_on_axis"}}},
+      {"onnx_dynamic_quantize", {R"(def _onnx_dynamic_quantize(x):
+    """DynamicQuantizeLinear: uint8 over [min(0, x), max(0, x)]."""
+    low, high = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+    scale = (high - low) / 255
+    zero = torch.clamp(torch.round(-low / scale), 0, 255)
+    y = torch.clamp(torch.round(x / scale) + zero, 0, 255).to(torch.uint8)
+    return y, scale.to(torch.float32), zero.to(torch.uint8)
+)", {}}},
+      {"onnx_conv_padding", {R"(def _onnx_conv_padding(x, kernel, strides, pads, dilations, auto_pad):
+    """x padded as a Conv's pads or auto_pad say (for convolutions torch cannot pad itself)."""
+    n = len(kernel)
+    strides = strides or [1] * n
+    dilations = dilations or [1] * n
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        return F.pad(x, _onnx_same_pads(x, kernel, strides, dilations, auto_pad == "SAME_UPPER"))
+    pads = pads or [0] * (2 * n)
+    order = []
+    for i in reversed(range(n)):
+        order += [pads[i], pads[i + n]]
+    return F.pad(x, order)
+)", {"onnx_same_pads"}}},
+      {"onnx_conv_integer", {R"(def _onnx_conv_integer(x, w, x_zero, w_zero, strides, pads, dilations, group, auto_pad):
+    """ConvInteger in float64, which holds the int32 sums exactly."""
+    x = x.double() - (x_zero.double() if torch.is_tensor(x_zero) else x_zero)
+    if torch.is_tensor(w_zero) and w_zero.numel() > 1:
+        w_zero = w_zero.reshape(-1, *([1] * (w.dim() - 1)))
+    w = w.double() - (w_zero.double() if torch.is_tensor(w_zero) else w_zero)
+    x = _onnx_conv_padding(x, w.shape[2:], strides, pads, dilations, auto_pad)
+    conv = (F.conv1d, F.conv2d, F.conv3d)[w.dim() - 3]
+    return conv(x, w, None, strides or 1, 0, dilations or 1, group).round().to(torch.int32)
+)", {"onnx_conv_padding"}}},
+      {"onnx_requantize", {R"(def _onnx_requantize(acc, scale, y_zero):
+    """An exact integer accumulation, scaled and rounded into y_zero's type."""
+    info = torch.iinfo(y_zero.dtype)
+    return torch.clamp(torch.round(acc.double() * scale) + y_zero.double(), info.min, info.max).to(y_zero.dtype)
+)", {}}},
+      {"onnx_qlinear_matmul", {R"(def _onnx_qlinear_matmul(a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero):
+    if a_zero.numel() > 1:
+        a_zero = a_zero.reshape(-1, 1)
+    acc = (a.long() - a_zero.long()) @ (b.long() - b_zero.long())
+    scale = (a_scale.double() * (b_scale.double() / y_scale.double())).to(torch.float32).double()
+    return _onnx_requantize(acc, scale, y_zero)
+)", {"onnx_requantize"}}},
+      {"onnx_qlinear_conv", {R"(def _onnx_qlinear_conv(x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, bias, strides, pads, dilations, group, auto_pad):
+    acc = _onnx_conv_integer(x, w, x_zero, w_zero, strides, pads, dilations, group, auto_pad).double()
+    if bias is not None:
+        acc = acc + bias.double().reshape(1, -1, *([1] * (acc.dim() - 2)))
+    scale = x_scale.double() * w_scale.double() / y_scale.double()
+    if scale.numel() > 1:
+        scale = scale.reshape(1, -1, *([1] * (acc.dim() - 2)))
+    return _onnx_requantize(acc, scale.to(torch.float32).double(), y_zero)
+)", {"onnx_conv_integer", "onnx_requantize"}}},
+      {"onnx_nms", {R"(def _onnx_nms(boxes, scores, max_per_class, iou_threshold, score_threshold, center_point_box):
+    """NonMaxSuppression: greedy, per batch and class; [selected, 3] of (batch, class, box)."""
+    selected = []
+    if center_point_box:
+        c, half = boxes[..., :2], boxes[..., 2:] / 2
+        corners = torch.cat([c - half, c + half], dim=-1)
+    else:  # [y1, x1, y2, x2], either corner first
+        corners = torch.cat([torch.minimum(boxes[..., :2], boxes[..., 2:]), torch.maximum(boxes[..., :2], boxes[..., 2:])], dim=-1)
+    area = (corners[..., 2] - corners[..., 0]) * (corners[..., 3] - corners[..., 1])
+    for b in range(scores.shape[0]):
+        for c in range(scores.shape[1]):
+            s = scores[b, c]
+            order = torch.argsort(s, descending=True, stable=True)
+            kept = []
+            for i in order.tolist():
+                if len(kept) >= max_per_class:
+                    break
+                if score_threshold is not None and s[i] <= score_threshold:
+                    break
+                box = corners[b, i]
+                suppressed = False
+                for j in kept:
+                    other = corners[b, j]
+                    h = torch.clamp(torch.minimum(box[2], other[2]) - torch.maximum(box[0], other[0]), min=0)
+                    w = torch.clamp(torch.minimum(box[3], other[3]) - torch.maximum(box[1], other[1]), min=0)
+                    inter = h * w
+                    union = area[b, i] + area[b, j] - inter
+                    if union > 0 and inter / union > iou_threshold:
+                        suppressed = True
+                        break
+                if not suppressed:
+                    kept.append(i)
+            selected += [[b, c, i] for i in kept]
+    return torch.tensor(selected, dtype=torch.int64).reshape(-1, 3)
+)", {}}},
+      {"onnx_roi_align", {R"(def _onnx_roi_align(x, rois, batch_indices, size, spatial_scale, sampling_ratio, aligned):
+    """RoiAlign (average) through torchvision, which must be installed for this model."""
+    from torchvision.ops import roi_align
+    boxes = torch.cat([batch_indices.to(rois.dtype).reshape(-1, 1), rois], dim=1)
+    return roi_align(x, boxes, size, spatial_scale, sampling_ratio, aligned)
+)", {}}},
+      {"onnx_max_unpool", {R"(def _onnx_max_unpool(x, indices, kernel, strides, pads, output_shape):
+    """MaxUnpool: ONNX's indices count over the whole tensor of the default
+    output shape (torch's within each (n, c) plane); a larger output_shape
+    pads that result at the end."""
+    n = len(kernel)
+    spatial = [(x.shape[2 + i] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + n] for i in range(n)]
+    plane = math.prod(spatial)
+    first = torch.arange(x.shape[0] * x.shape[1], device=x.device).reshape(x.shape[0], x.shape[1], *([1] * n)) * plane
+    out = torch.zeros(x.shape[0] * x.shape[1], plane, dtype=x.dtype, device=x.device)
+    out.scatter_(1, (indices - first).reshape(x.shape[0] * x.shape[1], -1), x.reshape(x.shape[0] * x.shape[1], -1))
+    out = out.reshape(x.shape[0], x.shape[1], *spatial)
+    if output_shape is not None:
+        grow = []
+        for i in reversed(range(n)):
+            grow += [0, int(output_shape[2 + i]) - spatial[i]]
+        out = F.pad(out, grow)
+    return out
+)", {}}},
+      {"onnx_layer_norm", {R"(def _onnx_layer_norm(x, scale, bias, axis, epsilon):
+    """LayerNormalization with its Mean and InvStdDev outputs."""
+    dims = tuple(range(axis % x.dim(), x.dim()))
+    mean = x.mean(dim=dims, keepdim=True)
+    inv_std = torch.rsqrt((x - mean).square().mean(dim=dims, keepdim=True) + epsilon)
+    y = (x - mean) * inv_std * scale
+    return (y if bias is None else y + bias), mean, inv_std
+)", {}}},
+      {"onnx_rnn", {R"(def _onnx_rnn(kind, x, w, r, b, lengths, h0, c0, p, hidden, direction, layout, activations, alphas, betas, clip,
+              input_forget, linear_before_reset):
+    """ONNX's RNN, GRU and LSTM as the spec writes them, step by step: what
+    torch's layers cannot express (clip, peepholes, other activations,
+    sequence lengths, linear_before_reset=0, weights computed in the graph)."""
+    functions = {
+        "Relu": lambda v, a, b: torch.relu(v), "Tanh": lambda v, a, b: torch.tanh(v),
+        "Sigmoid": lambda v, a, b: torch.sigmoid(v), "Affine": lambda v, a, b: a * v + b,
+        "LeakyRelu": lambda v, a, b: F.leaky_relu(v, a), "ThresholdedRelu": lambda v, a, b: torch.where(v > a, v, 0 * v),
+        "ScaledTanh": lambda v, a, b: a * torch.tanh(b * v), "HardSigmoid": lambda v, a, b: torch.clamp(a * v + b, 0, 1),
+        "Elu": lambda v, a, b: F.elu(v, a), "Softsign": lambda v, a, b: F.softsign(v), "Softplus": lambda v, a, b: F.softplus(v),
+    }
+    defaults = {"LeakyRelu": (0.01, 0.0), "ThresholdedRelu": (1.0, 0.0), "ScaledTanh": (1.0, 1.0), "HardSigmoid": (0.2, 0.5),
+                "Elu": (1.0, 0.0), "Affine": (1.0, 0.0)}
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    per_direction = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}[kind]
+    directions = 2 if direction == "bidirectional" else 1
+    names = activations or per_direction * directions
+    alphas, betas = list(alphas or []), list(betas or [])
+    acts = []
+    for name in names:  # alphas and betas go, in order, to the functions that take them
+        a, b_ = defaults.get(name, (0.0, 0.0))
+        if name in defaults:
+            a = alphas.pop(0) if alphas else a
+            b_ = betas.pop(0) if betas and name in ("ScaledTanh", "HardSigmoid", "Affine") else b_
+        acts.append(lambda v, f=functions[name], a=a, b_=b_: f(v, a, b_))
+    if layout:
+        x = x.transpose(0, 1)
+    steps, batch = x.shape[0], x.shape[1]
+    if b is None:
+        b = torch.zeros(directions, 2 * gates * hidden, dtype=x.dtype)
+    if h0 is None:
+        h0 = torch.zeros(directions, batch, hidden, dtype=x.dtype)
+    elif layout:
+        h0 = h0.transpose(0, 1)
+    if c0 is None:
+        c0 = torch.zeros(directions, batch, hidden, dtype=x.dtype)
+    elif layout:
+        c0 = c0.transpose(0, 1)
+    lengths = [steps] * batch if lengths is None else [int(n) for n in lengths]
+    clip_ = (lambda v: v) if clip is None else (lambda v: torch.clamp(v, -clip, clip))
+    ys, hs, cs = [], [], []
+    for d in range(directions):
+        f = acts[d * len(per_direction):(d + 1) * len(per_direction)]
+        wb, rb = b[d, :gates * hidden], b[d, gates * hidden:]
+        h, c = h0[d], c0[d]
+        y = torch.zeros(steps, batch, hidden, dtype=x.dtype)
+        backwards = direction == "reverse" or d == 1
+        for t in range(steps):
+            active = torch.tensor([t < n for n in lengths]).unsqueeze(1)
+            at = torch.tensor([(n - 1 - t) if backwards else t for n in lengths]).clamp(min=0)
+            xt = x[at, torch.arange(batch)]
+            gx = xt @ w[d].t() + wb
+            gh = h @ r[d].t() + rb
+            if kind == "RNN":
+                h_new = f[0](clip_(gx + gh))
+                c_new = c
+            elif kind == "GRU":
+                xz, xr, xh = gx.chunk(3, dim=1)
+                hz, hr, hh = gh.chunk(3, dim=1)
+                z = f[0](clip_(xz + hz))
+                rt = f[0](clip_(xr + hr))
+                if linear_before_reset:
+                    candidate = f[1](clip_(xh + rt * hh))
+                else:
+                    candidate = f[1](clip_(xh + (rt * h) @ r[d][2 * hidden:].t() + rb[2 * hidden:]))
+                h_new = (1 - z) * candidate + z * h
+                c_new = c
+            else:
+                xi, xo, xf, xc = gx.chunk(4, dim=1)
+                hi, ho, hf, hc = gh.chunk(4, dim=1)
+                pi, po, pf = (torch.zeros(3, hidden, dtype=x.dtype) if p is None else p[d].reshape(3, hidden))
+                i = f[0](clip_(xi + hi + pi * c))
+                fg = 1 - i if input_forget else f[0](clip_(xf + hf + pf * c))
+                c_new = fg * c + i * f[1](clip_(xc + hc))
+                o = f[0](clip_(xo + ho + po * c_new))
+                h_new = o * f[2](c_new)
+            h = torch.where(active, h_new, h)
+            c = torch.where(active, c_new, c)
+            y[at, torch.arange(batch)] = torch.where(active, h_new, y[at, torch.arange(batch)])
+        ys.append(y)
+        hs.append(h)
+        cs.append(c)
+    y, h, c = torch.stack(ys, 1), torch.stack(hs), torch.stack(cs)
+    if layout:
+        return y.permute(2, 0, 1, 3), h.transpose(0, 1), c.transpose(0, 1)
+    return y, h, c
 )", {}}},
       {"onnx_prod", {R"(def _onnx_prod(x, dims, keepdim):
     for d in sorted((d % x.dim() for d in dims), reverse=True):

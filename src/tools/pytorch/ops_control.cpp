@@ -75,9 +75,18 @@ Status emit_loop(Emit& e) {
   if (!counted && !e.has(1)) return e.fail("a loop with neither a trip count nor a condition never ends");
 
   std::vector<std::string> names, inits;
+  std::vector<Kind> kinds;
   for (size_t k = 0; k < carried; ++k) {
-    ONNXKIT_ASSIGN(std::string init, e.tensor(k + 2));
+    // Sequences (and optional sequences) stay lists; everything else a tensor.
+    kinds.push_back(e.kind(k + 2) == Kind::sequence || e.kind(k + 2) == Kind::none ? e.kind(k + 2) : Kind::tensor);
+    std::string init;
+    if (kinds[k] == Kind::tensor) {
+      ONNXKIT_ASSIGN(init, e.tensor(k + 2));
+    } else {
+      init = e.value(k + 2)->expr;
+    }
     names.push_back(e.output_name(k));
+    if (kinds[k] != Kind::tensor) e.w.bind(e.node.output(k), {Kind::sequence, names[k]});
     inits.push_back(init);
   }
   if (!names.empty()) e.line(fmt::format("{}  {}", parallel_assignment(names, inits), e.w.comment(e.node)));
@@ -108,7 +117,8 @@ Status emit_loop(Emit& e) {
   e.w.bind(iteration, {Kind::integer, counter, onnx::TensorProto::INT64});
   e.w.bind(body->inputs()[1], {Kind::tensor, keep.empty() ? "torch.tensor(True)" : fmt::format("torch.tensor({})", keep),
                                onnx::TensorProto::BOOL});
-  for (size_t k = 0; k < carried; ++k) e.w.bind(body->inputs()[k + 2], {Kind::tensor, names[k], e.dtype(k + 2)});
+  for (size_t k = 0; k < carried; ++k)
+    e.w.bind(body->inputs()[k + 2], {kinds[k] == Kind::tensor ? Kind::tensor : Kind::sequence, names[k], e.dtype(k + 2)});
   ONNXKIT_ASSIGN(std::vector<std::string> lines, e.w.emit_block(*body));
   e.w.append(lines);
 
@@ -119,7 +129,7 @@ Status emit_loop(Emit& e) {
     values.push_back(fmt::format("bool({})", c));
   }
   for (size_t k = 0; k < carried; ++k) {
-    ONNXKIT_ASSIGN(std::string v, e.w.as_tensor(body->outputs()[k + 1]));
+    ONNXKIT_ASSIGN(std::string v, result_of(e.w, body->outputs()[k + 1]));
     targets.push_back(names[k]);
     values.push_back(v);
   }

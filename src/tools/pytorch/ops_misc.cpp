@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tools/pytorch/emitter.h"
+#include "io/tensor_proto.h"
 #include "tools/pytorch/writer.h"
 
 namespace onnxkit::tools::pytorch {
@@ -196,6 +197,279 @@ Status emit_det(Emit& e) {
   return {};
 }
 
+// --- losses -----------------------------------------------------------------------
+
+std::string loss_options(Emit& e, size_t weight_input, std::string& weight) {
+  std::string options;
+  if (e.has(weight_input)) options += ", weight=" + weight;
+  if (e.has_attr("ignore_index")) options += fmt::format(", ignore_index={}", e.attr_int("ignore_index", -100));
+  std::string reduction = e.attr_string("reduction", "mean");
+  if (reduction != "mean") options += fmt::format(", reduction=\"{}\"", reduction);
+  return options;
+}
+
+Status emit_nll_loss(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string target, e.tensor(1));
+  std::string weight;
+  if (e.has(2)) {
+    ONNXKIT_ASSIGN(weight, e.tensor(2));
+  }
+  e.assign(0, fmt::format("F.nll_loss({}, {}.long(){})", x, target, loss_options(e, 2, weight)));
+  return {};
+}
+
+Status emit_softmax_cross_entropy(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string target, e.tensor(1));
+  std::string weight;
+  if (e.has(2)) {
+    ONNXKIT_ASSIGN(weight, e.tensor(2));
+  }
+  std::string log_prob = e.has_output(1) ? e.output_name(1) : e.local(e.node.output(0)->name() + "_log_prob");
+  e.line(fmt::format("{} = F.log_softmax({}, dim=1)  {}", log_prob, x, e.w.comment(e.node)));
+  e.assign(0, fmt::format("F.nll_loss({}, {}.long(){})", log_prob, target, loss_options(e, 2, weight)));
+  return {};
+}
+
+// --- signal -----------------------------------------------------------------------
+
+Status window(Emit& e, const char* function, const char* extra) {
+  ONNXKIT_ASSIGN(std::string size, e.integer(0));
+  std::string dtype = torch_dtype(static_cast<int32_t>(e.attr_int("output_datatype", onnx::TensorProto::FLOAT)));
+  if (dtype.empty()) return e.fail("torch has no tensors of output_datatype");
+  e.assign(0, fmt::format("torch.{}({}, periodic={}{}, dtype={})", function, size, py_bool(e.attr_int("periodic", 1) != 0), extra, dtype));
+  return {};
+}
+
+Status emit_hann_window(Emit& e) { return window(e, "hann_window", ""); }
+// ONNX's Hamming coefficients are 25/46 and 21/46, not torch's 0.54 and 0.46.
+Status emit_hamming_window(Emit& e) { return window(e, "hamming_window", ", alpha=25 / 46, beta=21 / 46"); }
+Status emit_blackman_window(Emit& e) { return window(e, "blackman_window", ""); }
+
+Status emit_dft(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  std::string length = "None";
+  if (e.has(1)) {
+    ONNXKIT_ASSIGN(length, e.integer(1));
+  }
+  std::string axis = py_int(e.attr_int("axis", 1));
+  if (e.opset >= 20) {
+    axis = "-2";
+    if (e.has(2)) {
+      ONNXKIT_ASSIGN(axis, e.integer(2));
+    }
+  }
+  e.assign(0, fmt::format("{}({}, {}, {}, {}, {})", e.helper("onnx_dft"), x, length, axis, py_bool(e.attr_int("inverse", 0) != 0),
+                          py_bool(e.attr_int("onesided", 0) != 0)));
+  return {};
+}
+
+// --- quantization -------------------------------------------------------------------
+
+Status emit_quantize_linear(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string scale, e.tensor(1));
+  std::string zero = "None";
+  if (e.has(2)) {
+    ONNXKIT_ASSIGN(zero, e.tensor(2));
+  }
+  int32_t type = e.out_dtype(0) != 0 ? e.out_dtype(0) : (e.has(2) ? e.dtype(2) : onnx::TensorProto::UINT8);
+  std::string dtype = torch_dtype(type);
+  if (dtype.empty()) return e.fail(fmt::format("torch has no {} tensors", io::data_type_name(type)));
+  e.assign(0, fmt::format("{}({}, {}, {}, {}, {})", e.helper("onnx_quantize"), x, scale, zero, e.attr_int("axis", 1), dtype));
+  return {};
+}
+
+Status emit_dequantize_linear(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string scale, e.tensor(1));
+  std::string zero = "None";
+  if (e.has(2)) {
+    ONNXKIT_ASSIGN(zero, e.tensor(2));
+  }
+  e.assign(0, fmt::format("{}({}, {}, {}, {})", e.helper("onnx_dequantize"), x, scale, zero, e.attr_int("axis", 1)));
+  return {};
+}
+
+Status emit_dynamic_quantize_linear(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  e.assign_many({0, 1, 2}, fmt::format("{}({})", e.helper("onnx_dynamic_quantize"), x));
+  for (size_t k = 0; k < 3; ++k)
+    if (e.has_output(k)) e.w.bind(e.node.output(k), {Kind::tensor, e.output_name(k), e.out_dtype(k)});
+  return {};
+}
+
+Result<std::string> zero_point_or(Emit& e, size_t i) {
+  if (!e.has(i)) return std::string("0");
+  return e.tensor(i);
+}
+
+Status emit_matmul_integer(Emit& e) {
+  ONNXKIT_ASSIGN(std::string a, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string b, e.tensor(1));
+  ONNXKIT_ASSIGN(std::string az, zero_point_or(e, 2));
+  ONNXKIT_ASSIGN(std::string bz, zero_point_or(e, 3));
+  // A per-row zero point of A ([M]) pairs with A's rows.
+  if (e.has(2) && e.rank(2) && *e.rank(2) == 1) az = fmt::format("{}.reshape(-1, 1)", az);
+  e.assign(0, fmt::format("((({}.long() - {}) @ ({}.long() - {})).to(torch.int32))", a, az == "0" ? "0" : az + ".long()", b,
+                          bz == "0" ? "0" : bz + ".long()"));
+  return {};
+}
+
+Status emit_conv_integer(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string w, e.tensor(1));
+  ONNXKIT_ASSIGN(std::string xz, zero_point_or(e, 2));
+  ONNXKIT_ASSIGN(std::string wz, zero_point_or(e, 3));
+  e.assign(0, fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {})", e.helper("onnx_conv_integer"), x, w, xz, wz,
+                          py_list(e.attr_ints("strides")), py_list(e.attr_ints("pads")), py_list(e.attr_ints("dilations")),
+                          e.attr_int("group", 1), py_str(e.attr_string("auto_pad", "NOTSET"))));
+  return {};
+}
+
+Status emit_qlinear_matmul(Emit& e) {
+  std::vector<std::string> args;
+  for (size_t i = 0; i < 8; ++i) {
+    ONNXKIT_ASSIGN(std::string a, e.tensor(i));
+    args.push_back(a);
+  }
+  e.assign(0, fmt::format("{}({})", e.helper("onnx_qlinear_matmul"), fmt::join(args, ", ")));
+  return {};
+}
+
+Status emit_qlinear_conv(Emit& e) {
+  std::vector<std::string> args;
+  for (size_t i = 0; i < 9; ++i) {
+    if (i == 8 && !e.has(8)) {
+      args.push_back("None");
+      continue;
+    }
+    ONNXKIT_ASSIGN(std::string a, e.tensor(i));
+    args.push_back(a);
+  }
+  e.assign(0, fmt::format("{}({}, {}, {}, {}, {}, {})", e.helper("onnx_qlinear_conv"), fmt::join(args, ", "),
+                          py_list(e.attr_ints("strides")), py_list(e.attr_ints("pads")), py_list(e.attr_ints("dilations")),
+                          e.attr_int("group", 1), py_str(e.attr_string("auto_pad", "NOTSET"))));
+  return {};
+}
+
+// --- detection and sampling ------------------------------------------------------------
+
+Status emit_non_max_suppression(Emit& e) {
+  std::vector<std::string> args;
+  ONNXKIT_ASSIGN(std::string boxes, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string scores, e.tensor(1));
+  std::string max_boxes = "0", iou = "0.0", score = "None";
+  if (e.has(2)) {
+    ONNXKIT_ASSIGN(max_boxes, e.integer(2));
+  }
+  if (e.has(3)) {
+    ONNXKIT_ASSIGN(iou, e.number(3));
+  }
+  if (e.has(4)) {
+    ONNXKIT_ASSIGN(score, e.number(4));
+  }
+  e.assign(0, fmt::format("{}({}, {}, {}, {}, {}, {})", e.helper("onnx_nms"), boxes, scores, max_boxes, iou, score,
+                          e.attr_int("center_point_box", 0)));
+  return {};
+}
+
+Status emit_grid_sample(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string grid, e.tensor(1));
+  std::string mode = e.attr_string("mode", e.opset >= 20 ? "linear" : "bilinear");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
+  e.assign(0, fmt::format("F.grid_sample({}, {}, mode={}, padding_mode={}, align_corners={})", x, grid, py_str(mode),
+                          py_str(e.attr_string("padding_mode", "zeros")), py_bool(e.attr_int("align_corners", 0) != 0)));
+  return {};
+}
+
+Status emit_affine_grid(Emit& e) {
+  ONNXKIT_ASSIGN(std::string theta, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string size, e.ints(1));
+  e.assign(0, fmt::format("F.affine_grid({}, {}, align_corners={})", theta, size, py_bool(e.attr_int("align_corners", 0) != 0)));
+  return {};
+}
+
+Status emit_roi_align(Emit& e) {
+  if (e.attr_string("mode", "avg") != "avg") return e.fail("max mode (ONNX's own, a max of weighted samples) has no PyTorch form");
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string rois, e.tensor(1));
+  ONNXKIT_ASSIGN(std::string batch, e.tensor(2));
+  bool aligned = e.opset >= 16 && e.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  e.assign(0, fmt::format("{}({}, {}, {}, ({}, {}), {}, {}, {})", e.helper("onnx_roi_align"), x, rois, batch,
+                          e.attr_int("output_height", 1), e.attr_int("output_width", 1), py_float(e.attr_float("spatial_scale", 1.0f)),
+                          e.attr_int("sampling_ratio", 0), py_bool(aligned)));
+  return {};
+}
+
+Status emit_max_unpool(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string idx, e.tensor(1));
+  std::string out = "None";
+  if (e.has(2)) {
+    ONNXKIT_ASSIGN(out, e.ints(2));
+  }
+  auto kernel = e.attr_ints("kernel_shape");
+  auto strides = e.attr_ints("strides");
+  if (strides.empty()) strides.assign(kernel.size(), 1);
+  auto pads = e.attr_ints("pads");
+  if (pads.empty()) pads.assign(2 * kernel.size(), 0);
+  e.assign(0, fmt::format("{}({}, {}, {}, {}, {}, {})", e.helper("onnx_max_unpool"), x, idx, py_list(kernel), py_list(strides),
+                          py_list(pads), out));
+  return {};
+}
+
+// --- random numbers: the same distributions; the numbers differ from any other run --------
+
+Status random(Emit& e, const char* draw, bool like) {
+  std::string shape;
+  int32_t type = static_cast<int32_t>(e.attr_int("dtype", 0));
+  if (like) {
+    ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+    shape = x + ".shape";
+    if (type == 0) type = e.dtype(0);
+  } else {
+    shape = py_tuple(e.attr_ints("shape"));
+  }
+  if (type == 0) type = onnx::TensorProto::FLOAT;
+  std::string dtype = torch_dtype(type);
+  e.w.mark_random();
+  if (std::string(draw) == "uniform") {
+    float low = e.attr_float("low", 0.0f), high = e.attr_float("high", 1.0f);
+    e.assign(0, fmt::format("torch.rand({}, dtype={}) * {} + {}", shape, dtype, py_float(high - low), py_float(low)));
+  } else {
+    e.assign(0, fmt::format("torch.randn({}, dtype={}) * {} + {}", shape, dtype, py_float(e.attr_float("scale", 1.0f)),
+                            py_float(e.attr_float("mean", 0.0f))));
+  }
+  return {};
+}
+
+Status emit_random_uniform(Emit& e) { return random(e, "uniform", false); }
+Status emit_random_normal(Emit& e) { return random(e, "normal", false); }
+Status emit_random_uniform_like(Emit& e) { return random(e, "uniform", true); }
+Status emit_random_normal_like(Emit& e) { return random(e, "normal", true); }
+
+Status emit_bernoulli(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  e.w.mark_random();
+  int32_t type = static_cast<int32_t>(e.attr_int("dtype", e.dtype(0)));
+  e.assign(0, fmt::format("torch.bernoulli({}).to({})", x, torch_dtype(type != 0 ? type : e.dtype(0))));
+  return {};
+}
+
+Status emit_multinomial(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  e.w.mark_random();
+  int32_t type = static_cast<int32_t>(e.attr_int("dtype", onnx::TensorProto::INT32));
+  // ONNX's input is unnormalized log-probabilities.
+  e.assign(0, fmt::format("torch.multinomial(torch.softmax({}, dim=-1), {}, replacement=True).to({})", x,
+                          e.attr_int("sample_size", 1), torch_dtype(type)));
+  return {};
+}
+
 }  // namespace
 
 void add_misc_emitters(EmitterTable& t) {
@@ -204,6 +478,30 @@ void add_misc_emitters(EmitterTable& t) {
       {"Upsample", emit_upsample},
       {"Einsum", emit_einsum},
       {"Det", emit_det},
+      {"NegativeLogLikelihoodLoss", emit_nll_loss},
+      {"SoftmaxCrossEntropyLoss", emit_softmax_cross_entropy},
+      {"HannWindow", emit_hann_window},
+      {"HammingWindow", emit_hamming_window},
+      {"BlackmanWindow", emit_blackman_window},
+      {"DFT", emit_dft},
+      {"QuantizeLinear", emit_quantize_linear},
+      {"DequantizeLinear", emit_dequantize_linear},
+      {"DynamicQuantizeLinear", emit_dynamic_quantize_linear},
+      {"MatMulInteger", emit_matmul_integer},
+      {"ConvInteger", emit_conv_integer},
+      {"QLinearMatMul", emit_qlinear_matmul},
+      {"QLinearConv", emit_qlinear_conv},
+      {"NonMaxSuppression", emit_non_max_suppression},
+      {"GridSample", emit_grid_sample},
+      {"AffineGrid", emit_affine_grid},
+      {"RoiAlign", emit_roi_align},
+      {"MaxUnpool", emit_max_unpool},
+      {"RandomUniform", emit_random_uniform},
+      {"RandomNormal", emit_random_normal},
+      {"RandomUniformLike", emit_random_uniform_like},
+      {"RandomNormalLike", emit_random_normal_like},
+      {"Bernoulli", emit_bernoulli},
+      {"Multinomial", emit_multinomial},
   });
 }
 

@@ -291,9 +291,12 @@ Status emit_max_pool(Emit& e) {
     std::string lowest = is_float_type(type) || type == 0 ? "-math.inf" : fmt::format("torch.iinfo({}).min", torch_dtype(type));
     input = pad_before(e, x, w.pads, true, lowest, w.kernel, w.strides, w.dilations, padding);
   }
-  std::string call = fmt::format("F.max_pool{}d({}{}", w.spatial, input, window_options(w, padding));
+  int32_t type = e.dtype(0);
+  bool integer = type != 0 && !is_float_type(type);
+  // torch max-pools floats only; int8 and uint8 are exact in float32.
+  std::string call = fmt::format("F.max_pool{}d({}{}{}", w.spatial, input, integer ? ".float()" : "", window_options(w, padding));
   if (!e.has_output(1)) {
-    e.assign(0, call + ")");
+    e.assign(0, call + ")" + (integer ? fmt::format(".to({})", torch_dtype(type)) : ""));
     return {};
   }
   if (input != x) return e.fail("the Indices output with padding PyTorch cannot apply itself");
@@ -446,9 +449,20 @@ Status emit_instance_norm(Emit& e) {
 }
 
 Status emit_layer_norm(Emit& e) {
-  if (e.has_output(1) || e.has_output(2)) return e.fail("the Mean and InvStdDev outputs are not converted");
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
   float eps = e.attr_float("epsilon", 1e-5f);
+  if (e.has_output(1) || e.has_output(2)) {  // the statistics too
+    ONNXKIT_ASSIGN(std::string scale, e.tensor(1));
+    std::string bias = "None";
+    if (e.has(2)) {
+      ONNXKIT_ASSIGN(bias, e.tensor(2));
+    }
+    e.assign_many({0, 1, 2}, fmt::format("{}({}, {}, {}, {}, {})", e.helper("onnx_layer_norm"), x, scale, bias,
+                                         e.attr_int("axis", -1), py_float(eps)));
+    for (size_t k = 0; k < 3; ++k)
+      if (e.has_output(k)) e.w.bind(e.node.output(k), {Kind::tensor, e.output_name(k), e.out_dtype(k)});
+    return {};
+  }
   auto rank = e.rank(0);
   auto axis = normalize_axis(e.attr_int("axis", -1), rank);
   const runtime::Tensor* scale = e.constant(1);

@@ -20,7 +20,47 @@ struct Cell {
   std::vector<int> order; // torch's block k is ONNX's block order[k]
 };
 
+Status recurrent_module(Emit& e, const Cell& cell);
+
+// ONNX's equations step by step (_onnx_rnn), for what the modules cannot express.
+Status recurrent_by_steps(Emit& e, const Cell& cell) {
+  // _onnx_rnn takes (x, w, r, b, lengths, h0, c0, p): LSTM's inputs; GRU and RNN stop at h0.
+  const size_t count = cell.gates == 4 ? 8 : 6;
+  std::vector<std::string> args;
+  for (size_t i = 0; i < 8; ++i) {
+    if (i >= count || !e.has(i)) {
+      args.push_back("None");
+      continue;
+    }
+    ONNXKIT_ASSIGN(std::string a, i == 4 ? e.ints(i) : e.tensor(i));
+    args.push_back(a);
+  }
+  std::vector<std::string> activations;
+  if (const ir::Attribute* a = e.node.attribute("activations"))
+    for (const std::string& f : a->proto.strings()) activations.push_back(py_str(f));
+  std::vector<std::string> alphas, betas;
+  for (float v : e.attr_floats("activation_alpha")) alphas.push_back(py_float(v));
+  for (float v : e.attr_floats("activation_beta")) betas.push_back(py_float(v));
+  const char* kind = cell.gates == 4 ? "LSTM" : cell.gates == 3 ? "GRU" : "RNN";
+  std::string call = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})", e.helper("onnx_rnn"), py_str(kind),
+                                 fmt::join(args, ", "), e.attr_int("hidden_size", 0), py_str(e.attr_string("direction", "forward")),
+                                 e.attr_int("layout", 0), py_list(activations), py_list(alphas), py_list(betas),
+                                 e.has_attr("clip") ? py_float(e.attr_float("clip", 0)) : "None", e.attr_int("input_forget", 0),
+                                 e.attr_int("linear_before_reset", 0));
+  std::vector<size_t> outs = {0, 1, 2};
+  std::vector<std::string> names;
+  for (size_t k : outs) names.push_back(k < e.num_outputs() ? e.output_name(k) : "_");
+  e.line(fmt::format("{} = {}  {}", fmt::join(names, ", "), call, e.w.comment(e.node)));
+  return {};
+}
+
 Status recurrent(Emit& e, const Cell& cell) {
+  Status as_module = recurrent_module(e, cell);
+  if (as_module.ok()) return {};
+  return recurrent_by_steps(e, cell);
+}
+
+Status recurrent_module(Emit& e, const Cell& cell) {
   const bool lstm = cell.gates == 4;
   std::string direction = e.attr_string("direction", "forward");
   const int64_t directions = direction == "bidirectional" ? 2 : 1;

@@ -194,7 +194,18 @@ Result<std::optional<std::vector<int64_t>>> axes_of(Emit& e, size_t input, int64
   return std::optional<std::vector<int64_t>>(*axes);
 }
 
+// Squeeze and Unsqueeze with axes known only at run time.
+Result<bool> emit_with_runtime_axes(Emit& e, const char* helper) {
+  if (e.opset < 13 || !e.has(1) || e.constant_ints(1)) return false;
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string axes, e.ints(1));
+  e.assign(0, fmt::format("{}({}, {})", e.helper(helper), x, axes));
+  return true;
+}
+
 Status emit_squeeze(Emit& e) {
+  ONNXKIT_ASSIGN(bool done, emit_with_runtime_axes(e, "onnx_squeeze"));
+  if (done) return {};
   ONNXKIT_ASSIGN(auto axes, axes_of(e, 1, 13));
   if (is_shape_value(e, 0)) {  // [n] -> n
     auto items = known_elements(e, 0);
@@ -226,6 +237,8 @@ Status emit_squeeze(Emit& e) {
 }
 
 Status emit_unsqueeze(Emit& e) {
+  ONNXKIT_ASSIGN(bool done, emit_with_runtime_axes(e, "onnx_unsqueeze"));
+  if (done) return {};
   ONNXKIT_ASSIGN(auto axes, axes_of(e, 1, 13));
   if (!axes) return e.fail("axes are required");
   if (e.kind(0) == Kind::integer && axes->size() == 1 && ((*axes)[0] == 0 || (*axes)[0] == -1)) {  // n -> [n]
@@ -621,6 +634,12 @@ Status emit_pad(Emit& e) {
     if (std::string(torch_mode) != "constant" && order.size() > 6)
       return e.fail(fmt::format("PyTorch pads the last 3 dims at most in {} mode", mode));
     std::string mode_arg = std::string(torch_mode) == "constant" ? "" : fmt::format(", mode=\"{}\"", torch_mode);
+    int32_t type = e.dtype(0);
+    if (std::string(torch_mode) != "constant" && type != 0 && !is_float_type(type)) {
+      // torch reflects and replicates floats only; doubles hold these integers exactly.
+      e.assign(0, fmt::format("F.pad({}.double(), {}{}).to({})", x, py_list(order), mode_arg, torch_dtype(type)));
+      return {};
+    }
     e.assign(0, fmt::format("F.pad({}, {}{}{})", x, py_list(order), mode_arg, value_arg));
     return {};
   }

@@ -262,18 +262,23 @@ Result<std::vector<Writer::Inputs>> Writer::bind_graph_inputs() {
       ++frozen_inputs_;
       continue;
     }
-    if (!v->has_type() || !v->type().has_tensor_type())
-      return make_error("graph input '{}' is not a tensor: forward() takes tensors only", v->name());
+    // Optionals are a tensor (or list) or None; sequences Python lists.
+    const onnx::TypeProto* type = v->has_type() ? &v->type() : nullptr;
+    if (type != nullptr && type->has_optional_type()) type = &type->optional_type().elem_type();
     Inputs in;
+    in.sequence = type != nullptr && type->has_sequence_type();
+    if (in.sequence) type = &type->sequence_type().elem_type();
+    if (type == nullptr || !type->has_tensor_type())
+      return make_error("graph input '{}' is not a tensor, a sequence or an optional of them", v->name());
     in.name = v->name();
     in.local = new_local(v->name());
-    in.dtype = v->elem_type();
+    in.dtype = type->tensor_type().elem_type();
     if (torch_dtype(in.dtype).empty())
       return make_error("graph input '{}' is {}, which torch has no type for", v->name(), io::data_type_name(in.dtype));
-    if (v->type().tensor_type().has_shape())
-      for (const auto& d : v->type().tensor_type().shape().dim())
+    if (type->tensor_type().has_shape())
+      for (const auto& d : type->tensor_type().shape().dim())
         in.dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
-    bind(v, {Kind::tensor, in.local, in.dtype});
+    bind(v, {in.sequence ? Kind::sequence : Kind::tensor, in.local, in.dtype});
     inputs.push_back(std::move(in));
   }
   return inputs;
@@ -283,7 +288,7 @@ Result<std::string> Writer::return_statement() {
   std::vector<std::string> outs;
   for (const ir::Value* v : model_.graph().outputs()) {
     const PyValue* py = find(v);
-    if (py != nullptr && py->kind == Kind::sequence) {
+    if (py != nullptr && (py->kind == Kind::sequence || py->kind == Kind::none)) {
       outs.push_back(py->expr);
       continue;
     }

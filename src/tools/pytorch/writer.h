@@ -53,6 +53,9 @@ class Writer {
   std::string add_module(const ir::Node& node, const std::string& constructor, std::vector<ModuleWeight> weights);
   void use_helper(std::string_view name);
   void absorb(const ir::Node* node) { absorbed_.insert(node); }
+  // A random operator was written: outputs differ from any other run's.
+  void mark_random() { random_ = true; }
+  bool random() const { return random_; }
 
   // --- forward() ------------------------------------------------------------
   void line(const std::string& text) { lines_.push_back(std::string(indent_ * 4, ' ') + text); }
@@ -71,6 +74,7 @@ class Writer {
     std::string local;
     int32_t dtype = 0;
     std::vector<std::string> dims;  // numbers or symbols
+    bool sequence = false;          // a list of such tensors
   };
   // forward()'s parameters, bound to the main graph's inputs.
   Result<std::vector<Inputs>> bind_graph_inputs();
@@ -106,6 +110,7 @@ class Writer {
   std::vector<std::string> helper_order_;
   size_t modules_ = 0;
   size_t frozen_inputs_ = 0;
+  bool random_ = false;
 };
 
 // The Python source of a helper function, and the helpers it calls.

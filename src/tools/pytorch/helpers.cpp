@@ -500,6 +500,58 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         return y.permute(2, 0, 1, 3), h.transpose(0, 1), c.transpose(0, 1)
     return y, h, c
 )", {}}},
+      {"onnx_deform_conv", {R"(def _onnx_deform_conv(x, weight, offset, bias, mask, stride, padding, dilation, _):
+    """DeformConv through torchvision, which must be installed for this model."""
+    from torchvision.ops import deform_conv2d
+    return deform_conv2d(x, offset, weight, bias, stride, padding, dilation, mask)
+)", {}}},
+      {"onnx_center_crop_pad", {R"(def _onnx_center_crop_pad(x, shape, axes):
+    """CenterCropPad: crop or zero-pad each axis to its size, about the centre."""
+    axes = range(x.dim()) if axes is None else [a % x.dim() for a in axes]
+    for axis, size in zip(axes, [int(s) for s in shape]):
+        dim = x.shape[axis]
+        if size < dim:
+            x = x.narrow(axis, (dim - size) // 2, size)
+        elif size > dim:
+            before = (size - dim) // 2
+            grow = [0, 0] * (x.dim() - 1 - axis) + [before, size - dim - before]
+            x = F.pad(x, grow)
+    return x
+)", {}}},
+      {"onnx_max_roi_pool", {R"(def _onnx_max_roi_pool(x, rois, size, spatial_scale):
+    """MaxRoiPool through torchvision, which must be installed for this model."""
+    from torchvision.ops import roi_pool
+    return roi_pool(x, rois, size, spatial_scale)
+)", {}}},
+      {"onnx_stft", {R"(def _onnx_stft(signal, step, window, length, onesided):
+    """STFT: frames of `length` every `step` samples, no centring: [batch, frames, bins, 2]."""
+    length = window.shape[0] if length is None else int(length)
+    s = torch.view_as_complex(signal.contiguous()) if signal.shape[-1] == 2 else signal[..., 0]
+    frames = s.unfold(-1, length, int(step))
+    if window is not None:
+        frames = frames * window
+    y = torch.fft.rfft(frames, dim=-1) if onesided and not s.is_complex() else torch.fft.fft(frames, dim=-1)
+    return torch.view_as_real(y).to(signal.dtype)
+)", {}}},
+      {"onnx_mel_weight_matrix", {R"(def _onnx_mel_weight_matrix(bins, dft_length, sample_rate, low_hz, high_hz, dtype):
+    """MelWeightMatrix as ONNX's definition computes it: triangles on the mel scale."""
+    bins, dft_length, sample_rate = int(bins), int(dft_length), int(sample_rate)
+    low_mel = 2595 * math.log10(1 + low_hz / 700)
+    high_mel = 2595 * math.log10(1 + high_hz / 700)
+    step = (high_mel - low_mel) / (bins + 2)  # ONNX divides by the edge count
+    points = [int(((dft_length + 1) * (700 * (10 ** ((k * step + low_mel) / 2595) - 1))) // sample_rate) for k in range(bins + 2)]
+    out = torch.zeros(dft_length // 2 + 1, bins, dtype=torch.float64)
+    for i in range(bins):
+        low, center, high = points[i], points[i + 1], points[i + 2]
+        if center == low:
+            out[center, i] = 1
+        else:
+            for j in range(low, center + 1):
+                out[j, i] = (j - low) / (center - low)
+        for j in range(center, high):
+            out[j, i] = (high - j) / (high - center)
+    return out.to(dtype)
+)", {}}},
       {"onnx_prod", {R"(def _onnx_prod(x, dims, keepdim):
     for d in sorted((d % x.dim() for d in dims), reverse=True):
         x = x.prod(dim=d, keepdim=keepdim)

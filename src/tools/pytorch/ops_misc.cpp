@@ -470,6 +470,90 @@ Status emit_multinomial(Emit& e) {
   return {};
 }
 
+Status emit_col2im(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string image, e.ints(1));
+  ONNXKIT_ASSIGN(std::string block, e.ints(2));
+  auto pads = e.attr_ints("pads");
+  size_t n = pads.size() / 2;
+  for (size_t i = 0; i < n; ++i)
+    if (pads[i] != pads[i + n]) return e.fail("F.fold pads both sides alike; these pads differ");
+  std::vector<int64_t> padding(pads.begin(), pads.begin() + static_cast<int64_t>(n));
+  std::string options;
+  if (e.has_attr("dilations")) options += ", dilation=" + py_tuple(e.attr_ints("dilations"));
+  if (!padding.empty()) options += ", padding=" + py_tuple(padding);
+  if (e.has_attr("strides")) options += ", stride=" + py_tuple(e.attr_ints("strides"));
+  e.assign(0, fmt::format("F.fold({}, {}, {}{})", x, image, block, options));
+  return {};
+}
+
+Status emit_deform_conv(Emit& e) {
+  std::vector<std::string> args;
+  for (size_t i = 0; i < 5; ++i) {
+    if (!e.has(i)) {
+      args.push_back("None");
+      continue;
+    }
+    ONNXKIT_ASSIGN(std::string a, e.tensor(i));
+    args.push_back(a);
+  }
+  auto pads = e.attr_ints("pads");
+  size_t n = pads.size() / 2;
+  for (size_t i = 0; i < n; ++i)
+    if (pads[i] != pads[i + n]) return e.fail("torchvision's deform_conv2d pads both sides alike; these pads differ");
+  std::vector<int64_t> padding(pads.begin(), pads.begin() + static_cast<int64_t>(n));
+  if (padding.empty()) padding = {0, 0};
+  auto strides = e.attr_ints("strides"), dilations = e.attr_ints("dilations");
+  if (strides.empty()) strides = {1, 1};
+  if (dilations.empty()) dilations = {1, 1};
+  e.assign(0, fmt::format("{}({}, {}, {}, {}, {})", e.helper("onnx_deform_conv"), fmt::join(args, ", "), py_tuple(strides),
+                          py_tuple(padding), py_tuple(dilations), "None"));
+  return {};
+}
+
+Status emit_center_crop_pad(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string shape, e.ints(1));
+  std::string axes = e.has_attr("axes") ? py_list(e.attr_ints("axes")) : "None";
+  e.assign(0, fmt::format("{}({}, {}, {})", e.helper("onnx_center_crop_pad"), x, shape, axes));
+  return {};
+}
+
+Status emit_max_roi_pool(Emit& e) {
+  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string rois, e.tensor(1));
+  e.assign(0, fmt::format("{}({}, {}, {}, {})", e.helper("onnx_max_roi_pool"), x, rois, py_tuple(e.attr_ints("pooled_shape")),
+                          py_float(e.attr_float("spatial_scale", 1.0f))));
+  return {};
+}
+
+Status emit_stft(Emit& e) {
+  ONNXKIT_ASSIGN(std::string signal, e.tensor(0));
+  ONNXKIT_ASSIGN(std::string step, e.integer(1));
+  std::string window = "None", length = "None";
+  if (e.has(2)) {
+    ONNXKIT_ASSIGN(window, e.tensor(2));
+  }
+  if (e.has(3)) {
+    ONNXKIT_ASSIGN(length, e.integer(3));
+  }
+  e.assign(0, fmt::format("{}({}, {}, {}, {}, {})", e.helper("onnx_stft"), signal, step, window, length,
+                          py_bool(e.attr_int("onesided", 1) != 0)));
+  return {};
+}
+
+Status emit_mel_weight_matrix(Emit& e) {
+  std::vector<std::string> args;
+  for (size_t i = 0; i < 5; ++i) {
+    ONNXKIT_ASSIGN(std::string a, e.number(i));
+    args.push_back(a);
+  }
+  std::string dtype = torch_dtype(static_cast<int32_t>(e.attr_int("output_datatype", onnx::TensorProto::FLOAT)));
+  if (dtype.empty()) return e.fail("torch has no tensors of output_datatype");
+  e.assign(0, fmt::format("{}({}, dtype={})", e.helper("onnx_mel_weight_matrix"), fmt::join(args, ", "), dtype));
+  return {};
+}
+
 }  // namespace
 
 void add_misc_emitters(EmitterTable& t) {
@@ -502,6 +586,12 @@ void add_misc_emitters(EmitterTable& t) {
       {"RandomNormalLike", emit_random_normal_like},
       {"Bernoulli", emit_bernoulli},
       {"Multinomial", emit_multinomial},
+      {"Col2Im", emit_col2im},
+      {"DeformConv", emit_deform_conv},
+      {"CenterCropPad", emit_center_crop_pad},
+      {"MaxRoiPool", emit_max_roi_pool},
+      {"STFT", emit_stft},
+      {"MelWeightMatrix", emit_mel_weight_matrix},
   });
 }
 

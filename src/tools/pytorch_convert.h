@@ -46,6 +46,9 @@ struct PytorchSource {
   // Initializers that were graph inputs too (old exporters): the module holds
   // them as weights rather than taking them in forward().
   size_t frozen_inputs = 0;
+  // The model draws random numbers (RandomNormal, Bernoulli...): its outputs
+  // differ from any other run's.
+  bool random = false;
 };
 
 // The generator: the source of one nn.Module for a model's main graph (with
@@ -70,10 +73,14 @@ struct PytorchConvertOptions {
 struct PytorchOutputCheck {
   std::string name;
   std::string type;        // "float32[1,1000]"
-  bool compared = true;    // false for values the check cannot carry (sequences)
+  bool compared = true;    // false for values the check cannot carry (sequences), or random ones (type and shape only)
   bool close = true;       // max abs <= 1e-4 * max(1, max |ref|) and MSE < 1e-7; integers exactly
   double max_abs_diff = 0;
   double mse = 0;
+  // When the outputs differ by more than the tolerance: how far the module's
+  // float32 output is from its own float64 run. A difference within 3x of it
+  // is rounding the model amplifies, and passes.
+  double float32_error = 0;
   std::string detail;      // when not close
 };
 

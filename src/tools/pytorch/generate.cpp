@@ -211,6 +211,7 @@ Result<PytorchSource> generate_pytorch_source(const ir::Graph& graph, const Pyto
   for (const pytorch::StoredTensor& t : w.stored_tensors()) result.tensors.push_back({t.key, t.data});
   result.modules = w.module_count();
   result.frozen_inputs = w.frozen_inputs();
+  result.random = w.random();
   return result;
 }
 

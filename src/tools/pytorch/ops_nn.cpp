@@ -590,7 +590,10 @@ Status emit_hardmax(Emit& e) { return softmax_like(e, "hardmax"); }
 Status emit_dropout(Emit& e) {
   if (e.has(2)) {
     auto training = e.constant_number(2);
-    if (!training || *training != 0) return e.fail("training-mode Dropout is random; only inference Dropout converts");
+    // Training mode with a ratio of 0 (torchvision's attention dropout) keeps everything too.
+    auto ratio = e.has(1) ? e.constant_number(1) : std::optional<double>(0.5);
+    if ((!training || *training != 0) && !(ratio && *ratio == 0))
+      return e.fail("training-mode Dropout is random; only inference Dropout converts");
   }
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
   e.assign(0, x);

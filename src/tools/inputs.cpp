@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <random>
@@ -118,6 +119,22 @@ Result<Value> random_value(const runtime::ValueInfo& input, const std::vector<in
   }
   if (!filled.ok()) return filled.error().in(fmt::format("input '{}'", input.name));
   return Value(std::move(t));
+}
+
+void fill_symbolic_dims(const runtime::Session& session, int64_t value, InputOptions& options) {
+  for (const runtime::ValueInfo& in : session.inputs()) {
+    if (in.has_default || !in.type.has_tensor_type() || !in.type.tensor_type().has_shape()) continue;
+    auto named = [&](const auto& flag) { return flag.first == in.name; };
+    bool given = std::any_of(options.shapes.begin(), options.shapes.end(), named) ||
+                 std::any_of(options.files.begin(), options.files.end(), named);
+    std::vector<int64_t> dims;
+    bool symbolic = false;
+    for (const auto& d : in.type.tensor_type().shape().dim()) {
+      symbolic = symbolic || !d.has_dim_value();
+      dims.push_back(d.has_dim_value() ? d.dim_value() : value);
+    }
+    if (symbolic && !given) options.shapes.emplace_back(in.name, dims);
+  }
 }
 
 Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, const InputOptions& options) {

@@ -24,6 +24,11 @@ Result<std::pair<std::string, std::string>> parse_input_flag(const std::string& 
 // Parses "NAME:1,3,224,224".
 Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std::string& flag);
 
+// Gives every input with symbolic dims and no entry in options.shapes or
+// options.files a shape, its symbolic dims set to `value` (checks on random
+// inputs use this).
+void fill_symbolic_dims(const runtime::Session& session, int64_t value, InputOptions& options);
+
 // One value per input the session needs, in its order; errors name the input.
 Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, const InputOptions& options);
 

@@ -194,17 +194,7 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
   inputs.seed = options.seed;
   inputs.shapes = options.check_shapes;
   // Symbolic dims take 2 (not 1, which hides batch bugs).
-  for (const runtime::ValueInfo& in : session->inputs()) {
-    if (in.has_default || !in.type.has_tensor_type() || !in.type.tensor_type().has_shape()) continue;
-    bool given = std::any_of(inputs.shapes.begin(), inputs.shapes.end(), [&](const auto& s) { return s.first == in.name; });
-    std::vector<int64_t> dims;
-    bool symbolic = false;
-    for (const auto& d : in.type.tensor_type().shape().dim()) {
-      symbolic = symbolic || !d.has_dim_value();
-      dims.push_back(d.has_dim_value() ? d.dim_value() : 2);
-    }
-    if (symbolic && !given) inputs.shapes.emplace_back(in.name, dims);
-  }
+  fill_symbolic_dims(*session, 2, inputs);
   ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
   auto expected = session->run(feeds);
   if (!expected.ok()) return make_error("onnxkit's runtime fails on the check's random inputs ({}); convert with --no-check",

@@ -82,19 +82,7 @@ class Checker {
       inputs.random = true;
       inputs.seed = inputs.seed + static_cast<uint64_t>(run);
       // Symbolic dims left in the inputs take 2 (not 1, which hides batch bugs).
-      for (const runtime::ValueInfo& in : reference_->inputs()) {
-        if (in.has_default || !in.type.has_tensor_type() || !in.type.tensor_type().has_shape()) continue;
-        auto named = [&](const auto& flag) { return flag.first == in.name; };
-        bool given = std::any_of(inputs.shapes.begin(), inputs.shapes.end(), named) ||
-                     std::any_of(inputs.files.begin(), inputs.files.end(), named);
-        std::vector<int64_t> dims;
-        bool symbolic = false;
-        for (const auto& d : in.type.tensor_type().shape().dim()) {
-          symbolic = symbolic || !d.has_dim_value();
-          dims.push_back(d.has_dim_value() ? d.dim_value() : 2);
-        }
-        if (symbolic && !given) inputs.shapes.emplace_back(in.name, dims);
-      }
+      fill_symbolic_dims(*reference_, 2, inputs);
       auto feeds = prepare_inputs(*reference_, inputs);
       if (!feeds.ok()) return feeds.error().in("check inputs");
       auto expected = reference_->run(*feeds, options_.check_limits);

@@ -105,7 +105,6 @@ class Emit {
   size_t num_outputs() const { return node.outputs().size(); }
   bool has_output(size_t k) const { return node.output(k) != nullptr; }
   int32_t out_dtype(size_t k) const;
-  std::optional<int64_t> out_rank(size_t k) const;
   std::optional<std::vector<int64_t>> out_dims(size_t k) const;
   // `out = expr  # node`, binding output k (a tensor unless `kind` says).
   void assign(size_t k, const std::string& expr, Kind kind = Kind::tensor);
@@ -127,11 +126,6 @@ class Emit {
   // Declares `self.<name> = <constructor>` with the given weights (stored in
   // the module's state_dict under <name>.<weight>); returns "self.<name>".
   std::string module(const std::string& constructor, std::vector<ModuleWeight> weights);
-  // Input i's constant data as an attribute of the class (a parameter for
-  // float initializers, a buffer otherwise); returns "self.<name>".
-  std::string stored(size_t i);
-  // Any tensor as a buffer of the class, named after `hint`.
-  std::string stored(const runtime::Tensor& data, std::string_view hint);
   // Marks a helper function of the generated file as used; returns its name.
   std::string helper(std::string_view name);
   // Marks another node as emitted by this one (its outputs bound by alias()).
@@ -183,8 +177,7 @@ std::vector<std::string> py_elements(const runtime::Tensor& t);
 // --- helpers shared by the emitters ------------------------------------------
 
 // An axis made non-negative with the rank, when known.
-std::optional<int64_t> normalize_axis(int64_t axis, std::optional<int64_t> rank);
-// "a, b = torch.split(...)"-style target list for outputs.
+std::optional<int64_t> non_negative_axis(int64_t axis, std::optional<int64_t> rank);
 // ONNX pads [b1..bn, e1..en] over the last n dims -> F.pad's order (last dim
 // first), trailing all-zero pairs dropped.
 std::vector<int64_t> torch_pad_order(const std::vector<int64_t>& begins, const std::vector<int64_t>& ends);

@@ -464,7 +464,7 @@ Status emit_layer_norm(Emit& e) {
     return {};
   }
   auto rank = e.rank(0);
-  auto axis = normalize_axis(e.attr_int("axis", -1), rank);
+  auto axis = non_negative_axis(e.attr_int("axis", -1), rank);
   const runtime::Tensor* scale = e.constant(1);
   const runtime::Tensor* bias = e.has(2) ? e.constant(2) : nullptr;
   if (axis && rank && scale != nullptr && is_float_type(static_cast<int32_t>(scale->dtype())) &&
@@ -571,7 +571,7 @@ Status softmax_like(Emit& e, const char* function) {
     return {};
   }
   // Before opset 13 the input is seen as 2-D: [dims before axis, dims from axis].
-  auto ax = normalize_axis(axis, e.rank(0));
+  auto ax = non_negative_axis(axis, e.rank(0));
   if (!ax) return e.fail("a negative axis over an input of unknown rank");
   std::string flat = e.local(x + "_2d");
   e.line(fmt::format("{} = {}.flatten({})  {}", flat, x, *ax, e.w.comment(e.node)));

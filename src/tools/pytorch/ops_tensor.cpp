@@ -151,7 +151,7 @@ Status emit_reshape(Emit& e) {
 Status emit_flatten(Emit& e) {
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
   auto rank = e.rank(0);
-  auto axis = normalize_axis(e.attr_int("axis", 1), rank);
+  auto axis = non_negative_axis(e.attr_int("axis", 1), rank);
   if (axis && *axis == 0) e.assign(0, fmt::format("{}.reshape(1, -1)", x));
   else if (axis && rank && *axis == 1 && *rank >= 2) e.assign(0, fmt::format("{}.flatten(1)", x));
   else if (axis && rank && *axis < *rank) e.assign(0, fmt::format("{}.flatten({}).flatten(0, {})", x, *axis, *axis - 1));
@@ -222,7 +222,7 @@ Status emit_squeeze(Emit& e) {
   auto rank = e.rank(0);
   std::vector<int64_t> dims;
   for (int64_t a : *axes) {
-    auto d = normalize_axis(a, rank);
+    auto d = non_negative_axis(a, rank);
     if (!d) {
       e.assign(0, fmt::format("{}({}, {})", e.helper("onnx_squeeze"), x, py_list(*axes)));
       return {};
@@ -251,7 +251,7 @@ Status emit_unsqueeze(Emit& e) {
   std::optional<int64_t> out_rank = rank ? std::optional<int64_t>(*rank + static_cast<int64_t>(axes->size())) : std::nullopt;
   std::vector<int64_t> dims;
   for (int64_t a : *axes) {
-    auto d = normalize_axis(a, out_rank);
+    auto d = non_negative_axis(a, out_rank);
     if (!d) {
       e.assign(0, fmt::format("{}({}, {})", e.helper("onnx_unsqueeze"), x, py_list(*axes)));
       return {};
@@ -310,7 +310,7 @@ Status emit_split(Emit& e) {
   } else {
     int64_t parts = e.has_attr("num_outputs") ? e.attr_int("num_outputs", 1) : static_cast<int64_t>(n);
     auto dims = e.dims(0);
-    auto a = normalize_axis(axis, e.rank(0));
+    auto a = non_negative_axis(axis, e.rank(0));
     if (dims && a && (*dims)[static_cast<size_t>(*a)] >= 0) {
       int64_t d = (*dims)[static_cast<size_t>(*a)];
       int64_t chunk = (d + parts - 1) / parts;
@@ -379,7 +379,7 @@ Status emit_slice(Emit& e) {
       if (!v) return general();
       a = *v;
     }
-    auto norm = normalize_axis(a, rank);
+    auto norm = non_negative_axis(a, rank);
     if (!norm) return general();
     axes.push_back(*norm);
     if (steps_text) {
@@ -474,7 +474,7 @@ Status emit_gather(Emit& e) {
   }
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
   auto rank = e.rank(0);
-  auto a = normalize_axis(axis, rank);
+  auto a = non_negative_axis(axis, rank);
   const runtime::Tensor* table = e.constant(0);
   int32_t index_type = e.dtype(1);
   bool integer_indices = index_type == onnx::TensorProto::INT64 || index_type == onnx::TensorProto::INT32;

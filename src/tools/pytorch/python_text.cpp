@@ -102,7 +102,7 @@ std::vector<std::string> py_elements(const runtime::Tensor& t) {
   return items;
 }
 
-std::optional<int64_t> normalize_axis(int64_t axis, std::optional<int64_t> rank) {
+std::optional<int64_t> non_negative_axis(int64_t axis, std::optional<int64_t> rank) {
   if (axis >= 0) return axis;
   if (!rank) return std::nullopt;
   return axis + *rank;

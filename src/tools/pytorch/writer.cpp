@@ -406,11 +406,6 @@ int32_t Emit::out_dtype(size_t k) const { return w.dtype(node.output(k)); }
 
 std::optional<std::vector<int64_t>> Emit::out_dims(size_t k) const { return w.dims(node.output(k)); }
 
-std::optional<int64_t> Emit::out_rank(size_t k) const {
-  if (auto d = out_dims(k)) return static_cast<int64_t>(d->size());
-  return std::nullopt;
-}
-
 std::string Emit::output_name(size_t k) {
   const ir::Value* out = node.output(k);
   if (out == nullptr) return "_";
@@ -456,10 +451,6 @@ std::string Emit::local(std::string_view hint) { return w.new_local(hint); }
 std::string Emit::module(const std::string& constructor, std::vector<ModuleWeight> weights) {
   return w.add_module(node, constructor, std::move(weights));
 }
-
-std::string Emit::stored(size_t i) { return w.stored(input(i)); }
-
-std::string Emit::stored(const runtime::Tensor& data, std::string_view hint) { return w.stored(data, hint, false); }
 
 std::string Emit::helper(std::string_view name) {
   w.use_helper(name);

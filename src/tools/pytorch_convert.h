@@ -77,9 +77,10 @@ struct PytorchOutputCheck {
   bool close = true;       // max abs <= 1e-4 * max(1, max |ref|) and MSE < 1e-7; integers exactly
   double max_abs_diff = 0;
   double mse = 0;
-  // When the outputs differ by more than the tolerance: how far the module's
-  // float32 output is from its own float64 run. A difference within 3x of it
-  // is rounding the model amplifies, and passes.
+  // When the outputs differ by more than the tolerance: how far rounding
+  // alone moves the module's float32 output (its float64 run, and its run on
+  // inputs a few units in the last place away). A difference within 3x of it is
+  // rounding the model amplifies, and passes.
   double float32_error = 0;
   std::string detail;      // when not close
 };

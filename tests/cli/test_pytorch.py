@@ -315,6 +315,25 @@ class OwnModels(unittest.TestCase):
                 self.assertIn("F.pad(", source)
                 self.assertIn("-math.inf", source)  # MaxPool's padding never wins
 
+    def test_check_catches_a_wrong_module(self):
+        """The check (and its rounding referee) must fail a module that is
+        wrong: a --python that edits model.py before running it pads MaxPool
+        with 0 instead of -inf, or shifts the data by 0.1; nothing is written."""
+        for mutation in ("s/value=-math.inf/value=0.0/", "s/ - 10.0 / - 10.1 /"):
+            with self.subTest(mutation=mutation), tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "pads.onnx")
+                onnx.save(padding_model(17), path)
+                wrapper = os.path.join(tmp, "python")
+                with open(wrapper, "w") as f:
+                    f.write(f'#!/bin/sh\nfor a in "$@"; do case "$a" in *model.py) sed -i "{mutation}" "$a";; esac; done\n'
+                            f'exec {PYTHON} "$@"\n')
+                os.chmod(wrapper, 0o755)
+                out = os.path.join(tmp, "out")
+                proc = onnxkit("convert", path, "--to", "pytorch", out, "--shape", "x:2,3,13,17", "--python", wrapper)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertIn("differs from onnxkit's runtime", proc.stderr)
+                self.assertFalse(os.path.exists(out))
+
 
 class BadInputs(unittest.TestCase):
     def assert_refused(self, model, *needles):

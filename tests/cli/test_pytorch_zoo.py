@@ -6,10 +6,13 @@ encoder and decoder, LSTM/GRU, a scripted If/Loop model, a scalar input).
 For each model: the conversion with its check (the generated module on
 random inputs, symbolic dims at 2, against onnxkit's runtime), then the
 generated module loaded and run by Debian's torch on the export's example
-input against PyTorch's own output saved by the export (a truth that owes
-nothing to onnxkit), within max abs 1e-4 * max(1, max |ref|) and MSE 1e-7.
-Where the batch is dynamic the module also runs at batch 3 against the
-runtime. Models missing from --zoo are exported first (seconds for the
+input against onnxkit's runtime and against PyTorch's own output saved by
+the export (a truth that owes nothing to onnxkit), within max abs
+1e-4 * max(1, max |ref|) and MSE 1e-7. Where the ONNX file itself departs
+from torch by more (deeplabv3_resnet50's folded batch norms, 2e-4; a
+detector's reordered boxes), the module may depart as far as the runtime
+does, and the table says so. Where the batch is dynamic the module also
+runs at batch 3 against the runtime. Models missing from --zoo are exported first (seconds for the
 small ones, minutes for all 28).
 
 ctest runs a lean set (cli_pytorch_zoo); the whole zoo is one command:
@@ -103,20 +106,32 @@ def check_model(args, name, tmp):
     if proc.returncode != 0:
         return dict(name=name, ok=False, notes=proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed")
     notes = []
-    if "float64" in proc.stdout:
-        notes.append("check passed by the float64 referee")
+    if "within float32 rounding" in proc.stdout:
+        notes.append("check passed within float32 rounding")
     net = load_generated(out)
     inputs = arrays(model[: -len(".onnx")] + (".input" if len(spec.input_names) == 1 else ".inputs"), spec.input_names)
     ours = run_module(net, inputs)
     truth = arrays(model[: -len(".onnx")] + ".torch", spec.output_names)
-    ok = len(ours) == len(truth)
+    runtime = run_onnxkit(args.onnxkit, model, spec.input_names, inputs, tmp)
+    ok = len(ours) == len(truth) == len(runtime)
     worst = 0.0
-    for k, (a, b) in enumerate(zip(ours, truth)):
+    for k, (a, b, r) in enumerate(zip(ours, truth, runtime)):
+        _, _, close, why = difference(a, r)
+        if not close:
+            ok = False
+            notes.append(f"{spec.output_names[k]} vs runtime: {why}")
         max_abs, _, close, why = difference(a, b)
         worst = max(worst, max_abs)
         if not close:
-            ok = False
-            notes.append(f"{spec.output_names[k]} vs torch: {why}")
+            # The ONNX file itself may depart from torch (the exporter's
+            # rounding, a detector's ties): the runtime, which owes nothing to
+            # the conversion, then departs as far.
+            exported = difference(r, b)[0]
+            if max_abs <= 2 * exported:
+                notes.append(f"{spec.output_names[k]}: {max_abs:.3g} from torch, as the ONNX file run by onnxkit ({exported:.3g})")
+            else:
+                ok = False
+                notes.append(f"{spec.output_names[k]} vs torch: {why}")
     worst3 = None
     if spec.dynamic_batch:
         batch3 = [t.numpy() for t in spec.inputs(3)]

@@ -346,7 +346,13 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     return _onnx_requantize(acc, scale.to(torch.float32).double(), y_zero)
 )", {"onnx_conv_integer", "onnx_requantize"}}},
       {"onnx_nms", {R"(def _onnx_nms(boxes, scores, max_per_class, iou_threshold, score_threshold, center_point_box):
-    """NonMaxSuppression: greedy, per batch and class; [selected, 3] of (batch, class, box)."""
+    """NonMaxSuppression: greedy, per batch and class; [selected, 3] of (batch, class, box).
+    torchvision's nms when importable (the same rule: an IoU above the threshold
+    suppresses; fast on the thousands of boxes of a detector), else a loop."""
+    try:
+        from torchvision.ops import nms
+    except ImportError:
+        nms = None
     selected = []
     if center_point_box:
         c, half = boxes[..., :2], boxes[..., 2:] / 2
@@ -357,6 +363,11 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     for b in range(scores.shape[0]):
         for c in range(scores.shape[1]):
             s = scores[b, c]
+            if nms is not None:
+                candidates = torch.arange(s.shape[0]) if score_threshold is None else torch.nonzero(s > score_threshold).flatten()
+                kept = candidates[nms(corners[b, candidates].float(), s[candidates].float(), float(iou_threshold))]
+                selected += [[b, c, i] for i in kept[:max(int(max_per_class), 0)].tolist()]
+                continue
             order = torch.argsort(s, descending=True, stable=True)
             kept = []
             for i in order.tolist():

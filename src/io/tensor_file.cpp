@@ -397,6 +397,83 @@ Result<std::string> npy_bytes(const TensorProto& tensor) {
   return out;
 }
 
+namespace {
+
+void put_u16(std::string& out, uint32_t v) {
+  out += static_cast<char>(v & 0xff);
+  out += static_cast<char>((v >> 8) & 0xff);
+}
+void put_u32(std::string& out, uint32_t v) {
+  put_u16(out, v & 0xffff);
+  put_u16(out, v >> 16);
+}
+
+}  // namespace
+
+Status write_npz(const fs::path& path, const std::vector<std::pair<std::string, TensorProto>>& arrays) {
+  // Stored entries (method 0), as numpy.savez writes them; dated 1980-01-01.
+  constexpr uint32_t kDosDate = (0 << 9) | (1 << 5) | 1;
+  ONNXKIT_ASSIGN(AtomicFile file, AtomicFile::create(path));
+  std::string directory;
+  uint64_t offset = 0;
+  for (const auto& [array, tensor] : arrays) {
+    ONNXKIT_ASSIGN(std::string npy, npy_bytes(tensor));
+    const std::string entry = array + ".npy";
+    if (npy.size() >= 0xffffffffu || offset >= 0xffffffffu)
+      return make_error("{}: array '{}' takes the .npz past 4 GiB, which it cannot hold uncompressed", path.string(), array);
+    const auto crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(npy.data()), static_cast<uInt>(npy.size())));
+    const auto size = static_cast<uint32_t>(npy.size());
+    std::string header;
+    put_u32(header, 0x04034b50);
+    put_u16(header, 20);  // version needed
+    put_u16(header, 0);   // flags
+    put_u16(header, 0);   // stored
+    put_u16(header, 0);   // time
+    put_u16(header, kDosDate);
+    put_u32(header, crc);
+    put_u32(header, size);
+    put_u32(header, size);
+    put_u16(header, static_cast<uint32_t>(entry.size()));
+    put_u16(header, 0);  // extra
+    header += entry;
+    put_u32(directory, 0x02014b50);
+    put_u16(directory, 20);  // made by
+    put_u16(directory, 20);  // needed
+    put_u16(directory, 0);
+    put_u16(directory, 0);
+    put_u16(directory, 0);
+    put_u16(directory, kDosDate);
+    put_u32(directory, crc);
+    put_u32(directory, size);
+    put_u32(directory, size);
+    put_u16(directory, static_cast<uint32_t>(entry.size()));
+    put_u16(directory, 0);  // extra
+    put_u16(directory, 0);  // comment
+    put_u16(directory, 0);  // disk
+    put_u16(directory, 0);  // internal attributes
+    put_u32(directory, 0);  // external attributes
+    put_u32(directory, static_cast<uint32_t>(offset));
+    directory += entry;
+    ONNXKIT_TRY(file.write(header));
+    ONNXKIT_TRY(file.write(npy));
+    offset += header.size() + npy.size();
+  }
+  if (offset + directory.size() >= 0xffffffffu || arrays.size() >= 0xffff)
+    return make_error("{}: too large for a classic .npz", path.string());
+  std::string end;
+  put_u32(end, 0x06054b50);
+  put_u16(end, 0);
+  put_u16(end, 0);
+  put_u16(end, static_cast<uint32_t>(arrays.size()));
+  put_u16(end, static_cast<uint32_t>(arrays.size()));
+  put_u32(end, static_cast<uint32_t>(directory.size()));
+  put_u32(end, static_cast<uint32_t>(offset));
+  put_u16(end, 0);  // comment
+  ONNXKIT_TRY(file.write(directory));
+  ONNXKIT_TRY(file.write(end));
+  return file.commit();
+}
+
 Status write_npy(const fs::path& path, const TensorProto& tensor) {
   ONNXKIT_ASSIGN(std::string bytes, npy_bytes(tensor));
   return write_file_atomically(path, bytes);

@@ -28,6 +28,10 @@ Result<std::vector<std::pair<std::string, onnx::TensorProto>>> read_npz(const st
 Result<std::vector<std::pair<std::string, onnx::TensorProto>>> parse_npz(std::string_view bytes,
                                                                          const std::string& name);
 
+// Writes arrays as an uncompressed .npz (numpy.savez), atomically; names are
+// the arrays' keys. Each array must fit the classic zip's 4 GiB.
+Status write_npz(const std::filesystem::path& path, const std::vector<std::pair<std::string, onnx::TensorProto>>& arrays);
+
 // Writes a tensor with fixed-size elements as .npy, atomically.
 Status write_npy(const std::filesystem::path& path, const onnx::TensorProto& tensor);
 // The .npy bytes of a tensor.

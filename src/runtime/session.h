@@ -81,6 +81,7 @@ class Session {
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
   int threads() const { return threads_; }
+  const ir::Model& model() const { return *model_; }
 
   // Runs the model; the result follows outputs(). Feeds are checked against
   // the declared inputs: an unknown or missing name, or a wrong element type,

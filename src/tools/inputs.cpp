@@ -79,7 +79,8 @@ Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std:
   return std::pair<std::string, std::vector<int64_t>>{flag.substr(0, colon), dims};
 }
 
-Result<Value> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed) {
+Result<Value> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed,
+                           int64_t limit) {
   if (!input.type.has_tensor_type())
     return make_error("input '{}' is not a tensor; give it with --input", input.name);
   const auto& tt = input.type.tensor_type();
@@ -101,6 +102,7 @@ Result<Value> random_value(const runtime::ValueInfo& input, const std::vector<in
   Tensor t(type, dims);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const int integers = static_cast<int>(std::clamp<int64_t>(limit, 1, 10));
   Status filled;
   if (type == DataType::boolean) {
     for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<bool>()[i] = unit(rng) < 0.5;
@@ -112,7 +114,7 @@ Result<Value> random_value(const runtime::ValueInfo& input, const std::vector<in
       for (int64_t i = 0; i < t.numel(); ++i) {
         double v = unit(rng);
         if (runtime::is_floating(type)) p[i] = static_cast<T>(static_cast<float>(v));
-        else p[i] = static_cast<T>(static_cast<int>(v * 10));
+        else p[i] = static_cast<T>(static_cast<int>(v * integers));
       }
       return {};
     });
@@ -121,20 +123,56 @@ Result<Value> random_value(const runtime::ValueInfo& input, const std::vector<in
   return Value(std::move(t));
 }
 
-void fill_symbolic_dims(const runtime::Session& session, int64_t value, InputOptions& options) {
+std::vector<std::pair<std::string, int64_t>> integer_input_limits(const ir::Graph& graph) {
+  // The rows of the table `use` indexes, or 0 when it is no Gather of a known table.
+  auto table_rows = [](const ir::Use& use) -> int64_t {
+    const ir::Node& node = *use.node;
+    if (!node.is_onnx_op("Gather") || use.index != 1 || node.input(0) == nullptr) return 0;
+    const ir::Value* data = node.input(0);
+    std::optional<std::vector<int64_t>> dims;
+    if (const onnx::TensorProto* t = data->constant_tensor()) dims = std::vector<int64_t>(t->dims().begin(), t->dims().end());
+    else dims = data->static_shape();
+    if (!dims || dims->empty()) return 0;
+    int64_t axis = node.attr_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(dims->size());
+    if (axis < 0 || axis >= static_cast<int64_t>(dims->size())) return 0;
+    return std::max<int64_t>((*dims)[static_cast<size_t>(axis)], 0);
+  };
+  std::vector<std::pair<std::string, int64_t>> limits;
+  for (const ir::Value* input : graph.inputs()) {
+    if (input->is_constant() || !runtime::is_integer(static_cast<DataType>(input->elem_type()))) continue;
+    int64_t limit = 0;
+    auto consider = [&](const ir::Use& use) {
+      if (int64_t rows = table_rows(use); rows > 0) limit = limit == 0 ? rows : std::min(limit, rows);
+    };
+    for (const ir::Use& use : input->uses()) {
+      consider(use);
+      if (use.node->is_onnx_op("Cast") && use.node->output(0) != nullptr)
+        for (const ir::Use& cast_use : use.node->output(0)->uses()) consider(cast_use);
+    }
+    if (limit > 0) limits.emplace_back(input->name(), limit);
+  }
+  return limits;
+}
+
+std::vector<std::string> default_symbolic_dims(const runtime::Session& session, InputOptions& options, int64_t value) {
+  std::vector<std::string> notes;
   for (const runtime::ValueInfo& in : session.inputs()) {
     if (in.has_default || !in.type.has_tensor_type() || !in.type.tensor_type().has_shape()) continue;
-    auto named = [&](const auto& flag) { return flag.first == in.name; };
-    bool given = std::any_of(options.shapes.begin(), options.shapes.end(), named) ||
-                 std::any_of(options.files.begin(), options.files.end(), named);
+    if (std::any_of(options.shapes.begin(), options.shapes.end(), [&](const auto& s) { return s.first == in.name; })) continue;
+    if (std::any_of(options.files.begin(), options.files.end(), [&](const auto& f) { return f.first == in.name; })) continue;
     std::vector<int64_t> dims;
-    bool symbolic = false;
+    std::vector<std::string> symbols;
     for (const auto& d : in.type.tensor_type().shape().dim()) {
-      symbolic = symbolic || !d.has_dim_value();
       dims.push_back(d.has_dim_value() ? d.dim_value() : value);
+      if (!d.has_dim_value()) symbols.push_back(d.has_dim_param() ? "'" + d.dim_param() + "'" : "?");
     }
-    if (symbolic && !given) options.shapes.emplace_back(in.name, dims);
+    if (symbols.empty()) continue;
+    options.shapes.emplace_back(in.name, dims);
+    notes.push_back(fmt::format("input '{}': symbolic dim{} {} taken as {} (set with --shape {}:...)", in.name,
+                                symbols.size() == 1 ? "" : "s", join(symbols, ", "), value, in.name));
   }
+  return notes;
 }
 
 Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, const InputOptions& options) {
@@ -184,6 +222,7 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
       if (fed_name == name && value.is_tensor() && value.tensor().shape() != dims)
         return make_error("--shape {}:{} contradicts --input {}, whose data has shape [{}]", name, fmt::join(dims, ","),
                           name, fmt::join(value.tensor().shape(), ","));
+  const auto limits = integer_input_limits(session.model().graph());
   uint64_t k = 0;
   for (const auto& in : inputs) {
     ++k;
@@ -195,7 +234,10 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
       if (shape != nullptr) return make_error("--shape {} is given but no data: add --random or --input {}=FILE", in.name, in.name);
       continue;  // the session reports what is missing
     }
-    ONNXKIT_ASSIGN(Value v, random_value(in, shape, options.seed * 1000003 + k));
+    int64_t limit = 10;
+    for (const auto& [name, rows] : limits)
+      if (name == in.name) limit = rows;
+    ONNXKIT_ASSIGN(Value v, random_value(in, shape, options.seed * 1000003 + k, limit));
     feeds.emplace_back(in.name, std::move(v));
   }
   return feeds;

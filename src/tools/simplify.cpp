@@ -82,7 +82,7 @@ class Checker {
       inputs.random = true;
       inputs.seed = inputs.seed + static_cast<uint64_t>(run);
       // Symbolic dims left in the inputs take 2 (not 1, which hides batch bugs).
-      fill_symbolic_dims(*reference_, 2, inputs);
+      (void)default_symbolic_dims(*reference_, inputs, 2);
       auto feeds = prepare_inputs(*reference_, inputs);
       if (!feeds.ok()) return feeds.error().in("check inputs");
       auto expected = reference_->run(*feeds, options_.check_limits);

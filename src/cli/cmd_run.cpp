@@ -16,6 +16,7 @@ Command add_run_command(CLI::App& root) {
     std::string outputs;
     std::string format = "npy";
     double timeout = 0;
+    std::string save_inputs;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand("run", "Run a model on onnxkit's CPU runtime and save its outputs");
@@ -26,6 +27,8 @@ Command add_run_command(CLI::App& root) {
                   "Write output_K.npy (or .pb) and outputs.json here, as ONNX's backend test data does");
   app->add_option("--outputs", flags->outputs,
                   "Which values to return: 'all' (every intermediate value too) or NAME,NAME,... (default: the graph's outputs)");
+  app->add_option("--save-inputs", flags->save_inputs,
+                  "Write the inputs used (given or random) to this .npz, to replay the run or compare against it");
   app->add_option("--format", flags->format, "File format of the outputs: npy or pb")->check(CLI::IsMember({"npy", "pb"}));
   app->add_option("--timeout", flags->timeout,
                   "Stop the run after SECONDS with an error (checked between nodes and between a Loop's iterations)")
@@ -38,7 +41,9 @@ Command add_run_command(CLI::App& root) {
       "  onnxkit run model.onnx --random --shape input:1,3,224,224\n"
       "  onnxkit run model.onnx --input input=image.npy --output-dir out/\n"
       "  onnxkit run model.onnx --random --outputs all --output-dir layers/ --format pb\n"
-      "  onnxkit run untrusted.onnx --random --timeout 60");
+      "  onnxkit run untrusted.onnx --random --timeout 60\n"
+      "  onnxkit run model.onnx --random --outputs all --output-dir ref/ --save-inputs ref/inputs.npz\n"
+      "  onnxkit compare edited.onnx --reference ref/    # every tensor against this run's");
   return {app, [app, flags] {
             auto inputs = input_options(flags->inputs);
             if (!inputs.ok()) return report_error(*app, inputs.error());
@@ -46,6 +51,7 @@ Command add_run_command(CLI::App& root) {
             options.inputs = std::move(inputs).value();
             options.threads = flags->threads;
             options.output_dir = flags->output_dir;
+            options.save_inputs = flags->save_inputs;
             options.format = flags->format == "pb" ? tools::TensorFormat::pb : tools::TensorFormat::npy;
             options.timeout_seconds = flags->timeout;
             if (flags->outputs == "all") options.all_outputs = true;

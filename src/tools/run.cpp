@@ -83,6 +83,14 @@ Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
     fs::create_directories(options.output_dir, ec);
     if (ec) return make_error("{}: cannot create the folder: {}", options.output_dir.string(), ec.message());
   }
+  if (!options.save_inputs.empty()) {
+    std::vector<std::pair<std::string, onnx::TensorProto>> arrays;
+    for (const auto& [name, value] : feeds) {
+      if (!value.is_tensor()) return make_error("--save-inputs: input '{}' is {}, which an .npz cannot hold", name, value.describe());
+      arrays.emplace_back(name, runtime::tensor_to_proto(value.tensor(), name));
+    }
+    ONNXKIT_TRY(io::write_npz(options.save_inputs, arrays));
+  }
   nlohmann::json listing = nlohmann::json::array();
   for (size_t k = 0; k < results.size(); ++k) {
     OutputSummary s;

@@ -25,6 +25,9 @@ struct RunOptions {
   // Stop the run with an error after this many seconds (0: no limit); see
   // runtime::RunLimits.
   double timeout_seconds = 0;
+  // Write the inputs the run used here as an .npz (empty: not), so the run
+  // can be replayed (--input FILE.npz) or compared against (compare --reference).
+  std::filesystem::path save_inputs;
 };
 
 struct OutputSummary {

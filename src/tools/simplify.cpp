@@ -107,40 +107,22 @@ class Checker {
         max_abs_diff = std::max(max_abs_diff, d.max_abs_diff);
         if (d.close) continue;
         return make_error("output '{}' differs from the original's ({}; max abs diff {:g}){}",
-                          reference_->outputs()[i].name, d.detail, d.max_abs_diff,
-                          first_difference(*candidate, feeds_[run]));
+                          reference_->outputs()[i].name, d.detail, d.max_abs_diff, divergence(candidate, feeds_[run]));
       }
     }
     return {};
   }
 
  private:
-  // "; first differing tensor: 'x' (Conv node 'c1')", from every value both models compute.
-  std::string first_difference(const ir::Model& candidate, const runtime::NamedValues& feeds) const {
-    runtime::SessionOptions all;
-    all.all_outputs = true;
-    auto a = runtime::Session::create(original_, all);
-    auto b = runtime::Session::create(borrow(candidate), all);
-    if (!a.ok() || !b.ok()) return "";
-    auto va = (*a)->run(feeds, options_.check_limits);
-    auto vb = (*b)->run(feeds, options_.check_limits);
-    if (!va.ok() || !vb.ok()) return "";
-    std::unordered_map<std::string, const runtime::Value*> original_values;
-    for (size_t i = 0; i < va->size(); ++i) original_values[(*a)->outputs()[i].name] = &(*va)[i];
-    std::unordered_map<std::string, const runtime::Value*> candidate_values;
-    for (size_t i = 0; i < vb->size(); ++i) candidate_values[(*b)->outputs()[i].name] = &(*vb)[i];
-    auto order = candidate.graph().topological_order();
-    if (!order.ok()) return "";
-    for (const ir::Node* node : *order)
-      for (const ir::Value* out : node->outputs()) {
-        if (out == nullptr) continue;
-        auto x = original_values.find(out->name());
-        auto y = candidate_values.find(out->name());
-        if (x == original_values.end() || y == candidate_values.end()) continue;
-        Difference d = compare_values(*x->second, *y->second, options_.rtol, options_.atol);
-        if (!d.close) return fmt::format("; first differing tensor: '{}' from {} ({})", out->name(), node->describe(), d.detail);
-      }
-    return "";
+  // "; first divergent tensor 'x' from Conv node 'c1' ...; culprit ...": compare's own report on these inputs.
+  std::string divergence(std::shared_ptr<const ir::Model> candidate, const runtime::NamedValues& feeds) const {
+    CompareOptions options;
+    options.tolerance.rtol = options_.rtol;
+    options.tolerance.atol = options_.atol;
+    auto report = compare_models_on(original_, std::move(candidate), {feeds}, options);
+    if (!report.ok()) return "";
+    std::string text = summarize_divergence(*report);
+    return text.empty() ? "" : "; " + text;
   }
 
   std::shared_ptr<const ir::Model> original_;

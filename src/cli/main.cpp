@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
                                   add_run_command(app), add_bench_command(app), add_simplify_command(app),
                                   add_shapes_command(app), add_edit_command(app)};
   commands.push_back(add_draw_command(app));
-  commands.insert(commands.end(), {add_compare_command(app)});
+  commands.insert(commands.end(), {add_compare_command(app), add_debug_command(app)});
 
   // `onnxkit help [COMMAND]` is `onnxkit [COMMAND] --help`.
   std::vector<std::string> args(argv + 1, argv + argc);

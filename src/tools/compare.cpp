@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <unordered_set>
 
 #include "runtime/evaluate.h"
@@ -32,6 +33,24 @@ bool worse(const TensorStats& x, const TensorStats& y) {
 }
 
 std::string value_text(const std::string& name, const Value& v) { return name + " " + v.describe(); }
+
+int64_t elements(const NamedTensors& values, const std::string& name) {
+  auto it = values.find(name);
+  return it != values.end() && it->second.is_tensor() ? it->second.tensor().numel() : 0;
+}
+
+// 0..count-1, the largest work first: threads taking items in turn then
+// finish close together.
+std::vector<size_t> largest_first(size_t count, const std::function<int64_t(size_t)>& size) {
+  std::vector<int64_t> sizes(count);
+  std::vector<size_t> order(count);
+  for (size_t i = 0; i < count; ++i) {
+    sizes[i] = size(i);
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return sizes[x] > sizes[y]; });
+  return order;
+}
 
 // Everything a comparison keeps between samples.
 struct Comparison {
@@ -238,7 +257,8 @@ struct Comparison {
         }
       }
     } else {
-      runtime::parallel_for(static_cast<int64_t>(count), true, [&](int64_t i) { compare_one(static_cast<size_t>(i)); });
+      std::vector<size_t> order = largest_first(count, [&](size_t i) { return elements(vb, report.tensors[i].name_b); });
+      runtime::parallel_for(static_cast<int64_t>(count), true, [&](int64_t i) { compare_one(order[static_cast<size_t>(i)]); });
     }
     for (size_t i = 0; i < limit; ++i) {
       if (!done[i]) continue;
@@ -276,7 +296,16 @@ struct Comparison {
         if (node_b[k] == maker) local_error(k, va, vb, sample);
       return {};
     }
-    for (size_t k = 0; k < node_b.size(); ++k) local_error(k, va, vb, sample);
+    // Nodes side by side, each kernel on one thread: a kernel is built
+    // (weights transformed, primitives made) on one thread anyway, and a
+    // second thread waiting for the next parallel region through each build
+    // took three times the whole comparison's time on a busy machine.
+    std::vector<size_t> order = largest_first(node_b.size(), [&](size_t k) {
+      const ir::Value* out = node_b[k]->output(0);
+      return out != nullptr ? elements(vb, out->name()) : 0;
+    });
+    runtime::parallel_for(static_cast<int64_t>(order.size()), true,
+                          [&](int64_t i) { local_error(order[static_cast<size_t>(i)], va, vb, sample); });
     return {};
   }
 

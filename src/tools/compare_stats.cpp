@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "tools/compare.h"
 
@@ -26,16 +27,32 @@ std::string index_of(const runtime::Shape& shape, int64_t flat) {
   return runtime::shape_to_string(index);
 }
 
-// numpy's default (linear) quantile of `values`, which it reorders.
-double quantile_of(std::vector<float>& values, double q) {
+// numpy's default (linear) quantile of `values[from, end)`, which it
+// reorders; elements before `from` must be no larger than those after (what
+// an earlier call for a lower quantile leaves), so a second quantile only
+// partitions the part above the first.
+double quantile_of(std::vector<float>& values, double q, size_t from = 0) {
   if (values.empty()) return 0;
   const double position = q * static_cast<double>(values.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(position));
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
+  const auto lo = std::max(from, static_cast<size_t>(std::floor(position)));
+  auto begin = values.begin() + static_cast<std::ptrdiff_t>(from);
+  std::nth_element(begin, values.begin() + static_cast<std::ptrdiff_t>(lo), values.end());
   const double low = values[lo];
-  if (lo + 1 >= values.size() || position == static_cast<double>(lo)) return low;
+  if (lo + 1 >= values.size() || position <= static_cast<double>(lo)) return low;
   const double high = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lo) + 1, values.end());
   return low + (high - low) * (position - static_cast<double>(lo));
+}
+
+// The median and quantile `q` of `values`, the lower first so the other partitions what is left.
+std::pair<double, double> median_and_quantile(std::vector<float>& values, double q) {
+  if (values.empty()) return {0, 0};
+  const auto at = [&](double p) { return static_cast<size_t>(std::floor(p * static_cast<double>(values.size() - 1))); };
+  if (q >= 0.5) {
+    const double median = quantile_of(values, 0.5);
+    return {median, quantile_of(values, q, at(0.5))};
+  }
+  const double quantile = quantile_of(values, q);
+  return {quantile_of(values, 0.5, at(q)), quantile};
 }
 
 // The statistic the verdict uses, of the errors and of |expected|.
@@ -163,8 +180,8 @@ TensorStats compare_tensor_stats(const runtime::Tensor& expected, const runtime:
   });
   if (n > 0) {
     s.mean_abs = sum_abs / static_cast<double>(n);
-    s.median_abs = quantile_of(errors, 0.5);
-    s.quantile_abs = quantile_of(errors, tolerance.quantile);
+    // Equal tensors (most, when nothing is wrong) need no partitioning.
+    if (s.max_abs > 0) std::tie(s.median_abs, s.quantile_abs) = median_and_quantile(errors, tolerance.quantile);
   }
   s.cosine = expected2 == 0 && actual2 == 0 ? 1 : expected2 == 0 || actual2 == 0 ? 0 : dot / std::sqrt(expected2 * actual2);
   s.snr_db = error2 == 0 ? kInf : expected2 == 0 ? -kInf : 10 * std::log10(expected2 / error2);

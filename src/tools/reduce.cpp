@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <cstring>
 #include <regex>
 #include <unordered_set>
@@ -92,15 +93,15 @@ class Reducer {
       : options_(options), on_step_(on_step) {}
 
   Status load(const fs::path& path) {
-    ONNXKIT_ASSIGN(auto model, ir::load_model(path));
-    model_ = std::shared_ptr<const ir::Model>(std::move(model));
+    ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(path));
+    ONNXKIT_TRY(make_truth(std::move(model)));
     ONNXKIT_ASSIGN(std::vector<ir::Node*> all, model_->graph().topological_order());
     for (ir::Node* n : all)
       if (!n->is_onnx_op("Constant")) order_.push_back(n);
     for (size_t i = 0; i < order_.size(); ++i) index_[order_[i]] = i;
     report_.original_nodes = order_.size();
     if (order_.empty()) return make_error("{}: the main graph has no node to reduce", path.string());
-    return make_truth();
+    return {};
   }
 
   Result<ReduceReport> run() {
@@ -163,48 +164,135 @@ class Reducer {
   }
 
  private:
-  // Reference values for every tensor the judge may need, per sample, under the model's names.
-  Status make_truth() {
+  // Reference values for every tensor the judge may need, per sample, under
+  // the model's names; first, If nodes that take the same branch on every
+  // sample become that branch (in the reference model too), so that the
+  // search can enter it.
+  Status make_truth(std::unique_ptr<ir::Model> model) {
     const auto& refs = options_.reference;
     const bool model_reference = refs.size() == 1 && refs[0].extension() == ".onnx";
+    std::unique_ptr<ir::Model> good;
+    std::vector<runtime::NamedValues> feeds, good_feeds;  // per sample, for the model and for the good one
+    std::optional<Reference> files;
     if (model_reference) {
-      ONNXKIT_ASSIGN(auto good, ir::load_model(refs[0]));
-      std::shared_ptr<const ir::Model> reference(std::move(good));
-      ONNXKIT_ASSIGN(auto samples, make_input_samples(reference, options_.compare, &report_.notes));
-      ONNXKIT_TRY(feeds_for(*reference, *model_, samples[0]));
-      for (const auto& feeds : samples) {
-        ONNXKIT_ASSIGN(NamedTensors values, paired_values(reference, model_, feeds, options_.compare.threads));
-        truth_.push_back(std::move(values));
+      ONNXKIT_ASSIGN(good, ir::load_model(refs[0]));
+      ONNXKIT_ASSIGN(good_feeds, make_input_samples(borrow(*good), options_.compare, &report_.notes));
+      for (const auto& f : good_feeds) {
+        ONNXKIT_ASSIGN(auto renamed, feeds_for(*good, *model, f));
+        feeds.push_back(std::move(renamed));
       }
-      return {};
-    }
-    if (!refs.empty()) {
-      ONNXKIT_ASSIGN(Reference reference, load_reference(refs));
-      report_.notes.insert(report_.notes.end(), reference.notes.begin(), reference.notes.end());
-      ONNXKIT_ASSIGN(auto session, runtime::Session::create(model_));
-      for (size_t s = 0; s < reference.samples.size(); ++s) {
+    } else if (!refs.empty()) {
+      ONNXKIT_ASSIGN(files, load_reference(refs));
+      report_.notes.insert(report_.notes.end(), files->notes.begin(), files->notes.end());
+      ONNXKIT_ASSIGN(auto session, runtime::Session::create(borrow(*model)));
+      for (size_t s = 0; s < files->samples.size(); ++s) {
         InputOptions inputs = options_.compare.inputs;
         inputs.seed += s;
-        ONNXKIT_ASSIGN(auto feeds, feeds_from_reference(*session, reference.samples[s], inputs, s == 0 ? &report_.notes : nullptr));
-        NamedTensors values;
-        for (auto& [name, value] : feeds) values.emplace(name, value);
-        for (const ir::Node* node : order_)
-          for (const ir::Value* v : node->outputs())
-            if (v != nullptr)
-              if (const Value* r = find_reference(reference.samples[s], v->name())) values.emplace(v->name(), *r);
-        truth_.push_back(std::move(values));
+        ONNXKIT_ASSIGN(auto f, feeds_from_reference(*session, files->samples[s], inputs, s == 0 ? &report_.notes : nullptr));
+        feeds.push_back(std::move(f));
       }
-      return {};
-    }
-    if (options_.check.empty())
+    } else if (options_.check.empty()) {
       return make_error("nothing to judge the candidates by: give --check CMD..., or --reference DIR|FILE|GOOD.onnx");
-    // An external judge: cut tensors take the model's own values.
-    ONNXKIT_ASSIGN(auto samples, make_input_samples(model_, options_.compare, &report_.notes));
-    for (const auto& feeds : samples) {
-      auto values = run_all_values(model_, feeds, options_.compare.threads);
-      if (!values.ok()) return values.error().in("the model fails to run");
-      truth_.push_back(std::move(values).value());
+    } else {
+      ONNXKIT_ASSIGN(feeds, make_input_samples(borrow(*model), options_.compare, &report_.notes));
     }
+    ONNXKIT_TRY(inline_taken_branches(*model, feeds, good.get(), good_feeds));
+    model_ = std::shared_ptr<const ir::Model>(std::move(model));
+    // Owned from here on: values a run returns may view the model's weights.
+    std::shared_ptr<const ir::Model> reference(std::move(good));
+
+    for (size_t s = 0; s < feeds.size(); ++s) {
+      NamedTensors values;
+      if (reference != nullptr) {
+        ONNXKIT_ASSIGN(values, paired_values(reference, model_, good_feeds[s], options_.compare.threads));
+      } else if (files) {
+        for (auto& [name, value] : feeds[s]) values.emplace(name, value);
+        for (const ir::Node& node : model_->graph().nodes())
+          for (const ir::Value* v : node.outputs())
+            if (v != nullptr)
+              if (const Value* r = find_reference(files->samples[s], v->name())) values.emplace(v->name(), *r);
+      } else {
+        // An external judge: cut tensors take the model's own values.
+        auto own = run_all_values(model_, feeds[s], options_.compare.threads);
+        if (!own.ok()) return own.error().in("the model fails to run");
+        values = std::move(own).value();
+      }
+      truth_.push_back(std::move(values));
+    }
+    return {};
+  }
+
+  // A session's handle on a model that outlives it and the values its runs
+  // return (which may view its weights), without copying it.
+  static std::shared_ptr<const ir::Model> borrow(const ir::Model& model) {
+    return std::shared_ptr<const ir::Model>(std::shared_ptr<const ir::Model>{}, &model);
+  }
+
+  // Ifs of the main graph whose condition is the same on every sample are
+  // replaced by the branch they take (inline_if), in rounds for Ifs inside
+  // branches; the good model's If of the same name goes the same way.
+  // Loop bodies are not entered: their iterations differ.
+  Status inline_taken_branches(ir::Model& model, const std::vector<runtime::NamedValues>& feeds, ir::Model* good,
+                               const std::vector<runtime::NamedValues>& good_feeds) {
+    for (int round = 0; round < 4; ++round) {
+      std::vector<ir::Node*> ifs = find_nodes(model.graph(), [&](const ir::Node& n) { return n.is_onnx_op("If") && n.graph() == &model.graph(); });
+      if (ifs.empty()) return {};
+      std::vector<NamedTensors> runs;
+      for (const auto& f : feeds) {
+        auto values = run_all_values(borrow(model), f, options_.compare.threads);
+        if (!values.ok()) return values.error().in("the model fails to run");
+        runs.push_back(std::move(values).value());
+      }
+      bool inlined = false;
+      for (ir::Node* node : ifs) {
+        std::optional<bool> taken = same_condition(node, runs);
+        if (!taken) continue;
+        const std::string name = node->name(), described = node->describe();
+        ONNXKIT_TRY(take_branch(model, *node, *taken));
+        if (good != nullptr && !name.empty()) {
+          std::vector<ir::Node*> twins = find_nodes(good->graph(), [&](const ir::Node& n) {
+            return n.is_onnx_op("If") && n.name() == name && n.graph() == &good->graph();
+          });
+          std::vector<NamedTensors> good_runs;
+          for (const auto& f : good_feeds) {
+            auto values = run_all_values(borrow(*good), f, options_.compare.threads);
+            if (!values.ok()) return values.error().in("the reference model fails to run");
+            good_runs.push_back(std::move(values).value());
+          }
+          if (twins.size() == 1 && same_condition(twins[0], good_runs) == taken) ONNXKIT_TRY(take_branch(*good, *twins[0], *taken));
+        }
+        report_.notes.push_back(fmt::format("{} became its {} branch, taken on every sample", described, *taken ? "then" : "else"));
+        inlined = true;
+        break;  // the other Ifs' nodes may have moved: look again
+      }
+      if (!inlined) return {};
+    }
+    return {};
+  }
+
+  static std::optional<bool> same_condition(const ir::Node* node, const std::vector<NamedTensors>& runs) {
+    const ir::Value* cond = node->input(0);
+    std::optional<bool> taken;
+    for (const NamedTensors& run : runs) {
+      auto it = cond != nullptr ? run.find(cond->name()) : run.end();
+      if (it == run.end() || !it->second.is_tensor() || it->second.tensor().numel() != 1 ||
+          it->second.tensor().dtype() != runtime::DataType::boolean)
+        return std::nullopt;
+      const bool value = it->second.tensor().data<bool>()[0];
+      if (taken && *taken != value) return std::nullopt;
+      taken = value;
+    }
+    return taken;
+  }
+
+  static Status take_branch(ir::Model& model, ir::Node& node, bool taken) {
+    onnx::TensorProto condition;
+    condition.set_data_type(onnx::TensorProto::BOOL);
+    condition.add_int32_data(taken ? 1 : 0);
+    ir::Value* constant = model.graph().add_initializer(node.input(0)->name() + "_taken", condition);
+    node.set_input(0, constant);
+    ONNXKIT_TRY(inline_if(node));
+    model.graph().cleanup();
     return {};
   }
 

@@ -384,6 +384,40 @@ class Reduce(unittest.TestCase):
                 self.check_result(proc, out)
                 self.assertIn("exit 1", proc.stdout)
 
+    def test_the_branch_an_if_takes_is_entered(self):
+        # y = If(sum(x @ W) > 0, then: Relu(h), else: Tanh(h) * 2) with h = x @ W, followed by a Sigmoid;
+        # the altered copy multiplies by 2.2 in the else branch, which x = 1 takes.
+        def model(factor):
+            h = helper.make_node("MatMul", ["x", "W"], ["h"], name="matmul")
+            s = helper.make_node("ReduceSum", ["h"], ["s"], name="sum", keepdims=0)
+            c = helper.make_node("Greater", ["s", "zero"], ["c"], name="greater")
+            then = helper.make_graph([helper.make_node("Relu", ["h"], ["t"], name="relu")], "then", [],
+                                     [helper.make_tensor_value_info("t", onnx.TensorProto.FLOAT, None)])
+            other = helper.make_graph(
+                [helper.make_node("Tanh", ["h"], ["e0"], name="tanh"),
+                 helper.make_node("Mul", ["e0", "factor"], ["e"], name="scale")], "else", [],
+                [helper.make_tensor_value_info("e", onnx.TensorProto.FLOAT, None)])
+            branch = helper.make_node("If", ["c"], ["b"], name="branch", then_branch=then, else_branch=other)
+            y = helper.make_node("Sigmoid", ["b"], ["y"], name="sigmoid")
+            w = (np.arange(64, dtype=np.float32).reshape(8, 8) - 40) / 64
+            graph = helper.make_graph(
+                [h, s, c, branch, y], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 8])],
+                [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 8])],
+                [numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.array(0, np.float32), "zero"),
+                 numpy_helper.from_array(np.array(factor, np.float32), "factor")])
+            return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        good, bad, x = (os.path.join(self.tmp, f) for f in ("if_good.onnx", "if_bad.onnx", "x.npy"))
+        onnx.save(model(2.0), good)
+        onnx.save(model(2.2), bad)
+        np.save(x, np.ones((1, 8), np.float32))  # sum(x @ W) < 0: the else branch
+        out = os.path.join(self.tmp, "if_min.onnx")
+        proc = onnxkit("debug", "reduce", bad, "--reference", good, "--input", f"x={x}", "-o", out)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("If node 'branch' became its else branch", proc.stdout)
+        reduced = onnx.load(out)
+        onnx.checker.check_model(reduced, full_check=True)
+        self.assertEqual([n.name for n in reduced.graph.node], ["scale"])
+
     def test_a_model_that_passes_is_one_line(self):
         proc = onnxkit("debug", "reduce", self.original, "--reference", self.ref, "-o", os.path.join(self.tmp, "x.onnx"))
         self.assertEqual(proc.returncode, 1)

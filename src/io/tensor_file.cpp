@@ -423,31 +423,28 @@ Status write_npz(const fs::path& path, const std::vector<std::pair<std::string, 
       return make_error("{}: array '{}' takes the .npz past 4 GiB, which it cannot hold uncompressed", path.string(), array);
     const auto crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(npy.data()), static_cast<uInt>(npy.size())));
     const auto size = static_cast<uint32_t>(npy.size());
+    // The fields a local header and its central directory entry share: flags,
+    // method (stored), time, date, CRC, both sizes, name length, no extra field.
+    auto put_shared = [&](std::string& out) {
+      put_u16(out, 0);
+      put_u16(out, 0);
+      put_u16(out, 0);
+      put_u16(out, kDosDate);
+      put_u32(out, crc);
+      put_u32(out, size);
+      put_u32(out, size);
+      put_u16(out, static_cast<uint32_t>(entry.size()));
+      put_u16(out, 0);
+    };
     std::string header;
     put_u32(header, 0x04034b50);
     put_u16(header, 20);  // version needed
-    put_u16(header, 0);   // flags
-    put_u16(header, 0);   // stored
-    put_u16(header, 0);   // time
-    put_u16(header, kDosDate);
-    put_u32(header, crc);
-    put_u32(header, size);
-    put_u32(header, size);
-    put_u16(header, static_cast<uint32_t>(entry.size()));
-    put_u16(header, 0);  // extra
+    put_shared(header);
     header += entry;
     put_u32(directory, 0x02014b50);
     put_u16(directory, 20);  // made by
     put_u16(directory, 20);  // needed
-    put_u16(directory, 0);
-    put_u16(directory, 0);
-    put_u16(directory, 0);
-    put_u16(directory, kDosDate);
-    put_u32(directory, crc);
-    put_u32(directory, size);
-    put_u32(directory, size);
-    put_u16(directory, static_cast<uint32_t>(entry.size()));
-    put_u16(directory, 0);  // extra
+    put_shared(directory);
     put_u16(directory, 0);  // comment
     put_u16(directory, 0);  // disk
     put_u16(directory, 0);  // internal attributes

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tools/compare.h"
@@ -58,6 +59,15 @@ json tensor_json(const TensorReport& t) {
           {"stats", stats_json(t.stats)}};
 }
 
+// The local error as one number for `draw --overlay`: |local - A| / |A|
+// (the square root of the SNR's ratio), 0 when exact; an infinite one is
+// written as 1e30, a number draw can still colour.
+json relative_error(const std::optional<TensorStats>& local) {
+  if (!local) return nullptr;
+  if (std::isinf(local->snr_db)) return local->snr_db > 0 ? 0.0 : 1e30;
+  return std::min(1e30, std::pow(10.0, -local->snr_db / 20));
+}
+
 json node_json(const NodeReport& n, size_t rank) {
   return {{"rank", rank + 1},
           {"name", n.name},
@@ -68,6 +78,7 @@ json node_json(const NodeReport& n, size_t rank) {
           {"outputs", n.outputs},
           {"inputs_from_b", n.inputs_from_b},
           {"local", n.local ? stats_json(*n.local) : json(nullptr)},
+          {"error", relative_error(n.local)},
           {"output", stats_json(n.output)},
           {"suspect", n.suspect},
           {"sample", n.sample},

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import onnx
@@ -184,9 +185,36 @@ class Culprit(unittest.TestCase):
     def test_bert_encoder_add_constant(self):
         # Opset 13 writes LayerNormalization as ReduceMean, Sub, Pow, ... Add: the Adds of
         # the embeddings (first), of a norm's epsilon (middle) and of the last norm's bias (last).
-        for where in ("first", "middle", "last"):
-            with self.subTest(where=where):
-                self.check_culprit("bert_encoder_opset13", "add", where)
+        name = "bert_encoder_opset13"
+        with tempfile.TemporaryDirectory() as tmp:
+            a = dump_run(model_path(name), tmp)  # --random, seed 0, as compare's default
+            for where in ("first", "middle", "last"):
+                with self.subTest(where=where):
+                    culprit = self.check_culprit(name, "add", where)["culprit"]
+                    # Re-run on A's inputs the altered Add is A's plus 0.05 in every
+                    # element: its "error" (for draw --overlay) is 0.05 sqrt(n) / |A's output|.
+                    out = a[culprit["outputs"][0].split(" ")[0]].astype(np.float64)
+                    self.assertAlmostEqual(culprit["error"], 0.05 * math.sqrt(out.size) / np.linalg.norm(out),
+                                           delta=1e-4 * culprit["error"])
+
+    def test_draw_overlay_reddens_the_culprit(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            altered = os.path.join(tmp, "altered.onnx")
+            node = alter(model_path("resnet18_opset13"), "conv", "middle", altered)
+            report = os.path.join(tmp, "report.json")
+            with open(report, "w") as f:
+                f.write(onnxkit("compare", model_path("resnet18_opset13"), altered, "--json").stdout)
+            svg = os.path.join(tmp, "a.svg")
+            proc = onnxkit("draw", altered, "-o", svg, "--overlay", report)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            hues = {}
+            for box in ET.parse(svg).getroot().iter("{http://www.w3.org/2000/svg}g"):
+                rect = box.find("{http://www.w3.org/2000/svg}rect")
+                fill = rect.get("fill", "") if rect is not None else ""
+                if box.get("data-name") and fill.startswith("hsl("):
+                    hues[box.get("data-name")] = int(fill[4:].split(",")[0])
+            self.assertGreater(len(hues), 10)  # every re-run node has a colour
+            self.assertEqual(min(hues, key=hues.get), node)  # red is the lowest hue
 
     def test_statistics_match_numpy(self):
         name = "resnet18_opset13"

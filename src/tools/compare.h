@@ -106,7 +106,9 @@ struct NodeReport {
   // sample); empty when it was not re-run (`note` says why).
   std::optional<TensorStats> local;
   TensorStats output;  // B's own values of those outputs against A's
-  bool suspect = false;  // local and own outputs both fail: the node itself differs
+  // Local and own outputs both fail, and the local error is no less than a
+  // tenth of the output's (SNR within 20 dB): the node itself differs.
+  bool suspect = false;
   // Inputs no A value was paired with: B's own values went in (its local
   // error then includes what B inherited there).
   std::vector<std::string> inputs_from_b;

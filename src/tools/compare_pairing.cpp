@@ -44,14 +44,13 @@ bool same_tensor_proto(const onnx::TensorProto* a, const onnx::TensorProto* b) {
   return a->SerializeAsString() == b->SerializeAsString();
 }
 
+}  // namespace
 
-// Values fixed once the input shapes are: constants, Shape and Size, and
-// what is computed from those alone (the glue simplify folds away).
-std::unordered_set<const ir::Value*> static_values(const ir::Graph& graph, const std::vector<ir::Node*>& order) {
+std::unordered_set<const ir::Value*> fixed_values(const ir::Graph& graph, const std::vector<ir::Node*>& order, bool shapes) {
   std::unordered_set<const ir::Value*> fixed;
   for (const ir::Node* node : order) {
     bool all = node->subgraphs().empty();
-    if (!node->is_onnx_op("Shape") && !node->is_onnx_op("Size"))
+    if (!shapes || (!node->is_onnx_op("Shape") && !node->is_onnx_op("Size")))
       for (const ir::Value* v : node->inputs()) all = all && (v == nullptr || holds_constant(v) || fixed.count(v));
     if (all)
       for (const ir::Value* v : node->outputs())
@@ -61,6 +60,8 @@ std::unordered_set<const ir::Value*> static_values(const ir::Graph& graph, const
     if (holds_constant(v)) fixed.insert(v);
   return fixed;
 }
+
+namespace {
 
 // Structure: A's node `na` and B's node `nb` do the same op where every
 // input B computes from the inputs is paired with A's at that position (in
@@ -130,7 +131,7 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
   };
   by_position(a.inputs(), b.inputs());
   by_position(a.outputs(), b.outputs());
-  const auto fixed_a = static_values(a, order_a), fixed_b = static_values(b, order_b);
+  const auto fixed_a = fixed_values(a, order_a, true), fixed_b = fixed_values(b, order_b, true);
 
   // Consumers vouch for their inputs: where paired nodes doing the same op
   // read, at the same place, tensors that are not paired with each other,

@@ -18,6 +18,11 @@ namespace onnxkit::tools {
 // Fixed on every run: a weight (an initializer that is no graph input) or a Constant's output.
 bool holds_constant(const ir::Value* v);
 
+// Values computed from constants alone (an Identity of a weight, a folded
+// expression); with `shapes`, also from Shape and Size: then they are fixed
+// once the input shapes are (the glue simplify folds away).
+std::unordered_set<const ir::Value*> fixed_values(const ir::Graph& graph, const std::vector<ir::Node*>& order, bool shapes);
+
 // The values a run computes, in order: graph inputs, then node outputs (constants left out).
 std::vector<const ir::Value*> computed_values(const ir::Graph& graph, const std::vector<ir::Node*>& order);
 

@@ -82,7 +82,7 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 
 // Where the candidate's inputs come from, and what it gives out.
 struct Cut {
-  std::vector<const ir::Value*> main_inputs;  // its first node's, and graph inputs: stay inputs
+  std::vector<const ir::Value*> main_inputs;  // its first node's computed ones, graph inputs: stay inputs
   std::vector<const ir::Value*> side_inputs;  // other branches: frozen in the models written
   std::vector<const ir::Value*> outputs;      // what leaves it, or the graph's outputs it makes
 };
@@ -99,6 +99,7 @@ class Reducer {
     for (ir::Node* n : all)
       if (!n->is_onnx_op("Constant")) order_.push_back(n);
     for (size_t i = 0; i < order_.size(); ++i) index_[order_[i]] = i;
+    fixed_ = fixed_values(model_->graph(), all, false);
     report_.original_nodes = order_.size();
     if (order_.empty()) return make_error("{}: the main graph has no node to reduce", path.string());
     return {};
@@ -314,7 +315,9 @@ class Reducer {
           missing.push_back(index_.at(v->producer()));
           return;
         }
-        (first_node || v->is_graph_input() ? c.main_inputs : c.side_inputs).push_back(v);
+        // A weight behind an Identity is no input a user would feed: frozen too.
+        const bool fed = v->is_graph_input() || (first_node && !fixed_.count(v));
+        (fed ? c.main_inputs : c.side_inputs).push_back(v);
       };
       for (size_t k = 0; k < nodes.size(); ++k) {
         const ir::Node* node = order_[nodes[k]];
@@ -489,6 +492,7 @@ class Reducer {
   std::shared_ptr<const ir::Model> model_;
   std::vector<ir::Node*> order_;
   std::unordered_map<const ir::Node*, size_t> index_;
+  std::unordered_set<const ir::Value*> fixed_;  // computed from constants alone
   std::vector<NamedTensors> truth_;
   std::vector<std::vector<size_t>> good_;
   fs::path work_dir_;

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -397,77 +398,59 @@ Result<std::string> npy_bytes(const TensorProto& tensor) {
   return out;
 }
 
-namespace {
-
-void put_u16(std::string& out, uint32_t v) {
-  out += static_cast<char>(v & 0xff);
-  out += static_cast<char>((v >> 8) & 0xff);
-}
-void put_u32(std::string& out, uint32_t v) {
-  put_u16(out, v & 0xffff);
-  put_u16(out, v >> 16);
-}
-
-}  // namespace
-
 Status write_npz(const fs::path& path, const std::vector<std::pair<std::string, TensorProto>>& arrays) {
-  // Stored entries (method 0), as numpy.savez writes them; dated 1980-01-01.
-  constexpr uint32_t kDosDate = (0 << 9) | (1 << 5) | 1;
-  ONNXKIT_ASSIGN(AtomicFile file, AtomicFile::create(path));
-  std::string directory;
-  uint64_t offset = 0;
+  // Built in memory by libzip (as the reader is), stored entries as
+  // numpy.savez writes them, dated 1980-01-01 so the bytes do not depend
+  // on the clock; then written through an AtomicFile.
+  std::vector<std::string> npys;
+  npys.reserve(arrays.size());
   for (const auto& [array, tensor] : arrays) {
     ONNXKIT_ASSIGN(std::string npy, npy_bytes(tensor));
-    const std::string entry = array + ".npy";
-    if (npy.size() >= 0xffffffffu || offset >= 0xffffffffu)
-      return make_error("{}: array '{}' takes the .npz past 4 GiB, which it cannot hold uncompressed", path.string(), array);
-    const auto crc = static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(npy.data()), static_cast<uInt>(npy.size())));
-    const auto size = static_cast<uint32_t>(npy.size());
-    // The fields a local header and its central directory entry share: flags,
-    // method (stored), time, date, CRC, both sizes, name length, no extra field.
-    auto put_shared = [&](std::string& out) {
-      put_u16(out, 0);
-      put_u16(out, 0);
-      put_u16(out, 0);
-      put_u16(out, kDosDate);
-      put_u32(out, crc);
-      put_u32(out, size);
-      put_u32(out, size);
-      put_u16(out, static_cast<uint32_t>(entry.size()));
-      put_u16(out, 0);
-    };
-    std::string header;
-    put_u32(header, 0x04034b50);
-    put_u16(header, 20);  // version needed
-    put_shared(header);
-    header += entry;
-    put_u32(directory, 0x02014b50);
-    put_u16(directory, 20);  // made by
-    put_u16(directory, 20);  // needed
-    put_shared(directory);
-    put_u16(directory, 0);  // comment
-    put_u16(directory, 0);  // disk
-    put_u16(directory, 0);  // internal attributes
-    put_u32(directory, 0);  // external attributes
-    put_u32(directory, static_cast<uint32_t>(offset));
-    directory += entry;
-    ONNXKIT_TRY(file.write(header));
-    ONNXKIT_TRY(file.write(npy));
-    offset += header.size() + npy.size();
+    npys.push_back(std::move(npy));
   }
-  if (offset + directory.size() >= 0xffffffffu || arrays.size() >= 0xffff)
-    return make_error("{}: too large for a classic .npz", path.string());
-  std::string end;
-  put_u32(end, 0x06054b50);
-  put_u16(end, 0);
-  put_u16(end, 0);
-  put_u16(end, static_cast<uint32_t>(arrays.size()));
-  put_u16(end, static_cast<uint32_t>(arrays.size()));
-  put_u32(end, static_cast<uint32_t>(directory.size()));
-  put_u32(end, static_cast<uint32_t>(offset));
-  put_u16(end, 0);  // comment
-  ONNXKIT_TRY(file.write(directory));
-  ONNXKIT_TRY(file.write(end));
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* buffer = zip_source_buffer_create(nullptr, 0, 0, &error);
+  auto failed = [&](const std::string& why) {
+    zip_error_fini(&error);
+    return make_error("{}: cannot build the .npz: {}", path.string(), why);
+  };
+  if (buffer == nullptr) return failed(zip_error_strerror(&error));
+  zip_source_keep(buffer);  // the archive's bytes outlive zip_close
+  struct SourceFree {
+    void operator()(zip_source_t* s) const { zip_source_free(s); }
+  };
+  std::unique_ptr<zip_source_t, SourceFree> bytes(buffer);
+  ZipArchive archive(zip_open_from_source(buffer, ZIP_TRUNCATE, &error));
+  if (!archive) {
+    zip_source_free(buffer);  // the reference zip_open_from_source did not take
+    return failed(zip_error_strerror(&error));
+  }
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const std::string entry = arrays[i].first + ".npy";
+    zip_source_t* source = zip_source_buffer(archive.get(), npys[i].data(), npys[i].size(), 0);
+    zip_int64_t index = source != nullptr ? zip_file_add(archive.get(), entry.c_str(), source, ZIP_FL_ENC_UTF_8) : -1;
+    if (index < 0) {
+      if (source != nullptr) zip_source_free(source);
+      return failed(fmt::format("entry '{}': {}", entry, zip_strerror(archive.get())));
+    }
+    const auto at = static_cast<zip_uint64_t>(index);
+    if (zip_set_file_compression(archive.get(), at, ZIP_CM_STORE, 0) != 0 || zip_file_set_mtime(archive.get(), at, 315532800, 0) != 0)
+      return failed(fmt::format("entry '{}': {}", entry, zip_strerror(archive.get())));
+  }
+  if (zip_close(archive.get()) != 0) return failed(zip_strerror(archive.get()));
+  archive.release();  // closed: nothing left to discard
+  std::string out;
+  if (zip_source_open(buffer) != 0 || zip_source_seek(buffer, 0, SEEK_END) != 0) return failed(zip_error_strerror(zip_source_error(buffer)));
+  const zip_int64_t size = zip_source_tell(buffer);
+  if (size < 0 || zip_source_seek(buffer, 0, SEEK_SET) != 0) return failed(zip_error_strerror(zip_source_error(buffer)));
+  out.resize(static_cast<size_t>(size));
+  const zip_int64_t got = zip_source_read(buffer, out.data(), out.size());
+  zip_source_close(buffer);
+  if (got != size) return failed(zip_error_strerror(zip_source_error(buffer)));
+  zip_error_fini(&error);
+  ONNXKIT_ASSIGN(AtomicFile file, AtomicFile::create(path));
+  ONNXKIT_TRY(file.write(out));
   return file.commit();
 }
 

@@ -11,6 +11,7 @@ onnxkit's C++ library, in the shapes of the tools scripts already use.
     model = onnxkit.edit(model, ["--batch batch", ("set-attr-op", "InstanceNormalization:epsilon=1e-4")])
     onnxkit.info("model.onnx")["compute"]["flops"]         # `onnxkit info --json`
     onnxkit.check(model)                                     # [] when valid
+    onnxkit.compare("model.onnx", model)["culprit"]         # `onnxkit compare --json`
 
 Models are given as a path, the bytes of a file or an onnx.ModelProto;
 models over protobuf's 2 GiB limit as paths (with their external data beside
@@ -30,11 +31,7 @@ from ._session import (
     get_available_providers,
     get_device,
 )
-from ._tools import CheckProblem, check, edit, edit_operations, info, infer_shapes, simplify
-
-# compare(a, b, ...) joins the tools above once `onnxkit compare` lands (issue
-# "compare"): a binding of its tools/ function in python/src/tools.cpp and a
-# wrapper in _tools.py, as for the others.
+from ._tools import CheckProblem, check, compare, edit, edit_operations, info, infer_shapes, simplify
 
 __version__ = "0.1.0"
 
@@ -52,6 +49,7 @@ __all__ = [
     "RunOptions",
     "SessionOptions",
     "check",
+    "compare",
     "edit",
     "edit_operations",
     "get_available_providers",

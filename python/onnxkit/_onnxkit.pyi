@@ -52,5 +52,28 @@ def simplify(
     freeze_initializers: bool = False,
     external: str = "keep",
 ) -> Dict[str, Any]: ...
+def compare(
+    a: Union[str, bytes],
+    b: Union[str, bytes],
+    *,
+    label: str = "<model>",
+    inputs: List[str] = ...,
+    shapes: List[str] = ...,
+    seed: int = 0,
+    iterations: int = 1,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    stat: str = "elemwise",
+    quantile: float = 0.99,
+    fail_fast: bool = False,
+    local: bool = True,
+    threads: int = 0,
+) -> str:
+    """tools::compare_models, as `onnxkit compare A B` calls it, on paths or
+    models' bytes (named `label` in the report); inputs as --input takes
+    them (NAME=FILE), shapes as --shape (NAME:D0,D1,...). Returns the
+    `compare --json` object as JSON text; the GIL is released while the
+    models run."""
+
 def passes() -> List[Tuple[str, str]]: ...
 def edit_operations() -> List[Tuple[str, str, str]]: ...

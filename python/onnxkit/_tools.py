@@ -1,4 +1,5 @@
-"""The commands as functions: info, check, infer_shapes, edit and simplify.
+"""The commands as functions: info, check, infer_shapes, edit, simplify and
+compare.
 Each calls the library function its command calls (src/tools/), on paths:
 a model given as bytes or as an onnx.ModelProto is written to a temporary
 folder first, and a result is read back from one."""
@@ -297,3 +298,80 @@ def simplify(
         result = _read_result(files.target, output)
     _warn(report["warnings"])
     return result, True
+
+
+def compare(
+    a: ModelLike,
+    b: ModelLike,
+    *,
+    inputs: Optional[Mapping[str, Any]] = None,
+    shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    seed: int = 0,
+    iterations: int = 1,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    stat: str = "elemwise",
+    quantile: float = 0.99,
+    top: Optional[int] = None,
+    fail_fast: bool = False,
+    local: bool = True,
+    threads: int = 0,
+) -> Dict[str, Any]:
+    """`onnxkit compare A B --json` as a dict (schema: docs/compare-json.md):
+    both models run on the same inputs with every intermediate tensor kept,
+    tensors paired by name, position or graph structure, the first tensor of
+    A out of tolerance (result["first_divergent"], an index into
+    result["tensors"]), every node of B ranked by its local error (B's node
+    re-run on A's values of its inputs) and the culprit (result["culprit"],
+    None when no node is itself wrong). result["passed"] says whether every
+    output is within tolerance (the command's exit code).
+
+    inputs {name: array} feeds those inputs (as --input); the rest are random
+    (seeds seed, seed+1, ... for iterations samples), symbolic dims taken
+    from shapes {name: dims} (as --shape), else as 1. rtol, atol, stat
+    ('elemwise', 'max', 'mean', 'median' or 'quantile') and quantile are the
+    tolerance, as the flags take them. top keeps the first top ranked nodes
+    in result["nodes"] (None: all, as --json prints them); fail_fast stops at
+    the first divergent tensor; local=False skips the local errors (no
+    culprit, as --no-local). A bad model or a model B that cannot take A's
+    inputs raises onnxkit.Error; bad options raise onnxkit.InvalidArgument."""
+    if top is not None and top < 0:
+        raise InvalidArgument(f"top must not be negative (got {top})")
+    with tempfile.TemporaryDirectory(prefix="onnxkit-") as folder:
+        flags, files = [], {}
+        for k, (name, value) in enumerate((inputs or {}).items()):
+            import numpy as np
+
+            path = os.path.join(folder, f"input_{k}.npy")
+            np.save(path, np.asarray(value), allow_pickle=False)
+            flags.append(f"{name}={path}")
+            files[path] = f"inputs[{name!r}]"
+        try:
+            report = _onnxkit.compare(
+                _model_source(a),
+                _model_source(b),
+                label=_IN_MEMORY,
+                inputs=flags,
+                shapes=_shape_flags(shapes, "shapes"),
+                seed=seed,
+                iterations=iterations,
+                rtol=rtol,
+                atol=atol,
+                stat=stat,
+                quantile=quantile,
+                fail_fast=fail_fast,
+                local=local,
+                threads=threads,
+            )
+        except Error as e:
+            # Messages name the array the caller gave, not its temporary file.
+            message = str(e)
+            for path, name in files.items():
+                message = message.replace(path, name)
+            if message == str(e):
+                raise
+            raise type(e)(message) from None
+    result = json.loads(report)
+    if top is not None:
+        result["nodes"] = result["nodes"][:top]
+    return result

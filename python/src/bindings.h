@@ -15,7 +15,7 @@ namespace onnxkit::python {
 
 // _onnxkit.Session: runtime::Session with numpy feeds and results (session.cpp).
 void add_session(pybind11::module_& module);
-// The commands' library functions: info, check, shapes, edit, simplify (tools.cpp).
+// The commands' library functions: info, check, shapes, edit, simplify, compare (tools.cpp).
 void add_tools(pybind11::module_& module);
 
 // A model given as a path (str) or as the bytes of a model file; external

@@ -24,7 +24,7 @@ void add_errors(py::module_& module) {
   PyObject* error = make_class(module, "Error", PyExc_Exception,
                                "Base of onnxkit's exceptions. str(e) is the one line the command line prints after\n"
                                "'onnxkit COMMAND: error: ': it names the file, tensor or node at fault.\n"
-                               "Raised as it is by info, check, infer_shapes, edit and simplify.");
+                               "Raised as it is by info, check, infer_shapes, edit, simplify and compare.");
   classes[static_cast<int>(ErrorKind::error)] = error;
   classes[static_cast<int>(ErrorKind::model)] =
       make_class(module, "ModelError", error, "The model could not be loaded, or no session could be built from it.");

@@ -19,6 +19,7 @@
 #include "io/model_file.h"
 #include "passes/pass.h"
 #include "tools/check.h"
+#include "tools/compare.h"
 #include "tools/edit_file.h"
 #include "tools/info.h"
 #include "tools/shapes.h"
@@ -202,6 +203,65 @@ py::dict simplify(const std::string& in, const std::string& out, const SimplifyA
   return d;
 }
 
+struct CompareArguments {
+  std::vector<std::string> inputs;  // as --input: NAME=FILE
+  std::vector<std::string> shapes;  // as --shape: NAME:D0,D1,...
+  uint64_t seed = 0;
+  int iterations = 1;
+  double rtol = 1e-4, atol = 1e-5;
+  std::string stat = "elemwise";
+  double quantile = 0.99;
+  bool fail_fast = false;
+  bool local = true;
+  int threads = 0;
+};
+
+// What cmd_compare.cpp does with its flags.
+tools::CompareOptions compare_options(const CompareArguments& a) {
+  tools::CompareOptions options;
+  for (const std::string& flag : a.inputs)
+    options.inputs.files.push_back(value_or_raise(tools::parse_input_flag(flag), ErrorKind::invalid_argument));
+  for (const std::string& flag : a.shapes)
+    options.inputs.shapes.push_back(value_or_raise(tools::parse_shape_flag(flag), ErrorKind::invalid_argument));
+  options.inputs.seed = a.seed;
+  if (a.iterations < 1) raise(ErrorKind::invalid_argument, fmt::format("iterations must be at least 1 (got {})", a.iterations));
+  options.iterations = a.iterations;
+  if (a.rtol < 0 || a.atol < 0)
+    raise(ErrorKind::invalid_argument, fmt::format("rtol and atol must not be negative (got {}, {})", a.rtol, a.atol));
+  options.tolerance.rtol = a.rtol;
+  options.tolerance.atol = a.atol;
+  options.tolerance.stat = value_or_raise(tools::parse_error_stat(a.stat), ErrorKind::invalid_argument);
+  if (!(a.quantile >= 0 && a.quantile <= 1))
+    raise(ErrorKind::invalid_argument, fmt::format("quantile must be within [0, 1] (got {})", a.quantile));
+  options.tolerance.quantile = a.quantile;
+  options.fail_fast = a.fail_fast;
+  options.local_errors = a.local;
+  options.threads = a.threads;
+  return options;
+}
+
+// tools::compare_models on two paths, as `onnxkit compare A B` calls it; a
+// model given as bytes is parsed here and compared in memory, named `label`
+// in the report.
+std::string compare(py::handle a, py::handle b, const std::string& label, const CompareArguments& arguments) {
+  tools::CompareOptions options = compare_options(arguments);
+  tools::CompareReport report;
+  if (!py::isinstance<py::bytes>(a) && !py::isinstance<py::bytes>(b)) {
+    std::string path_a = a.cast<std::string>(), path_b = b.cast<std::string>();
+    report = value_or_raise(without_gil([&] { return tools::compare_models(path_a, path_b, options); }),
+                            ErrorKind::error);
+  } else {
+    std::shared_ptr<const ir::Model> model_a = value_or_raise(load_model(a), ErrorKind::error);
+    std::shared_ptr<const ir::Model> model_b = value_or_raise(load_model(b), ErrorKind::error);
+    report = value_or_raise(without_gil([&] { return tools::compare_models(model_a, model_b, options); }),
+                            ErrorKind::error);
+    report.a = py::isinstance<py::bytes>(a) ? label : a.cast<std::string>();
+    report.b = py::isinstance<py::bytes>(b) ? label : b.cast<std::string>();
+  }
+  // As `compare --json` prints it.
+  return tools::compare_report_json(report).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 void add_tools(py::module_& module) {
@@ -251,8 +311,22 @@ void add_tools(py::module_& module) {
         return out;
       },
       "[(name, argument syntax, summary)] of edit's operations, as edit --help lists them");
-  // compare(a, b, ...): tools/compare.h's model comparison, bound here the
-  // way `onnxkit compare` calls it once that command lands (issue "compare").
+  module.def(
+      "compare",
+      [](py::object a, py::object b, std::string label, std::vector<std::string> inputs,
+         std::vector<std::string> shapes, uint64_t seed, int iterations, double rtol, double atol, std::string stat,
+         double quantile, bool fail_fast, bool local, int threads) {
+        return compare(a, b, label,
+                       {std::move(inputs), std::move(shapes), seed, iterations, rtol, atol, std::move(stat), quantile,
+                        fail_fast, local, threads});
+      },
+      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("label") = "<model>",
+      py::arg("inputs") = std::vector<std::string>{}, py::arg("shapes") = std::vector<std::string>{},
+      py::arg("seed") = 0, py::arg("iterations") = 1, py::arg("rtol") = 1e-4, py::arg("atol") = 1e-5,
+      py::arg("stat") = "elemwise", py::arg("quantile") = 0.99, py::arg("fail_fast") = false, py::arg("local") = true,
+      py::arg("threads") = 0,
+      "tools::compare_models on paths (str) or models' bytes, its options as compare's flags take them: "
+      "the `compare --json` object as JSON text");
 }
 
 }  // namespace onnxkit::python

@@ -224,7 +224,8 @@ tools::CompareOptions compare_options(const CompareArguments& a) {
   for (const std::string& flag : a.shapes)
     options.inputs.shapes.push_back(value_or_raise(tools::parse_shape_flag(flag), ErrorKind::invalid_argument));
   options.inputs.seed = a.seed;
-  if (a.iterations < 1) raise(ErrorKind::invalid_argument, fmt::format("iterations must be at least 1 (got {})", a.iterations));
+  if (a.iterations < 1)
+    raise(ErrorKind::invalid_argument, fmt::format("iterations must be at least 1 (got {})", a.iterations));
   options.iterations = a.iterations;
   if (a.rtol < 0 || a.atol < 0)
     raise(ErrorKind::invalid_argument, fmt::format("rtol and atol must not be negative (got {}, {})", a.rtol, a.atol));

@@ -13,6 +13,7 @@
 
 #include "analysis/arity.h"
 #include "analysis/opset_history.h"
+#include "ir/graph.h"
 
 namespace onnxkit::analysis {
 namespace {
@@ -87,7 +88,7 @@ class Checker {
   }
 
   bool out_of_date(const onnx::NodeProto& node) const {
-    return (node.domain().empty() || node.domain() == "ai.onnx") && changed_since_libonnx(node.op_type(), default_opset_);
+    return ir::canonical_domain(node.domain()).empty() && changed_since_libonnx(node.op_type(), default_opset_);
   }
 
   // The main graph, node by node: the checker's own check_graph stops at the
@@ -407,7 +408,7 @@ CheckReport check_model(const onnx::ModelProto& model, const std::filesystem::pa
   if (options.full && report.valid()) {
     int64_t opset = 0;
     for (const auto& op : model.opset_import())
-      if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
+      if (ir::canonical_domain(op.domain()).empty()) opset = op.version();
     check_inference(model, opset, report);
   }
   return report;

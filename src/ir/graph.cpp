@@ -519,4 +519,18 @@ std::vector<Value*> Graph::outer_values_used() const {
   return outer;
 }
 
+Node* sole_consumer(const Value* value) {
+  if (value == nullptr || value->uses().size() != 1 || value->is_any_graph_output()) return nullptr;
+  Node* consumer = value->uses().front().node;
+  // A reader inside a sub-graph cannot be merged with a node of this graph.
+  return consumer->graph() == value->owner() ? consumer : nullptr;
+}
+
+Value* other_operand(const Node& binary, const Value* value) {
+  if (binary.inputs().size() != 2) return nullptr;
+  if (binary.input(0) == value && binary.input(1) != value) return binary.input(1);
+  if (binary.input(1) == value && binary.input(0) != value) return binary.input(0);
+  return nullptr;
+}
+
 }  // namespace onnxkit::ir

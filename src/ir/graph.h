@@ -29,6 +29,11 @@ class Model;
 class Node;
 class ProtoImporter;
 
+// The default ONNX domain is named "" or "ai.onnx": both come back as "".
+inline std::string_view canonical_domain(std::string_view domain) {
+  return domain == "ai.onnx" ? std::string_view() : domain;
+}
+
 // One consumer of a Value: input `index` of `node`.
 struct Use {
   Node* node;
@@ -125,8 +130,10 @@ class Node {
   onnx::NodeProto& mutable_header() { return header_; }
   const std::string& op_type() const { return header_.op_type(); }
   const std::string& domain() const { return header_.domain(); }
+  // The domain with the default one as "" (see canonical_domain).
+  std::string_view canonical_domain() const { return ir::canonical_domain(domain()); }
   // True in the default ONNX domain, which is named "" or "ai.onnx".
-  bool in_onnx_domain() const { return domain().empty() || domain() == "ai.onnx"; }
+  bool in_onnx_domain() const { return canonical_domain().empty(); }
   // True for `op` of the default ONNX domain.
   bool is_onnx_op(std::string_view op) const { return op_type() == op && in_onnx_domain(); }
   const std::string& name() const { return header_.name(); }
@@ -319,5 +326,16 @@ class Graph {
   // Root graph only: per base name, the suffix where unique_name resumes.
   mutable std::unordered_map<std::string, uint64_t> next_suffix_;
 };
+
+// --- walking a chain of nodes (the optimizer's fusions, the runtime's) ------
+
+// The node that alone reads `value`, when `value` has exactly one use, that
+// use is in the same graph (not inside a sub-graph), and no graph lists
+// `value` as an output; else null. A rewrite may then make `value` disappear.
+Node* sole_consumer(const Value* value);
+
+// The input of the two-input `binary` node that is not `value`, when exactly
+// one of its two inputs is `value`; else null.
+Value* other_operand(const Node& binary, const Value* value);
 
 }  // namespace onnxkit::ir

@@ -3,10 +3,7 @@
 namespace onnxkit::ir {
 namespace {
 
-bool same_domain(std::string_view a, std::string_view b) {
-  auto canonical = [](std::string_view d) { return d == "ai.onnx" ? std::string_view() : d; };
-  return canonical(a) == canonical(b);
-}
+bool same_domain(std::string_view a, std::string_view b) { return canonical_domain(a) == canonical_domain(b); }
 
 }  // namespace
 

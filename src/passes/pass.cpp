@@ -100,13 +100,6 @@ bool may_be_random(const ir::Node& node) {
   return node.in_onnx_domain() && ops.count(node.op_type()) > 0;
 }
 
-ir::Node* sole_consumer(const ir::Value* value) {
-  if (value == nullptr || value->uses().size() != 1 || value->is_any_graph_output()) return nullptr;
-  ir::Node* consumer = value->uses().front().node;
-  // A reader inside a sub-graph cannot be merged with a node of this graph.
-  return consumer->graph() == value->owner() ? consumer : nullptr;
-}
-
 std::vector<ir::Node*> nodes_of(ir::Graph& graph, const std::vector<std::string_view>& op_types) {
   std::vector<ir::Node*> found;
   for (ir::Node& node : graph.nodes())

@@ -103,10 +103,10 @@ bool bypass_node(ir::Node& node);
 // Bernoulli, Dropout in training): never folded, never merged.
 bool may_be_random(const ir::Node& node);
 
-// The node that alone reads `value`, when `value` has exactly one use, that
-// use is in the same graph (not inside a sub-graph), and no graph lists
-// `value` as an output; else null. A rewrite may then make `value` disappear.
-ir::Node* sole_consumer(const ir::Value* value);
+// Chains of nodes are walked with ir::sole_consumer and ir::other_operand
+// (ir/graph.h).
+using ir::other_operand;
+using ir::sole_consumer;
 
 // Nodes of `graph` whose op is one of `op_types`, in order: a snapshot, so
 // that a pass may remove other nodes while walking it.

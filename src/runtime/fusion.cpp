@@ -32,9 +32,8 @@ struct Matcher {
   // The node that alone reads `v`, when v is internal to a chain: read once,
   // in the same graph, and neither a graph output nor returned.
   const ir::Node* sole_reader(const ir::Value* v) const {
-    if (v == nullptr || v->uses().size() != 1 || v->is_any_graph_output() || is_returned(v)) return nullptr;
-    const ir::Node* reader = v->uses()[0].node;
-    return reader->graph() == v->producer()->graph() ? reader : nullptr;
+    const ir::Node* reader = ir::sole_consumer(v);
+    return reader != nullptr && !is_returned(v) ? reader : nullptr;
   }
 
   // The node that alone reads a single-output node's value, as above.
@@ -64,13 +63,10 @@ struct Matcher {
     return clip;
   }
 
-  // A binary default-domain `op` reading `v`: its other input, or null.
+  // A binary default-domain `op` reading `v` once: its other input, or null.
   static const ir::Value* other_operand(const ir::Node* node, std::string_view op, const ir::Value* v) {
-    if (node == nullptr || !node->is_onnx_op(op) || node->inputs().size() != 2 || node->outputs().size() != 1)
-      return nullptr;
-    if (node->input(0) == v) return node->input(1);
-    if (node->input(1) == v) return node->input(0);
-    return nullptr;
+    if (node == nullptr || !node->is_onnx_op(op) || node->outputs().size() != 1) return nullptr;
+    return ir::other_operand(*node, v);
   }
 
   // A float constant of one value that broadcasting cannot use to raise the

@@ -25,7 +25,7 @@ namespace {
 
 const onnx::OpSchema* schema_of(const ir::Node& node) {
   const ir::Model* model = node.graph()->model();
-  std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  const std::string domain(node.canonical_domain());
   int64_t opset = model != nullptr ? model->opset(domain) : 0;
   if (opset <= 0) return nullptr;
   return onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), domain);

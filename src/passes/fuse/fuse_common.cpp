@@ -8,13 +8,6 @@
 
 namespace onnxkit::passes::fuse {
 
-ir::Value* other_operand(const ir::Node& binary, const ir::Value* value) {
-  if (binary.inputs().size() != 2) return nullptr;
-  if (binary.input(0) == value && binary.input(1) != value) return binary.input(1);
-  if (binary.input(1) == value && binary.input(0) != value) return binary.input(0);
-  return nullptr;
-}
-
 std::optional<std::vector<double>> as_doubles(const runtime::Tensor& tensor) {
   std::vector<double> out;
   out.reserve(static_cast<size_t>(tensor.numel()));

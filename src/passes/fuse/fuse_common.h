@@ -1,7 +1,8 @@
 #pragma once
-// What the fusion passes share: finding the one consumer of a value, reading
-// float constants as doubles, per-output-channel constants, and writing a
-// node's new weights without touching data another node reads.
+// What the fusion passes share (besides ir::sole_consumer and
+// ir::other_operand, which walk the chains): reading float constants as
+// doubles, per-output-channel constants, and writing a node's new weights
+// without touching data another node reads.
 //
 // Every fusion checks everything first and only then edits: a helper here
 // that answers nullopt/false/null has changed nothing.
@@ -27,10 +28,6 @@ std::unique_ptr<Pass> make_fuse_mul_into_conv_weights();
 std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm();
 std::unique_ptr<Pass> make_fuse_pad_into_conv();
 
-
-// The input of the two-input `binary` node that is not `value`, when exactly
-// one of its two inputs is `value`; else null.
-ir::Value* other_operand(const ir::Node& binary, const ir::Value* value);
 
 // The elements of a float32, float64, float16 or bfloat16 tensor as doubles;
 // nullopt for other types.

@@ -7,10 +7,8 @@ namespace onnxkit::runtime {
 Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& model, const std::vector<Value>& inputs,
                                          const RunLimits& limits, const KernelRegistry& registry) {
   if (!node.subgraphs().empty()) return make_error("{}: nodes with sub-graphs are not evaluated alone", node.describe());
-  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
-  const int64_t opset = model.opset(domain);
-  const KernelDef* def = registry.find(domain, node.op_type(), opset);
-  if (def == nullptr) return make_error("{}: no kernel for {} at opset {}", node.describe(), node.op_type(), opset);
+  const int64_t opset = model.opset(node.domain());
+  ONNXKIT_ASSIGN(const KernelDef* def, registry.find(node, opset));
   ONNXKIT_TRY(check_node_arity(node, opset));
 
   std::vector<const Tensor*> constants;
@@ -26,7 +24,7 @@ Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& 
     return make_error("{}: sub-graphs are not evaluated alone", node.describe());
   };
   KernelInfo info(node, opset, std::move(constants), options, registry, no_subgraphs);
-  ONNXKIT_ASSIGN(std::unique_ptr<Kernel> kernel, def->create(info));
+  ONNXKIT_ASSIGN(std::unique_ptr<Kernel> kernel, build_kernel(def->create, info));
 
   static const GraphPlan empty_plan;
   Frame frame{empty_plan, {}, {}, RunControl(limits)};
@@ -34,13 +32,7 @@ Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& 
   for (const ir::Value* v : node.outputs()) wanted.push_back(v != nullptr);
   std::vector<Value> results(node.outputs().size());
   KernelContext ctx(std::move(args), results, wanted, frame, 1);
-  Status status;
-  try {
-    status = kernel->compute(ctx);
-  } catch (const std::exception& e) {
-    status = make_error("{}", e.what());
-  }
-  if (!status.ok()) return status.error().in(node.describe());
+  ONNXKIT_TRY(run_kernel(*kernel, ctx, node));
   return results;
 }
 

@@ -253,20 +253,10 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
       step.kind = chain->second->kind;
       KernelInfo info(node, context.model.opset(""), std::move(constants), context.options, context.registry,
                       build_subgraph);
-      auto kernel = chain->second->create(info);
-      if (!kernel.ok()) return kernel.error().in(node.describe());
-      step.kernel = std::move(kernel).value();
+      ONNXKIT_ASSIGN(step.kernel, build_kernel(chain->second->create, info));
     } else {
-      const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
-      const int64_t opset = context.model.opset(domain);
-      const KernelDef* def = context.registry.find(domain, node.op_type(), opset);
-      if (def == nullptr) {
-        if (context.registry.knows(domain, node.op_type()))
-          return make_error("{}: {} at opset {} is not supported (other versions are)", node.describe(), node.op_type(),
-                            opset);
-        return make_error("{}: unsupported operator {}{} (opset {})", node.describe(),
-                          domain.empty() ? "" : domain + ":", node.op_type(), opset);
-      }
+      const int64_t opset = context.model.opset(node.domain());
+      ONNXKIT_ASSIGN(const KernelDef* def, context.registry.find(node, opset));
       KernelInfo info(node, opset, std::move(constants), context.options, context.registry, build_subgraph);
       if (auto conv = conv_fusions.convs.find(&node); conv != conv_fusions.convs.end()) {
         info.set_fused_activation(conv->second.activation);
@@ -399,15 +389,7 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
       target = ConcatTarget{&frame.concat_buffers[group], plan.concat_blocks[group], step.concat_first_block};
     }
     KernelContext ctx(std::move(args), results, step.wanted, frame, threads, target ? &*target : nullptr);
-    Status status;
-    try {
-      status = step.kernel->compute(ctx);
-    } catch (const std::bad_alloc&) {
-      status = make_error("out of memory");
-    } catch (const std::exception& e) {  // BudgetExceeded, or from a library a kernel calls; kernels return errors
-      status = make_error("{}", e.what());
-    }
-    if (!status.ok()) return status.error().in(step.node->describe());
+    ONNXKIT_TRY(run_kernel(*step.kernel, ctx, *step.node));
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       if (step.wanted[i] && results[i].empty())

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <new>
+#include <stdexcept>
+
 #include "analysis/arity.h"
 #include "runtime/executor.h"
 #include "runtime/tensor_proto.h"
@@ -104,17 +107,50 @@ KernelFactory make_kernel(ComputeFn compute) {
   };
 }
 
+Result<std::unique_ptr<Kernel>> build_kernel(const KernelFactory& create, const KernelInfo& info) {
+  auto kernel = create(info);
+  if (!kernel.ok()) return kernel.error().in(info.node().describe());
+  return kernel;
+}
+
+Status run_kernel(const Kernel& kernel, KernelContext& ctx, const ir::Node& node) {
+  Status status;
+  try {
+    status = kernel.compute(ctx);
+  } catch (const std::bad_alloc&) {
+    status = make_error("out of memory");
+  } catch (const std::length_error&) {
+    status = make_error("the output is too large to allocate");
+  } catch (const std::exception& e) {  // BudgetExceeded, or from a library a kernel calls
+    status = make_error("{}", e.what());
+  }
+  if (!status.ok()) return status.error().in(node.describe());
+  return status;
+}
+
 void KernelRegistry::add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create) {
   defs_.push_back({std::move(domain), std::move(op_type), since, until, std::move(create)});
 }
 
 const KernelDef* KernelRegistry::find(std::string_view domain, std::string_view op_type, int64_t opset) const {
+  domain = ir::canonical_domain(domain);
   for (const KernelDef& d : defs_)
     if (d.op_type == op_type && d.domain == domain && d.since <= opset && opset <= d.until) return &d;
   return nullptr;
 }
 
+Result<const KernelDef*> KernelRegistry::find(const ir::Node& node, int64_t opset) const {
+  if (const KernelDef* def = find(node.domain(), node.op_type(), opset)) return def;
+  const std::string_view domain = node.canonical_domain();
+  if (knows(domain, node.op_type()))
+    return make_error("{}: {} at opset {} is not supported (other versions are)", node.describe(), node.op_type(),
+                      opset);
+  return make_error("{}: unsupported operator {}{}{} (opset {})", node.describe(), domain, domain.empty() ? "" : ":",
+                    node.op_type(), opset);
+}
+
 bool KernelRegistry::knows(std::string_view domain, std::string_view op_type) const {
+  domain = ir::canonical_domain(domain);
   for (const KernelDef& d : defs_)
     if (d.op_type == op_type && d.domain == domain) return true;
   return false;

@@ -178,6 +178,14 @@ KernelFactory make_kernel(std::function<Result<ComputeFn>(const KernelInfo&)> bu
 // A kernel with nothing to build.
 KernelFactory make_kernel(ComputeFn compute);
 
+// create(info), with errors naming the node.
+Result<std::unique_ptr<Kernel>> build_kernel(const KernelFactory& create, const KernelInfo& info);
+
+// kernel.compute(ctx), with errors naming `node`. What the libraries a kernel
+// calls throw (the allocator, oneDNN) and the run's BudgetExceeded become
+// errors too: kernels themselves return theirs.
+Status run_kernel(const Kernel& kernel, KernelContext& ctx, const ir::Node& node);
+
 struct KernelDef {
   std::string domain;  // "" for the default ai.onnx domain
   std::string op_type;
@@ -189,8 +197,12 @@ struct KernelDef {
 class KernelRegistry {
  public:
   void add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create);
-  // The kernel serving `op_type` at `opset` of `domain`, or null.
+  // The kernel serving `op_type` at `opset` of `domain` ("ai.onnx" is ""), or null.
   const KernelDef* find(std::string_view domain, std::string_view op_type, int64_t opset) const;
+  // The kernel serving `node` at `opset` of its domain, or an error naming
+  // the node: "is not supported (other versions are)" when another opset of
+  // the op has one, "unsupported operator" when none has.
+  Result<const KernelDef*> find(const ir::Node& node, int64_t opset) const;
   // True when some opset of the op has a kernel.
   bool knows(std::string_view domain, std::string_view op_type) const;
   const std::vector<KernelDef>& all() const { return defs_; }

@@ -140,16 +140,16 @@ void register_gather(KernelRegistry& r) {
   // harmless, so one kernel serves every version.
   r.add("", "Gather", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           int64_t axis = info.attr_int("axis", 0);
-          return guarded([axis](KernelContext& ctx) { return gather(ctx, axis); });
+          return ComputeFn([axis](KernelContext& ctx) { return gather(ctx, axis); });
         }));
   r.add("", "GatherElements", 11, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           int64_t axis = info.attr_int("axis", 0);
-          return guarded([axis](KernelContext& ctx) { return gather_elements(ctx, axis); });
+          return ComputeFn([axis](KernelContext& ctx) { return gather_elements(ctx, axis); });
         }));
-  r.add("", "GatherND", 11, 11, make_kernel(guarded([](KernelContext& ctx) { return gather_nd(ctx, 0); })));
+  r.add("", "GatherND", 11, 11, make_kernel(ComputeFn([](KernelContext& ctx) { return gather_nd(ctx, 0); })));
   r.add("", "GatherND", 12, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           int64_t batch_dims = info.attr_int("batch_dims", 0);
-          return guarded([batch_dims](KernelContext& ctx) { return gather_nd(ctx, batch_dims); });
+          return ComputeFn([batch_dims](KernelContext& ctx) { return gather_nd(ctx, batch_dims); });
         }));
 }
 

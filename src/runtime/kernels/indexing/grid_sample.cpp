@@ -329,7 +329,7 @@ Status affine_grid(KernelContext& ctx, bool align_corners) {
 void register_grid_sample(KernelRegistry& r) {
   auto kernel = make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
     ONNXKIT_ASSIGN(SampleOptions o, sample_options(info));
-    return guarded([o](KernelContext& ctx) { return grid_sample(ctx, o); });
+    return ComputeFn([o](KernelContext& ctx) { return grid_sample(ctx, o); });
   });
   r.add("", "GridSample", 16, 19, kernel);
   r.add("", "GridSample", 20, kLatestOpset, kernel);

@@ -48,10 +48,6 @@ Status wrap_indices(std::vector<int64_t>& indices, int64_t bound, std::string_vi
 // tensor of a size that can be allocated (an error names `what` otherwise).
 Status check_output_shape(const Shape& shape, std::string_view what);
 
-// A compute step whose allocation failures (an absurd size that passed the
-// checks, or memory exhaustion) come back as an error instead of an abort.
-ComputeFn guarded(ComputeFn compute);
-
 // Walks a shape in row-major order while keeping the linear offset of the
 // same multi-index in another layout (strides may be 0 to drop a dim).
 class OffsetWalker {

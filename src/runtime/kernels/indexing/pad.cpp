@@ -232,13 +232,13 @@ void register_pad(KernelRegistry& r) {
           std::vector<int64_t> pads = info.attr_ints("pads");
           ONNXKIT_ASSIGN(PadMode mode, parse_pad_mode(info.attr_string("mode", "constant"), info.opset()));
           float value = info.attr_float("value", 0.0f);
-          return guarded([=](KernelContext& ctx) { return pad_from_attributes(ctx, pads, mode, value); });
+          return ComputeFn([=](KernelContext& ctx) { return pad_from_attributes(ctx, pads, mode, value); });
         }));
   // 11: pads and constant_value become inputs; 18: axes input; 19: wrap mode.
   auto from_inputs = [](bool takes_axes) {
     return make_kernel([takes_axes](const KernelInfo& info) -> Result<ComputeFn> {
       ONNXKIT_ASSIGN(PadMode mode, parse_pad_mode(info.attr_string("mode", "constant"), info.opset()));
-      return guarded([=](KernelContext& ctx) { return pad_from_inputs(ctx, mode, takes_axes); });
+      return ComputeFn([=](KernelContext& ctx) { return pad_from_inputs(ctx, mode, takes_axes); });
     });
   };
   r.add("", "Pad", 11, 17, from_inputs(false));
@@ -248,7 +248,7 @@ void register_pad(KernelRegistry& r) {
   r.add("", "CenterCropPad", 18, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           bool has_axes = info.has_attr("axes");
           std::vector<int64_t> axes = info.attr_ints("axes");
-          return guarded([=](KernelContext& ctx) { return center_crop_pad(ctx, axes, has_axes); });
+          return ComputeFn([=](KernelContext& ctx) { return center_crop_pad(ctx, axes, has_axes); });
         }));
 }
 

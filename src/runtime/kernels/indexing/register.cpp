@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <new>
-#include <stdexcept>
-
 namespace onnxkit::runtime {
 namespace indexing {
 
@@ -46,18 +43,6 @@ Status check_output_shape(const Shape& shape, std::string_view what) {
     total *= d;
   }
   return {};
-}
-
-ComputeFn guarded(ComputeFn compute) {
-  return [compute = std::move(compute)](KernelContext& ctx) -> Status {
-    try {
-      return compute(ctx);
-    } catch (const std::bad_alloc&) {
-      return make_error("out of memory while computing the output");
-    } catch (const std::length_error&) {
-      return make_error("the output is too large to allocate");
-    }
-  };
 }
 
 Result<double> numeric_at(const Tensor& t, int64_t i, std::string_view name) {

@@ -678,12 +678,12 @@ void register_resize(KernelRegistry& r) {
           ONNXKIT_ASSIGN(Options o, legacy_options(info));
           if (!info.has_attr("scales")) return make_error("attribute 'scales' is required");
           o.scales_attribute = info.attr_floats("scales");
-          return guarded([o](KernelContext& ctx) { return resize(ctx, o); });
+          return ComputeFn([o](KernelContext& ctx) { return resize(ctx, o); });
         }));
   auto legacy = make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
     ONNXKIT_ASSIGN(Options o, legacy_options(info));
     o.scales_input = 1;
-    return guarded([o](KernelContext& ctx) { return resize(ctx, o); });
+    return ComputeFn([o](KernelContext& ctx) { return resize(ctx, o); });
   });
   r.add("", "Upsample", 9, 9, legacy);
   r.add("", "Resize", 10, 10, legacy);
@@ -692,7 +692,7 @@ void register_resize(KernelRegistry& r) {
   // 19: half_pixel_symmetric. resize_options reads what each opset defines.
   auto modern = make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
     ONNXKIT_ASSIGN(Options o, resize_options(info));
-    return guarded([o](KernelContext& ctx) { return resize(ctx, o); });
+    return ComputeFn([o](KernelContext& ctx) { return resize(ctx, o); });
   });
   r.add("", "Resize", 11, 12, modern);
   r.add("", "Resize", 13, 17, modern);

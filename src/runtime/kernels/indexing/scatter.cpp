@@ -192,7 +192,7 @@ Status scatter_elements(KernelContext& ctx, int64_t axis_attr, Reduction reducti
 KernelFactory scatter_nd_kernel() {
   return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
     ONNXKIT_ASSIGN(Reduction reduction, parse_reduction(info.attr_string("reduction", "none"), info.opset()));
-    return guarded([reduction](KernelContext& ctx) { return scatter_nd(ctx, reduction); });
+    return ComputeFn([reduction](KernelContext& ctx) { return scatter_nd(ctx, reduction); });
   });
 }
 
@@ -200,7 +200,7 @@ KernelFactory scatter_elements_kernel() {
   return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
     int64_t axis = info.attr_int("axis", 0);
     ONNXKIT_ASSIGN(Reduction reduction, parse_reduction(info.attr_string("reduction", "none"), info.opset()));
-    return guarded([axis, reduction](KernelContext& ctx) { return scatter_elements(ctx, axis, reduction); });
+    return ComputeFn([axis, reduction](KernelContext& ctx) { return scatter_elements(ctx, axis, reduction); });
   });
 }
 
@@ -217,7 +217,7 @@ void register_scatter(KernelRegistry& r) {
   // Scatter-9 is ScatterElements without reductions; opset 11 deprecated it.
   r.add("", "Scatter", 9, 10, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           int64_t axis = info.attr_int("axis", 0);
-          return guarded([axis](KernelContext& ctx) { return scatter_elements(ctx, axis, Reduction::none); });
+          return ComputeFn([axis](KernelContext& ctx) { return scatter_elements(ctx, axis, Reduction::none); });
         }));
 }
 

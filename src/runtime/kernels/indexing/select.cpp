@@ -269,31 +269,31 @@ std::optional<int64_t> optional_axis(const KernelInfo& info) {
 }  // namespace
 
 void register_select(KernelRegistry& r) {
-  r.add("", "NonZero", 9, kLatestOpset, make_kernel(guarded(non_zero)));
+  r.add("", "NonZero", 9, kLatestOpset, make_kernel(ComputeFn(non_zero)));
   // OneHot-9 leaves negative indices "off"; from 11 they count from the end.
   auto one_hot_kernel = [](bool negative_indices) {
     return make_kernel([negative_indices](const KernelInfo& info) -> Result<ComputeFn> {
       int64_t axis = info.attr_int("axis", -1);
-      return guarded([=](KernelContext& ctx) { return one_hot(ctx, axis, negative_indices); });
+      return ComputeFn([=](KernelContext& ctx) { return one_hot(ctx, axis, negative_indices); });
     });
   };
   r.add("", "OneHot", 9, 10, one_hot_kernel(false));
   r.add("", "OneHot", 11, kLatestOpset, one_hot_kernel(true));
   r.add("", "Compress", 9, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           std::optional<int64_t> axis = optional_axis(info);
-          return guarded([axis](KernelContext& ctx) { return compress(ctx, axis); });
+          return ComputeFn([axis](KernelContext& ctx) { return compress(ctx, axis); });
         }));
   r.add("", "ReverseSequence", 10, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           int64_t batch_axis = info.attr_int("batch_axis", 1), time_axis = info.attr_int("time_axis", 0);
           if ((batch_axis != 0 && batch_axis != 1) || (time_axis != 0 && time_axis != 1) || batch_axis == time_axis)
             return make_error("batch_axis ({}) and time_axis ({}) must be 0 and 1, one each", batch_axis, time_axis);
-          return guarded([=](KernelContext& ctx) { return reverse_sequence(ctx, batch_axis, time_axis); });
+          return ComputeFn([=](KernelContext& ctx) { return reverse_sequence(ctx, batch_axis, time_axis); });
         }));
   r.add("", "Unique", 11, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           std::optional<int64_t> axis = optional_axis(info);
           int64_t sorted = info.attr_int("sorted", 1);
           if (sorted != 0 && sorted != 1) return make_error("attribute 'sorted' must be 0 or 1, got {}", sorted);
-          return guarded([=](KernelContext& ctx) { return unique(ctx, axis, sorted == 1); });
+          return ComputeFn([=](KernelContext& ctx) { return unique(ctx, axis, sorted == 1); });
         }));
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fits the polynomials of src/runtime/kernels/elementwise/fast_math.h and
+"""Fits the polynomials of src/runtime/kernels/fast_math.h and
 prints them as C++ constants, each with its largest relative error (float
 coefficients, evaluated in double) against Python's math library.
 

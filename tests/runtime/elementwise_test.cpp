@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/kernels/elementwise/fast_math.h"
+#include "runtime/kernels/fast_math.h"
 #include "support/node_runner.h"
 
 namespace onnxkit {
@@ -227,7 +227,7 @@ TEST(Elementwise, FloatErfIsWithinAFewUlpsOfTheCLibraryEverywhere) {
 
 TEST(Elementwise, FastExpIsWithinAFewUlpsOfTheCLibrary) {
   // What Softmax uses on x - max.
-  using runtime::elementwise::fast_exp;
+  using runtime::fast_exp;
   std::vector<float> xs;
   for (int i = -87000; i <= 88000; ++i) xs.push_back(static_cast<float>(i) * 1e-3f);
   std::vector<float> ys;

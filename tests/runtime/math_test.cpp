@@ -10,7 +10,7 @@
 #include <limits>
 #include <random>
 
-#include "runtime/kernels/math/gemm.h"
+#include "runtime/kernels/gemm.h"
 #include "support/node_runner.h"
 
 namespace onnxkit {
@@ -75,9 +75,9 @@ void check_gemm_case(const GemmCase& g, int threads, bool portable) {
       for (int64_t j = g.n; j < ldc; ++j) expected[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
   omp_set_num_threads(threads);
   if (portable)
-    runtime::math::gemm_portable(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
+    runtime::gemm_portable(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
   else
-    runtime::math::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
+    runtime::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
   omp_set_num_threads(1);
   const std::string what = ::testing::PrintToString(std::vector<int64_t>{g.m, g.n, g.k, g.ta, g.tb}) + " alpha " +
                            std::to_string(g.alpha) + " beta " + std::to_string(g.beta) + " threads " + std::to_string(threads) + (portable ? " portable" : " oneDNN");
@@ -123,7 +123,7 @@ TEST(MathGemm, DoubleMatchesNaiveLoop) {
   for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.1 * static_cast<double>(i));
   for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.07 * static_cast<double>(i));
   naive_gemm<double>(false, true, m, n, k, 2.0, a.data(), k, b.data(), k, -1.0, expected.data(), n);
-  runtime::math::gemm(false, true, m, n, k, 2.0, a.data(), k, b.data(), k, -1.0, c.data(), n);
+  runtime::gemm(false, true, m, n, k, 2.0, a.data(), k, b.data(), k, -1.0, c.data(), n);
   for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], expected[i], 1e-10) << i;
 }
 
@@ -134,12 +134,12 @@ TEST(MathGemm, ReferenceMatchesNaiveLoop) {
   auto c = random_floats(m * n, 6);
   auto expected = c;
   naive_gemm<float>(true, false, m, n, k, 0.5, a.data(), m, b.data(), n, 2.0, expected.data(), n);
-  runtime::math::gemm_reference<float>(true, false, m, n, k, 0.5f, a.data(), m, b.data(), n, 2.0f, c.data(), n);
+  runtime::gemm_reference<float>(true, false, m, n, k, 0.5f, a.data(), m, b.data(), n, 2.0f, c.data(), n);
   expect_close(c, expected, 1e-5, "gemm_reference");
   // Integers wrap instead of overflowing.
   const int32_t big[2] = {0x40000000, 0x40000000};
   int32_t out = 0;
-  runtime::math::gemm_reference<int32_t>(false, false, 1, 1, 2, 1, big, 2, big, 1, 0, &out, 1);
+  runtime::gemm_reference<int32_t>(false, false, 1, 1, 2, 1, big, 2, big, 1, 0, &out, 1);
   EXPECT_EQ(out, 0);  // 2 * 2^60 mod 2^32
 }
 
@@ -148,7 +148,7 @@ TEST(MathGemm, IntegerProductsSubtractZeroPoints) {
   const int8_t b[6] = {-1, 2, 3, -4, 127, -128};  // 3x2
   const int32_t za[2] = {1, 200}, zb[2] = {0, -2};
   int32_t c[4];
-  runtime::math::gemm_integer<uint8_t, int8_t>(2, 2, 3, a, 3, za, b, 2, zb, c, 2);
+  runtime::gemm_integer<uint8_t, int8_t>(2, 2, 3, a, 3, za, b, 2, zb, c, 2);
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j) {
       int32_t s = 0;

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "runtime/kernels/elementwise/elementwise.h"
-#include "runtime/kernels/elementwise/fast_math.h"
+#include "runtime/kernels/fast_math.h"
 
 namespace onnxkit::runtime::elementwise {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "runtime/kernels/elementwise/elementwise.h"
-#include "runtime/kernels/elementwise/fast_math.h"
+#include "runtime/kernels/fast_math.h"
 
 namespace onnxkit::runtime::elementwise {
 namespace {

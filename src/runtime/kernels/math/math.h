@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/kernel.h"
-#include "runtime/kernels/math/gemm.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/parallel.h"
 
 namespace onnxkit::runtime::math {

@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "runtime/kernels/common.h"
-#include "runtime/kernels/elementwise/fast_math.h"
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/math/math.h"
 
 namespace onnxkit::runtime::math {
@@ -336,7 +336,7 @@ KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
       for (int64_t r = 0; r < rows; ++r) {
         float* row = y + r * n;
         if (gelu) {
-          elementwise::gelu_floats(row, row_bias, row, n);
+          gelu_floats(row, row_bias, row, n);
         } else {
           for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
         }

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-#include "runtime/kernels/math/gemm.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/parallel.h"
 
@@ -157,7 +157,7 @@ void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T*
       b = col.data();
       ldb = width;
     }
-    math::gemm_portable(false, false, mg, width, depth, T(1), w + gi * mg * depth, depth, b, ldb, T(0), out, out_size);
+    gemm_portable(false, false, mg, width, depth, T(1), w + gi * mg * depth, depth, b, ldb, T(0), out, out_size);
     if (bias != nullptr)
       for (int64_t m = 0; m < mg; ++m) {
         const T v = bias[gi * mg + m];
@@ -519,7 +519,7 @@ void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w
       const T* wg = wt.data() + gi * rows * cg;
       parallel_for(tiles, parallel, [&](int64_t t) {
         const int64_t p0 = t * tile, width = std::min(grid, p0 + tile) - p0;
-        math::gemm_portable(false, false, rows, width, cg, T(1), wg, cg, xg + p0, grid, T(0), col.data() + p0, grid);
+        gemm_portable(false, false, rows, width, cg, T(1), wg, cg, xg + p0, grid, T(0), col.data() + p0, grid);
       });
       T* yg = y + (n * p.out_channels + gi * mg) * image;
 #pragma omp parallel for if (parallel && mg > 1) schedule(dynamic)

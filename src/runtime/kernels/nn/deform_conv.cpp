@@ -12,7 +12,7 @@
 
 #include <cmath>
 
-#include "runtime/kernels/math/gemm.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/nn/conv.h"
 #include "runtime/kernels/nn/nn.h"
 
@@ -75,7 +75,7 @@ void deform_conv_typed(const Tensor& x, const Tensor& w, const Tensor& offset, c
     }
     T* out = y.mutable_data<T>() + n * out_channels * positions;
     for (int64_t gi = 0; gi < a.group; ++gi)
-      math::gemm(false, false, group_out, positions, group_rows, T(1), w.data<T>() + gi * group_out * group_rows,
+      gemm(false, false, group_out, positions, group_rows, T(1), w.data<T>() + gi * group_out * group_rows,
                  group_rows, columns.data() + gi * group_rows * positions, positions, T(0),
                  out + gi * group_out * positions, positions);
     if (bias)

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/kernels/elementwise/fast_math.h"
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime::nn {
@@ -273,7 +273,7 @@ KernelFactory layer_norm_kernel(bool residual) {
         float* yp = y.mutable_data<float>();
 #pragma omp parallel for if (x->numel() >= kParallelWork && rows > 1) schedule(static)
         for (int64_t r = 0; r < rows; ++r)
-          elementwise::layer_norm_floats(xp + r * n, ap != nullptr ? ap + r * n : nullptr, scale_f.data(),
+          layer_norm_floats(xp + r * n, ap != nullptr ? ap + r * n : nullptr, scale_f.data(),
                                          bias_f.empty() ? nullptr : bias_f.data(), yp + r * n, n,
                                          static_cast<float>(epsilon));
         return {};

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/kernels/elementwise/fast_math.h"
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime::nn {
@@ -31,7 +31,7 @@ void softmax_compute(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) 
           if (static_cast<C>(in[i]) > static_cast<C>(in[best])) best = i;
         for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(C(i == best ? 1 : 0));
       } else if constexpr (kMode == Mode::softmax && std::is_same_v<T, float>) {
-        elementwise::softmax_floats(in, out, n);
+        softmax_floats(in, out, n);
       } else {
         C max = -std::numeric_limits<C>::infinity();
         for (int64_t i = 0; i < n; ++i) max = std::max(max, static_cast<C>(in[i]));

@@ -73,7 +73,7 @@ Status compute_qlinear_matmul(KernelContext& ctx) {
       std::vector<int32_t> row_zero(static_cast<size_t>(rows));
       // A folded batch spans several matrices: per-row values repeat.
       for (int64_t i = 0; i < rows; ++i) row_zero[i] = za[i % m];
-      math::gemm_integer<A, B>(rows, n, k, pa + ao, k, row_zero.data(), pb + bo, n, zb.data(), acc.data(), n);
+      gemm_integer<A, B>(rows, n, k, pa + ao, k, row_zero.data(), pb + bo, n, zb.data(), acc.data(), n);
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t r = i % m;
         const float zr = static_cast<float>(zy[r]);

@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "runtime/kernels/math/gemm.h"
+#include "runtime/kernels/gemm.h"
 #include "runtime/kernels/rnn/rnn.h"
 #include "runtime/parallel.h"
 
@@ -292,7 +292,7 @@ class DirectionRun {
     const bool split = cfg_.cell == Cell::gru && !cfg_.linear_before_reset;
     // h * R^T for all gates, or for z and r only when the hidden gate needs
     // the reset applied to h first.
-    math::gemm(false, true, rows, split ? 2 * H : gh_, H, C(1), h_, H, r_, H, C(0), gates_, gh_);
+    gemm(false, true, rows, split ? 2 * H : gh_, H, C(1), h_, H, r_, H, C(0), gates_, gh_);
     switch (cfg_.cell) {
       case Cell::lstm:
         for_rows(s, rows, true, [&](int64_t b, const C* x) { lstm_row(b, x); });
@@ -305,7 +305,7 @@ class DirectionRun {
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_row(b, x); });
         } else {
           for_rows(s, rows, false, [&](int64_t b, const C* x) { gru_update_reset(b, x); });
-          math::gemm(false, true, rows, H, H, C(1), scratch_, H, r_ + 2 * H * H, H, C(0), gates_ + 2 * H, gh_);
+          gemm(false, true, rows, H, H, C(1), scratch_, H, r_ + 2 * H * H, H, C(0), gates_ + 2 * H, gh_);
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_hidden(b, x); });
         }
         break;
@@ -431,7 +431,7 @@ void run_problem(const Problem<C>& p) {
   const int64_t rows = p.seq * p.batch;
   // The input projection of every step and direction, in one product.
   std::vector<C> xp(static_cast<size_t>(rows * dirs * gh));
-  math::gemm(false, true, rows, dirs * gh, p.w.input, C(1), p.x, p.w.input, p.w.w, p.w.input, C(0), xp.data(),
+  gemm(false, true, rows, dirs * gh, p.w.input, C(1), p.x, p.w.input, p.w.w, p.w.input, C(0), xp.data(),
              dirs * gh);
   if (p.y != nullptr && p.lengths != nullptr) std::fill_n(p.y, p.seq * dirs * p.batch * H, C(0));
   std::vector<DirectionState<C>> states(static_cast<size_t>(dirs));

@@ -5,7 +5,7 @@
 // AVX2/FMA and picked at load time, since the library itself targets the
 // baseline instruction set.
 
-#include "runtime/kernels/math/gemm.h"
+#include "runtime/kernels/gemm.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -25,7 +25,7 @@
 #endif
 #define ONNXKIT_MATH_INLINE inline __attribute__((always_inline))
 
-namespace onnxkit::runtime::math {
+namespace onnxkit::runtime {
 namespace {
 
 // The register tile: kMr rows by two vector registers of columns, 12
@@ -419,4 +419,4 @@ template void gemm_integer<int8_t, uint8_t>(int64_t, int64_t, int64_t, const int
 template void gemm_integer<int8_t, int8_t>(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int32_t*,
                                            const int8_t*, int64_t, const int32_t*, int32_t*, int64_t);
 
-}  // namespace onnxkit::runtime::math
+}  // namespace onnxkit::runtime

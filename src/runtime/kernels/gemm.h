@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace onnxkit::runtime::math {
+namespace onnxkit::runtime {
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
@@ -72,4 +72,4 @@ template <class A, class B>
 void gemm_integer(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const int32_t* a_zero, const B* b,
                   int64_t ldb, const int32_t* b_zero, int32_t* c, int64_t ldc);
 
-}  // namespace onnxkit::runtime::math
+}  // namespace onnxkit::runtime

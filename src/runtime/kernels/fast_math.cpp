@@ -1,4 +1,4 @@
-#include "runtime/kernels/elementwise/fast_math.h"
+#include "runtime/kernels/fast_math.h"
 
 // GCC builds these twice, for x86-64-v3 (AVX2, FMA) and for the baseline,
 // and the loader picks one by the CPU. Compiled with -fno-trapping-math
@@ -9,7 +9,7 @@
 #define ONNXKIT_VECTOR_CLONES
 #endif
 
-namespace onnxkit::runtime::elementwise {
+namespace onnxkit::runtime {
 
 ONNXKIT_VECTOR_CLONES void erf_floats(const float* __restrict x, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fast_erf(x[i]);
@@ -82,4 +82,4 @@ ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
 
-}  // namespace onnxkit::runtime::elementwise
+}  // namespace onnxkit::runtime

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace onnxkit::runtime::elementwise {
+namespace onnxkit::runtime {
 
 namespace fast_math_constants {
 // scripts/fit_fast_math.py; largest relative errors: exp 2.0e-08, erf 5.9e-08
@@ -85,4 +85,4 @@ void layer_norm_floats(const float* x, const float* add, const float* scale, con
 // kept in 8 partial lanes so that they vectorize; y may be x.
 void softmax_floats(const float* x, float* y, int64_t n);
 
-}  // namespace onnxkit::runtime::elementwise
+}  // namespace onnxkit::runtime

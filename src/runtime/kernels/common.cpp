@@ -1,5 +1,6 @@
 #include "runtime/kernels/common.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -7,9 +8,42 @@
 
 namespace onnxkit::runtime {
 
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
+Tensor to_float32(const Tensor& t) {
+  if (t.dtype() == DataType::float32) return t;
+  Tensor f(DataType::float32, t.shape());
+  float* out = f.mutable_data<float>();
+  const int64_t n = t.numel();
+  (void)dispatch_float(t.dtype(), [&]<class T>() -> Status {
+    const T* in = t.data<T>();
+#pragma omp parallel for if (n >= kParallelWork) schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+    return {};
+  });
+  return f;
+}
+
+void from_float32(const Tensor& f, Tensor& out) {
+  const float* in = f.data<float>();
+  const int64_t n = out.numel();
+  (void)dispatch_float(out.dtype(), [&]<class T>() -> Status {
+    T* p = out.mutable_data<T>();
+#pragma omp parallel for if (n >= kParallelWork) schedule(static)
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(in[i]);
+    return {};
+  });
+}
+
+Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name) {
+  for (int64_t x : v)
+    if (x > kMaxAttributeValue)
+      return make_error("{} {} has a value above {}", name, shape_to_string(v), kMaxAttributeValue);
+  return {};
+}
+
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what, std::string_view operand) {
   if (axis < -rank || axis >= rank)
-    return make_error("axis {} is out of range for rank {}", axis, rank);
+    return make_error("{} {} is out of range for {} of rank {} (accepted: [{}, {}])", what, axis, operand, rank, -rank,
+                      rank - 1);
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -34,7 +68,7 @@ Result<std::vector<int64_t>> read_int64s(const Tensor& tensor) {
   return make_error("expected an int64 (or int32) tensor, got {}", to_string(tensor.dtype()));
 }
 
-std::vector<int64_t> contiguous_strides(const Shape& shape) {
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size());
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
@@ -45,11 +79,14 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 }
 
 Result<int64_t> checked_size(const Shape& shape, std::string_view what) {
+  for (int64_t d : shape)
+    if (d < 0) return make_error("{} shape {} has a negative dim", what, shape_to_string(shape));
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return int64_t{0};
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0) return make_error("{} shape {} has a negative dim", what, shape_to_string(shape));
-    if (d != 0 && n > (int64_t{1} << 62) / d)
-      return make_error("{} shape {} has too many elements", what, shape_to_string(shape));
+    if (n > kMaxElements / d)
+      return make_error("{} shape {} has more than {} elements, too many to allocate", what, shape_to_string(shape),
+                        kMaxElements);
     n *= d;
   }
   return n;

@@ -1,17 +1,94 @@
 #pragma once
-// Small helpers every kernel family uses: axes, integer lists from tensors,
-// and element copies that do not care about the element type.
+// The kernel toolkit: what every family uses, in one copy. Element types
+// and the type arithmetic happens in, the limits on sizes and attribute
+// values, axes, integer lists from tensors, element copies that do not care
+// about the element type, and one dispatch for floating-point kernels.
 
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/kernel.h"
 
 namespace onnxkit::runtime {
 
-// `axis` in [-rank, rank) made non-negative, or an error naming it.
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
+// --- element types --------------------------------------------------------------
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// The type arithmetic happens in: float for the 16-bit floats, else T.
+template <class T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+// A float tensor converted to float32 and back, for the 16-bit types that
+// compute through float.
+Tensor to_float32(const Tensor& t);
+void from_float32(const Tensor& f, Tensor& out);
+
+// Runs a floating-point computation in the type it is written for:
+// f.template operator()<C>(inputs, y) with C = double for float64 and float
+// for the others. The 16-bit floats go through float32 copies of `inputs`
+// (a null, an absent optional input, stays null) and of `y`, which gets the
+// result back after. Any other element type of `y` is an error.
+template <class F>
+Status compute_in_float(const std::vector<const Tensor*>& inputs, Tensor& y, F&& f) {
+  switch (y.dtype()) {
+    case DataType::float32:
+      return f.template operator()<float>(inputs, y);
+    case DataType::float64:
+      return f.template operator()<double>(inputs, y);
+    case DataType::float16:
+    case DataType::bfloat16: {
+      std::vector<Tensor> wide;
+      wide.reserve(inputs.size());
+      std::vector<const Tensor*> args;
+      for (const Tensor* t : inputs) {
+        if (t != nullptr) wide.push_back(to_float32(*t));
+        args.push_back(t != nullptr ? &wide.back() : nullptr);
+      }
+      Tensor yf(DataType::float32, y.shape());
+      ONNXKIT_TRY(f.template operator()<float>(args, yf));
+      from_float32(yf, y);
+      return {};
+    }
+    default:
+      return make_error("element type {} is not supported here (floating point only)", to_string(y.dtype()));
+  }
+}
+
+// --- limits ---------------------------------------------------------------------
+
+// Work (elements touched) below which a kernel stays on one thread.
+inline constexpr int64_t kParallelWork = 1 << 15;
+
+// The most elements a tensor computed from a model's values may hold:
+// terabytes, beyond any real model, while a corrupt one easily asks for
+// more (and an overflowing count would wrap to something small). Every
+// check of an output or buffer size uses it, through checked_size.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+// The element count of an output shape, or an error naming `what` when a dim
+// is negative or the count is above kMaxElements (an empty shape is fine
+// whatever its other dims).
+Result<int64_t> checked_size(const Shape& shape, std::string_view what);
+
+// Attribute and scalar-input values that become dims or offsets (pads,
+// strides, sizes, lengths...) above this are refused, so that the index
+// arithmetic built on them cannot overflow.
+inline constexpr int64_t kMaxAttributeValue = int64_t{1} << 31;
+
+// An error naming `name` when a value of `v` is above kMaxAttributeValue.
+Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name);
+
+// --- axes and integer lists -----------------------------------------------------
+
+// `axis` in [-rank, rank) made non-negative; otherwise an error naming it
+// (`what`) and the tensor it indexes (`operand`), e.g. "axis 2 is out of
+// range for input data of rank 2 (accepted: [-2, 1])".
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what = "axis",
+                               std::string_view operand = "a tensor");
 
 // A Transpose's perm for an input of `rank`: empty means reversed; entries
 // may be negative; an error when one is out of range or repeated.
@@ -25,10 +102,6 @@ Result<std::vector<int64_t>> read_int64s(const Tensor& tensor);
 // that kernels read whatever their type.
 Result<std::vector<double>> read_doubles(const Tensor& tensor, std::string_view name);
 
-// The element count of an output shape, or an error naming `what` when a dim
-// is negative or the count does not fit in 63 bits.
-Result<int64_t> checked_size(const Shape& shape, std::string_view what);
-
 // The product of dims [first, last) of `shape`.
 int64_t dims_product(const Shape& shape, size_t first, size_t last);
 
@@ -37,8 +110,8 @@ int64_t dims_product(const Shape& shape, size_t first, size_t last);
 Result<int64_t> read_int_scalar(KernelContext& ctx, size_t i, std::string_view name);
 Result<double> read_float_scalar(KernelContext& ctx, size_t i, std::string_view name);
 
-// Row-major strides of a shape, in elements.
-std::vector<int64_t> contiguous_strides(const Shape& shape);
+// Row-major strides of a shape (or of any list of dims), in elements.
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
 
 // out[i] = src[offset + sum(index_d * strides_d)] over out's shape, for any
 // element type (strings included).

@@ -35,7 +35,7 @@ constexpr int64_t kMaxOutputSide = int64_t{1} << 20;
 // also the largest sampling_ratio taken.
 constexpr double kFullGrid = 1024;
 // Elements of output below which a region stays on one thread.
-constexpr int64_t kParallelWork = 1 << 12;
+constexpr int64_t kParallelSampleWork = 1 << 12;
 
 struct Options {
   bool max_mode = false;
@@ -250,7 +250,7 @@ Status roi_align(KernelContext& ctx, const Options& o) {
   } else {
     const int threads = available_threads();
     std::vector<std::vector<Tap<C>>> ys(static_cast<size_t>(threads * oh)), xs(static_cast<size_t>(threads * ow));
-    const bool parallel = num_rois > 1 && channels * oh * ow * num_rois >= kParallelWork;
+    const bool parallel = num_rois > 1 && channels * oh * ow * num_rois >= kParallelSampleWork;
     bool out_of_memory = false;
 #pragma omp parallel for num_threads(threads) if (parallel) schedule(dynamic)
     for (int64_t r = 0; r < num_rois; ++r) {

@@ -9,21 +9,13 @@
 #include <type_traits>
 
 #include "runtime/broadcast.h"
-#include "runtime/kernel.h"
+#include "runtime/kernels/common.h"
 
 namespace onnxkit::runtime::elementwise {
-
-// The type arithmetic happens in: float for the 16-bit floats.
-template <class T>
-using compute_t = std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
-
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
 template <class T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 
-inline constexpr int64_t kParallelElements = 1 << 15;
 // Binary ops do less work per element: below this, waking a second thread
 // costs more than it saves (measured on BERT's [128, 256] bias adds).
 inline constexpr int64_t kParallelBinaryElements = 1 << 17;
@@ -31,7 +23,7 @@ inline constexpr int64_t kParallelBinaryElements = 1 << 17;
 // body(begin, end) over [0, n) in one chunk per thread when n is large.
 template <class Body>
 void map_chunks(int64_t n, Body body) {
-  if (n < kParallelElements) {
+  if (n < kParallelWork) {
     body(0, n);
     return;
   }
@@ -49,7 +41,7 @@ void map_unary(const Tensor& in, Tensor& out, F f) {
   const In* x = in.data<In>();
   Out* y = out.mutable_data<Out>();
   const int64_t n = in.numel();
-#pragma omp parallel for if (n >= kParallelElements) schedule(static)
+#pragma omp parallel for if (n >= kParallelWork) schedule(static)
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(f(static_cast<compute_t<In>>(x[i])));
 }
 

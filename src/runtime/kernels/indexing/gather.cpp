@@ -42,7 +42,7 @@ Status gather(KernelContext& ctx, int64_t axis_attr) {
   Shape out_shape(ds.begin(), ds.begin() + axis);
   out_shape.insert(out_shape.end(), indices_t->shape().begin(), indices_t->shape().end());
   out_shape.insert(out_shape.end(), ds.begin() + axis + 1, ds.end());
-  ONNXKIT_TRY(check_output_shape(out_shape, "the output"));
+  ONNXKIT_TRY(checked_size(out_shape, "the output"));
 
   const int64_t outer = dims_product(ds, 0, a), inner = dims_product(ds, a + 1, ds.size());
   std::vector<int64_t> offsets;
@@ -105,7 +105,7 @@ Status gather_nd(KernelContext& ctx, int64_t batch_dims) {
   const size_t bs = static_cast<size_t>(b), ks = static_cast<size_t>(k);
   Shape out_shape(indices_t->shape().begin(), indices_t->shape().end() - 1);
   out_shape.insert(out_shape.end(), ds.begin() + b + k, ds.end());
-  ONNXKIT_TRY(check_output_shape(out_shape, "the output"));
+  ONNXKIT_TRY(checked_size(out_shape, "the output"));
 
   const std::vector<int64_t> strides = contiguous_strides(ds);
   const int64_t batches = dims_product(ds, 0, bs);

@@ -28,9 +28,6 @@ void register_resize(KernelRegistry& registry);       // Resize, Upsample
 void register_grid_sample(KernelRegistry& registry);  // GridSample, AffineGrid
 void register_select(KernelRegistry& registry);       // NonZero, OneHot, Compress, ReverseSequence, Unique
 
-// Work (elements touched) below which a kernel stays on one thread.
-inline constexpr int64_t kParallelWork = 1 << 15;
-
 // `axis` in [-rank, rank) made non-negative. Unlike normalize_axis, a
 // scalar (rank 0) has no axis at all.
 Result<int64_t> existing_axis(int64_t axis, size_t rank);
@@ -43,10 +40,6 @@ Result<std::vector<int64_t>> read_index_tensor(const Tensor& t, std::string_view
 // wrap, anything else is an error naming the element, its value and the
 // bound (`what` says which dim the bound belongs to, e.g. "axis 1").
 Status wrap_indices(std::vector<int64_t>& indices, int64_t bound, std::string_view name, std::string_view what);
-
-// A shape built from input values: every dim non-negative and the whole
-// tensor of a size that can be allocated (an error names `what` otherwise).
-Status check_output_shape(const Shape& shape, std::string_view what);
 
 // Walks a shape in row-major order while keeping the linear offset of the
 // same multi-index in another layout (strides may be 0 to drop a dim).
@@ -98,7 +91,7 @@ T from_double(double v) {
     if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
     if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
     return static_cast<T>(v);
-  } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+  } else if constexpr (is_half_v<T>) {
     return T(static_cast<float>(v));
   } else {
     return static_cast<T>(v);

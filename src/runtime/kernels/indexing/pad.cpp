@@ -62,7 +62,7 @@ Status pad_into(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
       return make_error("axis {} is empty: there is nothing to pad it with in mode {}", d,
                         mode == PadMode::reflect ? "reflect" : mode == PadMode::edge ? "edge" : "wrap");
   }
-  ONNXKIT_TRY(check_output_shape(out_shape, "the padded output"));
+  ONNXKIT_TRY(checked_size(out_shape, "the padded output"));
   Tensor& y = ctx.output(0, x.dtype(), out_shape);
   if (y.numel() == 0) return {};
   if (rank == 0) {

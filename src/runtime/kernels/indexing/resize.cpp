@@ -646,7 +646,7 @@ Status resize(KernelContext& ctx, const Options& o) {
   ONNXKIT_ASSIGN(std::vector<AxisGeometry> g, geometry(ctx, *x, o));
   Shape out_shape(g.size());
   for (size_t d = 0; d < g.size(); ++d) out_shape[d] = g[d].out;
-  ONNXKIT_TRY(check_output_shape(out_shape, "the resized output"));
+  ONNXKIT_TRY(checked_size(out_shape, "the resized output"));
   const DataType type = x->dtype();
   if (o.mode != Mode::nearest && (type == DataType::string || type == DataType::boolean))
     return make_error("{} interpolation needs numbers, got {}", o.mode == Mode::linear ? "linear" : "cubic", to_string(type));

@@ -41,7 +41,6 @@ Result<Reduction> parse_reduction(const std::string& text, int64_t opset) {
 // or returns an error when the reduction has no meaning for T.
 template <class T, class Body>
 Status with_reducer(Reduction r, Body&& body) {
-  constexpr bool half = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
   if (r == Reduction::none) {
     body([](T& d, const T& s) { d = s; });
     return {};
@@ -56,7 +55,7 @@ Status with_reducer(Reduction r, Body&& body) {
       body([](bool& d, const bool& s) { d = d && s; });
     return {};
   } else {
-    using C = std::conditional_t<half, float, T>;
+    using C = compute_t<T>;
     // Integers wrap on overflow: the arithmetic runs unsigned, at least 32
     // bits wide so that nothing promotes back to (overflowing) int.
     using Wide = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>>;

@@ -18,7 +18,7 @@ bool is_non_zero(const T& v) {
     return !v.empty();
   } else if constexpr (std::is_same_v<T, bool>) {
     return v;
-  } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+  } else if constexpr (is_half_v<T>) {
     return static_cast<float>(v) != 0.0f;
   } else {
     return v != T(0);
@@ -83,7 +83,7 @@ Status one_hot(KernelContext& ctx, int64_t axis_attr, bool negative_indices) {
 
   Shape out_shape = indices_t->shape();
   out_shape.insert(out_shape.begin() + axis, depth);
-  ONNXKIT_TRY(check_output_shape(out_shape, "the one-hot output"));
+  ONNXKIT_TRY(checked_size(out_shape, "the one-hot output"));
   const int64_t outer = dims_product(indices_t->shape(), 0, static_cast<size_t>(axis));
   const int64_t inner = dims_product(indices_t->shape(), static_cast<size_t>(axis), indices_t->rank());
   Tensor& y = ctx.output(0, values->dtype(), std::move(out_shape));

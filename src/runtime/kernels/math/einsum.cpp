@@ -115,12 +115,7 @@ View<C> owned(std::vector<C> data, std::vector<int64_t> dims, std::vector<int> l
   auto buffer = std::make_shared<std::vector<C>>(std::move(data));
   v.data = buffer->data();
   v.owner = std::move(buffer);
-  v.strides.assign(dims.size(), 0);
-  int64_t stride = 1;
-  for (size_t i = dims.size(); i-- > 0;) {
-    v.strides[i] = stride;
-    stride *= dims[i];
-  }
+  v.strides = contiguous_strides(dims);
   v.dims = std::move(dims);
   v.labels = std::move(labels);
   return v;
@@ -304,7 +299,7 @@ Result<View<C>> contract(View<C> a, View<C> b, const std::set<int>& needed) {
   std::vector<int64_t> out_dims = batch_dims;
   for (int l : rows) out_dims.push_back(a.dims[a.find(l)]);
   for (int l : cols) out_dims.push_back(b.dims[b.find(l)]);
-  ONNXKIT_TRY(check_output_shape(out_dims, "an intermediate product"));
+  ONNXKIT_TRY(checked_size(out_dims, "an intermediate product"));
   std::vector<C> out(static_cast<size_t>(shape_size(out_dims)));
   const int64_t lda = ta ? m : k, ldb = tb ? k : n;
   for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t bo, int64_t co, int64_t) {

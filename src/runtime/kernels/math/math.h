@@ -1,31 +1,17 @@
 #pragma once
 // Shared machinery of the math family: numpy-style batched matrix products
 // (MatMul, MatMulInteger, and QLinearMatMul in the quantization family),
-// conversions of the 16-bit floats, axis checks.
+// conversions of the 16-bit floats.
 
 #include <cmath>
 #include <type_traits>
 #include <vector>
 
-#include "runtime/kernel.h"
+#include "runtime/kernels/common.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/parallel.h"
 
 namespace onnxkit::runtime::math {
-
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-// The type arithmetic happens in: float for the 16-bit floats.
-template <class T>
-using compute_t = std::conditional_t<is_half_v<T>, float, T>;
-
-// An error when a computed output shape is absurdly large (or its element
-// count overflows), instead of failing inside the allocator.
-Status check_output_shape(const Shape& shape, std::string_view what);
-
-// `axis` in [-rank, rank-1], made non-negative; an error naming `what`.
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what);
 
 // The elements of a 16-bit float tensor as floats (and back).
 std::vector<float> to_float(const Tensor& t);

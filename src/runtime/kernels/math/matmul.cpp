@@ -152,7 +152,7 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
     } else if (g.c_required) {
       return make_error("input C is missing (it is optional only from opset 11)");
     }
-    ONNXKIT_TRY(check_output_shape({m, n}, "the output"));
+    ONNXKIT_TRY(checked_size({m, n}, "the output"));
     Tensor& out = ctx.output(0, a->dtype(), {m, n});
     if (b_transposed && a->dtype() == DataType::float32) {
       GemmAttrs transposed = g;

@@ -6,20 +6,6 @@
 
 namespace onnxkit::runtime::nn {
 
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what) {
-  if (axis < -rank || axis >= rank)
-    return make_error("{} {} is out of range for a tensor of rank {} (allowed: [{}, {}])", what, axis, rank, -rank,
-                      rank - 1);
-  return axis < 0 ? axis + rank : axis;
-}
-
-Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name) {
-  for (int64_t x : v)
-    if (x > kMaxAttributeValue)
-      return make_error("{} {} has a value above {}", name, shape_to_string(v), kMaxAttributeValue);
-  return {};
-}
-
 Tensor doubles_to_tensor(DataType type, Shape shape, const std::vector<double>& values) {
   Tensor t(type, std::move(shape));
   (void)dispatch_float(type, [&]<class T>() -> Status {
@@ -29,31 +15,6 @@ Tensor doubles_to_tensor(DataType type, Shape shape, const std::vector<double>& 
     return {};
   });
   return t;
-}
-
-Tensor to_float32(const Tensor& t) {
-  if (t.dtype() == DataType::float32) return t;
-  Tensor f(DataType::float32, t.shape());
-  float* out = f.mutable_data<float>();
-  const int64_t n = t.numel();
-  (void)dispatch_float(t.dtype(), [&]<class T>() -> Status {
-    const T* in = t.data<T>();
-#pragma omp parallel for if (n >= kParallelWork) schedule(static)
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
-    return {};
-  });
-  return f;
-}
-
-void from_float32(const Tensor& f, Tensor& out) {
-  const float* in = f.data<float>();
-  const int64_t n = out.numel();
-  (void)dispatch_float(out.dtype(), [&]<class T>() -> Status {
-    T* p = out.mutable_data<T>();
-#pragma omp parallel for if (n >= kParallelWork) schedule(static)
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(in[i]);
-    return {};
-  });
 }
 
 Result<AutoPad> parse_auto_pad(const std::string& text) {

@@ -21,13 +21,6 @@ void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t grid, int
   hi = std::clamp<int64_t>(floor_div(size - 1 - offset, stride) + 1, lo, grid);
 }
 
-// Row-major strides of a shape.
-std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
-  return s;
-}
-
 // The walk shared by im2col and col2im, for one kernel tap `kr` (row major
 // over g.kernel) over grid positions [p0, p1), cut into runs along the last
 // axis. For each run, calls run(p, o_first, o_last, lo, hi, base, offset): the
@@ -43,7 +36,7 @@ void walk_rows(const WindowGeometry& g, int64_t kr, int64_t p0, int64_t p1, Run&
     k[d] = kr % g.kernel[d];
     kr /= g.kernel[d];
   }
-  const std::vector<int64_t> in_strides = strides_of(g.in);
+  const std::vector<int64_t> in_strides = contiguous_strides(g.in);
   const int64_t grid_last = g.out[last];
   const int64_t offset = k[last] * g.dilations[last] - g.pads_begin[last];
   int64_t lo, hi;
@@ -290,28 +283,10 @@ Status conv_reference(const ConvParams& p, const Tensor& x, const Tensor& w, con
       return make_error("B must have shape [{}] (one value per output channel), got {}", p.out_channels,
                         shape_to_string(bias->shape()));
   }
-  switch (x.dtype()) {
-    case DataType::float32:
-      conv_compute<float>(p, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr,
-                          y.mutable_data<float>());
-      return {};
-    case DataType::float64:
-      conv_compute<double>(p, x.data<double>(), w.data<double>(), bias ? bias->data<double>() : nullptr,
-                           y.mutable_data<double>());
-      return {};
-    case DataType::float16:
-    case DataType::bfloat16: {
-      Tensor xf = to_float32(x), wf = to_float32(w), yf(DataType::float32, y.shape());
-      std::optional<Tensor> bf;
-      if (bias != nullptr) bf = to_float32(*bias);
-      conv_compute<float>(p, xf.data<float>(), wf.data<float>(), bf ? bf->data<float>() : nullptr,
-                          yf.mutable_data<float>());
-      from_float32(yf, y);
-      return {};
-    }
-    default:
-      return make_error("element type {} is not supported here (floating point only)", to_string(x.dtype()));
-  }
+  return compute_in_float({&x, &w, bias}, y, [&]<class C>(const std::vector<const Tensor*>& in, Tensor& out) -> Status {
+    conv_compute<C>(p, in[0]->data<C>(), in[1]->data<C>(), in[2] ? in[2]->data<C>() : nullptr, out.mutable_data<C>());
+    return {};
+  });
 }
 
 Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& x, int64_t channels) {
@@ -555,28 +530,11 @@ KernelFactory conv_transpose_kernel() {
       Shape y_shape{p.batch, p.out_channels};
       y_shape.insert(y_shape.end(), p.window.in.begin(), p.window.in.end());
       Tensor& y = ctx.output(0, x->dtype(), y_shape);
-      switch (x->dtype()) {
-        case DataType::float32:
-          conv_transpose_compute<float>(p, x->data<float>(), w->data<float>(), bias ? bias->data<float>() : nullptr,
-                                        y.mutable_data<float>());
-          return {};
-        case DataType::float64:
-          conv_transpose_compute<double>(p, x->data<double>(), w->data<double>(),
-                                         bias ? bias->data<double>() : nullptr, y.mutable_data<double>());
-          return {};
-        case DataType::float16:
-        case DataType::bfloat16: {
-          Tensor xf = to_float32(*x), wf = to_float32(*w), yf(DataType::float32, y_shape);
-          std::optional<Tensor> bf;
-          if (bias != nullptr) bf = to_float32(*bias);
-          conv_transpose_compute<float>(p, xf.data<float>(), wf.data<float>(), bf ? bf->data<float>() : nullptr,
-                                        yf.mutable_data<float>());
-          from_float32(yf, y);
-          return {};
-        }
-        default:
-          return make_error("element type {} is not supported here (floating point only)", to_string(x->dtype()));
-      }
+      return compute_in_float({x, w, bias}, y, [&]<class C>(const std::vector<const Tensor*>& in, Tensor& out) -> Status {
+        conv_transpose_compute<C>(p, in[0]->data<C>(), in[1]->data<C>(), in[2] ? in[2]->data<C>() : nullptr,
+                                  out.mutable_data<C>());
+        return {};
+      });
     });
   });
 }
@@ -625,29 +583,15 @@ KernelFactory col2im_kernel() {
       y_shape.insert(y_shape.end(), image.begin(), image.end());
       ONNXKIT_TRY(checked_size(y_shape, "output"));
       Tensor& y = ctx.output(0, input->dtype(), y_shape);
-      auto run = [&]<class T>(const T* col, T* out) {
+      return compute_in_float({input}, y, [&]<class C>(const std::vector<const Tensor*>& in, Tensor& out) -> Status {
+        const C* col = in[0]->data<C>();
+        C* image = out.mutable_data<C>();
         const int64_t planes = n_batch * channels, in_size = g.in_size(), rows = ksize * g.out_size();
-        std::fill(out, out + planes * in_size, T(0));
+        std::fill(image, image + planes * in_size, C(0));
 #pragma omp parallel for if (planes > 1 && planes * rows >= kParallelWork) schedule(dynamic)
-        for (int64_t q = 0; q < planes; ++q) col2im(col + q * rows, 1, g, out + q * in_size);
-      };
-      switch (input->dtype()) {
-        case DataType::float32:
-          run(input->data<float>(), y.mutable_data<float>());
-          return {};
-        case DataType::float64:
-          run(input->data<double>(), y.mutable_data<double>());
-          return {};
-        case DataType::float16:
-        case DataType::bfloat16: {
-          Tensor in = to_float32(*input), out(DataType::float32, y_shape);
-          run(in.data<float>(), out.mutable_data<float>());
-          from_float32(out, y);
-          return {};
-        }
-        default:
-          return make_error("element type {} is not supported here (floating point only)", to_string(input->dtype()));
-      }
+        for (int64_t q = 0; q < planes; ++q) col2im(col + q * rows, 1, g, image + q * in_size);
+        return {};
+      });
     });
   });
 }

@@ -117,21 +117,11 @@ Status deform_conv(KernelContext& ctx, const DeformAttributes& a) {
   const Shape out_shape{batch, w->dim(0), g.out[0], g.out[1]};
   ONNXKIT_TRY(checked_size(out_shape, "output"));
   Tensor& y = ctx.output(0, x->dtype(), out_shape);
-  switch (x->dtype()) {
-    case DataType::float32: deform_conv_typed<float>(*x, *w, *offset, bias, mask, g, a, y); return {};
-    case DataType::float64: deform_conv_typed<double>(*x, *w, *offset, bias, mask, g, a, y); return {};
-    case DataType::float16:
-    case DataType::bfloat16: {
-      auto wide = [](const Tensor* t) { return t ? std::optional(to_float32(*t)) : std::nullopt; };
-      auto xf = to_float32(*x), wf = to_float32(*w), of = to_float32(*offset);
-      auto bf = wide(bias), mf = wide(mask);
-      Tensor yf(DataType::float32, out_shape);
-      deform_conv_typed<float>(xf, wf, of, bf ? &*bf : nullptr, mf ? &*mf : nullptr, g, a, yf);
-      from_float32(yf, y);
-      return {};
-    }
-    default: return make_error("DeformConv takes floating-point inputs, got {}", to_string(x->dtype()));
-  }
+  return compute_in_float({x, w, offset, bias, mask}, y,
+                          [&]<class C>(const std::vector<const Tensor*>& in, Tensor& out) -> Status {
+                            deform_conv_typed<C>(*in[0], *in[1], *in[2], in[3], in[4], g, a, out);
+                            return {};
+                          });
 }
 
 }  // namespace

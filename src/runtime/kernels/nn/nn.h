@@ -1,50 +1,23 @@
 #pragma once
-// Shared machinery of the neural-network family: element types, axis and
-// parameter checks, and the geometry of sliding windows (convolution and
-// pooling share the rules of kernel_shape, strides, dilations, pads and
-// auto_pad).
+// Shared machinery of the neural-network family: the geometry of sliding
+// windows (convolution and pooling share the rules of kernel_shape, strides,
+// dilations, pads and auto_pad).
 
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "runtime/kernels/common.h"
 
 namespace onnxkit::runtime::nn {
 
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
-// The type arithmetic happens in: float for the 16-bit floats, else T.
-template <class T>
-using compute_t = std::conditional_t<is_half_v<T>, float, T>;
-
-// Work (elements touched) below which a kernel stays on one thread.
-inline constexpr int64_t kParallelWork = 1 << 15;
-
 // Integer division rounding down / up, for negative numerators too (pads
 // and offsets can make them negative).
 inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-// `axis` in [-rank, rank) made non-negative, or an error naming `what`.
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what);
-
-// Attribute values (pads, strides, sizes...) above this are refused, so that
-// the index arithmetic built on them cannot overflow.
-inline constexpr int64_t kMaxAttributeValue = int64_t{1} << 31;
-
-// An error naming `name` when a value of `v` is above kMaxAttributeValue.
-Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name);
-
 // Copies `values` into a new tensor of the floating-point `type`.
 Tensor doubles_to_tensor(DataType type, Shape shape, const std::vector<double>& values);
-
-// A float tensor converted to float32 and back, for the 16-bit types that
-// compute through float.
-Tensor to_float32(const Tensor& t);
-void from_float32(const Tensor& f, Tensor& out);
 
 // --- sliding windows ----------------------------------------------------------
 

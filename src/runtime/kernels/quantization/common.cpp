@@ -50,10 +50,8 @@ Result<Granularity> granularity(const Shape& x, const Shape& scale, const Shape*
     return make_error("input {} has shape {} but {} has shape {}: they must match", zero_name,
                       shape_to_string(*zero_point), scale_name, shape_to_string(scale));
   Granularity g;
-  auto split_at = [&](int64_t a) -> Status {
-    if (a < -rank || a >= rank)
-      return make_error("axis {} is out of range for input x of rank {} (accepted: [{}, {}])", a, rank, -rank, rank - 1);
-    a = a < 0 ? a + rank : a;
+  auto split_at = [&](int64_t given) -> Status {
+    ONNXKIT_ASSIGN(const int64_t a, normalize_axis(given, rank, "axis", "input x"));
     g.outer = shape_size(Shape(x.begin(), x.begin() + a));
     g.axis_dim = x[a];
     g.inner = shape_size(Shape(x.begin() + a + 1, x.end()));

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 
-#include "runtime/kernels/math/math.h"
 #include "runtime/kernels/quantization/quantization.h"
 
 namespace onnxkit::runtime::quantization {
@@ -100,7 +99,7 @@ Result<ConvGeometry> conv_geometry(const ConvAttrs& a, const Shape& x, const Sha
     g.out[d] = out;
     g.out_shape.push_back(out);
   }
-  ONNXKIT_TRY(math::check_output_shape(g.out_shape, "the output"));
+  ONNXKIT_TRY(checked_size(g.out_shape, "the output"));
   g.in_size = shape_size(g.in);
   g.kernel_size = shape_size(g.kernel);
   g.out_size = shape_size(g.out);

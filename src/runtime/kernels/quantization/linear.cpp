@@ -12,8 +12,6 @@
 namespace onnxkit::runtime::quantization {
 namespace {
 
-inline constexpr int64_t kParallelElements = 1 << 15;
-
 struct LinearAttrs {
   int64_t axis = 1;
   int64_t block_size = 0;
@@ -39,7 +37,7 @@ Result<LinearAttrs> linear_attrs(const KernelInfo& info) {
 template <class Body>
 void for_each_row(const Granularity& g, int64_t numel, Body&& body) {
   const int64_t rows = g.outer * g.axis_dim;
-#pragma omp parallel for if (rows > 1 && numel >= kParallelElements) schedule(static)
+#pragma omp parallel for if (rows > 1 && numel >= kParallelWork) schedule(static)
   for (int64_t r = 0; r < rows; ++r) body(r / g.axis_dim, r % g.axis_dim, r * g.inner);
 }
 
@@ -168,7 +166,7 @@ Status compute_dynamic_quantize(KernelContext& ctx) {
   const int64_t n = x->numel();
   // The range always includes 0, so that 0 is exactly representable.
   float lo = 0.0f, hi = 0.0f;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) if (n >= kParallelElements) schedule(static)
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) if (n >= kParallelWork) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     lo = std::min(lo, px[i]);
     hi = std::max(hi, px[i]);
@@ -178,7 +176,7 @@ Status compute_dynamic_quantize(KernelContext& ctx) {
   const uint8_t zero = scale == 0.0f ? uint8_t(0) : round_saturate<uint8_t>((0.0f - lo) / scale);
   Tensor& y = ctx.output(0, DataType::uint8, x->shape());
   uint8_t* py = y.mutable_data<uint8_t>();
-#pragma omp parallel for if (n >= kParallelElements) schedule(static)
+#pragma omp parallel for if (n >= kParallelWork) schedule(static)
   for (int64_t i = 0; i < n; ++i) py[i] = scale == 0.0f ? zero : round_saturate<uint8_t>(px[i] / scale, zero);
   if (ctx.num_outputs() > 1) ctx.output(1, DataType::float32, {}).mutable_data<float>()[0] = scale;
   if (ctx.num_outputs() > 2) ctx.output(2, DataType::uint8, {}).mutable_data<uint8_t>()[0] = zero;

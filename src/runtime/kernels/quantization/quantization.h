@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/kernel.h"
+#include "runtime/kernels/common.h"
 
 namespace onnxkit::runtime::quantization {
 

@@ -85,12 +85,12 @@ template <class T>
 void arg(const T* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max, bool last) {
   using C = compute_t<T>;
   if (inner == 1) {
-#pragma omp parallel for if (outer > 1 && outer * n >= kParallelElements) schedule(static)
+#pragma omp parallel for if (outer > 1 && outer * n >= kParallelWork) schedule(static)
     for (int64_t o = 0; o < outer; ++o)
       y[o] = max ? arg_line<T, true>(x + o * n, n, last) : arg_line<T, false>(x + o * n, n, last);
     return;
   }
-#pragma omp parallel for if (outer > 1 && outer * n * inner >= kParallelElements) schedule(static)
+#pragma omp parallel for if (outer > 1 && outer * n * inner >= kParallelWork) schedule(static)
   for (int64_t o = 0; o < outer; ++o) {
     const T* base = x + o * n * inner;
     std::vector<C> best(static_cast<size_t>(inner));
@@ -121,10 +121,7 @@ Result<ComputeFn> build_arg(const KernelInfo& info, bool max) {
   return ComputeFn([a](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     const int64_t rank = static_cast<int64_t>(x->rank());
-    if (a.axis < -rank || a.axis >= rank)
-      return make_error("axis {} is out of range for input data of rank {} (accepted: [{}, {}])", a.axis, rank, -rank,
-                        rank - 1);
-    const int64_t axis = a.axis < 0 ? a.axis + rank : a.axis;
+    ONNXKIT_ASSIGN(const int64_t axis, normalize_axis(a.axis, rank, "axis", "input data"));
     const Shape& s = x->shape();
     const int64_t n = s[axis];
     const int64_t outer = shape_size(Shape(s.begin(), s.begin() + axis));

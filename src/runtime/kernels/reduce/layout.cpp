@@ -21,10 +21,7 @@ Result<std::vector<bool>> reduced_axes(const KernelContext& ctx, const AxesSpec&
   if (axes.empty()) return std::vector<bool>(static_cast<size_t>(rank), !(spec.from_input && spec.noop_with_empty_axes));
   std::vector<bool> mask(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
-    if (a < -rank || a >= rank)
-      return make_error("axis {} is out of range for input data of rank {} (accepted: [{}, {}])", a, rank, -rank,
-                        rank - 1);
-    const int64_t n = a < 0 ? a + rank : a;
+    ONNXKIT_ASSIGN(const int64_t n, normalize_axis(a, rank, "axis", "input data"));
     if (mask[n]) return make_error("axis {} is given twice (axes {})", n, fmt::join(axes, ","));
     mask[n] = true;
   }
@@ -61,12 +58,7 @@ Layout make_layout(const Shape& in, const std::vector<bool>& reduced, bool keepd
     L.reduced_offsets = {0};
     return L;
   }
-  std::vector<int64_t> strides(dims.size());
-  int64_t stride = 1;
-  for (size_t i = dims.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= dims[i];
-  }
+  const std::vector<int64_t> strides = contiguous_strides(dims);
   L.inner = dims.back();
   L.inner_reduced = kinds.back();
   for (size_t i = 0; i + 1 < dims.size(); ++i) {

@@ -17,15 +17,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "runtime/kernel.h"
+#include "runtime/kernels/common.h"
 #include "runtime/parallel.h"
 
 namespace onnxkit::runtime::reduce {
-
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-template <class T>
-using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
 // The axes of a Reduce node: an attribute before the opset where they became
 // an input (13 for ReduceSum, 18 for the others).
@@ -81,8 +76,6 @@ struct Odometer {
   }
 };
 
-inline constexpr int64_t kParallelElements = 1 << 15;
-
 // The two hot loops, kept out of line: inside the engine's big parallel
 // regions the compiler gives up vectorizing them.
 
@@ -125,7 +118,7 @@ template <class In, class Out, class Op>
 void run(const Layout& L, const In* x, Out* out, const Op& op) {
   using Acc = typename Op::Acc;
   const int64_t total = L.outputs * L.count;
-  const int threads = total >= kParallelElements ? available_threads() : 1;
+  const int threads = total >= kParallelWork ? available_threads() : 1;
   if (L.outputs == 0) return;
   if (L.count == 0) {
     for (int64_t o = 0; o < L.outputs; ++o) out[o] = op.finish(op.init(), o);

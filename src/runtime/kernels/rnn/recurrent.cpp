@@ -29,11 +29,8 @@ namespace {
 // Inputs by position; LSTM alone has the last two.
 enum Input : size_t { kX = 0, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, kPeephole };
 
-// Far beyond any real tensor, and small enough that index arithmetic on
-// buffers of this many elements cannot overflow.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
 // Elements of gate arithmetic per step below which the rows stay on one thread.
-constexpr int64_t kParallelWork = 1 << 14;
+constexpr int64_t kParallelGateWork = 1 << 14;
 
 const char* op_name(Cell cell) { return cell == Cell::lstm ? "LSTM" : cell == Cell::gru ? "GRU" : "RNN"; }
 int64_t gate_count(Cell cell) { return cell == Cell::lstm ? 4 : cell == Cell::gru ? 3 : 1; }
@@ -272,7 +269,7 @@ class DirectionRun {
   // x being its projected input; the row's new h then goes to Y.
   template <class F>
   void for_rows(int64_t s, int64_t rows, bool write_y, F&& f) {
-    parallel_for(rows, rows * gh_ >= kParallelWork, [&](int64_t b) {
+    parallel_for(rows, rows * gh_ >= kParallelGateWork, [&](int64_t b) {
       const int64_t len = length(b);
       if (s >= len) return;
       const int64_t t = backward_ ? len - 1 - s : s;

@@ -54,8 +54,8 @@ Status dft(KernelContext& ctx, int64_t axis_value, DftMode mode) {
   if (ctx.has_input(kDftLength)) {
     ONNXKIT_ASSIGN(length, read_int_scalar(ctx, kDftLength, "dft_length"));
   }
-  if (length <= 0 || length > kMaxLength)
-    return make_error("the DFT length must be in [1, {}], got {} (axis {} of shape {})", kMaxLength, length, axis,
+  if (length <= 0 || length > kMaxAttributeValue)
+    return make_error("the DFT length must be in [1, {}], got {} (axis {} of shape {})", kMaxAttributeValue, length, axis,
                       shape_to_string(x->shape()));
 
   Shape out_shape = x->shape();

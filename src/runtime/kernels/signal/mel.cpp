@@ -26,10 +26,10 @@ Status mel_weight_matrix(KernelContext& ctx, DataType type) {
   ONNXKIT_ASSIGN(const int64_t sample_rate, read_int_scalar(ctx, kSampleRate, "sample_rate"));
   ONNXKIT_ASSIGN(const double lower_hertz, read_float_scalar(ctx, kLowerEdge, "lower_edge_hertz"));
   ONNXKIT_ASSIGN(const double upper_hertz, read_float_scalar(ctx, kUpperEdge, "upper_edge_hertz"));
-  if (num_mel_bins <= 0 || num_mel_bins > kMaxLength)
-    return make_error("num_mel_bins must be in [1, {}], got {}", kMaxLength, num_mel_bins);
-  if (dft_length <= 0 || dft_length > kMaxLength)
-    return make_error("dft_length must be in [1, {}], got {}", kMaxLength, dft_length);
+  if (num_mel_bins <= 0 || num_mel_bins > kMaxAttributeValue)
+    return make_error("num_mel_bins must be in [1, {}], got {}", kMaxAttributeValue, num_mel_bins);
+  if (dft_length <= 0 || dft_length > kMaxAttributeValue)
+    return make_error("dft_length must be in [1, {}], got {}", kMaxAttributeValue, dft_length);
   if (sample_rate <= 0) return make_error("sample_rate must be positive, got {}", sample_rate);
   if (!(lower_hertz >= 0 && lower_hertz < upper_hertz))
     return make_error("need 0 <= lower_edge_hertz < upper_edge_hertz, got {} and {}", lower_hertz, upper_hertz);

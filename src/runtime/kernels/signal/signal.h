@@ -17,10 +17,6 @@ void register_windows(KernelRegistry& registry);  // HannWindow, HammingWindow, 
 void register_dft(KernelRegistry& registry);      // DFT (opsets 17 and 20), STFT (opset 17)
 void register_mel(KernelRegistry& registry);      // MelWeightMatrix (opset 17)
 
-// Lengths (window size, DFT length, mel bins) above this are refused, so that
-// a bad scalar input is an error rather than an attempt at a huge buffer.
-inline constexpr int64_t kMaxLength = int64_t{1} << 31;
-
 // An error unless `type` is a number type a generator op can emit
 // (output_datatype of the windows and MelWeightMatrix).
 Status check_numeric_output(DataType type);

@@ -41,7 +41,7 @@ KernelFactory window_kernel(CosineWindow coefficients) {
     const bool periodic = info.attr_int("periodic", 1) != 0;
     return ComputeFn([=](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(int64_t size, read_int_scalar(ctx, 0, "size"));
-      if (size <= 0 || size > kMaxLength) return make_error("size must be in [1, {}], got {}", kMaxLength, size);
+      if (size <= 0 || size > kMaxAttributeValue) return make_error("size must be in [1, {}], got {}", kMaxAttributeValue, size);
       write_numbers(cosine_window(coefficients, size, periodic), ctx.output(0, type, {size}));
       return {};
     });

@@ -12,9 +12,6 @@
 namespace onnxkit::runtime::tensor_ops {
 namespace {
 
-template <class T>
-constexpr bool is_half = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-
 // A float converted to an integer type (int4 and uint4 included): NaN gives
 // 0 and values out of range saturate (C++ leaves both undefined; ONNX leaves
 // them unspecified).
@@ -31,7 +28,7 @@ template <class To, class From>
 To convert(const From& v, bool saturate) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
-  } else if constexpr (is_half<From> || is_float8_v<From>) {
+  } else if constexpr (is_half_v<From> || is_float8_v<From>) {
     return convert<To>(static_cast<float>(v), saturate);  // exact
   } else if constexpr (is_int4_v<From>) {
     return convert<To>(static_cast<int>(v), saturate);
@@ -49,7 +46,7 @@ To convert(const From& v, bool saturate) {
     return v != From(0);
   } else if constexpr (is_float8_v<To>) {
     return To(static_cast<double>(v), saturate);
-  } else if constexpr (is_half<To>) {
+  } else if constexpr (is_half_v<To>) {
     return To(static_cast<float>(v));
   } else if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) {
     return float_to_integer<To>(static_cast<double>(v));

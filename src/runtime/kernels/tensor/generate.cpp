@@ -20,7 +20,7 @@ void register_generators(KernelRegistry& r) {
             if (d == 0) return make_error("delta is 0");
             double count = std::ceil((l - s) / d);
             int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-            if (n > (int64_t{1} << 40)) return make_error("Range would have {} elements", n);
+            if (n > kMaxElements) return make_error("Range would have {} elements", n);
             Tensor& y = ctx.output(0, start->dtype(), {n});
             T* p = y.mutable_data<T>();
             T value = start->data<T>()[0];

@@ -3,10 +3,6 @@
 #include "runtime/kernels/detection/detection.h"
 
 namespace onnxkit::runtime {
-namespace detection {
-
-
-}  // namespace detection
 
 void register_detection_kernels(KernelRegistry& registry) {
   detection::register_nms(registry);

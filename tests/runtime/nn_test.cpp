@@ -239,8 +239,8 @@ TEST(NnConv, BadInputsAreErrorsNamingTheProblem) {
 }
 
 TEST(NnConv, ReferenceChecksItsTensorsAgainstTheParams) {
-  runtime::nn::ConvAttributes attrs;
-  auto params = runtime::nn::make_conv_params(attrs, {1, 2, 4, 4}, {3, 2, 3, 3});
+  runtime::ConvAttributes attrs;
+  auto params = runtime::make_conv_params(attrs, {1, 2, 4, 4}, {3, 2, 3, 3});
   ASSERT_TRUE(params.ok());
   EXPECT_EQ(params->y_shape(), (Shape{1, 3, 2, 2}));
   Tensor x = f32({1, 2, 4, 4}, pattern(32, 1)), w = f32({3, 2, 3, 3}, pattern(54, 2));

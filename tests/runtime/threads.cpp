@@ -160,9 +160,9 @@ TEST(HeldToOneThread, ConvolutionsLeaveTheWorkerIdle) {
   using namespace runtime::nn;
   const runtime::Tensor x = random_floats({1, 64, 56, 56}, 1);
   const runtime::Tensor w = random_floats({64, 64, 3, 3}, 2);
-  ConvAttributes attrs;
+  runtime::ConvAttributes attrs;
   attrs.window.pads = {1, 1, 1, 1};
-  auto params = make_conv_params(attrs, x.shape(), w.shape());
+  auto params = runtime::make_conv_params(attrs, x.shape(), w.shape());
   ASSERT_TRUE(params.ok()) << params.error().message();
   DnnlConvCache cache(std::make_shared<const runtime::Tensor>(w), nullptr, {}, ActivationLayout::plain);
   runtime::Tensor on_two(runtime::DataType::float32, params->y_shape());

@@ -36,7 +36,7 @@ void from_float32(const Tensor& f, Tensor& out) {
 Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name) {
   for (int64_t x : v)
     if (x > kMaxAttributeValue)
-      return make_error("{} {} has a value above {}", name, shape_to_string(v), kMaxAttributeValue);
+      return make_error("{} has a value above {}: {}", name, kMaxAttributeValue, shape_to_string(v));
   return {};
 }
 

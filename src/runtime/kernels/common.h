@@ -79,7 +79,8 @@ Result<int64_t> checked_size(const Shape& shape, std::string_view what);
 // arithmetic built on them cannot overflow.
 inline constexpr int64_t kMaxAttributeValue = int64_t{1} << 31;
 
-// An error naming `name` when a value of `v` is above kMaxAttributeValue.
+// An error naming `name` ("attribute pads", "image_shape") when a value of
+// `v` is above kMaxAttributeValue.
 Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name);
 
 // --- axes and integer lists -----------------------------------------------------

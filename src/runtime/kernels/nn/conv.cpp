@@ -193,77 +193,6 @@ void col2im(const T* col, int64_t channels, const WindowGeometry& g, T* image) {
 template void col2im<float>(const float*, int64_t, const WindowGeometry&, float*);
 template void col2im<double>(const double*, int64_t, const WindowGeometry&, double*);
 
-Shape ConvParams::x_shape() const {
-  Shape s{batch, in_channels};
-  s.insert(s.end(), window.in.begin(), window.in.end());
-  return s;
-}
-
-Shape ConvParams::w_shape() const {
-  Shape s{out_channels, group > 0 ? in_channels / group : 0};
-  s.insert(s.end(), window.kernel.begin(), window.kernel.end());
-  return s;
-}
-
-Shape ConvParams::y_shape() const {
-  Shape s{batch, out_channels};
-  s.insert(s.end(), window.out.begin(), window.out.end());
-  return s;
-}
-
-Result<ConvAttributes> read_conv_attributes(const KernelInfo& info) {
-  ConvAttributes a;
-  ONNXKIT_ASSIGN(a.window, read_window_attributes(info));
-  a.window.ceil_mode = false;  // not a Conv attribute
-  a.group = info.attr_int("group", 1);
-  if (a.group < 1) return make_error("group is {}, must be at least 1", a.group);
-  return a;
-}
-
-namespace {
-
-// X and W of a convolution or its transpose: [N, C, D1, ...] and a filter of
-// the same rank, no negative dims.
-Status check_image_and_filter(const Shape& x, const Shape& w) {
-  if (x.size() < 3)
-    return make_error("X must have shape [N, C, D1, ...] with at least one spatial dim, got {}", shape_to_string(x));
-  if (w.size() != x.size())
-    return make_error("W has rank {} ({}), X has rank {} ({}): they must match", w.size(), shape_to_string(w), x.size(),
-                      shape_to_string(x));
-  for (int64_t d : x)
-    if (d < 0) return make_error("X has a negative dim: {}", shape_to_string(x));
-  for (int64_t d : w)
-    if (d < 0) return make_error("W has a negative dim: {}", shape_to_string(w));
-  return {};
-}
-
-}  // namespace
-
-Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x, const Shape& w) {
-  ONNXKIT_TRY(check_image_and_filter(x, w));
-  ConvParams p;
-  p.batch = x[0];
-  p.in_channels = x[1];
-  p.out_channels = w[0];
-  p.group = attrs.group;
-  if (p.in_channels % p.group != 0)
-    return make_error("X has {} channels, which group {} does not divide", p.in_channels, p.group);
-  if (p.out_channels % p.group != 0)
-    return make_error("W has {} output channels (dim 0), which group {} does not divide", p.out_channels, p.group);
-  if (w[1] != p.in_channels / p.group)
-    return make_error("W {} expects {} input channels per group, X {} has {} channels in {} group(s) ({} per group)",
-                      shape_to_string(w), w[1], shape_to_string(x), p.in_channels, p.group, p.in_channels / p.group);
-  std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  if (!attrs.window.kernel_shape.empty() && attrs.window.kernel_shape != kernel)
-    return make_error("kernel_shape {} does not match the spatial dims of W {}",
-                      shape_to_string(attrs.window.kernel_shape), shape_to_string(w));
-  for (int64_t k : kernel)
-    if (k < 1) return make_error("W {} has an empty kernel dim", shape_to_string(w));
-  ONNXKIT_ASSIGN(p.window, resolve_window(attrs.window, std::vector<int64_t>(x.begin() + 2, x.end()), kernel));
-  ONNXKIT_TRY(checked_size(p.y_shape(), "Y"));
-  return p;
-}
-
 Status conv_reference(const ConvParams& p, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
   if (x.shape() != p.x_shape())
     return make_error("X has shape {}, the convolution was set up for {}", shape_to_string(x.shape()),
@@ -518,8 +447,8 @@ KernelFactory conv_transpose_kernel() {
     if (a.group < 1) return make_error("group is {}, must be at least 1", a.group);
     a.output_padding = info.attr_ints("output_padding");
     a.output_shape = info.attr_ints("output_shape");
-    ONNXKIT_TRY(check_attribute_range(a.output_padding, "output_padding"));
-    ONNXKIT_TRY(check_attribute_range(a.output_shape, "output_shape"));
+    ONNXKIT_TRY(check_attribute_range(a.output_padding, "attribute output_padding"));
+    ONNXKIT_TRY(check_attribute_range(a.output_shape, "attribute output_shape"));
     return ComputeFn([a](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));

@@ -1,5 +1,6 @@
 #pragma once
-// The reference convolution. Conv's kernel resolves a ConvParams (once at
+// The reference convolution. Conv's kernel resolves a ConvParams
+// (kernels/window.h; once at
 // build when the input shape is static and W is an initializer, else per
 // run) and calls conv_reference. A faster engine is tested against this
 // function, so it favours plain, checkable code: im2col over tiles of output
@@ -11,30 +12,6 @@
 #include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime::nn {
-
-struct ConvParams {
-  int64_t batch = 0;
-  int64_t in_channels = 0;   // C
-  int64_t out_channels = 0;  // M
-  int64_t group = 1;
-  WindowGeometry window;     // spatial dims: input, kernel, strides, dilations, pads, output
-
-  Shape x_shape() const;  // [N, C, in...]
-  Shape w_shape() const;  // [M, C / group, kernel...]
-  Shape y_shape() const;  // [N, M, out...]
-};
-
-// Conv's attributes as parsed at build time.
-struct ConvAttributes {
-  WindowAttributes window;
-  int64_t group = 1;
-};
-
-Result<ConvAttributes> read_conv_attributes(const KernelInfo& info);
-
-// Checks X and W against each other and the attributes, and resolves the
-// output shape. kernel_shape defaults to W's spatial dims.
-Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x, const Shape& w);
 
 // The optional bias of Conv, ConvTranspose and DeformConv (input `index`):
 // null when absent, else X's type and one value per output channel.

@@ -1,57 +1,18 @@
 #pragma once
-// Shared machinery of the neural-network family: the geometry of sliding
-// windows (convolution and pooling share the rules of kernel_shape, strides,
-// dilations, pads and auto_pad).
+// Shared machinery of the neural-network family. Convolution and pooling
+// share the geometry of sliding windows (kernels/window.h).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/window.h"
 
 namespace onnxkit::runtime::nn {
 
-// Integer division rounding down / up, for negative numerators too (pads
-// and offsets can make them negative).
-inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
-
 // Copies `values` into a new tensor of the floating-point `type`.
 Tensor doubles_to_tensor(DataType type, Shape shape, const std::vector<double>& values);
-
-// --- sliding windows ----------------------------------------------------------
-
-enum class AutoPad { notset, same_upper, same_lower, valid };
-
-Result<AutoPad> parse_auto_pad(const std::string& text);
-
-// Attributes common to convolution and pooling, as written on the node
-// (empty vectors: absent).
-struct WindowAttributes {
-  AutoPad auto_pad = AutoPad::notset;
-  std::vector<int64_t> kernel_shape, strides, dilations, pads;
-  bool ceil_mode = false;
-};
-
-// Reads auto_pad, kernel_shape, strides, dilations, pads and ceil_mode, and
-// checks the values that need no shape: positive kernel, strides and
-// dilations, non-negative pads, an even number of pads.
-Result<WindowAttributes> read_window_attributes(const KernelInfo& info);
-
-// The resolved geometry of a window sliding over `in` (spatial dims only).
-struct WindowGeometry {
-  std::vector<int64_t> in, kernel, strides, dilations, pads_begin, pads_end, out;
-  size_t rank() const { return in.size(); }
-  int64_t in_size() const;
-  int64_t out_size() const;
-  int64_t kernel_size() const;
-};
-
-// Resolves strides, dilations and pads (explicit or from auto_pad) and the
-// output sizes, checking every list against the spatial rank. `kernel` is the
-// kernel shape already chosen by the caller.
-Result<WindowGeometry> resolve_window(const WindowAttributes& attrs, const std::vector<int64_t>& in,
-                                      const std::vector<int64_t>& kernel);
 
 // y = log_softmax(x) along n, with x and y (same type and size) seen as
 // [outer, n, inner]; shared by LogSoftmax and SoftmaxCrossEntropyLoss.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/kernels/common.h"
+#include "runtime/kernels/window.h"
 
 namespace onnxkit::runtime::quantization {
 
@@ -84,30 +85,13 @@ Result<Granularity> granularity(const Shape& x, const Shape& scale, const Shape*
                                 int64_t block_size, bool per_axis_allowed, std::string_view scale_name,
                                 std::string_view zero_name);
 
-// Convolution geometry of ConvInteger and QLinearConv, from the attributes
-// (auto_pad, dilations, group, kernel_shape, pads, strides) and the shapes
-// of X [N, C, D1...] and W [M, C/group, k1...].
-struct ConvAttrs {
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> dilations, kernel_shape, pads, strides;
-  int64_t group = 1;
-};
-ConvAttrs conv_attrs(const KernelInfo& info);
-
-struct ConvGeometry {
-  int64_t batch = 0, channels = 0, maps = 0, group = 1;
-  std::vector<int64_t> in, kernel, out, strides, dilations, pad_begin;
-  int64_t in_size = 1, kernel_size = 1, out_size = 1;
-  Shape out_shape;
-};
-Result<ConvGeometry> conv_geometry(const ConvAttrs& a, const Shape& x, const Shape& w, std::string_view x_name,
-                                   std::string_view w_name);
-
+// The convolution of ConvInteger and QLinearConv, whose geometry is Conv's
+// (kernels/window.h):
 // y[n, m, ...] = sum over the group's channels and the kernel of x * w, with
 // x [N, C, in...] and w [M, C/group, kernel...] already shifted by their zero
 // points (8-bit values minus 8-bit zero points fit int16); positions in the
 // padding contribute nothing (they hold the zero point). y is [N, M, out...].
-void conv_integer(const ConvGeometry& g, const int16_t* x, const int16_t* w, int32_t* y);
+void conv_integer(const ConvParams& p, const int16_t* x, const int16_t* w, int32_t* y);
 
 // Family parts (register.cpp calls them).
 void register_linear(KernelRegistry& registry);

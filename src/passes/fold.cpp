@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 
 #include "runtime/evaluate.h"
 #include "runtime/tensor_proto.h"
@@ -14,10 +13,8 @@ namespace {
 
 bool never_folded(const ir::Node& node) {
   // Dropout is folded only as the identity it is at inference, by eliminate-dropout.
-  static const std::set<std::string, std::less<>> quantization = {"QuantizeLinear", "DequantizeLinear",
-                                                                   "DynamicQuantizeLinear"};
-  return !node.in_onnx_domain() || may_be_random(node) || quantization.count(node.op_type()) > 0 ||
-         !node.subgraphs().empty();
+  const runtime::OpTraits traits = runtime::KernelRegistry::builtin().traits(node.domain(), node.op_type());
+  return !node.in_onnx_domain() || traits.random || traits.quantization || !node.subgraphs().empty();
 }
 
 // Shape and Size of a tensor whose dims are all known: computed from the

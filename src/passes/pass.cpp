@@ -4,6 +4,7 @@
 
 #include "passes/registry.h"
 #include "passes/resolve_shape_inputs.h"
+#include "runtime/kernel.h"
 #include "runtime/tensor_proto.h"
 
 namespace onnxkit::passes {
@@ -94,10 +95,7 @@ bool bypass_node(ir::Node& node) {
 }
 
 bool may_be_random(const ir::Node& node) {
-  static const std::set<std::string, std::less<>> ops = {"RandomNormal",      "RandomUniform", "RandomNormalLike",
-                                                         "RandomUniformLike", "Multinomial",   "Bernoulli",
-                                                         "Dropout"};
-  return node.in_onnx_domain() && ops.count(node.op_type()) > 0;
+  return runtime::KernelRegistry::builtin().traits(node.domain(), node.op_type()).random;
 }
 
 std::vector<ir::Node*> nodes_of(ir::Graph& graph, const std::vector<std::string_view>& op_types) {

@@ -100,7 +100,8 @@ bool only_first_output_used(const ir::Node& node);
 bool bypass_node(ir::Node& node);
 
 // True for ops whose result may be random (RandomNormal..., Multinomial,
-// Bernoulli, Dropout in training): never folded, never merged.
+// Bernoulli, Dropout in training), as their kernels declare (OpTraits):
+// never folded, never merged.
 bool may_be_random(const ir::Node& node);
 
 // Chains of nodes are walked with ir::sole_consumer and ir::other_operand

@@ -144,8 +144,9 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     auto c = constant_by_slot.find(it->second);
     return c != constant_by_slot.end() ? c->second : nullptr;
   };
+  const TraitsOf traits_of = [&](const ir::Node& n) { return context.registry.traits(n.domain(), n.op_type()); };
   LayoutPlan layout;
-  if (parent == nullptr && context.options.blocked_layout) layout = plan_layout(order, constant_of);
+  if (parent == nullptr && context.options.blocked_layout) layout = plan_layout(order, constant_of, traits_of);
   // Whether two main-graph values surely have one shape (for residual Adds):
   // ONNX's shape inference, run once if a Conv feeds an Add. Dims must be
   // known numbers or the same symbol.
@@ -200,7 +201,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     if (v->is_any_graph_output() || is_returned(v)) return true;
     for (const ir::Use& use : v->uses()) {
       if (use.node->graph() != &graph || !layout.blocked_nodes.count(use.node)) return true;
-      auto acts = activation_inputs(*use.node);
+      auto acts = activation_inputs(*use.node, traits_of(*use.node));
       if (std::find(acts.begin(), acts.end(), use.index) == acts.end()) return true;
     }
     return false;
@@ -214,7 +215,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
     GraphPlan::Step step;
     step.node = &node;
     std::vector<const Tensor*> constants;
-    std::vector<size_t> acts = blocked ? activation_inputs(node) : std::vector<size_t>();
+    std::vector<size_t> acts = blocked ? activation_inputs(node, traits_of(node)) : std::vector<size_t>();
     bool plain_input = false;
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       const ir::Value* v = node.input(i);
@@ -266,15 +267,12 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
         }
       }
       Result<std::unique_ptr<Kernel>> kernel = make_error("no kernel");
-      const std::string& op = node.op_type();
-      if (blocked && op == "Conv")
-        kernel = nn::make_blocked_conv(info, plain_input);
-      else if (blocked && (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool"))
-        kernel = nn::make_blocked_pool(info, layout.channels.at(node.input(0)));
-      else if (blocked && op == "Concat")
-        kernel = nn::make_blocked_concat();
-      else
+      if (blocked && traits_of(node).blocked == OpTraits::Blocked::own_kernel) {
+        auto in = layout.channels.find(node.input(0));
+        kernel = nn::make_blocked_kernel(info, plain_input, in != layout.channels.end() ? in->second : -1);
+      } else {
         kernel = def->create(info);  // element-wise ops read blocked tensors as they are
+      }
       if (!kernel.ok()) return kernel.error().in(node.describe());
       step.kernel = std::move(kernel).value();
     }
@@ -292,7 +290,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   // squeezenet's Concats took 6% of its time as copies.
   std::unordered_set<const ir::Node*> writes_into_concat;
   for (const ir::Node* node : order) {
-    if (node->op_type() != "Concat" || !layout.blocked_nodes.count(node) || !step_of.count(node)) continue;
+    if (!nn::gathers_in_place(*node) || !layout.blocked_nodes.count(node) || !step_of.count(node)) continue;
     const int group = static_cast<int>(plan->concat_blocks.size());
     int64_t first_block = 0;
     bool any = false;
@@ -301,7 +299,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
       // Through the Relu or Add the Conv absorbed: their steps pass its value on.
       while (writer != nullptr && conv_fusions.fused.count(writer))
         writer = writer->input(conv_fusions.fused.at(writer))->producer();
-      if (writer != nullptr && writer->op_type() == "Conv" && layout.blocked_nodes.count(writer) &&
+      if (writer != nullptr && nn::writes_in_place(*writer) && layout.blocked_nodes.count(writer) &&
           step_of.count(writer) && writes_into_concat.insert(writer).second) {
         GraphPlan::Step& step = plan->steps[step_of.at(writer)];
         step.concat_group = group;

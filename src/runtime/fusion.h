@@ -43,7 +43,6 @@ struct FusedChain {
   KernelFactory create;                   // called with the last node's KernelInfo
 };
 
-using ConstantOf = std::function<const Tensor*(const ir::Value*)>;
 using IsReturned = std::function<bool(const ir::Value*)>;
 using SameShape = std::function<bool(const ir::Value*, const ir::Value*)>;  // surely, not maybe
 

@@ -128,8 +128,9 @@ Status run_kernel(const Kernel& kernel, KernelContext& ctx, const ir::Node& node
   return status;
 }
 
-void KernelRegistry::add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create) {
-  defs_.push_back({std::move(domain), std::move(op_type), since, until, std::move(create)});
+void KernelRegistry::add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create,
+                         OpTraits traits) {
+  defs_.push_back({std::move(domain), std::move(op_type), since, until, std::move(create), traits});
 }
 
 const KernelDef* KernelRegistry::find(std::string_view domain, std::string_view op_type, int64_t opset) const {
@@ -162,6 +163,13 @@ Status check_node_arity(const ir::Node& node, int64_t opset) {
   for (const ir::Value* v : node.outputs()) outputs.push_back(v != nullptr);
   std::string problem = analysis::arity_problem(node.domain(), node.op_type(), opset, inputs, outputs);
   if (!problem.empty()) return make_error("{}: {}", node.describe(), problem);
+  return {};
+}
+
+OpTraits KernelRegistry::traits(std::string_view domain, std::string_view op_type) const {
+  domain = ir::canonical_domain(domain);
+  for (const KernelDef& d : defs_)
+    if (d.op_type == op_type && d.domain == domain) return d.traits;
   return {};
 }
 

@@ -186,17 +186,44 @@ Result<std::unique_ptr<Kernel>> build_kernel(const KernelFactory& create, const 
 // errors too: kernels themselves return theirs.
 Status run_kernel(const Kernel& kernel, KernelContext& ctx, const ir::Node& node);
 
+// The data of a value fixed when a plan is built (an initializer, a
+// Constant), null for any other.
+using ConstantOf = std::function<const Tensor*(const ir::Value*)>;
+
+// What the session and the optimizer may assume about an op whatever its
+// inputs, declared with its kernel in its family's registration.
+struct OpTraits {
+  // How it runs on blocked activations (kernels/nn/blocked.h). Element-wise
+  // ops read them as they are, on input 0 alone (the other inputs are
+  // parameters, as Clip's bounds) or on inputs 0 and 1 of one shape; Conv,
+  // the pools and Concat have blocked kernels of their own.
+  enum class Blocked : uint8_t { no, elementwise_unary, elementwise_binary, own_kernel };
+  Blocked blocked = Blocked::no;
+  // Maps zero to zero (f(0) = 0, f(0, 0) = 0): the zero channels padding a
+  // blocked tensor stay zero, so an element-wise op runs blocked whatever
+  // its channel count; one that does not, only on whole blocks.
+  bool zero_preserving = false;
+  // Its results may differ from run to run: never folded, never merged with
+  // a twin.
+  bool random = false;
+  // Quantizes or dequantizes: constant folding keeps it, for the engines
+  // that read Q/DQ pairs.
+  bool quantization = false;
+};
+
 struct KernelDef {
   std::string domain;  // "" for the default ai.onnx domain
   std::string op_type;
   int64_t since = 1;               // first opset version this kernel serves
   int64_t until = kLatestOpset;    // last one, inclusive
   KernelFactory create;
+  OpTraits traits;
 };
 
 class KernelRegistry {
  public:
-  void add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create);
+  void add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create,
+           OpTraits traits = {});
   // The kernel serving `op_type` at `opset` of `domain` ("ai.onnx" is ""), or null.
   const KernelDef* find(std::string_view domain, std::string_view op_type, int64_t opset) const;
   // The kernel serving `node` at `opset` of its domain, or an error naming
@@ -205,6 +232,9 @@ class KernelRegistry {
   Result<const KernelDef*> find(const ir::Node& node, int64_t opset) const;
   // True when some opset of the op has a kernel.
   bool knows(std::string_view domain, std::string_view op_type) const;
+  // The traits of the op (of its first opset with a kernel); none for an op
+  // without one.
+  OpTraits traits(std::string_view domain, std::string_view op_type) const;
   const std::vector<KernelDef>& all() const { return defs_; }
 
   // Every kernel onnxkit has.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runtime/kernel.h"
 #include "runtime/tensor.h"
 
 namespace onnxkit::runtime {
@@ -20,12 +21,16 @@ struct LayoutPlan {
   std::unordered_map<const ir::Value*, int64_t> channels;
 };
 
-// `constant` gives the data of initializers (null for other values).
-LayoutPlan plan_layout(const std::vector<ir::Node*>& order,
-                       const std::function<const Tensor*(const ir::Value*)>& constant);
+using TraitsOf = std::function<OpTraits(const ir::Node&)>;
+
+// `constant` gives the data of initializers (null for other values);
+// `traits` what each node's kernel declares (kernel.h): element-wise ops join
+// a region as they are, ops with blocked kernels of their own as
+// kernels/nn/blocked.h decides.
+LayoutPlan plan_layout(const std::vector<ir::Node*>& order, const ConstantOf& constant, const TraitsOf& traits);
 
 // The inputs of a blocked node that are activations (read in the blocked
 // layout); its other inputs (Clip's bounds, Conv's weights) stay plain.
-std::vector<size_t> activation_inputs(const ir::Node& node);
+std::vector<size_t> activation_inputs(const ir::Node& node, const OpTraits& traits);
 
 }  // namespace onnxkit::runtime

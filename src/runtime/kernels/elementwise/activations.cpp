@@ -25,9 +25,10 @@ ComputeFn map_activation(F f) {
 // Registers a float activation whose attributes are read once at build:
 // `make(info)` returns the per-element function.
 template <class Make>
-void add_activation(KernelRegistry& r, const char* op, int64_t since, Make make) {
+void add_activation(KernelRegistry& r, const char* op, int64_t since, Make make, OpTraits traits = {}) {
   r.add("", op, since, kLatestOpset,
-        make_kernel([make](const KernelInfo& info) -> Result<ComputeFn> { return map_activation(make(info)); }));
+        make_kernel([make](const KernelInfo& info) -> Result<ComputeFn> { return map_activation(make(info)); }),
+        traits);
 }
 
 // The bound of Clip: an input (opset 11+) when given, else the attribute.
@@ -68,27 +69,27 @@ void register_activations(KernelRegistry& r) {
   add_activation(r, "LeakyRelu", 6, [](const KernelInfo& info) {
     double alpha = info.attr_float("alpha", 0.01f);
     return [alpha](double v) { return v >= 0 ? v : alpha * v; };
-  });
+  }, kBlockedUnaryZeroPreserving);
   add_activation(r, "Elu", 6, [](const KernelInfo& info) {
     double alpha = info.attr_float("alpha", 1.0f);
     return [alpha](double v) { return v >= 0 ? v : alpha * std::expm1(v); };
-  });
+  }, kBlockedUnaryZeroPreserving);
   add_activation(r, "Selu", 6, [](const KernelInfo& info) {
     double alpha = info.attr_float("alpha", 1.67326319217681884765625f);
     double gamma = info.attr_float("gamma", 1.05070102214813232421875f);
     return [alpha, gamma](double v) { return gamma * (v > 0 ? v : alpha * std::expm1(v)); };
-  });
+  }, kBlockedUnary);
   add_activation(r, "Celu", 12, [](const KernelInfo& info) {
     double alpha = info.attr_float("alpha", 1.0f);
     return [alpha](double v) { return std::max(0.0, v) + std::min(0.0, alpha * std::expm1(v / alpha)); };
-  });
+  }, kBlockedUnary);
   add_activation(r, "HardSigmoid", 6, [](const KernelInfo& info) {
     double alpha = info.attr_float("alpha", 0.2f), beta = info.attr_float("beta", 0.5f);
     return [alpha, beta](double v) { return std::max(0.0, std::min(1.0, alpha * v + beta)); };
-  });
+  }, kBlockedUnary);
   add_activation(r, "HardSwish", 14, [](const KernelInfo&) {
     return [](double v) { return v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5)); };
-  });
+  }, kBlockedUnaryZeroPreserving);
   add_activation(r, "ThresholdedRelu", 10, [](const KernelInfo& info) {
     double alpha = info.attr_float("alpha", 1.0f);
     return [alpha](double v) { return v > alpha ? v : 0.0; };
@@ -99,7 +100,7 @@ void register_activations(KernelRegistry& r) {
   });
   add_activation(r, "Mish", 18, [](const KernelInfo&) {
     return [](double v) { return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))); };
-  });
+  }, kBlockedUnaryZeroPreserving);
   r.add("", "Gelu", 20, kLatestOpset, gelu_kernel());
 
   r.add("", "PRelu", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
@@ -140,7 +141,8 @@ void register_activations(KernelRegistry& r) {
               return {};
             });
           });
-        }));
+        }),
+        kBlockedUnary);
   // From opset 11: optional min and max inputs.
   r.add("", "Clip", 11, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
           ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
@@ -161,7 +163,8 @@ void register_activations(KernelRegistry& r) {
             map_unary<T, T>(*x, y, [&](C v) { return std::min(std::max(v, l), h); });
             return {};
           });
-        }));
+        }),
+        kBlockedUnary);
 }
 
 }  // namespace onnxkit::runtime::elementwise

@@ -21,7 +21,7 @@ Status with_binary(KernelContext& ctx, DataType out_type, Body&& body) {
 }
 
 template <class F>
-void add_arithmetic(KernelRegistry& r, const char* op, F f) {
+void add_arithmetic(KernelRegistry& r, const char* op, F f, OpTraits traits) {
   r.add("", op, 7, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
           return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
             return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
@@ -29,7 +29,7 @@ void add_arithmetic(KernelRegistry& r, const char* op, F f) {
               return {};
             });
           });
-        }));
+        }), traits);
 }
 
 // Integer division and modulo by zero would trap: refuse the input instead.
@@ -149,23 +149,25 @@ class LegacyBroadcast final : public Kernel {
   std::optional<int64_t> axis_;
 };
 
-// Registers opsets 1-6 of `op` around its opset-7 kernel.
+// Registers opsets 1-6 of `op` around its opset-7 kernel, with its traits.
 void add_legacy_broadcast(KernelRegistry& r, const char* op) {
-  KernelFactory modern = r.find("", op, 7)->create;
+  const KernelDef& def = *r.find("", op, 7);
+  KernelFactory modern = def.create;
+  const OpTraits traits = def.traits;
   r.add("", op, 1, 6, [modern](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     ONNXKIT_ASSIGN(std::unique_ptr<Kernel> kernel, modern(info));
     std::optional<int64_t> axis;
     if (info.has_attr("axis")) axis = info.attr_int("axis", 0);
     return std::unique_ptr<Kernel>(std::make_unique<LegacyBroadcast>(std::move(kernel), info.attr_int("broadcast", 0) != 0, axis));
-  });
+  }, traits);
 }
 
 }  // namespace
 
 void register_binary(KernelRegistry& r) {
-  add_arithmetic(r, "Add", [](auto x, auto y) { return x + y; });
-  add_arithmetic(r, "Sub", [](auto x, auto y) { return x - y; });
-  add_arithmetic(r, "Mul", [](auto x, auto y) { return x * y; });
+  add_arithmetic(r, "Add", [](auto x, auto y) { return x + y; }, kBlockedBinaryZeroPreserving);
+  add_arithmetic(r, "Sub", [](auto x, auto y) { return x - y; }, kBlockedBinaryZeroPreserving);
+  add_arithmetic(r, "Mul", [](auto x, auto y) { return x * y; }, kBlockedBinaryZeroPreserving);
   r.add("", "Div", 7, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
           return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
             return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {

@@ -16,6 +16,15 @@ namespace onnxkit::runtime::elementwise {
 template <class T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 
+// Traits (kernel.h) of the element-wise ops that run on blocked activations
+// as they are: on input 0 (`unary`) or inputs 0 and 1 (`binary`), mapping
+// zero to zero or not.
+inline constexpr OpTraits kBlockedUnary{.blocked = OpTraits::Blocked::elementwise_unary};
+inline constexpr OpTraits kBlockedUnaryZeroPreserving{.blocked = OpTraits::Blocked::elementwise_unary,
+                                                      .zero_preserving = true};
+inline constexpr OpTraits kBlockedBinaryZeroPreserving{.blocked = OpTraits::Blocked::elementwise_binary,
+                                                       .zero_preserving = true};
+
 // Binary ops do less work per element: below this, waking a second thread
 // costs more than it saves (measured on BERT's [128, 256] bias adds).
 inline constexpr int64_t kParallelBinaryElements = 1 << 17;

@@ -23,7 +23,7 @@ Status dispatch(DataType t, F&& f) {
 
 // Registers `op` as y = f(x), same type, for every opset from `since`.
 template <Types kTypes, class F>
-void add_unary(KernelRegistry& r, const char* op, int64_t since, F f) {
+void add_unary(KernelRegistry& r, const char* op, int64_t since, F f, OpTraits traits = {}) {
   r.add("", op, since, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
           ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
           Tensor& y = ctx.output(0, x->dtype(), x->shape());
@@ -31,28 +31,33 @@ void add_unary(KernelRegistry& r, const char* op, int64_t since, F f) {
             map_unary<T, T>(*x, y, [&](compute_t<T> v) { return f(v); });
             return {};
           });
-        }));
+        }), traits);
 }
 
 }  // namespace
 
 void register_unary(KernelRegistry& r) {
-  add_unary<Types::numbers>(r, "Abs", 1, [](auto v) {
-    if constexpr (std::is_unsigned_v<decltype(v)>) return v;
-    else return static_cast<decltype(v)>(v < 0 ? -v : v);
-  });
-  add_unary<Types::signed_numbers>(r, "Neg", 1, [](auto v) { return static_cast<decltype(v)>(-v); });
+  add_unary<Types::numbers>(
+      r, "Abs", 1,
+      [](auto v) {
+        if constexpr (std::is_unsigned_v<decltype(v)>) return v;
+        else return static_cast<decltype(v)>(v < 0 ? -v : v);
+      },
+      kBlockedUnaryZeroPreserving);
+  add_unary<Types::signed_numbers>(
+      r, "Neg", 1, [](auto v) { return static_cast<decltype(v)>(-v); }, kBlockedUnaryZeroPreserving);
   add_unary<Types::numbers>(r, "Sign", 9, [](auto v) {
     using T = decltype(v);
     return static_cast<T>(v > T(0) ? 1 : (v < T(0) ? -1 : 0));
   });
-  add_unary<Types::signed_numbers>(r, "Relu", 1, [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); });
+  add_unary<Types::signed_numbers>(
+      r, "Relu", 1, [](auto v) { return v > decltype(v)(0) ? v : decltype(v)(0); }, kBlockedUnaryZeroPreserving);
   add_unary<Types::floats>(r, "Floor", 1, [](auto v) { return std::floor(v); });
   add_unary<Types::floats>(r, "Ceil", 1, [](auto v) { return std::ceil(v); });
   add_unary<Types::floats>(r, "Round", 11, [](auto v) { return std::nearbyint(v); });  // half to even
   add_unary<Types::floats>(r, "Sqrt", 1, [](auto v) { return std::sqrt(v); });
   add_unary<Types::floats>(r, "Reciprocal", 1, [](auto v) { return decltype(v)(1) / v; });
-  add_unary<Types::floats>(r, "Exp", 1, [](auto v) { return std::exp(v); });
+  add_unary<Types::floats>(r, "Exp", 1, [](auto v) { return std::exp(v); }, kBlockedUnary);
   add_unary<Types::floats>(r, "Log", 1, [](auto v) { return std::log(v); });
   add_unary<Types::floats>(r, "Sin", 7, [](auto v) { return std::sin(v); });
   add_unary<Types::floats>(r, "Cos", 7, [](auto v) { return std::cos(v); });
@@ -96,13 +101,17 @@ void register_unary(KernelRegistry& r) {
             });
             return {};
           });
-        }));
-  add_unary<Types::floats>(r, "Tanh", 1, [](auto v) { return std::tanh(v); });
+        }),
+        kBlockedUnary);
+  add_unary<Types::floats>(r, "Tanh", 1, [](auto v) { return std::tanh(v); }, kBlockedUnaryZeroPreserving);
   add_unary<Types::floats>(r, "Softsign", 1, [](auto v) { return v / (decltype(v)(1) + std::abs(v)); });
-  add_unary<Types::floats>(r, "Softplus", 1, [](auto v) {
-    using T = decltype(v);
-    return v > T(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
-  });
+  add_unary<Types::floats>(
+      r, "Softplus", 1,
+      [](auto v) {
+        using T = decltype(v);
+        return v > T(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+      },
+      kBlockedUnary);
 
   r.add("", "Not", 1, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
           ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));

@@ -315,6 +315,8 @@ int64_t channel_block() {
 
 Shape blocked_shape(int64_t n, int64_t c, int64_t h, int64_t w) { return {n, blocks(c), h, w, channel_block()}; }
 
+namespace {
+
 bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* bias) {
   if (!node.in_onnx_domain() || w == nullptr || w->dtype() != DataType::float32 || w->rank() != 4) return false;
   if (node.input(2) != nullptr && bias == nullptr) return false;
@@ -338,10 +340,6 @@ bool pool_can_run_blocked(const ir::Node& node) {
   // Windows past the end pads do not count in ONNX; oneDNN would count them.
   if (op == "AveragePool" && node.attr_int("count_include_pad", 0) != 0 && node.attr_int("ceil_mode", 0) != 0) return false;
   return node.attr_int("storage_order", 0) == 0;
-}
-
-bool conv_reads_plain(const ir::Node& node, const Tensor& w) {
-  return node.attr_int("group", 1) == 1 && w.rank() == 4 && w.dim(1) < channel_block();
 }
 
 Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool plain_input) {
@@ -373,7 +371,56 @@ Result<std::unique_ptr<Kernel>> make_blocked_pool(const KernelInfo& info, int64_
   return std::unique_ptr<Kernel>(std::make_unique<BlockedPool>(kind, global, window, include_pad, channels));
 }
 
-std::unique_ptr<Kernel> make_blocked_concat() { return std::make_unique<BlockedConcat>(); }
+int64_t conv_output_channels(const ir::Node& node, const ConstantOf& constant) {
+  const Tensor* w = constant(node.input(1));
+  return node.outputs().size() == 1 && conv_can_run_blocked(node, w, constant(node.input(2))) ? w->dim(0) : -1;
+}
+
+// Along channels, of inputs whose C are whole blocks: the blocks follow one
+// another.
+int64_t concat_output_channels(const ir::Node& node, const ChannelsOf& channels_of) {
+  const int64_t axis = node.attr_int("axis", 1);
+  int64_t total = 0;
+  bool whole_blocks = axis == 1 || axis == -3;
+  for (const ir::Value* v : node.inputs()) {
+    const int64_t c = channels_of(v);
+    whole_blocks = whole_blocks && c > 0 && c % channel_block() == 0;
+    total += c;
+  }
+  return whole_blocks ? total : -1;
+}
+
+}  // namespace
+
+bool conv_reads_plain(const ir::Node& node, const Tensor& w) {
+  return node.attr_int("group", 1) == 1 && w.rank() == 4 && w.dim(1) < channel_block();
+}
+
+int64_t blocked_output_channels(const ir::Node& node, const ChannelsOf& channels_of, const ConstantOf& constant) {
+  if (node.op_type() == "Conv") return conv_output_channels(node, constant);
+  const int64_t in = channels_of(node.input(0));
+  if (in < 0) return -1;
+  if (node.op_type() == "Concat") return concat_output_channels(node, channels_of);
+  return pool_can_run_blocked(node) ? in : -1;
+}
+
+std::vector<size_t> blocked_activation_inputs(const ir::Node& node) {
+  if (node.op_type() != "Concat") return {0};
+  std::vector<size_t> all(node.inputs().size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return all;
+}
+
+Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels) {
+  const std::string& op = info.node().op_type();
+  if (op == "Conv") return make_blocked_conv(info, plain_input);
+  if (op == "Concat") return std::unique_ptr<Kernel>(std::make_unique<BlockedConcat>());
+  return make_blocked_pool(info, channels);
+}
+
+bool gathers_in_place(const ir::Node& node) { return node.is_onnx_op("Concat"); }
+bool writes_in_place(const ir::Node& node) { return node.is_onnx_op("Conv"); }
+
 std::unique_ptr<Kernel> make_to_blocked(int64_t channels) { return std::make_unique<ToBlocked>(channels); }
 std::unique_ptr<Kernel> make_to_plain(int64_t channels) { return std::make_unique<ToPlain>(channels); }
 

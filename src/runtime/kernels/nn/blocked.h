@@ -7,6 +7,7 @@
 // chain instead of inside every convolution. The session decides which nodes
 // run blocked (runtime/layout.h); these are the kernels it uses for them.
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,25 +22,31 @@ int64_t channel_block();
 // The blocked shape of a logical [N, C, H, W].
 Shape blocked_shape(int64_t n, int64_t c, int64_t h, int64_t w);
 
-// Whether a Conv node can run blocked: 2-D, float32, constant weights (and
-// bias), and groups oneDNN's blocked kernels take (one, depthwise, or whole
-// blocks of channels per group).
-bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* bias);
-// Whether a pooling node (MaxPool, AveragePool, GlobalAveragePool,
-// GlobalMaxPool) can run blocked.
-bool pool_can_run_blocked(const ir::Node& node);
-
 // Whether a Conv that starts a blocked region reads its plain input as it is
 // (a first layer: fewer input channels than a block, one group) rather than a
 // reordered copy.
 bool conv_reads_plain(const ir::Node& node, const Tensor& w);
-// Conv writing a blocked tensor (the fused activation of `info` applies),
-// from a blocked input or, with `plain_input`, a plain one.
-Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool plain_input);
-// Pooling on blocked tensors; `channels` is C of the input.
-Result<std::unique_ptr<Kernel>> make_blocked_pool(const KernelInfo& info, int64_t channels);
-// Concat along channels of blocked tensors whose C are whole blocks.
-std::unique_ptr<Kernel> make_blocked_concat();
+
+// The blocked layout's plan (runtime/layout.h) and the session ask the ops
+// with blocked kernels of their own (OpTraits::Blocked::own_kernel: Conv,
+// the pools, Concat) through these, so neither names them.
+using ChannelsOf = std::function<int64_t(const ir::Value*)>;  // C of a blocked value, -1 for a plain one
+// C of the node's output when it runs blocked, else -1. A Conv (2-D, float32,
+// constant weights and bias, groups oneDNN's blocked kernels take) may start
+// a region from a plain input; a pool or a Concat of whole blocks along
+// channels only joins one.
+int64_t blocked_output_channels(const ir::Node& node, const ChannelsOf& channels_of, const ConstantOf& constant);
+// The inputs it reads blocked: all of a Concat's, X alone of the others.
+std::vector<size_t> blocked_activation_inputs(const ir::Node& node);
+// Its kernel on blocked tensors. A Conv writes a blocked tensor (the fused
+// activation of `info` applies) from a blocked input or, with `plain_input`
+// (conv_reads_plain), a plain one; `channels` is C of input 0.
+Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels);
+// In-place Concat: the inputs of a blocked Concat (`gathers_in_place`) that
+// blocked Convs make (`writes_in_place`) are written straight into its
+// output (ConcatTarget).
+bool gathers_in_place(const ir::Node& node);
+bool writes_in_place(const ir::Node& node);
 
 // Between the layouts, for tensors with `channels` channels.
 std::unique_ptr<Kernel> make_to_blocked(int64_t channels);

@@ -530,7 +530,7 @@ KernelFactory col2im_kernel() {
 void register_conv(KernelRegistry& r) {
   // Conv and ConvTranspose kept their semantics from opset 1 (later versions
   // only widened types and clarified text).
-  r.add("", "Conv", 1, kLatestOpset, conv_kernel());
+  r.add("", "Conv", 1, kLatestOpset, conv_kernel(), {.blocked = OpTraits::Blocked::own_kernel});  // blocked.h
   r.add("", "ConvTranspose", 1, kLatestOpset, conv_transpose_kernel());
   r.add("", "Col2Im", 18, kLatestOpset, col2im_kernel());
 }

@@ -93,9 +93,11 @@ KernelFactory dropout_kernel() {
 }  // namespace
 
 void register_dropout(KernelRegistry& r) {
-  r.add("", "Dropout", 1, 9, dropout_inference_kernel(false));
-  r.add("", "Dropout", 10, 11, dropout_inference_kernel(true));
-  r.add("", "Dropout", 12, kLatestOpset, dropout_kernel());
+  // In training mode its mask is random.
+  const OpTraits random{.random = true};
+  r.add("", "Dropout", 1, 9, dropout_inference_kernel(false), random);
+  r.add("", "Dropout", 10, 11, dropout_inference_kernel(true), random);
+  r.add("", "Dropout", 12, kLatestOpset, dropout_kernel(), random);
 }
 
 }  // namespace onnxkit::runtime::nn

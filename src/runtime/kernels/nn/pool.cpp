@@ -391,11 +391,13 @@ void register_pool(KernelRegistry& r) {
   // One kernel per op serves every version: later opsets only added
   // attributes (Indices and storage_order in 8, ceil_mode and dilations in
   // 10/18/19, count_include_pad in 7) whose defaults reproduce the older ones.
-  r.add("", "MaxPool", 1, kLatestOpset, pool_kernel(PoolKind::max));
-  r.add("", "AveragePool", 1, kLatestOpset, pool_kernel(PoolKind::average));
+  // MaxPool, AveragePool and their global forms run blocked too (blocked.h).
+  const OpTraits blocked{.blocked = OpTraits::Blocked::own_kernel};
+  r.add("", "MaxPool", 1, kLatestOpset, pool_kernel(PoolKind::max), blocked);
+  r.add("", "AveragePool", 1, kLatestOpset, pool_kernel(PoolKind::average), blocked);
   r.add("", "LpPool", 1, kLatestOpset, pool_kernel(PoolKind::lp));
-  r.add("", "GlobalMaxPool", 1, kLatestOpset, global_pool_kernel(PoolKind::max));
-  r.add("", "GlobalAveragePool", 1, kLatestOpset, global_pool_kernel(PoolKind::average));
+  r.add("", "GlobalMaxPool", 1, kLatestOpset, global_pool_kernel(PoolKind::max), blocked);
+  r.add("", "GlobalAveragePool", 1, kLatestOpset, global_pool_kernel(PoolKind::average), blocked);
   r.add("", "GlobalLpPool", 1, kLatestOpset, global_pool_kernel(PoolKind::lp));
   r.add("", "MaxUnpool", 9, kLatestOpset, max_unpool_kernel());
 }

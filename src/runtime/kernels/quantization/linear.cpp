@@ -186,15 +186,16 @@ Status compute_dynamic_quantize(KernelContext& ctx) {
 }  // namespace
 
 void register_linear(KernelRegistry& r) {
+  const OpTraits quantization{.quantization = true};
   r.add("", "QuantizeLinear", 10, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           ONNXKIT_ASSIGN(LinearAttrs a, linear_attrs(info));
           return ComputeFn([a](KernelContext& ctx) { return compute_quantize(ctx, a); });
-        }));
+        }), quantization);
   r.add("", "DequantizeLinear", 10, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           ONNXKIT_ASSIGN(LinearAttrs a, linear_attrs(info));
           return ComputeFn([a](KernelContext& ctx) { return compute_dequantize(ctx, a); });
-        }));
-  r.add("", "DynamicQuantizeLinear", 11, kLatestOpset, make_kernel(compute_dynamic_quantize));
+        }), quantization);
+  r.add("", "DynamicQuantizeLinear", 11, kLatestOpset, make_kernel(compute_dynamic_quantize), quantization);
 }
 
 }  // namespace onnxkit::runtime::quantization

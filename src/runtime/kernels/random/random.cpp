@@ -185,12 +185,13 @@ KernelFactory multinomial_kernel() {
 }  // namespace
 
 void register_random_kernels(KernelRegistry& registry) {
-  registry.add("", "RandomUniform", 1, kLatestOpset, distribution_kernel(/*normal=*/false, /*like=*/false));
-  registry.add("", "RandomNormal", 1, kLatestOpset, distribution_kernel(/*normal=*/true, /*like=*/false));
-  registry.add("", "RandomUniformLike", 1, kLatestOpset, distribution_kernel(/*normal=*/false, /*like=*/true));
-  registry.add("", "RandomNormalLike", 1, kLatestOpset, distribution_kernel(/*normal=*/true, /*like=*/true));
-  registry.add("", "Bernoulli", 15, kLatestOpset, bernoulli_kernel());
-  registry.add("", "Multinomial", 7, kLatestOpset, multinomial_kernel());
+  const OpTraits random{.random = true};
+  registry.add("", "RandomUniform", 1, kLatestOpset, distribution_kernel(/*normal=*/false, /*like=*/false), random);
+  registry.add("", "RandomNormal", 1, kLatestOpset, distribution_kernel(/*normal=*/true, /*like=*/false), random);
+  registry.add("", "RandomUniformLike", 1, kLatestOpset, distribution_kernel(/*normal=*/false, /*like=*/true), random);
+  registry.add("", "RandomNormalLike", 1, kLatestOpset, distribution_kernel(/*normal=*/true, /*like=*/true), random);
+  registry.add("", "Bernoulli", 15, kLatestOpset, bernoulli_kernel(), random);
+  registry.add("", "Multinomial", 7, kLatestOpset, multinomial_kernel(), random);
 }
 
 }  // namespace onnxkit::runtime

@@ -202,11 +202,12 @@ void register_layout_ops(KernelRegistry& r) {
           std::vector<int64_t> perm = info.attr_ints("perm");
           return ComputeFn([perm](KernelContext& ctx) { return transpose(ctx, perm); });
         }));
+  // Concat along channels of blocked activations has a kernel of its own (nn/blocked.h).
   r.add("", "Concat", 4, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           if (!info.has_attr("axis")) return make_error("attribute 'axis' is required");
           int64_t axis = info.attr_int("axis", 0);
           return ComputeFn([axis](KernelContext& ctx) { return concat(ctx, axis); });
-        }));
+        }), {.blocked = OpTraits::Blocked::own_kernel});
   r.add("", "Split", 2, 12, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           int64_t axis = info.attr_int("axis", 0);
           std::vector<int64_t> sizes = info.attr_ints("split");

@@ -42,120 +42,147 @@ GraphPlan::Step reorder_step(const ir::Node& node, const char* kind, int from, i
   return step;
 }
 
-}  // namespace
+// Builds one graph's plan in stages, each a member: slots and constants,
+// outputs, kernel choices (layout and fusions), a step per node with the
+// reorders its layout needs, in-place Concats, buffer releases.
+class PlanBuilder {
+ public:
+  PlanBuilder(const ir::Graph& graph, const GraphPlan* parent, const std::vector<const ir::Value*>& returned,
+              const PlanContext& context)
+      : graph_(graph), parent_(parent), returned_(returned), context_(context), plan_(std::make_shared<GraphPlan>()) {
+    plan_->graph = &graph;
+  }
 
-Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const GraphPlan* parent,
-                                              const std::vector<const ir::Value*>& returned,
-                                              const PlanContext& context) {
-  auto plan = std::make_shared<GraphPlan>();
-  plan->graph = &graph;
-  auto slot = [&](const ir::Value* v) {
-    auto [it, added] = plan->slots.emplace(v, static_cast<int>(plan->slot_count));
-    if (added) ++plan->slot_count;
+  Result<std::shared_ptr<GraphPlan>> build() {
+    ONNXKIT_TRY(add_sources());
+    ONNXKIT_TRY(add_constant_nodes());
+    ONNXKIT_TRY(add_outputs());
+    find_constants();
+    choose_layout_and_fusions();
+    for (const ir::Node* node : order_)
+      if (!absorbed_.count(node)) ONNXKIT_TRY(add_node_steps(*node));  // else its fused chain's step computes it
+    place_in_place_concats();
+    add_releases();
+    plan_->profile = parent_ == nullptr && context_.options.profile;
+    plan_->step_nanos = std::vector<std::atomic<int64_t>>(plan_->steps.size());
+    plan_->step_calls = std::vector<std::atomic<int64_t>>(plan_->steps.size());
+    return plan_;
+  }
+
+ private:
+  int slot(const ir::Value* v) {
+    auto [it, added] = plan_->slots.emplace(v, static_cast<int>(plan_->slot_count));
+    if (added) ++plan_->slot_count;
     return it->second;
-  };
-
-  // Outer-scope values come from the parent's frame.
-  for (const ir::Value* v : graph.outer_values_used()) {
-    if (parent == nullptr) return make_error("graph '{}' reads '{}', which nothing defines", graph.name(), v->name());
-    auto it = parent->slots.find(v);
-    if (it == parent->slots.end())
-      return make_error("graph '{}' reads '{}' from an enclosing graph that does not provide it", graph.name(), v->name());
-    plan->captures.emplace_back(slot(v), it->second);
   }
-  for (const ir::Value* v : graph.inputs()) plan->inputs.push_back(slot(v));
-  std::unordered_map<const ir::Value*, Value> known;  // values fixed at build
-  for (const ir::Value* v : graph.initializers()) {
-    auto tensor = tensor_from_proto(*v->initializer(), context.model.external_data(),
-                                    std::shared_ptr<const void>(context.owner, v->initializer()));
-    if (!tensor.ok()) return tensor.error().in(fmt::format("initializer '{}'", v->name()));
-    plan->constants.emplace_back(slot(v), Value(std::move(tensor).value()));
-    if (!v->is_graph_input()) known.emplace(v, plan->constants.back().second);  // an input's is only a default
-  }
-  if (!graph.sparse_initializers().empty())
-    return make_error("sparse initializer '{}' is not supported by the runtime", graph.sparse_initializers()[0]->name());
+  int new_slot() { return static_cast<int>(plan_->slot_count++); }
 
-  ONNXKIT_ASSIGN(std::vector<ir::Node*> all_nodes, graph.topological_order());
-  for (const ir::Node* node : all_nodes) ONNXKIT_TRY(check_node_arity(*node, context.model.opset(node->domain())));
-  for (const ir::Node* node : all_nodes)
-    for (const ir::Value* v : node->outputs())
-      if (v != nullptr) slot(v);
+  // Outer-scope values (from the parent's frame), inputs and initializers.
+  Status add_sources() {
+    for (const ir::Value* v : graph_.outer_values_used()) {
+      if (parent_ == nullptr)
+        return make_error("graph '{}' reads '{}', which nothing defines", graph_.name(), v->name());
+      auto it = parent_->slots.find(v);
+      if (it == parent_->slots.end())
+        return make_error("graph '{}' reads '{}' from an enclosing graph that does not provide it", graph_.name(),
+                          v->name());
+      plan_->captures.emplace_back(slot(v), it->second);
+    }
+    for (const ir::Value* v : graph_.inputs()) plan_->inputs.push_back(slot(v));
+    for (const ir::Value* v : graph_.initializers()) {
+      auto tensor = tensor_from_proto(*v->initializer(), context_.model.external_data(),
+                                      std::shared_ptr<const void>(context_.owner, v->initializer()));
+      if (!tensor.ok()) return tensor.error().in(fmt::format("initializer '{}'", v->name()));
+      plan_->constants.emplace_back(slot(v), Value(std::move(tensor).value()));
+      if (!v->is_graph_input()) known_.emplace(v, plan_->constants.back().second);  // an input's is only a default
+    }
+    if (!graph_.sparse_initializers().empty())
+      return make_error("sparse initializer '{}' is not supported by the runtime",
+                        graph_.sparse_initializers()[0]->name());
+    return {};
+  }
+
   // Constant nodes holding a tensor, and Identity nodes of constants (torch
   // shares a weight between layers so), become constants of the plan like
   // initializers: no step, and kernels see their values when built (fusion
-  // patterns, Reshape shapes).
-  std::vector<ir::Node*> order;
-  for (ir::Node* node : all_nodes) {
-    const ir::Value* out = node->output(0);
-    std::optional<Value> value;
-    if (out == nullptr || node->outputs().size() != 1) {
-      // not a value-producing node of the two kinds
-    } else if (const onnx::TensorProto* proto = node->is_onnx_op("Constant") ? out->constant_tensor() : nullptr) {
-      auto tensor = tensor_from_proto(*proto, context.model.external_data(), std::shared_ptr<const void>(context.owner, proto));
-      if (!tensor.ok()) return tensor.error().in(node->describe());
-      value = Value(std::move(tensor).value());
-    } else if (node->is_onnx_op("Identity") && known.count(node->input(0))) {
-      value = known.at(node->input(0));
+  // patterns, Reshape shapes). The other nodes make `order_`.
+  Status add_constant_nodes() {
+    ONNXKIT_ASSIGN(std::vector<ir::Node*> all_nodes, graph_.topological_order());
+    for (const ir::Node* node : all_nodes)
+      ONNXKIT_TRY(check_node_arity(*node, context_.model.opset(node->domain())));
+    for (const ir::Node* node : all_nodes)
+      for (const ir::Value* v : node->outputs())
+        if (v != nullptr) slot(v);
+    for (ir::Node* node : all_nodes) {
+      const ir::Value* out = node->output(0);
+      std::optional<Value> value;
+      if (out == nullptr || node->outputs().size() != 1) {
+        // not a value-producing node of the two kinds
+      } else if (const onnx::TensorProto* proto = node->is_onnx_op("Constant") ? out->constant_tensor() : nullptr) {
+        auto tensor = tensor_from_proto(*proto, context_.model.external_data(),
+                                        std::shared_ptr<const void>(context_.owner, proto));
+        if (!tensor.ok()) return tensor.error().in(node->describe());
+        value = Value(std::move(tensor).value());
+      } else if (node->is_onnx_op("Identity") && known_.count(node->input(0))) {
+        value = known_.at(node->input(0));
+      }
+      if (!value) {
+        order_.push_back(node);
+        continue;
+      }
+      known_.emplace(out, *value);
+      plan_->constants.emplace_back(slot(out), std::move(*value));
     }
-    if (!value) {
-      order.push_back(node);
-      continue;
+    // A value read but defined nowhere: neither input, initializer, node output nor capture.
+    for (const ir::Node* node : order_)
+      for (const ir::Value* v : node->inputs())
+        if (v != nullptr && !plan_->slots.count(v))
+          return make_error("{} reads '{}', which nothing produces", node->describe(), v->name());
+    return {};
+  }
+
+  Status add_outputs() {
+    const std::vector<const ir::Value*>& results =
+        returned_.empty() ? std::vector<const ir::Value*>(graph_.outputs().begin(), graph_.outputs().end())
+                          : returned_;
+    for (const ir::Value* v : results) {
+      auto it = plan_->slots.find(v);
+      if (it == plan_->slots.end()) return make_error("output '{}' is not produced by the graph", v->name());
+      plan_->outputs.push_back(it->second);
+      returned_slots_.insert(it->second);
     }
-    known.emplace(out, *value);
-    plan->constants.emplace_back(slot(out), std::move(*value));
-  }
-  // A value read but defined nowhere: neither input, initializer, node output nor capture.
-  for (const ir::Node* node : order)
-    for (const ir::Value* v : node->inputs())
-      if (v != nullptr && !plan->slots.count(v))
-        return make_error("{} reads '{}', which nothing produces", node->describe(), v->name());
-
-  const std::vector<const ir::Value*>& results =
-      returned.empty() ? std::vector<const ir::Value*>(graph.outputs().begin(), graph.outputs().end()) : returned;
-  std::unordered_set<int> returned_slots;
-  for (const ir::Value* v : results) {
-    auto it = plan->slots.find(v);
-    if (it == plan->slots.end()) return make_error("output '{}' is not produced by the graph", v->name());
-    plan->outputs.push_back(it->second);
-    returned_slots.insert(it->second);
+    return {};
   }
 
-  // Kernels, built with the constants they can see: not an initializer that
-  // is also an input, which a run may replace (kernels that prepack weights
-  // or fuse chains would otherwise ignore the value fed).
-  std::unordered_set<int> replaceable;
-  for (const ir::Value* v : graph.initializers())
-    if (v->is_graph_input()) replaceable.insert(plan->slots.at(v));
-  std::unordered_map<int, const Tensor*> constant_by_slot;
-  for (const auto& [s, value] : plan->constants)
-    if (!replaceable.count(s)) constant_by_slot[s] = &value.tensor();
-  const GraphPlan* self = plan.get();
-  auto build_subgraph = [self, &context](const ir::Graph& sub) -> Result<std::shared_ptr<const GraphPlan>> {
-    ONNXKIT_ASSIGN(auto child, build_plan(sub, self, {}, context));
-    return std::shared_ptr<const GraphPlan>(std::move(child));
-  };
+  // Kernels are built with the constants they can see: not an initializer
+  // that is also an input, which a run may replace (kernels that prepack
+  // weights or fuse chains would otherwise ignore the value fed).
+  void find_constants() {
+    std::unordered_set<int> replaceable;
+    for (const ir::Value* v : graph_.initializers())
+      if (v->is_graph_input()) replaceable.insert(plan_->slots.at(v));
+    for (const auto& [s, value] : plan_->constants)
+      if (!replaceable.count(s)) constant_by_slot_[s] = &value.tensor();
+  }
+  const Tensor* constant_of_slot(int s) const {
+    auto c = constant_by_slot_.find(s);
+    return c != constant_by_slot_.end() ? c->second : nullptr;
+  }
+  const Tensor* constant_of(const ir::Value* v) const {
+    auto it = v == nullptr ? plan_->slots.end() : plan_->slots.find(v);
+    return it == plan_->slots.end() ? nullptr : constant_of_slot(it->second);
+  }
+  bool is_returned(const ir::Value* v) const { return returned_slots_.count(plan_->slots.at(v)) != 0; }
+  OpTraits traits_of(const ir::Node& node) const { return context_.registry.traits(node.domain(), node.op_type()); }
 
-  // The main graph's convolution chains run on blocked activations. Every
-  // value keeps its plain slot; a value that also exists blocked gets a
-  // second slot, and reorder steps fill whichever a consumer needs.
-  auto constant_of = [&](const ir::Value* v) -> const Tensor* {
-    auto it = v == nullptr ? plan->slots.end() : plan->slots.find(v);
-    if (it == plan->slots.end()) return nullptr;
-    auto c = constant_by_slot.find(it->second);
-    return c != constant_by_slot.end() ? c->second : nullptr;
-  };
-  const TraitsOf traits_of = [&](const ir::Node& n) { return context.registry.traits(n.domain(), n.op_type()); };
-  LayoutPlan layout;
-  if (parent == nullptr && context.options.blocked_layout) layout = plan_layout(order, constant_of, traits_of);
   // Whether two main-graph values surely have one shape (for residual Adds):
   // ONNX's shape inference, run once if a Conv feeds an Add. Dims must be
   // known numbers or the same symbol.
-  std::optional<analysis::TypeMap> types;
-  const SameShape same_shape = [&](const ir::Value* a, const ir::Value* b) {
-    if (parent != nullptr) return false;
-    if (!types) types = analysis::infer_types_with_onnx(context.model).types;
-    auto ta = types->find(a->name()), tb = types->find(b->name());
-    if (ta == types->end() || tb == types->end() || !ta->second.tensor_type().has_shape() ||
+  bool same_shape(const ir::Value* a, const ir::Value* b) {
+    if (parent_ != nullptr) return false;
+    if (!types_) types_ = analysis::infer_types_with_onnx(context_.model).types;
+    auto ta = types_->find(a->name()), tb = types_->find(b->name());
+    if (ta == types_->end() || tb == types_->end() || !ta->second.tensor_type().has_shape() ||
         !tb->second.tensor_type().has_shape())
       return false;
     const auto& sa = ta->second.tensor_type().shape();
@@ -169,171 +196,226 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
       if (!same) return false;
     }
     return true;
-  };
-  const IsReturned is_returned = [&](const ir::Value* v) { return returned_slots.count(plan->slots.at(v)) != 0; };
-  ConvFusions conv_fusions;
-  std::vector<FusedChain> chains;
-  if (context.options.fuse) {
-    conv_fusions = find_conv_fusions(order, context.model.opset(""), constant_of, is_returned, same_shape,
-                                     layout.blocked_nodes);
-    chains = find_fused_chains(order, constant_of, is_returned, same_shape);
   }
-  std::unordered_map<const ir::Node*, const FusedChain*> chain_ending_at;
-  std::unordered_set<const ir::Node*> absorbed;
-  // A chain stays out of blocked regions and away from nodes a Conv already
-  // runs (a residual Add that also feeds a LayerNormalization).
-  auto taken = [&](const ir::Node* n) {
-    return layout.blocked_nodes.count(n) || conv_fusions.fused.count(n) || conv_fusions.convs.count(n);
-  };
-  for (const FusedChain& chain : chains) {
-    bool any_taken = taken(chain.last);
-    for (const ir::Node* n : chain.absorbed) any_taken = any_taken || taken(n);
-    if (any_taken) continue;
-    chain_ending_at[chain.last] = &chain;
-    absorbed.insert(chain.absorbed.begin(), chain.absorbed.end());
+
+  // The main graph's convolution chains run on blocked activations. Every
+  // value keeps its plain slot; a value that also exists blocked gets a
+  // second slot, and reorder steps fill whichever a consumer needs. Then
+  // the fusions: Convs with what follows them, and chains (runtime/fusion.h).
+  void choose_layout_and_fusions() {
+    const ConstantOf constant = [this](const ir::Value* v) { return constant_of(v); };
+    const IsReturned returned = [this](const ir::Value* v) { return is_returned(v); };
+    const SameShape same = [this](const ir::Value* a, const ir::Value* b) { return same_shape(a, b); };
+    if (parent_ == nullptr && context_.options.blocked_layout)
+      layout_ = plan_layout(order_, constant, [this](const ir::Node& n) { return traits_of(n); });
+    for (const auto& [v, channels] : layout_.channels) blocked_slot_[v] = new_slot();
+    if (!context_.options.fuse) return;
+    conv_fusions_ =
+        find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
+    chains_ = find_fused_chains(order_, constant, returned, same);
+    // A chain stays out of blocked regions and away from nodes a Conv already
+    // runs (a residual Add that also feeds a LayerNormalization).
+    auto taken = [&](const ir::Node* n) {
+      return layout_.blocked_nodes.count(n) || conv_fusions_.fused.count(n) || conv_fusions_.convs.count(n);
+    };
+    for (const FusedChain& chain : chains_) {
+      bool any_taken = taken(chain.last);
+      for (const ir::Node* n : chain.absorbed) any_taken = any_taken || taken(n);
+      if (any_taken) continue;
+      chain_ending_at_[chain.last] = &chain;
+      absorbed_.insert(chain.absorbed.begin(), chain.absorbed.end());
+    }
   }
-  auto new_slot = [&] { return static_cast<int>(plan->slot_count++); };
-  std::unordered_map<const ir::Value*, int> blocked_slot;
-  for (const auto& [v, channels] : layout.channels) blocked_slot[v] = new_slot();
+  bool is_blocked(const ir::Node& node) const { return layout_.blocked_nodes.count(&node) != 0; }
+
   // A blocked value also needs its plain form when a plain node, a sub-graph
   // or the caller reads it.
-  auto needs_plain = [&](const ir::Value* v) {
+  bool needs_plain(const ir::Value* v) const {
     if (v->is_any_graph_output() || is_returned(v)) return true;
     for (const ir::Use& use : v->uses()) {
-      if (use.node->graph() != &graph || !layout.blocked_nodes.count(use.node)) return true;
+      if (use.node->graph() != &graph_ || !is_blocked(*use.node)) return true;
       auto acts = activation_inputs(*use.node, traits_of(*use.node));
       if (std::find(acts.begin(), acts.end(), use.index) == acts.end()) return true;
     }
     return false;
-  };
+  }
 
-  std::unordered_map<const ir::Node*, size_t> step_of;  // a node's own step
-  for (size_t k = 0; k < order.size(); ++k) {
-    const ir::Node& node = *order[k];
-    if (absorbed.count(&node)) continue;  // its fused chain's step computes it
-    const bool blocked = layout.blocked_nodes.count(&node) != 0;
+  // The node's step, preceded by the reorders into the blocked layout its
+  // inputs need and followed by the one back its output needs.
+  Status add_node_steps(const ir::Node& node) {
+    const bool blocked = is_blocked(node);
     GraphPlan::Step step;
     step.node = &node;
-    std::vector<const Tensor*> constants;
-    std::vector<size_t> acts = blocked ? activation_inputs(node, traits_of(node)) : std::vector<size_t>();
     bool plain_input = false;
+    add_step_inputs(node, step, plain_input);
+    for (const ir::Value* v : node.outputs()) {
+      int s = v != nullptr ? plan_->slots.at(v) : -1;
+      if (blocked && v != nullptr) s = blocked_slot_.at(v);
+      step.outputs.push_back(s);
+      step.wanted.push_back(v != nullptr && (!v->uses().empty() || is_returned(v) || v->is_any_graph_output()));
+    }
+    ONNXKIT_TRY(add_kernel(node, step, plain_input));
+    step_of_[&node] = plan_->steps.size();
+    plan_->steps.push_back(std::move(step));
+
+    const ir::Value* out = node.output(0);
+    if (blocked && out != nullptr && needs_plain(out))
+      plan_->steps.push_back(reorder_step(node, "ToPlain", blocked_slot_.at(out), plan_->slots.at(out),
+                                          nn::make_to_plain(layout_.channels.at(out))));
+    return {};
+  }
+
+  // The step's input slots: blocked ones for the activations of a blocked
+  // node. `plain_input`: the node is a first layer reading its plain input.
+  void add_step_inputs(const ir::Node& node, GraphPlan::Step& step, bool& plain_input) {
+    std::vector<size_t> acts = is_blocked(node) ? activation_inputs(node, traits_of(node)) : std::vector<size_t>();
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       const ir::Value* v = node.input(i);
-      int s = v != nullptr ? plan->slots.at(v) : -1;
-      auto it = constant_by_slot.find(s);
-      constants.push_back(it != constant_by_slot.end() ? it->second : nullptr);
+      int s = v != nullptr ? plan_->slots.at(v) : -1;
       if (v != nullptr && std::find(acts.begin(), acts.end(), i) != acts.end()) {
-        if (!blocked_slot.count(v)) {
+        if (!blocked_slot_.count(v)) {
           // A plain value entering a blocked region: only a Conv starts one.
           const Tensor* w = constant_of(node.input(1));
           plain_input = nn::conv_reads_plain(node, *w);  // a first layer reads it as it is
           if (!plain_input) {
-            blocked_slot[v] = new_slot();
+            blocked_slot_[v] = new_slot();
             const int64_t channels = w->dim(1) * node.attr_int("group", 1);
-            plan->steps.push_back(reorder_step(node, "ToBlocked", s, blocked_slot[v], nn::make_to_blocked(channels)));
+            plan_->steps.push_back(
+                reorder_step(node, "ToBlocked", s, blocked_slot_[v], nn::make_to_blocked(channels)));
           }
         }
-        if (!plain_input) s = blocked_slot.at(v);
+        if (!plain_input) s = blocked_slot_.at(v);
       }
       step.inputs.push_back(s);
     }
-    for (const ir::Value* v : node.outputs()) {
-      int s = v != nullptr ? plan->slots.at(v) : -1;
-      if (blocked && v != nullptr) s = blocked_slot.at(v);
-      step.outputs.push_back(s);
-      step.wanted.push_back(v != nullptr && (!v->uses().empty() || is_returned(v) || v->is_any_graph_output()));
-    }
+  }
 
-    if (auto fused = conv_fusions.fused.find(&node); fused != conv_fusions.fused.end()) {
+  // The step's kernel: a pass-through for a node a Conv absorbed, a fused
+  // chain's, the blocked kernel of an op that has one, or the op's own.
+  Status add_kernel(const ir::Node& node, GraphPlan::Step& step, bool plain_input) {
+    std::vector<const Tensor*> constants;
+    for (const ir::Value* v : node.inputs()) constants.push_back(v != nullptr ? constant_of(v) : nullptr);
+    auto build_subgraph = [self = plan_.get(), context = &context_](const ir::Graph& sub)
+        -> Result<std::shared_ptr<const GraphPlan>> {
+      ONNXKIT_ASSIGN(auto child, build_plan(sub, self, {}, *context));
+      return std::shared_ptr<const GraphPlan>(std::move(child));
+    };
+    if (auto fused = conv_fusions_.fused.find(&node); fused != conv_fusions_.fused.end()) {
       // The Conv's kernel already did this node's work: pass the value on.
       step.kernel = std::make_unique<PassThrough>(fused->second);
       step.kind = "(fused into Conv)";
-    } else if (auto chain = chain_ending_at.find(&node); chain != chain_ending_at.end()) {
+      return {};
+    }
+    if (auto chain = chain_ending_at_.find(&node); chain != chain_ending_at_.end()) {
       step.inputs.clear();
-      for (const ir::Value* v : chain->second->inputs) step.inputs.push_back(plan->slots.at(v));
+      for (const ir::Value* v : chain->second->inputs) step.inputs.push_back(plan_->slots.at(v));
       step.kind = chain->second->kind;
-      KernelInfo info(node, context.model.opset(""), std::move(constants), context.options, context.registry,
+      KernelInfo info(node, context_.model.opset(""), std::move(constants), context_.options, context_.registry,
                       build_subgraph);
       ONNXKIT_ASSIGN(step.kernel, build_kernel(chain->second->create, info));
-    } else {
-      const int64_t opset = context.model.opset(node.domain());
-      ONNXKIT_ASSIGN(const KernelDef* def, context.registry.find(node, opset));
-      KernelInfo info(node, opset, std::move(constants), context.options, context.registry, build_subgraph);
-      if (auto conv = conv_fusions.convs.find(&node); conv != conv_fusions.convs.end()) {
-        info.set_fused_activation(conv->second.activation);
-        if (const ir::Value* residual = conv->second.residual) {
-          step.inputs.resize(FusedActivation::kResidualInput, -1);  // an omitted B stays omitted
-          step.inputs.push_back(blocked ? blocked_slot.at(residual) : plan->slots.at(residual));
-        }
-      }
-      Result<std::unique_ptr<Kernel>> kernel = make_error("no kernel");
-      if (blocked && traits_of(node).blocked == OpTraits::Blocked::own_kernel) {
-        auto in = layout.channels.find(node.input(0));
-        kernel = nn::make_blocked_kernel(info, plain_input, in != layout.channels.end() ? in->second : -1);
-      } else {
-        kernel = def->create(info);  // element-wise ops read blocked tensors as they are
-      }
-      if (!kernel.ok()) return kernel.error().in(node.describe());
-      step.kernel = std::move(kernel).value();
+      return {};
     }
-    step_of[&node] = plan->steps.size();
-    plan->steps.push_back(std::move(step));
-
-    const ir::Value* out = node.output(0);
-    if (blocked && out != nullptr && needs_plain(out))
-      plan->steps.push_back(reorder_step(node, "ToPlain", blocked_slot.at(out), plan->slots.at(out),
-                                         nn::make_to_plain(layout.channels.at(out))));
+    const bool blocked = is_blocked(node);
+    const int64_t opset = context_.model.opset(node.domain());
+    ONNXKIT_ASSIGN(const KernelDef* def, context_.registry.find(node, opset));
+    KernelInfo info(node, opset, std::move(constants), context_.options, context_.registry, build_subgraph);
+    if (auto conv = conv_fusions_.convs.find(&node); conv != conv_fusions_.convs.end()) {
+      info.set_fused_activation(conv->second.activation);
+      if (const ir::Value* residual = conv->second.residual) {
+        step.inputs.resize(FusedActivation::kResidualInput, -1);  // an omitted B stays omitted
+        step.inputs.push_back(blocked ? blocked_slot_.at(residual) : plan_->slots.at(residual));
+      }
+    }
+    Result<std::unique_ptr<Kernel>> kernel = make_error("no kernel");
+    if (blocked && traits_of(node).blocked == OpTraits::Blocked::own_kernel) {
+      auto in = layout_.channels.find(node.input(0));
+      kernel = nn::make_blocked_kernel(info, plain_input, in != layout_.channels.end() ? in->second : -1);
+    } else {
+      kernel = def->create(info);  // element-wise ops read blocked tensors as they are
+    }
+    if (!kernel.ok()) return kernel.error().in(node.describe());
+    step.kernel = std::move(kernel).value();
+    return {};
   }
 
   // A blocked Concat's inputs made by Convs are written by them straight
   // into its output (ConcatTarget), which then copies only the others:
   // squeezenet's Concats took 6% of its time as copies.
-  std::unordered_set<const ir::Node*> writes_into_concat;
-  for (const ir::Node* node : order) {
-    if (!nn::gathers_in_place(*node) || !layout.blocked_nodes.count(node) || !step_of.count(node)) continue;
-    const int group = static_cast<int>(plan->concat_blocks.size());
-    int64_t first_block = 0;
-    bool any = false;
-    for (const ir::Value* v : node->inputs()) {
-      const ir::Node* writer = v->producer();
-      // Through the Relu or Add the Conv absorbed: their steps pass its value on.
-      while (writer != nullptr && conv_fusions.fused.count(writer))
-        writer = writer->input(conv_fusions.fused.at(writer))->producer();
-      if (writer != nullptr && nn::writes_in_place(*writer) && layout.blocked_nodes.count(writer) &&
-          step_of.count(writer) && writes_into_concat.insert(writer).second) {
-        GraphPlan::Step& step = plan->steps[step_of.at(writer)];
-        step.concat_group = group;
-        step.concat_first_block = first_block;
-        any = true;
+  void place_in_place_concats() {
+    std::unordered_set<const ir::Node*> writes_into_concat;
+    for (const ir::Node* node : order_) {
+      if (!nn::gathers_in_place(*node) || !is_blocked(*node) || !step_of_.count(node)) continue;
+      const int group = static_cast<int>(plan_->concat_blocks.size());
+      int64_t first_block = 0;
+      bool any = false;
+      for (const ir::Value* v : node->inputs()) {
+        const ir::Node* writer = v->producer();
+        // Through the Relu or Add the Conv absorbed: their steps pass its value on.
+        while (writer != nullptr && conv_fusions_.fused.count(writer))
+          writer = writer->input(conv_fusions_.fused.at(writer))->producer();
+        if (writer != nullptr && nn::writes_in_place(*writer) && is_blocked(*writer) && step_of_.count(writer) &&
+            writes_into_concat.insert(writer).second) {
+          GraphPlan::Step& step = plan_->steps[step_of_.at(writer)];
+          step.concat_group = group;
+          step.concat_first_block = first_block;
+          any = true;
+        }
+        // Whole blocks, or the Concat would not be blocked.
+        first_block += layout_.channels.at(v) / nn::channel_block();
       }
-      first_block += layout.channels.at(v) / nn::channel_block();  // whole blocks, or the Concat would not be blocked
+      if (!any) continue;
+      plan_->steps[step_of_.at(node)].concat_group = group;
+      plan_->steps[step_of_.at(node)].is_concat = true;
+      plan_->concat_blocks.push_back(first_block);
     }
-    if (!any) continue;
-    plan->steps[step_of.at(node)].concat_group = group;
-    plan->steps[step_of.at(node)].is_concat = true;
-    plan->concat_blocks.push_back(first_block);
   }
 
   // Buffers go after their last read (an unread output right after its
   // step); what the caller gets back stays.
-  std::unordered_map<int, size_t> last_read;
-  for (size_t k = 0; k < plan->steps.size(); ++k) {
-    const GraphPlan::Step& step = plan->steps[k];
-    for (int s : step.inputs)
-      if (s >= 0) last_read[s] = k;
-    if (step.kind == nullptr)
-      for (const ir::Graph* sub : step.node->subgraphs())
-        for (const ir::Value* v : sub->outer_values_used()) last_read[plan->slots.at(v)] = k;
-    for (int s : step.outputs)
-      if (s >= 0 && !last_read.count(s)) last_read[s] = k;
+  void add_releases() {
+    std::unordered_map<int, size_t> last_read;
+    for (size_t k = 0; k < plan_->steps.size(); ++k) {
+      const GraphPlan::Step& step = plan_->steps[k];
+      for (int s : step.inputs)
+        if (s >= 0) last_read[s] = k;
+      if (step.kind == nullptr)
+        for (const ir::Graph* sub : step.node->subgraphs())
+          for (const ir::Value* v : sub->outer_values_used()) last_read[plan_->slots.at(v)] = k;
+      for (int s : step.outputs)
+        if (s >= 0 && !last_read.count(s)) last_read[s] = k;
+    }
+    for (const auto& [s, k] : last_read)
+      if (!returned_slots_.count(s)) plan_->steps[k].release.push_back(s);
+    for (auto& step : plan_->steps) std::sort(step.release.begin(), step.release.end());
   }
-  for (const auto& [s, k] : last_read)
-    if (!returned_slots.count(s)) plan->steps[k].release.push_back(s);
-  for (auto& step : plan->steps) std::sort(step.release.begin(), step.release.end());
-  plan->profile = parent == nullptr && context.options.profile;
-  plan->step_nanos = std::vector<std::atomic<int64_t>>(plan->steps.size());
-  plan->step_calls = std::vector<std::atomic<int64_t>>(plan->steps.size());
-  return plan;
+
+  const ir::Graph& graph_;
+  const GraphPlan* parent_;
+  const std::vector<const ir::Value*>& returned_;
+  const PlanContext& context_;
+  std::shared_ptr<GraphPlan> plan_;
+
+  std::unordered_map<const ir::Value*, Value> known_;  // values fixed at build
+  std::vector<ir::Node*> order_;                       // the nodes that get steps
+  std::unordered_set<int> returned_slots_;
+  std::unordered_map<int, const Tensor*> constant_by_slot_;
+  std::optional<analysis::TypeMap> types_;  // for same_shape, inferred once when asked
+
+  LayoutPlan layout_;
+  std::unordered_map<const ir::Value*, int> blocked_slot_;
+  ConvFusions conv_fusions_;
+  std::vector<FusedChain> chains_;
+  std::unordered_map<const ir::Node*, const FusedChain*> chain_ending_at_;
+  std::unordered_set<const ir::Node*> absorbed_;
+  std::unordered_map<const ir::Node*, size_t> step_of_;  // a node's own step
+};
+
+}  // namespace
+
+Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const GraphPlan* parent,
+                                              const std::vector<const ir::Value*>& returned,
+                                              const PlanContext& context) {
+  return PlanBuilder(graph, parent, returned, context).build();
 }
 
 RunControl::RunControl(const RunLimits& limits) : limits_(limits), usage_(std::make_shared<Usage>()) {

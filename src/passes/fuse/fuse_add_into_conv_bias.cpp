@@ -44,35 +44,20 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
   }
   for (size_t o = 0; o < bias.size(); ++o) bias[o] += (*per_channel)[o];
 
-  const std::string add_description = add->describe();
-  ir::Graph& graph = *conv.graph();
-  if (!replace_value(graph, add->output(0), conv_out)) return false;
-  graph.remove_node(add);
-  const std::string hint = conv.name().empty() ? conv_out->name() : conv.name();
+  const std::optional<std::string> add_description = absorb_consumer(conv, *add);
+  if (!add_description) return false;
+  const std::string hint = fused_name_hint(conv);
   set_constant_input(context, conv, 2, from_doubles(weights->dtype(), {channels}, bias), hint + "_bias_fused");
-  context.note(fmt::format("{}: folded {} into its bias", conv.describe(), add_description));
+  context.note(fmt::format("{}: folded {} into its bias", conv.describe(), *add_description));
   return true;
 }
 
-class FuseAddIntoConvBias final : public Pass {
- public:
-  std::string_view name() const override { return "fuse-add-into-conv-bias"; }
-  std::string_view summary() const override {
-    return "fold an Add of a per-channel constant into the bias of the Conv before it";
-  }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* conv : nodes_of(graph, {"Conv"})) {
-      if (context.excluded(*conv)) continue;
-      while (fuse_once(*conv, context)) ++changes;  // Conv, Add, Add: both fold
-    }
-    return changes;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_add_into_conv_bias() { return std::make_unique<FuseAddIntoConvBias>(); }
+std::unique_ptr<Pass> make_fuse_add_into_conv_bias() {
+  return make_fusion_pass("fuse-add-into-conv-bias",
+                          "fold an Add of a per-channel constant into the bias of the Conv before it", {"Conv"},
+                          Repeat::while_it_fuses, fuse_once);  // Conv, Add, Add: both fold
+}
 
 }  // namespace onnxkit::passes::fuse

@@ -81,37 +81,23 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
   for (size_t o = 0; o < bias.size(); ++o) bias[o] = bias[o] * bn_affine->scale[o] + bn_affine->shift[o];
 
   // Last check, and the first change: y's readers (and name) go to the conv.
-  const std::string bn_description = bn->describe();
-  ir::Graph& graph = *conv.graph();
-  if (!replace_value(graph, bn->output(0), conv_out)) return false;
-  graph.remove_node(bn);
-  const std::string hint = conv.name().empty() ? conv_out->name() : conv.name();
+  const std::optional<std::string> bn_description = absorb_consumer(conv, *bn);
+  if (!bn_description) return false;
+  const std::string hint = fused_name_hint(conv);
   set_constant_input(context, conv, 1, from_doubles(weights->dtype(), weights->shape(), new_weights),
                      hint + "_weight_fused");
   set_constant_input(context, conv, 2, from_doubles(weights->dtype(), {channels}, bias), hint + "_bias_fused");
-  context.note(fmt::format("{}: folded {} into its weights and bias", conv.describe(), bn_description));
+  context.note(fmt::format("{}: folded {} into its weights and bias", conv.describe(), *bn_description));
   return true;
 }
 
-class FuseBnIntoConv final : public Pass {
- public:
-  std::string_view name() const override { return "fuse-bn-into-conv"; }
-  std::string_view summary() const override {
-    return "fold an inference BatchNormalization into the weights and bias of the Conv/ConvTranspose before it";
-  }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* conv : nodes_of(graph, {"Conv", "ConvTranspose"})) {
-      if (context.excluded(*conv)) continue;
-      while (fuse_once(*conv, context)) ++changes;  // Conv, BN, BN: both fold
-    }
-    return changes;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_bn_into_conv() { return std::make_unique<FuseBnIntoConv>(); }
+std::unique_ptr<Pass> make_fuse_bn_into_conv() {
+  return make_fusion_pass(
+      "fuse-bn-into-conv",
+      "fold an inference BatchNormalization into the weights and bias of the Conv/ConvTranspose before it",
+      {"Conv", "ConvTranspose"}, Repeat::while_it_fuses, fuse_once);  // Conv, BN, BN: both fold
+}
 
 }  // namespace onnxkit::passes::fuse

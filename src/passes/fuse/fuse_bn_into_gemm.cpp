@@ -58,38 +58,23 @@ bool fuse_once(ir::Node& gemm, PassContext& context) {
       new_b[static_cast<size_t>(r * cols + col)] *= alpha * bn_affine->scale[static_cast<size_t>(trans_b ? r : col)];
   for (size_t n = 0; n < bias.size(); ++n) bias[n] = bias[n] * bn_affine->scale[n] + bn_affine->shift[n];
 
-  const std::string bn_description = bn->describe();
-  ir::Graph& graph = *gemm.graph();
-  if (!replace_value(graph, bn->output(0), gemm_out)) return false;
-  graph.remove_node(bn);
-  const std::string hint = gemm.name().empty() ? gemm_out->name() : gemm.name();
+  const std::optional<std::string> bn_description = absorb_consumer(gemm, *bn);
+  if (!bn_description) return false;
+  const std::string hint = fused_name_hint(gemm);
   set_constant_input(context, gemm, 1, from_doubles(b->dtype(), b->shape(), new_b), hint + "_B_fused");
   set_constant_input(context, gemm, 2, from_doubles(b->dtype(), {n_features}, bias), hint + "_C_fused");
   gemm.remove_attribute("alpha");
   gemm.remove_attribute("beta");
-  context.note(fmt::format("{}: folded {} into B and C", gemm.describe(), bn_description));
+  context.note(fmt::format("{}: folded {} into B and C", gemm.describe(), *bn_description));
   return true;
 }
 
-class FuseBnIntoGemm final : public Pass {
- public:
-  std::string_view name() const override { return "fuse-bn-into-gemm"; }
-  std::string_view summary() const override {
-    return "fold an inference BatchNormalization into the B and C of the Gemm before it";
-  }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* gemm : nodes_of(graph, {"Gemm"})) {
-      if (context.excluded(*gemm)) continue;
-      while (fuse_once(*gemm, context)) ++changes;
-    }
-    return changes;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_bn_into_gemm() { return std::make_unique<FuseBnIntoGemm>(); }
+std::unique_ptr<Pass> make_fuse_bn_into_gemm() {
+  return make_fusion_pass("fuse-bn-into-gemm",
+                          "fold an inference BatchNormalization into the B and C of the Gemm before it", {"Gemm"},
+                          Repeat::while_it_fuses, fuse_once);
+}
 
 }  // namespace onnxkit::passes::fuse

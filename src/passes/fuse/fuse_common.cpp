@@ -7,6 +7,59 @@
 #include "runtime/tensor_proto.h"
 
 namespace onnxkit::passes::fuse {
+namespace {
+
+class FusionPass final : public Pass {
+ public:
+  FusionPass(std::string_view name, std::string_view summary, std::initializer_list<std::string_view> op_types,
+             Repeat repeat, FuseStep fuse)
+      : name_(name), summary_(summary), op_types_(op_types), repeat_(repeat), fuse_(std::move(fuse)) {}
+
+  std::string_view name() const override { return name_; }
+  std::string_view summary() const override { return summary_; }
+
+  size_t run(ir::Graph& graph, PassContext& context) const override {
+    size_t changes = 0;
+    // A step removes its anchor or nodes after it, never another anchor of
+    // the snapshot: the rest stay valid.
+    for (ir::Node* anchor : nodes_of(graph, op_types_)) {
+      if (context.excluded(*anchor)) continue;
+      if (repeat_ == Repeat::once) {
+        if (fuse_(*anchor, context)) ++changes;
+      } else {
+        while (fuse_(*anchor, context)) ++changes;
+      }
+    }
+    return changes;
+  }
+
+ private:
+  std::string_view name_;
+  std::string_view summary_;
+  std::vector<std::string_view> op_types_;
+  Repeat repeat_;
+  FuseStep fuse_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fusion_pass(std::string_view name, std::string_view summary,
+                                       std::initializer_list<std::string_view> op_types, Repeat repeat,
+                                       FuseStep fuse) {
+  return std::make_unique<FusionPass>(name, summary, op_types, repeat, std::move(fuse));
+}
+
+std::optional<std::string> absorb_consumer(ir::Node& anchor, ir::Node& consumer) {
+  std::string description = consumer.describe();
+  ir::Graph& graph = *anchor.graph();
+  if (!replace_value(graph, consumer.output(0), anchor.output(0))) return std::nullopt;
+  graph.remove_node(&consumer);
+  return description;
+}
+
+std::string fused_name_hint(const ir::Node& anchor) {
+  return anchor.name().empty() ? anchor.output(0)->name() : anchor.name();
+}
 
 std::optional<std::vector<double>> as_doubles(const runtime::Tensor& tensor) {
   std::vector<double> out;

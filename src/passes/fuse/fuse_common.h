@@ -8,9 +8,11 @@
 // that answers nullopt/false/null has changed nothing.
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +30,29 @@ std::unique_ptr<Pass> make_fuse_mul_into_conv_weights();
 std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm();
 std::unique_ptr<Pass> make_fuse_pad_into_conv();
 
+// One fusion at `anchor`, the node the pass looks for: true when it
+// rewrote the graph, having checked everything first.
+using FuseStep = std::function<bool(ir::Node& anchor, PassContext& context)>;
+// `once`: the step removes its anchor, so each anchor is tried once.
+// `while_it_fuses`: the anchor stays and may absorb the next node too
+// (Conv, BN, BN: both fold).
+enum class Repeat { once, while_it_fuses };
+
+// A pass that runs `fuse` on each node of the default domain whose op is one
+// of `op_types`, unless the user excluded it.
+std::unique_ptr<Pass> make_fusion_pass(std::string_view name, std::string_view summary,
+                                       std::initializer_list<std::string_view> op_types, Repeat repeat, FuseStep fuse);
+
+// The first change of a fusion that folds `consumer`, the sole reader of
+// `anchor`'s output 0, into `anchor`'s constants: the consumer's readers
+// (and its name, when it is a graph output) go to that output, and the
+// consumer goes. Its description, for the note; nullopt and nothing changed
+// when replace_value declines.
+std::optional<std::string> absorb_consumer(ir::Node& anchor, ir::Node& consumer);
+
+// The stem of the names of `anchor`'s new initializers: its name, else its
+// output's (after absorb_consumer, which may rename that output).
+std::string fused_name_hint(const ir::Node& anchor);
 
 // The elements of a float32, float64, float16 or bfloat16 tensor as doubles;
 // nullopt for other types.

@@ -75,22 +75,13 @@ bool fuse(ir::Node& matmul, PassContext& context) {
   return true;
 }
 
-class FuseMatMulAddIntoGemm final : public Pass {
- public:
-  std::string_view name() const override { return "fuse-matmul-add-into-gemm"; }
-  std::string_view summary() const override { return "turn a 2-D MatMul followed by a bias Add into one Gemm"; }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    // The pass removes each MatMul it fuses, and only that one: the snapshot stays valid.
-    for (ir::Node* matmul : nodes_of(graph, {"MatMul"}))
-      if (!context.excluded(*matmul) && fuse(*matmul, context)) ++changes;
-    return changes;
-  }
-};
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm() { return std::make_unique<FuseMatMulAddIntoGemm>(); }
+std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm() {
+  // The step removes the MatMul it fuses.
+  return make_fusion_pass("fuse-matmul-add-into-gemm", "turn a 2-D MatMul followed by a bias Add into one Gemm",
+                          {"MatMul"}, Repeat::once, fuse);
+}
 
 }  // namespace onnxkit::passes::fuse

@@ -47,38 +47,23 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
   const size_t per_output = new_weights.size() / static_cast<size_t>(channels);
   for (size_t i = 0; i < new_weights.size(); ++i) new_weights[i] *= (*per_channel)[i / per_output];
 
-  const std::string mul_description = mul->describe();
-  ir::Graph& graph = *conv.graph();
-  if (!replace_value(graph, mul->output(0), conv_out)) return false;
-  graph.remove_node(mul);
-  const std::string hint = conv.name().empty() ? conv_out->name() : conv.name();
+  const std::optional<std::string> mul_description = absorb_consumer(conv, *mul);
+  if (!mul_description) return false;
+  const std::string hint = fused_name_hint(conv);
   set_constant_input(context, conv, 1, from_doubles(weights->dtype(), weights->shape(), new_weights),
                      hint + "_weight_fused");
   if (bias)
     set_constant_input(context, conv, 2, from_doubles(weights->dtype(), {channels}, *bias), hint + "_bias_fused");
-  context.note(fmt::format("{}: folded {} into its weights", conv.describe(), mul_description));
+  context.note(fmt::format("{}: folded {} into its weights", conv.describe(), *mul_description));
   return true;
 }
 
-class FuseMulIntoConvWeights final : public Pass {
- public:
-  std::string_view name() const override { return "fuse-mul-into-conv-weights"; }
-  std::string_view summary() const override {
-    return "fold a Mul by a per-channel constant into the weights and bias of the Conv before it";
-  }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* conv : nodes_of(graph, {"Conv"})) {
-      if (context.excluded(*conv)) continue;
-      while (fuse_once(*conv, context)) ++changes;
-    }
-    return changes;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_mul_into_conv_weights() { return std::make_unique<FuseMulIntoConvWeights>(); }
+std::unique_ptr<Pass> make_fuse_mul_into_conv_weights() {
+  return make_fusion_pass("fuse-mul-into-conv-weights",
+                          "fold a Mul by a per-channel constant into the weights and bias of the Conv before it",
+                          {"Conv"}, Repeat::while_it_fuses, fuse_once);
+}
 
 }  // namespace onnxkit::passes::fuse

@@ -127,24 +127,15 @@ bool fuse(ir::Node& pad, PassContext& context) {
   return true;
 }
 
-class FusePadIntoConv final : public Pass {
- public:
-  std::string_view name() const override { return "fuse-pad-into-conv"; }
-  std::string_view summary() const override {
-    return "merge a zero Pad of the spatial axes into the pads of the Conv or counting AveragePool after it";
-  }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    // The pass removes each Pad it fuses, and only that one: the snapshot stays valid.
-    for (ir::Node* pad : nodes_of(graph, {"Pad"}))
-      if (!context.excluded(*pad) && fuse(*pad, context)) ++changes;
-    return changes;
-  }
-};
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_pad_into_conv() { return std::make_unique<FusePadIntoConv>(); }
+std::unique_ptr<Pass> make_fuse_pad_into_conv() {
+  // The step removes the Pad it fuses.
+  return make_fusion_pass(
+      "fuse-pad-into-conv",
+      "merge a zero Pad of the spatial axes into the pads of the Conv or counting AveragePool after it", {"Pad"},
+      Repeat::once, fuse);
+}
 
 }  // namespace onnxkit::passes::fuse

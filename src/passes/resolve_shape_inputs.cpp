@@ -58,7 +58,7 @@ struct SymbolicVector {
 // or nothing where they give no shape: a division by zero, which they
 // refuse, and a result beyond int64, where they wrap (and x86 traps on
 // INT64_MIN / -1).
-std::optional<int64_t> arithmetic(std::string_view op, int64_t x, int64_t y) {
+std::optional<int64_t> int64_arithmetic(std::string_view op, int64_t x, int64_t y) {
   int64_t r = 0;
   if (op == "Add") return __builtin_add_overflow(x, y, &r) ? std::nullopt : std::optional(r);
   if (op == "Sub") return __builtin_sub_overflow(x, y, &r) ? std::nullopt : std::optional(r);
@@ -111,135 +111,158 @@ class Evaluator {
       return v;
     }
     const ir::Node* node = value->producer();
-    if (node == nullptr || value != node->output(0)) return std::nullopt;
-    const std::string& op = node->op_type();
-    if (!node->in_onnx_domain()) return std::nullopt;
-    const int64_t opset = context_.opset();
+    if (node == nullptr || value != node->output(0) || !node->in_onnx_domain()) return std::nullopt;
+    // What each op makes of its inputs' vectors.
+    using Rule = std::optional<SymbolicVector> (Evaluator::*)(const ir::Node&);
+    static const std::unordered_map<std::string_view, Rule> rules = {
+        {"Shape", &Evaluator::dims_of},       {"Identity", &Evaluator::same},       {"Cast", &Evaluator::cast},
+        {"Gather", &Evaluator::gather},       {"Unsqueeze", &Evaluator::squeeze},   {"Squeeze", &Evaluator::squeeze},
+        {"Concat", &Evaluator::concat},       {"Slice", &Evaluator::slice},         {"Add", &Evaluator::arithmetic},
+        {"Sub", &Evaluator::arithmetic},      {"Mul", &Evaluator::arithmetic},      {"Div", &Evaluator::arithmetic},
+    };
+    auto rule = rules.find(node->op_type());
+    return rule != rules.end() ? (this->*rule->second)(*node) : std::nullopt;
+  }
 
-    if (op == "Shape") {
-      const ir::Value* x = node->input(0);
-      auto shape = x ? x->static_shape() : std::nullopt;
-      if (!shape) return std::nullopt;
-      const int64_t rank = static_cast<int64_t>(shape->size());
-      auto clamp_axis = [rank](int64_t a) { return std::clamp(a < 0 ? a + rank : a, int64_t{0}, rank); };
-      int64_t start = clamp_axis(node->attr_int("start", 0)), end = clamp_axis(node->attr_int("end", rank));
-      SymbolicVector v;
-      for (int64_t i = start; i < end; ++i) {
-        if ((*shape)[i] >= 0) v.dims.push_back(SymbolicDim::known((*shape)[i]));
-        else v.dims.push_back({SymbolicDim::Kind::dim_of, 0, x, i, dim_symbol(x, i)});
-      }
+  std::optional<SymbolicVector> dims_of(const ir::Node& node) {
+    const ir::Value* x = node.input(0);
+    auto shape = x ? x->static_shape() : std::nullopt;
+    if (!shape) return std::nullopt;
+    const int64_t rank = static_cast<int64_t>(shape->size());
+    auto clamp_axis = [rank](int64_t a) { return std::clamp(a < 0 ? a + rank : a, int64_t{0}, rank); };
+    int64_t start = clamp_axis(node.attr_int("start", 0)), end = clamp_axis(node.attr_int("end", rank));
+    SymbolicVector v;
+    for (int64_t i = start; i < end; ++i) {
+      if ((*shape)[i] >= 0) v.dims.push_back(SymbolicDim::known((*shape)[i]));
+      else v.dims.push_back({SymbolicDim::Kind::dim_of, 0, x, i, dim_symbol(x, i)});
+    }
+    return v;
+  }
+
+  std::optional<SymbolicVector> same(const ir::Node& node) {
+    const SymbolicVector* in = eval(node.input(0));
+    return in ? std::optional<SymbolicVector>(*in) : std::nullopt;
+  }
+
+  // To int64 only: the vector as it is.
+  std::optional<SymbolicVector> cast(const ir::Node& node) {
+    return node.attr_int("to", 0) == 7 ? same(node) : std::nullopt;
+  }
+
+  std::optional<SymbolicVector> gather(const ir::Node& node) {
+    const SymbolicVector* data = eval(node.input(0));
+    auto indices = context_.constant_ints(node.input(1));
+    if (!data || data->scalar || !indices || node.attr_int("axis", 0) != 0) return std::nullopt;
+    SymbolicVector v;
+    v.scalar = context_.constant(node.input(1))->rank() == 0;
+    const int64_t n = static_cast<int64_t>(data->dims.size());
+    for (int64_t i : *indices) {
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return std::nullopt;
+      v.dims.push_back(data->dims[i]);
+    }
+    return v;
+  }
+
+  // Unsqueeze of a scalar to one entry, Squeeze of one entry to a scalar.
+  std::optional<SymbolicVector> squeeze(const ir::Node& node) {
+    const std::string& op = node.op_type();
+    const int64_t opset = context_.opset();
+    const SymbolicVector* in = eval(node.input(0));
+    if (!in) return std::nullopt;
+    std::vector<int64_t> axes = node.attr_ints("axes");
+    if (opset >= 13) {
+      auto given = node.input(1) ? context_.constant_ints(node.input(1)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+      if (!given) return std::nullopt;
+      axes = *given;
+    }
+    SymbolicVector v = *in;
+    if (op == "Unsqueeze" && in->scalar && axes.size() == 1 && (axes[0] == 0 || axes[0] == -1)) {
+      v.scalar = false;
       return v;
     }
-    if (op == "Identity" || (op == "Cast" && node->attr_int("to", 0) == 7)) {
-      const SymbolicVector* in = eval(node->input(0));
-      return in ? std::optional<SymbolicVector>(*in) : std::nullopt;
-    }
-    if (op == "Gather") {
-      const SymbolicVector* data = eval(node->input(0));
-      auto indices = context_.constant_ints(node->input(1));
-      if (!data || data->scalar || !indices || node->attr_int("axis", 0) != 0) return std::nullopt;
-      SymbolicVector v;
-      v.scalar = context_.constant(node->input(1))->rank() == 0;
-      const int64_t n = static_cast<int64_t>(data->dims.size());
-      for (int64_t i : *indices) {
-        if (i < 0) i += n;
-        if (i < 0 || i >= n) return std::nullopt;
-        v.dims.push_back(data->dims[i]);
-      }
-      return v;
-    }
-    if (op == "Unsqueeze" || op == "Squeeze") {
-      const SymbolicVector* in = eval(node->input(0));
-      if (!in) return std::nullopt;
-      std::vector<int64_t> axes = node->attr_ints("axes");
-      if (opset >= 13) {
-        auto given = node->input(1) ? context_.constant_ints(node->input(1)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
-        if (!given) return std::nullopt;
-        axes = *given;
-      }
-      SymbolicVector v = *in;
-      if (op == "Unsqueeze" && in->scalar && axes.size() == 1 && (axes[0] == 0 || axes[0] == -1)) {
-        v.scalar = false;
-        return v;
-      }
-      if (op == "Squeeze" && !in->scalar && in->dims.size() == 1 && (axes.empty() || (axes.size() == 1 && (axes[0] == 0 || axes[0] == -1)))) {
-        v.scalar = true;
-        return v;
-      }
-      return std::nullopt;
-    }
-    if (op == "Concat") {
-      if (node->attr_int("axis", 0) != 0 && node->attr_int("axis", 0) != -1) return std::nullopt;
-      SymbolicVector v;
-      for (const ir::Value* in : node->inputs()) {
-        const SymbolicVector* part = eval(in);
-        if (!part || part->scalar) return std::nullopt;
-        v.dims.insert(v.dims.end(), part->dims.begin(), part->dims.end());
-      }
-      return v;
-    }
-    if (op == "Slice") {
-      const SymbolicVector* data = eval(node->input(0));
-      if (!data || data->scalar) return std::nullopt;
-      std::vector<int64_t> starts, ends, axes{0}, steps{1};
-      if (opset < 10) {
-        starts = node->attr_ints("starts");
-        ends = node->attr_ints("ends");
-        if (node->attribute("axes")) axes = node->attr_ints("axes");
-      } else {
-        auto s = context_.constant_ints(node->input(1));
-        auto e = context_.constant_ints(node->input(2));
-        if (!s || !e) return std::nullopt;
-        starts = *s;
-        ends = *e;
-        if (node->input(3)) {
-          auto a = context_.constant_ints(node->input(3));
-          if (!a) return std::nullopt;
-          axes = *a;
-        }
-        if (node->input(4)) {
-          auto st = context_.constant_ints(node->input(4));
-          if (!st) return std::nullopt;
-          steps = *st;
-        }
-      }
-      if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || (axes[0] != 0 && axes[0] != -1) ||
-          steps.size() != 1 || steps[0] != 1)
-        return std::nullopt;
-      const int64_t n = static_cast<int64_t>(data->dims.size());
-      auto clamp = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
-      SymbolicVector v;
-      for (int64_t i = clamp(starts[0]); i < clamp(ends[0]); ++i) v.dims.push_back(data->dims[i]);
-      return v;
-    }
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-      const SymbolicVector* a = eval(node->input(0));
-      const SymbolicVector* b = eval(node->input(1));
-      if (!a || !b) return std::nullopt;
-      const size_t n = std::max(a->dims.size(), b->dims.size());
-      if ((a->dims.size() != n && a->dims.size() != 1) || (b->dims.size() != n && b->dims.size() != 1)) return std::nullopt;
-      SymbolicVector v;
-      v.scalar = a->scalar && b->scalar;
-      for (size_t i = 0; i < n; ++i) {
-        const SymbolicDim& x = a->dims[a->dims.size() == 1 ? 0 : i];
-        const SymbolicDim& y = b->dims[b->dims.size() == 1 ? 0 : i];
-        if (x.kind == SymbolicDim::Kind::known && y.kind == SymbolicDim::Kind::known) {
-          std::optional<int64_t> r = arithmetic(op, x.value, y.value);
-          if (!r) return std::nullopt;
-          v.dims.push_back(SymbolicDim::known(*r));
-        } else if ((op == "Mul" || op == "Div") && y.kind == SymbolicDim::Kind::known && y.value == 1) {
-          v.dims.push_back(x);
-        } else if (op == "Mul" && x.kind == SymbolicDim::Kind::known && x.value == 1) {
-          v.dims.push_back(y);
-        } else if ((op == "Add" || op == "Sub") && y.kind == SymbolicDim::Kind::known && y.value == 0) {
-          v.dims.push_back(x);
-        } else {
-          v.dims.push_back(SymbolicDim::unknown());
-        }
-      }
+    if (op == "Squeeze" && !in->scalar && in->dims.size() == 1 && (axes.empty() || (axes.size() == 1 && (axes[0] == 0 || axes[0] == -1)))) {
+      v.scalar = true;
       return v;
     }
     return std::nullopt;
+  }
+
+  std::optional<SymbolicVector> concat(const ir::Node& node) {
+    if (node.attr_int("axis", 0) != 0 && node.attr_int("axis", 0) != -1) return std::nullopt;
+    SymbolicVector v;
+    for (const ir::Value* in : node.inputs()) {
+      const SymbolicVector* part = eval(in);
+      if (!part || part->scalar) return std::nullopt;
+      v.dims.insert(v.dims.end(), part->dims.begin(), part->dims.end());
+    }
+    return v;
+  }
+
+  std::optional<SymbolicVector> slice(const ir::Node& node) {
+    const int64_t opset = context_.opset();
+    const SymbolicVector* data = eval(node.input(0));
+    if (!data || data->scalar) return std::nullopt;
+    std::vector<int64_t> starts, ends, axes{0}, steps{1};
+    if (opset < 10) {
+      starts = node.attr_ints("starts");
+      ends = node.attr_ints("ends");
+      if (node.attribute("axes")) axes = node.attr_ints("axes");
+    } else {
+      auto s = context_.constant_ints(node.input(1));
+      auto e = context_.constant_ints(node.input(2));
+      if (!s || !e) return std::nullopt;
+      starts = *s;
+      ends = *e;
+      if (node.input(3)) {
+        auto a = context_.constant_ints(node.input(3));
+        if (!a) return std::nullopt;
+        axes = *a;
+      }
+      if (node.input(4)) {
+        auto st = context_.constant_ints(node.input(4));
+        if (!st) return std::nullopt;
+        steps = *st;
+      }
+    }
+    if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || (axes[0] != 0 && axes[0] != -1) ||
+        steps.size() != 1 || steps[0] != 1)
+      return std::nullopt;
+    const int64_t n = static_cast<int64_t>(data->dims.size());
+    auto clamp = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
+    SymbolicVector v;
+    for (int64_t i = clamp(starts[0]); i < clamp(ends[0]); ++i) v.dims.push_back(data->dims[i]);
+    return v;
+  }
+
+  // Add, Sub, Mul, Div entry by entry, as int64_arithmetic.
+  std::optional<SymbolicVector> arithmetic(const ir::Node& node) {
+    const std::string& op = node.op_type();
+    const SymbolicVector* a = eval(node.input(0));
+    const SymbolicVector* b = eval(node.input(1));
+    if (!a || !b) return std::nullopt;
+    const size_t n = std::max(a->dims.size(), b->dims.size());
+    if ((a->dims.size() != n && a->dims.size() != 1) || (b->dims.size() != n && b->dims.size() != 1)) return std::nullopt;
+    SymbolicVector v;
+    v.scalar = a->scalar && b->scalar;
+    for (size_t i = 0; i < n; ++i) {
+      const SymbolicDim& x = a->dims[a->dims.size() == 1 ? 0 : i];
+      const SymbolicDim& y = b->dims[b->dims.size() == 1 ? 0 : i];
+      if (x.kind == SymbolicDim::Kind::known && y.kind == SymbolicDim::Kind::known) {
+        std::optional<int64_t> r = int64_arithmetic(op, x.value, y.value);
+        if (!r) return std::nullopt;
+        v.dims.push_back(SymbolicDim::known(*r));
+      } else if ((op == "Mul" || op == "Div") && y.kind == SymbolicDim::Kind::known && y.value == 1) {
+        v.dims.push_back(x);
+      } else if (op == "Mul" && x.kind == SymbolicDim::Kind::known && x.value == 1) {
+        v.dims.push_back(y);
+      } else if ((op == "Add" || op == "Sub") && y.kind == SymbolicDim::Kind::known && y.value == 0) {
+        v.dims.push_back(x);
+      } else {
+        v.dims.push_back(SymbolicDim::unknown());
+      }
+    }
+    return v;
   }
 
   PassContext& context_;

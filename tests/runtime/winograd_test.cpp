@@ -58,7 +58,10 @@ void expect_matches_direct_sum(const Case& k) {
   auto params = make_conv_params(attrs, x.shape(), w.shape());
   ASSERT_TRUE(params.ok()) << params.error().message();
   const ConvParams& p = *params;
-  const int64_t oh = p.window.out[0], ow = p.window.out[1];
+  // The output dims of a 3 x 3 window at stride 1, from the case itself.
+  const int64_t oh = k.h + k.pads[0] + k.pads[2] - 2, ow = k.w + k.pads[1] + k.pads[3] - 2;
+  ASSERT_EQ(p.window.out[0], oh);
+  ASSERT_EQ(p.window.out[1], ow);
   const Tensor residual = random_tensor({k.n, k.m, oh, ow}, 4);
   const Tensor residual_blocked = to_blocked(residual);
   Tensor y(DataType::float32, blocked_shape(k.n, k.m, oh, ow));

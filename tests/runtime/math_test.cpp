@@ -8,10 +8,10 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "runtime/kernels/gemm.h"
 #include "support/node_runner.h"
+#include "support/test_support.h"
 
 namespace onnxkit {
 namespace {
@@ -24,12 +24,10 @@ using testing::expect_tensor_near;
 using testing::run_node;
 using testing::try_run_node;
 
+// n values of testing::random_tensor, as a plain vector.
 std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
+  const Tensor t = testing::random_tensor({static_cast<int64_t>(n)}, seed);
+  return std::vector<float>(t.data<float>(), t.data<float>() + n);
 }
 
 // C = alpha * op(A) op(B) + beta * C, one dot product at a time, in double.

@@ -19,7 +19,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <thread>
 
@@ -146,20 +145,12 @@ int64_t other_threads_cpu_ns() {
   return total;
 }
 
-runtime::Tensor random_floats(runtime::Shape shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-1, 1);
-  runtime::Tensor t(runtime::DataType::float32, std::move(shape));
-  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = uniform(rng);
-  return t;
-}
-
 TEST(HeldToOneThread, ConvolutionsLeaveTheWorkerIdle) {
   // oneDNN fixes a convolution's thread count when the primitive is made:
   // one made for a 2-thread run would take the worker on a 1-thread run too.
   using namespace runtime::nn;
-  const runtime::Tensor x = random_floats({1, 64, 56, 56}, 1);
-  const runtime::Tensor w = random_floats({64, 64, 3, 3}, 2);
+  const runtime::Tensor x = testing::random_tensor({1, 64, 56, 56}, 1);
+  const runtime::Tensor w = testing::random_tensor({64, 64, 3, 3}, 2);
   runtime::ConvAttributes attrs;
   attrs.window.pads = {1, 1, 1, 1};
   auto params = runtime::make_conv_params(attrs, x.shape(), w.shape());

@@ -9,22 +9,16 @@
 #include <omp.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/winograd.h"
+#include "support/test_support.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
 
-Tensor random_tensor(Shape shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  Tensor t(DataType::float32, std::move(shape));
-  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = uniform(rng);
-  return t;
-}
+using testing::random_tensor;
 
 // [N, C, H, W] as [N, ceil(C/B), H, W, B], B = channel_block(), with zeros in the padded channels.
 Tensor to_blocked(const Tensor& x) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <random>
 
 namespace onnxkit::testing {
 
@@ -28,6 +29,14 @@ std::vector<std::string> op_types(const ir::Graph& graph) {
   std::vector<std::string> ops;
   for (const ir::Node& n : graph.nodes()) ops.push_back(n.op_type());
   return ops;
+}
+
+runtime::Tensor random_tensor(runtime::Shape shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  runtime::Tensor t(runtime::DataType::float32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = uniform(rng);
+  return t;
 }
 
 std::vector<fs::path> backend_test_models() {

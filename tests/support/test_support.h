@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/model.h"
+#include "runtime/tensor.h"
 
 namespace onnxkit::testing {
 
@@ -20,6 +21,10 @@ std::unique_ptr<ir::Model> model_from_text(const std::string& text);
 
 // The op types of the graph's nodes, in order.
 std::vector<std::string> op_types(const ir::Graph& graph);
+
+// A float32 tensor of `shape` whose values are uniform in [-1, 1), drawn in
+// order from std::mt19937(seed): the same values on every run.
+runtime::Tensor random_tensor(runtime::Shape shape, unsigned seed);
 
 // Every model.onnx under ONNX's backend test data, sorted.
 std::vector<std::filesystem::path> backend_test_models();

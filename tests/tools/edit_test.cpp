@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "runtime/session.h"
 #include "runtime/tensor_proto.h"
@@ -35,14 +34,6 @@ std::vector<float> run_one(const ir::Model& model, const runtime::NamedValues& f
   EXPECT_TRUE(out.ok()) << out.error().message();
   auto values = (*out)[0].tensor().values<float>();
   return {values.begin(), values.end()};
-}
-
-runtime::Value random_floats(runtime::Shape shape, uint32_t seed) {
-  runtime::Tensor t(runtime::DataType::float32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = dist(rng);
-  return runtime::Value(std::move(t));
 }
 
 constexpr const char* kChain = R"(
@@ -398,7 +389,7 @@ g (float[2, 3, 4, 5] x) => (float[2, 3, 4, 5] y) <float[3, 1, 1] s = {0.1, 0.2, 
 
 TEST(EditModel, ReplacePReluIsExact) {
   auto model = model_from_text(kPRelu);
-  runtime::NamedValues feeds = {{"x", random_floats({2, 3, 4, 5}, 7)}};
+  runtime::NamedValues feeds = {{"x", runtime::Value(testing::random_tensor({2, 3, 4, 5}, 7))}};
   std::vector<float> before = run_one(*model, feeds);
   EXPECT_EQ(tools::replace_prelu(*model), 1u);
   EXPECT_TRUE(tools::find_nodes_by_op(model->graph(), "PRelu").empty());

@@ -31,7 +31,7 @@ Command add_bench_command(CLI::App& root) {
       ->needs(profile);
   app->add_flag("--json", flags->json, "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb, throughput_per_s...");
   app->footer(
-      "Inputs are random unless given with --input; symbolic dims need --shape.\n"
+      "Inputs are random unless given with --input; symbolic dims are 1 unless --shape sets them.\n"
       "When other work keeps the CPUs busy, runs use one thread for a while (more threads\n"
       "would wait for each other's cores) and bench says so, with how long its threads waited\n"
       "for a core.\n\n"

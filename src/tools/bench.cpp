@@ -65,6 +65,7 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
 
   InputOptions inputs = options.inputs;
   inputs.random = true;
+  report.notes = default_symbolic_dims(*session, inputs, 1);  // one sample, as `info` counts it
   ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
   for (int i = 0; i < options.warmup; ++i) ONNXKIT_TRY(session->run(feeds));
   std::vector<runtime::NodeProfile> before = session->profile();
@@ -118,6 +119,7 @@ Result<BenchReport> bench_model(const std::filesystem::path& path, const BenchOp
 
 std::string render_bench_text(const BenchReport& r) {
   std::string out;
+  for (const std::string& n : r.notes) out += fmt::format("note: {}\n", n);
   for (const std::string& w : r.warnings) out += fmt::format("warning: {}\n", w);
   out += fmt::format(
       "runs {}  threads {}\n"
@@ -183,6 +185,7 @@ std::string render_bench_json(const BenchReport& r) {
     j["throughput_per_s"] = r.throughput;
   }
   if (r.batch > 0 || !r.warnings.empty()) j["warnings"] = r.warnings;
+  if (!r.notes.empty()) j["notes"] = r.notes;
   if (!r.nodes.empty()) {
     const double runs = runs_of(r);
     j["operators"] = nlohmann::json::array();

@@ -284,6 +284,17 @@ class Bench(unittest.TestCase):
         self.assertLessEqual(report["median_ms"], report["p90_ms"])
         self.assertGreater(report["peak_rss_mb"], 1)
 
+    def test_a_symbolic_batch_needs_no_flag(self):
+        # seed002 declares its batch 'batch': bench runs one sample and says so.
+        model = os.path.join(ARGS.models, "seed002_opset17.onnx")
+        proc = run("bench", model, "--runs", "1", "--warmup", "0", "--threads", "1", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(json.loads(proc.stdout)["notes"],
+                         ["input 'input': symbolic dim 'batch' taken as 1 (set with --shape input:...)"])
+        proc = run("bench", model, "--runs", "1", "--warmup", "0", "--shape", "input:2,3,32,32", "--json")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("notes", json.loads(proc.stdout))
+
     def test_profile_lists_operators(self):
         model = os.path.join(ARGS.models, "squeezenet1_1_opset13.onnx")
         proc = run("bench", model, "--runs", "2", "--warmup", "1", "--profile")

@@ -37,7 +37,11 @@ int main(int argc, char** argv) {
   if (!args.empty() && args.front() == "help") {
     args.erase(args.begin());
     args.resize(std::min<size_t>(args.size(), 1));
-    args.push_back("--help");
+    // An unknown name stays a command to parse, which names the closest one.
+    const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
+    if (args.empty() || std::any_of(commands.begin(), commands.end(),
+                                    [&](const CLI::App* c) { return c->get_name() == args.front(); }))
+      args.push_back("--help");
   }
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first

@@ -483,6 +483,7 @@ class BadInput(unittest.TestCase):
         self.assertEqual(run("help", check=0).stdout, run("--help", check=0).stdout)
         for command in COMMANDS:
             self.assertIn(command, run("help", check=0).stdout)
+        self.assertIn("unknown command 'infp'; did you mean 'info'", run("help", "infp", check=2).stderr)
 
     def test_help_teaches(self):
         for command in ("info", "check", "convert"):

@@ -50,9 +50,7 @@ int report_usage_error(CLI::App& root, const CLI::ParseError& error, const std::
   std::string message = error.what();
   if (const std::string flags = unknown_flags(*command, args); !flags.empty() && dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr)
     message = fmt::format("unknown option{} {}", flags.find(", ") != std::string::npos ? "s" : "", flags);
-  fmt::print(stderr, "onnxkit {}: error: {} (onnxkit {} --help shows its options)\n", command->get_name(), message,
-             command->get_name());
-  return kExitUsage;
+  return report_usage_error(*command, Error(message));
 }
 
 void add_external_threshold_option(CLI::App& command, uint64_t& threshold) {

@@ -71,17 +71,6 @@ std::string num(double v) {
   return fmt::format("{}{}.{}", tenths < 0 ? "-" : "", std::llabs(tenths) / 10, std::llabs(tenths) % 10);
 }
 
-const char* kind_class(BoxKind kind) {
-  switch (kind) {
-    case BoxKind::node: return "node";
-    case BoxKind::input: return "input";
-    case BoxKind::output: return "output";
-    case BoxKind::scope: return "scope";
-    case BoxKind::capture: return "capture";
-  }
-  return "";
-}
-
 const char* mark_class(Mark mark) {
   switch (mark) {
     case Mark::removed: return " removed";
@@ -126,7 +115,7 @@ void append_edge(std::string& out, const Scene& scene, const Edge& e, bool left_
 }
 
 void append_box(std::string& out, const Box& b, bool left_right) {
-  fmt::format_to(std::back_inserter(out), R"(<g class="box {}{}" id="{}" data-name=")", kind_class(b.kind),
+  fmt::format_to(std::back_inserter(out), R"(<g class="box {}{}" id="{}" data-name=")", box_kind_name(b.kind),
                  mark_class(b.mark), b.id);
   append_escaped(out, b.name);
   out += "\"";

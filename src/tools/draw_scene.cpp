@@ -18,6 +18,17 @@
 #include "util/text.h"
 
 namespace onnxkit::tools::draw {
+
+const char* box_kind_name(BoxKind kind) {
+  switch (kind) {
+    case BoxKind::node: return "node";
+    case BoxKind::input: return "input";
+    case BoxKind::output: return "output";
+    case BoxKind::scope: return "scope";
+    case BoxKind::capture: return "capture";
+  }
+  return "";
+}
 namespace {
 
 using nlohmann::json;
@@ -234,21 +245,10 @@ class Builder {
   uint32_t add_box(Level& level, Box box, json detail) {
     box.id = fmt::format("b{}", next_id_++);
     if (!level.top_id.empty()) detail["top"] = level.top_id;
-    detail["kind"] = kind_name(box.kind);
+    detail["kind"] = box_kind_name(box.kind);
     details_[box.id] = std::move(detail);
     level.scene->boxes.push_back(std::move(box));
     return static_cast<uint32_t>(level.scene->boxes.size() - 1);
-  }
-
-  static const char* kind_name(BoxKind kind) {
-    switch (kind) {
-      case BoxKind::node: return "node";
-      case BoxKind::input: return "input";
-      case BoxKind::output: return "output";
-      case BoxKind::scope: return "scope";
-      case BoxKind::capture: return "capture";
-    }
-    return "";
   }
 
   json value_detail(const ir::Value* v) {

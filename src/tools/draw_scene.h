@@ -15,6 +15,8 @@
 namespace onnxkit::tools::draw {
 
 enum class BoxKind { node, input, output, scope, capture };
+// "node", "input"...: the box's CSS class and the side panel's "kind".
+const char* box_kind_name(BoxKind kind);
 enum class Mark { none, removed, added, changed };
 
 struct TextLine {

@@ -137,6 +137,7 @@ py::dict edit(const std::string& in, const std::string& out, const py::list& ite
   py::dict d;
   d["done"] = report.done;
   d["warnings"] = report.warnings;
+  d["shapeless_outputs"] = report.shapeless_outputs;
   d["nodes_before"] = report.nodes_before;
   d["nodes_after"] = report.nodes_after;
   return d;

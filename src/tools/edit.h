@@ -160,6 +160,9 @@ Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t
 // The final word before writing: no input left without a producer, nodes in
 // order, types re-inferred (declared output shapes that inference now
 // contradicts follow it), then ONNX's checker with strict shape inference.
-Status validate_edited_model(ir::Model& model);
+// With `shapeless_outputs`, graph outputs whose shape inference cannot tell
+// (declared by element type alone, which the IR allows and runtimes accept)
+// are not problems: their names are added there instead.
+Status validate_edited_model(ir::Model& model, std::vector<std::string>* shapeless_outputs = nullptr);
 
 }  // namespace onnxkit::tools

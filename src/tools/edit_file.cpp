@@ -394,7 +394,7 @@ Result<EditToolReport> edit_file(const fs::path& in, const fs::path& out, const 
       return make_error("{}: {}: {} (nothing written)", in.string(), trim(what), applied.error().message());
     }
   }
-  Status valid = validate_edited_model(*model);
+  Status valid = validate_edited_model(*model, &report.shapeless_outputs);
   if (!valid.ok()) return make_error("{}: {} (nothing written)", in.string(), valid.error().message());
   report.nodes_after = count_nodes(*model);
   ONNXKIT_TRY(ir::save_model(*model, out, options.save));
@@ -405,8 +405,14 @@ std::string render_edit_text(const EditToolReport& report, const fs::path& out) 
   std::string text;
   for (const std::string& line : report.done) text += fmt::format("  {}\n", line);
   for (const std::string& w : report.warnings) text += fmt::format("warning: {}\n", w);
-  text += fmt::format("wrote {}: {} nodes (was {}); passes the ONNX checker and shape inference\n", out.string(),
-                      report.nodes_after, report.nodes_before);
+  const size_t shapeless = report.shapeless_outputs.size();
+  if (shapeless > 0)
+    text += fmt::format(
+        "note: {} output{} declared by element type only, their shape unknown to shape inference ({}): ONNX Runtime "
+        "and onnxkit run {}, onnx.checker asks for a shape\n",
+        shapeless, shapeless == 1 ? "" : "s", quote_first(report.shapeless_outputs, 3), shapeless == 1 ? "it" : "them");
+  text += fmt::format("wrote {}: {} nodes (was {}); passes the ONNX checker and shape inference{}\n", out.string(),
+                      report.nodes_after, report.nodes_before, shapeless > 0 ? " (but for those output shapes)" : "");
   return text;
 }
 

@@ -41,6 +41,8 @@ Result<std::vector<EditOperation>> read_edit_script(const std::filesystem::path&
 struct EditToolReport {
   std::vector<std::string> done;      // one line per operation
   std::vector<std::string> warnings;
+  // Outputs declared by element type alone: inference cannot tell their shape.
+  std::vector<std::string> shapeless_outputs;
   size_t nodes_before = 0, nodes_after = 0;  // main graph
 };
 

@@ -38,6 +38,13 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
   return out;
 }
 
+std::string quote_first(const std::vector<std::string>& parts, size_t most) {
+  std::string out;
+  for (size_t i = 0; i < parts.size() && i < most; ++i) out += (i == 0 ? "'" : ", '") + parts[i] + "'";
+  if (parts.size() > most) out += ", ...";
+  return out;
+}
+
 std::vector<std::string> split(std::string_view text, char separator) {
   std::vector<std::string> parts;
   size_t start = 0;

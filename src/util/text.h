@@ -19,6 +19,8 @@ std::string human_count(uint64_t count, std::string_view unit);
 
 // Joins with a separator.
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
+// The first `most` parts quoted ('a', 'b', ...), then ", ..." when there are more.
+std::string quote_first(const std::vector<std::string>& parts, size_t most);
 
 // Splits on a separator; empty parts are kept.
 std::vector<std::string> split(std::string_view text, char separator);

@@ -156,6 +156,35 @@ class Edit(unittest.TestCase):
             softmax = [k for k, o in enumerate(edited.graph.output) if o.name == node_of(edited, "Softmax").output[0]]
             close_to(self, np.load(os.path.join(out_dir, f"output_{softmax[0]}.npy")), np.load(s + ".torch.npy"))
 
+    def test_outputs_all_declares_tensors_inference_cannot_shape_by_type(self):
+        """The encoder's attention head split (Slice of a computed shape) has
+        no shape ONNX inference can tell: those outputs are declared by element
+        type alone, said so, and run; everything else passes the checker."""
+        s = stem("bert_encoder", 17)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "edited.onnx")
+            proc = onnxkit("edit", s + ".onnx", out, "--outputs-all")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            edited = onnx.load(out)
+            shapeless = [o for o in edited.graph.output if not o.type.tensor_type.HasField("shape")]
+            self.assertGreater(len(shapeless), 0)
+            self.assertIn(f"note: {len(shapeless)} outputs declared by element type only", proc.stdout)
+            self.assertTrue(all(o.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for o in shapeless))
+            produced = [o for n in edited.graph.node for o in n.output if o]
+            self.assertEqual(sorted(o.name for o in edited.graph.output), sorted(produced))
+            shaped = onnx.ModelProto()
+            shaped.CopyFrom(edited)
+            del shaped.graph.output[:]
+            shaped.graph.output.extend(o for o in edited.graph.output if o.type.tensor_type.HasField("shape"))
+            onnx.checker.check_model(shaped, full_check=True)
+            out_dir = os.path.join(tmp, "all")
+            run_model(out, s + ".input.npy", out_dir)
+            names = [o.name for o in edited.graph.output]
+            for o in shapeless:
+                self.assertEqual(np.load(os.path.join(out_dir, f"output_{names.index(o.name)}.npy")).dtype, np.float32)
+            final = onnx.load(s + ".onnx").graph.output[0].name
+            close_to(self, np.load(os.path.join(out_dir, f"output_{names.index(final)}.npy")), np.load(s + ".torch.npy"))
+
     def test_freeze_initializers_makes_an_old_style_exports_weights_constants(self):
         """torch's keep_initializers_as_inputs export lists every weight as a
         graph input too: a runtime must then obey a fed weight, so it neither

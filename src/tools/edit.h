@@ -126,6 +126,12 @@ Status set_input_shape(ir::Model& model, std::string_view name, const std::vecto
 // a number, or a symbol such as "batch" to make the batch dynamic.
 // Returns warnings, e.g. a Reshape whose constant shape fixes the old batch.
 Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view batch);
+// Shows that a batch set by set_batch(model, batch) is free: the model runs
+// once on random inputs (symbolic dims as 2) within a time and memory
+// budget, and every output's dim 0 is that batch. An error naming the node or
+// output at fault; when the budget ran out first, `not_tried` says so and the
+// result is ok.
+Status run_at_new_batch(const ir::Model& model, std::string_view batch, std::string* not_tried);
 // Graph inputs of the main graph that have an initializer stop being inputs:
 // their data becomes a constant, which runtimes may prepack and simplify may
 // fold (old exports, before IR version 4, list every weight as an input).

@@ -65,6 +65,7 @@ Status op_batch(EditContext& c, const std::string& arg) {
   ONNXKIT_ASSIGN(std::vector<std::string> warnings, set_batch(*c.model, trim(arg)));
   for (std::string& w : warnings) c.report.warnings.push_back(std::move(w));
   c.report.done.push_back(fmt::format("batch of every input and output is now {}", trim(arg)));
+  c.report.batch = trim(arg);
   return {};
 }
 
@@ -290,7 +291,7 @@ struct Entry {
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = {
       {{"input-shape", "NAME:DIMS", "set an input's shape, numbers or symbols: input:batch,3,224,224"}, op_input_shape},
-      {{"batch", "N|SYMBOL", "set dim 0 of every input and output: 1, or 'batch' to make it dynamic"}, op_batch},
+      {{"batch", "N|SYMBOL", "set dim 0 of every input and output: 1, or 'batch' to make it dynamic; a dry run shows it free"}, op_batch},
       {{"rename", "OLD=NEW", "rename a tensor (or, if no tensor has that name, a node) everywhere"}, op_rename},
       {{"remove-node", "NAME", "remove a node: its consumers read its first input (an If with a constant condition is inlined)"}, op_remove_node},
       {{"remove-op", "OPTYPE", "remove every node of a type, as --remove-node (If only where its condition is constant)"}, op_remove_op},
@@ -396,6 +397,19 @@ Result<EditToolReport> edit_file(const fs::path& in, const fs::path& out, const 
   }
   Status valid = validate_edited_model(*model, &report.shapeless_outputs);
   if (!valid.ok()) return make_error("{}: {} (nothing written)", in.string(), valid.error().message());
+  if (!report.batch.empty()) {
+    std::string not_tried;
+    Status free = run_at_new_batch(*model, report.batch, &not_tried);
+    if (!free.ok())
+      return make_error("{}: --batch {}: the batch is not free, the model fails at the new batch: {}; a Reshape or "
+                        "Expand whose constant shape holds the old batch does this: give it a shape that follows the "
+                        "input (0 copies a dim, -1 infers one) with --set-input NODE:1=int64:[...] (nothing written)",
+                        in.string(), report.batch, free.error().message());
+    if (not_tried.empty())
+      report.batch_ran = true;
+    else
+      report.warnings.push_back(std::move(not_tried));
+  }
   report.nodes_after = count_nodes(*model);
   ONNXKIT_TRY(ir::save_model(*model, out, options.save));
   return report;
@@ -411,8 +425,9 @@ std::string render_edit_text(const EditToolReport& report, const fs::path& out) 
         "note: {} output{} declared by element type only, their shape unknown to shape inference ({}): ONNX Runtime "
         "and onnxkit run {}, onnx.checker asks for a shape\n",
         shapeless, shapeless == 1 ? "" : "s", quote_first(report.shapeless_outputs, 3), shapeless == 1 ? "it" : "them");
-  text += fmt::format("wrote {}: {} nodes (was {}); passes the ONNX checker and shape inference{}\n", out.string(),
-                      report.nodes_after, report.nodes_before, shapeless > 0 ? " (but for those output shapes)" : "");
+  text += fmt::format("wrote {}: {} nodes (was {}); passes the ONNX checker and shape inference{}{}\n", out.string(),
+                      report.nodes_after, report.nodes_before, shapeless > 0 ? " (but for those output shapes)" : "",
+                      report.batch_ran ? ", and runs at the new batch" : "");
   return text;
 }
 

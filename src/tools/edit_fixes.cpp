@@ -17,6 +17,7 @@
 #include "runtime/tensor_proto.h"
 #include "tools/edit.h"
 #include "tools/edit_literals.h"
+#include "tools/inputs.h"
 #include "util/text.h"
 
 namespace onnxkit::tools {
@@ -108,6 +109,37 @@ Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view ba
                                      node.describe(), runtime::shape_to_string(shape), old_batch, node.name(), runtime::shape_to_string(fixed)));
     }
   return warnings;
+}
+
+Status run_at_new_batch(const ir::Model& model, std::string_view batch, std::string* not_tried) {
+  const std::shared_ptr<const ir::Model> borrowed(std::shared_ptr<void>(), &model);
+  runtime::SessionOptions session_options;
+  session_options.threads = 1;
+  ONNXKIT_ASSIGN(std::unique_ptr<runtime::Session> session, runtime::Session::create(borrowed, session_options));
+  InputOptions inputs;
+  inputs.random = true;
+  default_symbolic_dims(*session, inputs, 2);
+  ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
+  runtime::RunLimits limits;
+  limits.timeout = std::chrono::seconds(10);
+  limits.max_elements = uint64_t{1} << 28;
+  auto ran = session->run(feeds, limits);
+  if (ran.ok()) {
+    const int64_t expected = is_number(batch) ? std::stoll(std::string(batch)) : 2;
+    for (size_t i = 0; i < ran->size(); ++i) {
+      const runtime::Value& out = (*ran)[i];
+      if (!out.is_tensor() || out.tensor().shape().empty() || out.tensor().shape()[0] == expected) continue;
+      return make_error("output '{}' comes out as {} when the batch is {}: something inside keeps the old batch",
+                        session->outputs()[i].name, out.describe(), expected);
+    }
+    return {};
+  }
+  const std::string& message = ran.error().message();
+  if (message.find("time limit") != std::string::npos || message.find("budget of") != std::string::npos) {
+    *not_tried = fmt::format("the dry run at the new batch stopped at its budget (10 s, 2^28 elements): {}", message);
+    return {};
+  }
+  return ran.error();
 }
 
 Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector<std::string>* skipped) {

@@ -266,6 +266,38 @@ class BadEdits(unittest.TestCase):
         self.refused(s + ".onnx", "--extract", f"{div.output[0]}:{sub.output[0]}",
                      mentions=[original.graph.input[0].name])
 
+    def test_a_batch_baked_into_constants_is_not_called_free(self):
+        # The encoder's attention reshapes to [128, 4, 64]: batch 1 times 4
+        # heads. --batch must not claim success; the message names the node.
+        s = stem("bert_encoder", 17)
+        reshape = next(n.name for n in onnx.load(s + ".onnx").graph.node if n.op_type == "Reshape")
+        for batch in ("2", "batch"):
+            self.refused(s + ".onnx", "--batch", batch, mentions=["batch is not free", reshape, "--set-input"])
+
+    def test_an_output_left_at_the_old_batch_is_named(self):
+        # Reshape to [1, -1] (assembled by a Concat, which shape inference
+        # does not look through) runs at any batch, but its output keeps
+        # batch 1: the dry run's output shape gives it away.
+        graph = helper.make_graph(
+            [helper.make_node("Concat", ["one", "rest"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"], name="flatten")], "g",
+            [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 4])],
+            [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 12])],
+            [numpy_helper.from_array(np.array([1], dtype=np.int64), "one"),
+             numpy_helper.from_array(np.array([-1], dtype=np.int64), "rest")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(model, path)
+            self.refused(path, "--batch", "3", mentions=["batch is not free", "'y'", "float32[1,36]"])
+            fixed = os.path.join(tmp, "fixed.onnx")
+            proc = onnxkit("edit", path, fixed, "--batch", "3", "--set-input", "flatten:1=int64:[0,-1]")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("runs at the new batch", proc.stdout)
+            proc = onnxkit("run", fixed, "--random", "--output-dir", os.path.join(tmp, "r"))
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual(np.load(os.path.join(tmp, "r", "output_0.npy")).shape, (3, 12))
+
     def test_no_operation_is_a_usage_error(self):
         with tempfile.TemporaryDirectory() as tmp:
             proc = onnxkit("edit", stem("prelu") + ".onnx", os.path.join(tmp, "out.onnx"))

@@ -126,6 +126,21 @@ Status set_input_shape(ir::Model& model, std::string_view name, const std::vecto
 // a number, or a symbol such as "batch" to make the batch dynamic.
 // Returns warnings, e.g. a Reshape whose constant shape fixes the old batch.
 Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view batch);
+// Graph input `name` becomes the constant `tensor` (of its declared element
+// type, and its declared dims where they are numbers); then what it decides
+// is folded, to a fixed point: constant folding, and every If of the main
+// graph whose condition became constant inlined (sr=16000 keeps the 16 kHz
+// branch).
+struct FreezeInputReport {
+  size_t folded = 0;   // nodes computed into constants
+  size_t inlined = 0;  // If nodes replaced by their branch
+  std::vector<std::string> warnings;
+};
+Result<FreezeInputReport> freeze_input(ir::Model& model, std::string_view name, onnx::TensorProto tensor);
+// Replaces If node `node` by its then (or else) branch, whatever its
+// condition: for a branch the user knows is the one taken.
+Status choose_if_branch(ir::Node& node, bool then_branch);
+
 // Shows that a batch set by set_batch(model, batch) is free: the model runs
 // once on random inputs (symbolic dims as 2) within a time and memory
 // budget, and every output's dim 0 is that batch. An error naming the node or
@@ -141,7 +156,8 @@ size_t freeze_initializers(ir::Model& model);
 // initializer; empty when none has.
 std::string describe_initializer_inputs(const ir::Model& model);
 // Removes every node of `op_type` (remove_node); If nodes only where their
-// condition is constant. Returns how many went; `skipped` names those that stayed.
+// condition is constant. Returns how many went; `skipped` gets a line per node
+// that stayed, naming it and why.
 Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector<std::string>* skipped = nullptr);
 // Every node output of the main graph becomes a graph output with its
 // inferred type. Returns how many were added; `untyped` names those left

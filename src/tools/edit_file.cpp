@@ -105,12 +105,46 @@ Status op_remove_node(EditContext& c, const std::string& arg) {
   return {};
 }
 
+Status op_if_branch(EditContext& c, const std::string& arg) {
+  ONNXKIT_ASSIGN(auto parts, split_at(arg, '=', "NODE=then|else"));
+  auto [node_name, branch] = parts;
+  if (branch != "then" && branch != "else") return make_error("'{}': the branch is 'then' or 'else', not '{}'", arg, branch);
+  ONNXKIT_ASSIGN(ir::Node* node, find_node(c.model->graph(), node_name));
+  std::string what = node->describe();
+  ONNXKIT_TRY(choose_if_branch(*node, branch == "then"));
+  c.report.done.push_back(fmt::format("{} replaced by its {} branch", what, branch));
+  return {};
+}
+
+Status op_freeze_input(EditContext& c, const std::string& arg) {
+  ONNXKIT_ASSIGN(auto parts, split_at(arg, '=', "NAME=VALUE"));
+  auto [name, text] = parts;
+  ONNXKIT_ASSIGN(ir::Value* input, find_tensor(c.model->graph(), name));
+  onnx::TensorProto tensor;
+  if (looks_like_tensor_literal(text)) {
+    ONNXKIT_ASSIGN(tensor, parse_tensor_literal(text));
+  } else if (text.ends_with(".npy")) {
+    ONNXKIT_ASSIGN(tensor, io::read_npy(text));
+  } else {
+    // A bare number or [list] takes the input's declared element type.
+    if (input->elem_type() == 0)
+      return make_error("input '{}' declares no element type: give one, e.g. int64:{}", name, text);
+    ONNXKIT_ASSIGN(tensor, parse_tensor_literal(fmt::format("{}:{}", io::data_type_name(input->elem_type()), text)));
+  }
+  ONNXKIT_ASSIGN(FreezeInputReport frozen, freeze_input(*c.model, name, std::move(tensor)));
+  for (std::string& w : frozen.warnings) c.report.warnings.push_back(std::move(w));
+  c.report.done.push_back(fmt::format("input '{}' is now the constant {}: {} node{} folded, {} If node{} inlined", name,
+                                      text, frozen.folded, frozen.folded == 1 ? "" : "s", frozen.inlined,
+                                      frozen.inlined == 1 ? "" : "s"));
+  return {};
+}
+
 Status op_remove_op(EditContext& c, const std::string& arg) {
   std::vector<std::string> skipped;
   ONNXKIT_ASSIGN(size_t removed, remove_op(*c.model, trim(arg), &skipped));
-  for (const std::string& s : skipped)
-    c.report.warnings.push_back(fmt::format("{} kept: its condition is not a constant", s));
-  if (removed == 0) return make_error("no {} node could be removed", trim(arg));
+  if (removed == 0)
+    return make_error("no {} node could be removed: {}", trim(arg), skipped.empty() ? "" : skipped.front());
+  for (std::string& s : skipped) c.report.warnings.push_back(std::move(s));
   c.report.done.push_back(fmt::format("{} {} node{} removed", removed, trim(arg), removed == 1 ? "" : "s"));
   return {};
 }
@@ -302,6 +336,8 @@ const std::vector<Entry>& entries() {
       {{"extract", "INPUTS:OUTPUTS", "keep only what computes OUTPUTS from INPUTS (comma-separated tensor names)"}, op_extract},
       {{"replace-prelu", "", "rewrite PRelu as Relu(x) - Relu(-x) * slope, for engines without PRelu"}, op_replace_prelu},
       {{"fix-prelu-slope", "", "reshape PRelu slopes of shape [C] to [C,1,1] (initializer and declared shape)"}, op_fix_prelu_slope},
+      {{"if-branch", "NODE=then|else", "replace an If by the branch named, whatever its condition (an If on data the model is never given otherwise)"}, op_if_branch},
+      {{"freeze-input", "NAME=VALUE", "an input becomes a constant (16000, [1,2], int64:[...], FILE.npy) and what it decides is folded, Ifs included"}, op_freeze_input},
       {{"set-input", "NODE:INDEX=VALUE", "rewire an input to a tensor, FILE.npy or a literal (int64:[-1,4096]); empty VALUE leaves it out"}, op_set_input},
       {{"cleanup", "", "remove nodes and initializers that no output needs"}, op_cleanup},
       {{"set-initializer", "NAME=FILE.npy", "replace an initializer's data (same element type)"}, op_set_initializer},

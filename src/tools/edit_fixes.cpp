@@ -13,6 +13,9 @@
 
 #include "analysis/checker.h"
 #include "analysis/onnx_inference.h"
+#include "io/tensor_proto.h"
+#include "passes/eliminate/eliminate_common.h"
+#include "passes/fold.h"
 #include "passes/pass.h"
 #include "runtime/tensor_proto.h"
 #include "tools/edit.h"
@@ -111,6 +114,58 @@ Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view ba
   return warnings;
 }
 
+Result<FreezeInputReport> freeze_input(ir::Model& model, std::string_view name, onnx::TensorProto tensor) {
+  ir::Graph& graph = model.graph();
+  std::vector<std::string> names;
+  size_t index = graph.inputs().size();
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    if (graph.inputs()[i]->is_constant()) continue;
+    names.push_back(graph.inputs()[i]->name());
+    if (graph.inputs()[i]->name() == name) index = i;
+  }
+  if (index == graph.inputs().size())
+    return make_error("'{}' is not an input of the model{}", name, did_you_mean(name, names));
+  ir::Value& input = *graph.inputs()[index];
+  const auto type_name = [](int32_t t) { return runtime::to_string(static_cast<runtime::DataType>(t)); };
+  if (input.elem_type() != 0 && tensor.data_type() != input.elem_type())
+    return make_error("input '{}' is {}, the value {}", name, type_name(input.elem_type()), type_name(tensor.data_type()));
+  if (input.has_type() && input.type().has_tensor_type() && input.type().tensor_type().has_shape()) {
+    const auto& dims = input.type().tensor_type().shape().dim();
+    bool fits = dims.size() == tensor.dims_size();
+    for (int i = 0; fits && i < dims.size(); ++i) fits = !dims[i].has_dim_value() || dims[i].dim_value() == tensor.dims(i);
+    if (!fits)
+      return make_error("input '{}' is declared {}, the value has shape {}", name, io::type_text(input.type()),
+                        runtime::shape_to_string(std::vector<int64_t>(tensor.dims().begin(), tensor.dims().end())));
+  }
+  graph.set_initializer(&input, std::move(tensor));
+  graph.remove_input(index);
+
+  FreezeInputReport report;
+  passes::PassOptions options;
+  for (bool changed = true; changed;) {
+    passes::PassContext context(model, options);
+    passes::FoldResult folded = passes::fold_constants(graph, context);
+    report.folded += folded.folded;
+    for (std::string& w : folded.warnings) report.warnings.push_back(std::move(w));
+    changed = false;
+    // Sub-graphs before the graphs holding them, as remove_op does.
+    std::vector<ir::Node*> ifs = find_nodes_by_op(graph, "If");
+    for (auto it = ifs.rbegin(); it != ifs.rend(); ++it)
+      if (constant_if_condition(**it)) {
+        ONNXKIT_TRY(inline_if(**it));
+        ++report.inlined;
+        changed = true;
+      }
+  }
+  graph.cleanup(false);
+  return report;
+}
+
+Status choose_if_branch(ir::Node& node, bool then_branch) {
+  if (node.op_type() != "If") return make_error("{} is not an If", node.describe());
+  return passes::eliminate::inline_if_branch(node, then_branch);
+}
+
 Status run_at_new_batch(const ir::Model& model, std::string_view batch, std::string* not_tried) {
   const std::shared_ptr<const ir::Model> borrowed(std::shared_ptr<void>(), &model);
   runtime::SessionOptions session_options;
@@ -149,10 +204,16 @@ Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     ir::Node& node = **it;
     if (node.op_type() == "If" && !constant_if_condition(node)) {
-      if (skipped != nullptr) skipped->push_back(node.describe());
+      if (skipped != nullptr)
+        skipped->push_back(fmt::format("{} kept: its condition is not a constant (--if-branch {}=then|else picks a "
+                                       "branch)", node.describe(), node.name()));
       continue;
     }
-    ONNXKIT_TRY(remove_node(node));
+    Status gone = remove_node(node);
+    if (!gone.ok()) {
+      if (skipped != nullptr) skipped->push_back(fmt::format("kept: {}", gone.error().message()));
+      continue;
+    }
     ++removed;
   }
   return removed;

@@ -185,6 +185,53 @@ class Edit(unittest.TestCase):
             final = onnx.load(s + ".onnx").graph.output[0].name
             close_to(self, np.load(os.path.join(out_dir, f"output_{names.index(final)}.npy")), np.load(s + ".torch.npy"))
 
+    @staticmethod
+    def sample_rate_model(path):
+        """y = x * 2 when sr == 16000, else x * 3 (an If on an int64 scalar
+        input, as voice-activity exports branch on their sample rate)."""
+        def branch(name, factor):
+            return helper.make_graph(
+                [helper.make_node("Mul", ["x", f"k{factor}"], [f"y{factor}"])], name, [],
+                [helper.make_tensor_value_info(f"y{factor}", onnx.TensorProto.FLOAT, [2, 3])],
+                [numpy_helper.from_array(np.array(factor, dtype=np.float32), f"k{factor}")])
+        graph = helper.make_graph(
+            [helper.make_node("Equal", ["sr", "rate"], ["is16k"]),
+             helper.make_node("If", ["is16k"], ["y"], name="by_rate",
+                              then_branch=branch("then", 2), else_branch=branch("else", 3))], "g",
+            [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3]),
+             helper.make_tensor_value_info("sr", onnx.TensorProto.INT64, [])],
+            [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3])],
+            [numpy_helper.from_array(np.array(16000, dtype=np.int64), "rate")])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+    def run_x(self, model, x, tmp, extra=()):
+        np.save(os.path.join(tmp, "x.npy"), x)
+        out_dir = os.path.join(tmp, "out")
+        proc = onnxkit("run", model, "--input", f"x={os.path.join(tmp, 'x.npy')}", "--output-dir", out_dir, *extra)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return np.load(os.path.join(out_dir, "output_0.npy"))
+
+    def test_freeze_input_folds_the_comparison_and_keeps_the_branch_taken(self):
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            self.sample_rate_model(path)
+            for rate, factor in (("16000", 2), ("8000", 3), ("int64:44100", 3)):
+                out, edited = self.edit(path, "--freeze-input", f"sr={rate}", tmp=tmp)
+                self.assertEqual([i.name for i in edited.graph.input], ["x"])
+                self.assertEqual([n.op_type for n in edited.graph.node], ["Mul"], rate)
+                np.testing.assert_array_equal(self.run_x(out, x, tmp), x * factor)
+
+    def test_if_branch_keeps_the_branch_named(self):
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            self.sample_rate_model(path)
+            for branch, factor in (("then", 2), ("else", 3)):
+                out, edited = self.edit(path, "--if-branch", f"by_rate={branch}", "--cleanup", tmp=tmp)
+                self.assertNotIn("If", [n.op_type for n in edited.graph.node])
+                np.testing.assert_array_equal(self.run_x(out, x, tmp, ["--random"]), x * factor)
+
     def test_freeze_initializers_makes_an_old_style_exports_weights_constants(self):
         """torch's keep_initializers_as_inputs export lists every weight as a
         graph input too: a runtime must then obey a fed weight, so it neither
@@ -297,6 +344,20 @@ class BadEdits(unittest.TestCase):
             proc = onnxkit("run", fixed, "--random", "--output-dir", os.path.join(tmp, "r"))
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertEqual(np.load(os.path.join(tmp, "r", "output_0.npy")).shape, (3, 12))
+
+    def test_freeze_input_if_branch_and_remove_op_say_what_is_wrong(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            Edit.sample_rate_model(path)
+            cases = [(("--freeze-input", "rate_sr=16000"), ["'rate_sr'"]),
+                     (("--freeze-input", "sr=[16000,8000]"), ["'sr'", "int64[]", "[2]"]),
+                     (("--freeze-input", "sr=16k"), ["16k"]),
+                     (("--freeze-input", "sr=float:1"), ["int64", "float32"]),
+                     (("--if-branch", "by_rate=maybe"), ["'then' or 'else'"]),
+                     (("--remove-op", "If"), ["'by_rate'", "--if-branch by_rate=then|else"])]
+            for operation, mentions in cases:
+                with self.subTest(operation=operation):
+                    self.refused(path, *operation, mentions=mentions)
 
     def test_no_operation_is_a_usage_error(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -461,8 +461,8 @@ std::string render_edit_text(const EditToolReport& report, const fs::path& out) 
         "note: {} output{} declared by element type only, their shape unknown to shape inference ({}): ONNX Runtime "
         "and onnxkit run {}, onnx.checker asks for a shape\n",
         shapeless, shapeless == 1 ? "" : "s", quote_first(report.shapeless_outputs, 3), shapeless == 1 ? "it" : "them");
-  text += fmt::format("wrote {}: {} nodes (was {}); passes the ONNX checker and shape inference{}{}\n", out.string(),
-                      report.nodes_after, report.nodes_before, shapeless > 0 ? " (but for those output shapes)" : "",
+  text += fmt::format("wrote {}: {} node{} (was {}); passes the ONNX checker and shape inference{}{}\n", out.string(),
+                      report.nodes_after, report.nodes_after == 1 ? "" : "s", report.nodes_before, shapeless > 0 ? " (but for those output shapes)" : "",
                       report.batch_ran ? ", and runs at the new batch" : "");
   return text;
 }

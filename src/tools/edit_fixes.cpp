@@ -395,6 +395,54 @@ Result<size_t> fix_prelu_slope(ir::Model& model) {
   return fixed;
 }
 
+namespace {
+
+// ONNX's version converter reports a step it cannot make as an assertion:
+// "<file>:<line>: <function>: Assertion `false` failed: No Adapter From
+// Version $14 for Relu". Said here as one line naming the op and the step.
+std::string converter_failure(const std::string& what, int64_t from, int64_t to) {
+  std::string text = what.substr(0, what.find('\n'));
+  if (const size_t failed = text.find("failed: "); failed != std::string::npos) text = text.substr(failed + 8);
+  const auto after = [&](std::string_view marker) -> std::optional<std::string> {
+    const size_t at = text.find(marker);
+    if (at == std::string::npos) return std::nullopt;
+    return text.substr(at + marker.size());
+  };
+  if (auto rest = after("No Adapter From Version $")) {
+    const size_t space = rest->find(' ');
+    const std::string version = rest->substr(0, space);
+    const std::string op = space == std::string::npos ? "" : std::string(literals::trim(rest->substr(space + 5)));  // " for "
+    return to < from ? fmt::format("{} cannot be converted below opset {} here", op, version)
+                     : fmt::format("{} cannot be converted above opset {} here", op, version);
+  }
+  if (auto rest = after("No Previous Version of ")) {
+    const std::string op = rest->substr(0, rest->find(' '));
+    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(from), "");
+    if (schema != nullptr)
+      return fmt::format("{} does not exist before opset {}", op, schema->SinceVersion());
+    return fmt::format("{} has no earlier version", op);
+  }
+  // An adapter's own refusal, e.g. upsample_9_8.h: "Unsuppported conversion
+  // due to unavailable input: scale".
+  std::string step;
+  if (const size_t h = what.find(".h:"); h != std::string::npos) {
+    const size_t slash = what.rfind('/', h);
+    step = what.substr(slash == std::string::npos ? 0 : slash + 1, h - (slash == std::string::npos ? 0 : slash + 1));
+  }
+  return step.empty() ? text : fmt::format("{} (the converter's step '{}')", text, step);
+}
+
+// The converter's exception text as the error.
+Result<onnx::ModelProto> try_convert(const onnx::ModelProto& proto, int64_t version) {
+  try {
+    return onnx::version_conversion::ConvertVersion(proto, static_cast<int>(version));
+  } catch (const std::exception& e) {
+    return make_error("{}", e.what());
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t version) {
   int64_t from = model.opset("");
   const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
@@ -402,15 +450,26 @@ Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t
   if (version < 1 || version > newest)
     return make_error("opset {} is outside what this build's ONNX converts (1 to {})", version, newest);
   if (from == 0) return make_error("the model does not import the default ONNX domain");
-  onnx::ModelProto converted;
-  try {
-    converted = onnx::version_conversion::ConvertVersion(ir::export_model(model), static_cast<int>(version));
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    return make_error("ONNX's version converter cannot take the model from opset {} to {}: {}", from, version,
-                      what.substr(0, what.find('\n')));
+  auto converted = try_convert(ir::export_model(model), version);
+  if (!converted.ok()) {
+    // Reported if the second try fails too: it speaks of the model as given.
+    const std::string failure = converted.error().message();
+    // Adapters read shapes and constant inputs (Upsample's scales, Reshape's
+    // shape): old exports compute them or leave shapes out. Folded and typed,
+    // the model may go through.
+    ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> prepared,
+                   ir::import_model(ir::export_model(model), model.shared_external_data()));
+    passes::PassOptions options;
+    passes::PassContext context(*prepared, options);
+    passes::fold_constants(prepared->graph(), context);
+    prepared->graph().cleanup(false);
+    analysis::apply_inferred_types(*prepared);
+    converted = try_convert(ir::export_model(*prepared), version);
+    if (!converted.ok())
+      return make_error("ONNX's version converter cannot take the model from opset {} to {}: {}", from, version,
+                        converter_failure(failure, from, version));
   }
-  ONNXKIT_ASSIGN(auto result, ir::import_model(std::move(converted), model.shared_external_data()));
+  ONNXKIT_ASSIGN(auto result, ir::import_model(std::move(*converted), model.shared_external_data()));
   result->set_source(model.path(), model.file_size());
   return result;
 }

@@ -232,6 +232,23 @@ class Edit(unittest.TestCase):
                 self.assertNotIn("If", [n.op_type for n in edited.graph.node])
                 np.testing.assert_array_equal(self.run_x(out, x, tmp, ["--random"]), x * factor)
 
+    def test_opset_down_where_the_converter_needs_constant_scales(self):
+        # An opset-9 Upsample whose scales come from a Constant node: ONNX's
+        # converter wants them as an initializer for the step to opset 8.
+        graph = helper.make_graph(
+            [helper.make_node("Constant", [], ["scales"], value=numpy_helper.from_array(
+                np.array([1, 1, 2, 3], dtype=np.float32))),
+             helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")], "g",
+            [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 2, 2])],
+            [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 1, 4, 6])])
+        x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.onnx")
+            onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)]), path)
+            out, edited = self.edit(path, "--opset", "8", tmp=tmp)
+            self.assertEqual(edited.opset_import[0].version, 8)
+            np.testing.assert_array_equal(self.run_x(out, x, tmp), x.repeat(2, axis=2).repeat(3, axis=3))
+
     def test_freeze_initializers_makes_an_old_style_exports_weights_constants(self):
         """torch's keep_initializers_as_inputs export lists every weight as a
         graph input too: a runtime must then obey a fed weight, so it neither
@@ -358,6 +375,13 @@ class BadEdits(unittest.TestCase):
             for operation, mentions in cases:
                 with self.subTest(operation=operation):
                     self.refused(path, *operation, mentions=mentions)
+
+    def test_an_opset_step_the_converter_lacks_is_one_line_naming_the_op(self):
+        self.refused(stem("resnet18", 17) + ".onnx", "--opset", "12",
+                     mentions=["Relu cannot be converted below opset 14 here"])
+        line = self.refused(stem("bert_encoder", 17) + ".onnx", "--opset", "12",
+                            mentions=["LayerNormalization does not exist before opset 17"])
+        self.assertNotIn("Assertion", line)
 
     def test_no_operation_is_a_usage_error(self):
         with tempfile.TemporaryDirectory() as tmp:

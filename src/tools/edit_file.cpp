@@ -447,7 +447,7 @@ Result<EditToolReport> edit_file(const fs::path& in, const fs::path& out, const 
       report.warnings.push_back(std::move(not_tried));
   }
   report.nodes_after = count_nodes(*model);
-  ONNXKIT_TRY(ir::save_model(*model, out, options.save));
+  ONNXKIT_ASSIGN(report.saved, ir::save_model(*model, out, options.save));
   return report;
 }
 
@@ -461,8 +461,12 @@ std::string render_edit_text(const EditToolReport& report, const fs::path& out) 
         "note: {} output{} declared by element type only, their shape unknown to shape inference ({}): ONNX Runtime "
         "and onnxkit run {}, onnx.checker asks for a shape\n",
         shapeless, shapeless == 1 ? "" : "s", quote_first(report.shapeless_outputs, 3), shapeless == 1 ? "it" : "them");
-  text += fmt::format("wrote {}: {} node{} (was {}); passes the ONNX checker and shape inference{}{}\n", out.string(),
-                      report.nodes_after, report.nodes_after == 1 ? "" : "s", report.nodes_before, shapeless > 0 ? " (but for those output shapes)" : "",
+  const io::SaveSummary& saved = report.saved;
+  const std::string side_file =
+      saved.external_file.empty() ? "" : fmt::format(" + {} ({})", saved.external_file, human_bytes(saved.external_bytes));
+  text += fmt::format("wrote {}{}: {} node{} (was {}); passes the ONNX checker and shape inference{}{}\n", out.string(),
+                      side_file, report.nodes_after, report.nodes_after == 1 ? "" : "s", report.nodes_before,
+                      shapeless > 0 ? " (but for those output shapes)" : "",
                       report.batch_ran ? ", and runs at the new batch" : "");
   return text;
 }

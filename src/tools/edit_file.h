@@ -43,6 +43,7 @@ struct EditToolReport {
   std::vector<std::string> warnings;
   // Outputs declared by element type alone: inference cannot tell their shape.
   std::vector<std::string> shapeless_outputs;
+  io::SaveSummary saved;
   std::string batch;  // what --batch set, if it ran: checked by a dry run
   bool batch_ran = false;  // the dry run showed the batch free
   size_t nodes_before = 0, nodes_after = 0;  // main graph

@@ -270,6 +270,18 @@ class Edit(unittest.TestCase):
             self.assertEqual(bench.returncode, 0, bench.stderr)
             self.assertNotIn("initializer", bench.stdout)
 
+    def test_a_model_with_external_data_is_written_with_its_side_file_said(self):
+        s = stem("resnet18")
+        with tempfile.TemporaryDirectory() as tmp:
+            source = os.path.join(tmp, "m.onnx")
+            self.assertEqual(onnxkit("convert", s + ".onnx", source, "--external-data").returncode, 0)
+            out = os.path.join(tmp, "e.onnx")
+            proc = onnxkit("edit", source, out, "--cleanup")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertTrue(os.path.exists(out + ".data"))
+            self.assertIn(f"wrote {out} + e.onnx.data (", proc.stdout)
+            close_to(self, run_model(out, s + ".input.npy", os.path.join(tmp, "r")), np.load(s + ".torch.npy"))
+
     def test_a_script_applies_the_same_operations(self):
         path = stem("instance_norm") + ".onnx"
         with tempfile.TemporaryDirectory() as tmp:

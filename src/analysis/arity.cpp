@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "analysis/opset_history.h"
+#include "ir/graph.h"
 
 namespace onnxkit::analysis {
 namespace {
@@ -33,7 +34,7 @@ std::string omitted_problem(std::string_view op_type, const std::vector<bool>& g
 
 std::string arity_problem(std::string_view domain, std::string_view op_type, int64_t opset,
                           const std::vector<bool>& inputs, const std::vector<bool>& outputs) {
-  if (!domain.empty() && domain != "ai.onnx") return "";
+  if (!ir::canonical_domain(domain).empty()) return "";
   const int n_inputs = static_cast<int>(inputs.size()), n_outputs = static_cast<int>(outputs.size());
   const onnx::OpSchema* schema =
       onnx::OpSchemaRegistry::Schema(std::string(op_type), static_cast<int>(std::clamp<int64_t>(opset, 1, INT_MAX)), "");

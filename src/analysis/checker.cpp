@@ -350,7 +350,7 @@ void check_if_branches(const onnx::GraphProto& graph, const Types& outer, const 
   const Types types = visible_types(graph, outer);
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
-    if (node.op_type() != "If" || !(node.domain().empty() || node.domain() == "ai.onnx")) continue;
+    if (node.op_type() != "If" || !ir::canonical_domain(node.domain()).empty()) continue;
     for (const auto& attr : node.attribute()) {
       if (!attr.has_g()) continue;
       const std::string where = fmt::format(" in the {} of {}{}", attr.name(), describe_node(node, i), scope);

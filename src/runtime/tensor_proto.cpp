@@ -50,42 +50,37 @@ std::string pack_4bit(const Tensor& t) {
   return packed;
 }
 
-}  // namespace
-
-Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const io::ExternalDataStore* external,
-                                 std::shared_ptr<const void> owner) {
-  auto type = static_cast<DataType>(proto.data_type());
-  if (element_size(type) == 0)
-    return make_error("{}: element type {} is not supported by the runtime", io::describe_tensor(proto),
-                      io::data_type_name(proto.data_type()));
-  if (proto.has_segment()) return make_error("{}: segmented tensors are not supported", io::describe_tensor(proto));
-  ONNXKIT_ASSIGN(uint64_t count, io::element_count(proto));
-  Shape shape(proto.dims().begin(), proto.dims().end());
-  const uint64_t bytes = io::data_byte_size(proto.data_type(), count);  // as stored, 4-bit types packed
-
-  if (io::is_external(proto)) {
-    if (external == nullptr) return make_error("{}: data is external but no model folder is known", io::describe_tensor(proto));
-    ONNXKIT_ASSIGN(io::ExternalSlice slice, external->slice(proto));
-    if (slice.length != bytes)
-      return make_error("{}: external data has {} bytes, expected {}", io::describe_tensor(proto), slice.length, bytes);
-    if (is_packed_in_proto(type)) {
-      Tensor t(type, std::move(shape));
-      unpack_4bit({reinterpret_cast<const char*>(slice.bytes().data()), slice.length}, t);
-      return t;
-    }
-    return Tensor::view(type, std::move(shape), slice.bytes().data(), slice.file);
-  }
-  if (proto.has_raw_data() && type != DataType::string) {
-    if (proto.raw_data().size() != bytes)
-      return make_error("{}: raw_data has {} bytes, expected {}", io::describe_tensor(proto), proto.raw_data().size(), bytes);
-    if (owner != nullptr && !is_packed_in_proto(type))
-      return Tensor::view(type, std::move(shape), proto.raw_data().data(), std::move(owner));
+// Data held in a file next to the model, `bytes` long as stored.
+Result<Tensor> from_external(const onnx::TensorProto& proto, DataType type, Shape shape, uint64_t bytes,
+                             const io::ExternalDataStore* external) {
+  if (external == nullptr) return make_error("{}: data is external but no model folder is known", io::describe_tensor(proto));
+  ONNXKIT_ASSIGN(io::ExternalSlice slice, external->slice(proto));
+  if (slice.length != bytes)
+    return make_error("{}: external data has {} bytes, expected {}", io::describe_tensor(proto), slice.length, bytes);
+  if (is_packed_in_proto(type)) {
     Tensor t(type, std::move(shape));
-    if (is_packed_in_proto(type)) unpack_4bit(proto.raw_data(), t);
-    else if (bytes > 0) std::memcpy(t.mutable_raw(), proto.raw_data().data(), bytes);
+    unpack_4bit({reinterpret_cast<const char*>(slice.bytes().data()), slice.length}, t);
     return t;
   }
+  return Tensor::view(type, std::move(shape), slice.bytes().data(), slice.file);
+}
 
+// Data in raw_data, `bytes` long; viewed in place when `owner` keeps the proto alive.
+Result<Tensor> from_raw_data(const onnx::TensorProto& proto, DataType type, Shape shape, uint64_t bytes,
+                             std::shared_ptr<const void> owner) {
+  if (proto.raw_data().size() != bytes)
+    return make_error("{}: raw_data has {} bytes, expected {}", io::describe_tensor(proto), proto.raw_data().size(), bytes);
+  if (owner != nullptr && !is_packed_in_proto(type))
+    return Tensor::view(type, std::move(shape), proto.raw_data().data(), std::move(owner));
+  Tensor t(type, std::move(shape));
+  if (is_packed_in_proto(type)) unpack_4bit(proto.raw_data(), t);
+  else if (bytes > 0) std::memcpy(t.mutable_raw(), proto.raw_data().data(), bytes);
+  return t;
+}
+
+// Data in the typed fields (float_data, int32_data...): `count` values, `bytes` as stored.
+Result<Tensor> from_typed_fields(const onnx::TensorProto& proto, DataType type, Shape shape, uint64_t count,
+                                 uint64_t bytes) {
   Tensor t(type, std::move(shape));
   uint64_t entries = 0;
   switch (type) {
@@ -140,6 +135,24 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const io::Exter
   if (entries != count)
     return make_error("{}: holds {} values but its dims give {}", io::describe_tensor(proto), entries, count);
   return t;
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const io::ExternalDataStore* external,
+                                 std::shared_ptr<const void> owner) {
+  auto type = static_cast<DataType>(proto.data_type());
+  if (element_size(type) == 0)
+    return make_error("{}: element type {} is not supported by the runtime", io::describe_tensor(proto),
+                      io::data_type_name(proto.data_type()));
+  if (proto.has_segment()) return make_error("{}: segmented tensors are not supported", io::describe_tensor(proto));
+  ONNXKIT_ASSIGN(uint64_t count, io::element_count(proto));
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  const uint64_t bytes = io::data_byte_size(proto.data_type(), count);  // as stored, 4-bit types packed
+  if (io::is_external(proto)) return from_external(proto, type, std::move(shape), bytes, external);
+  if (proto.has_raw_data() && type != DataType::string)
+    return from_raw_data(proto, type, std::move(shape), bytes, std::move(owner));
+  return from_typed_fields(proto, type, std::move(shape), count, bytes);
 }
 
 onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name) {

@@ -10,6 +10,7 @@
 #include "analysis/onnx_inference.h"
 #include "runtime/fusion.h"
 #include "runtime/kernels/nn/blocked.h"
+#include "runtime/kernels/nn/conv_fusion.h"
 #include "runtime/layout.h"
 #include "runtime/tensor_proto.h"
 
@@ -61,7 +62,7 @@ class PlanBuilder {
     choose_layout_and_fusions();
     for (const ir::Node* node : order_)
       if (!absorbed_.count(node)) ONNXKIT_TRY(add_node_steps(*node));  // else its fused chain's step computes it
-    place_in_place_concats();
+    place_shared_outputs();
     add_releases();
     plan_->profile = parent_ == nullptr && context_.options.profile;
     plan_->step_nanos = std::vector<std::atomic<int64_t>>(plan_->steps.size());
@@ -210,13 +211,14 @@ class PlanBuilder {
       layout_ = plan_layout(order_, constant, [this](const ir::Node& n) { return traits_of(n); });
     for (const auto& [v, channels] : layout_.channels) blocked_slot_[v] = new_slot();
     if (!context_.options.fuse) return;
-    conv_fusions_ =
-        find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
+    producer_fusions_ =
+        nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
     chains_ = find_fused_chains(order_, constant, returned, same);
     // A chain stays out of blocked regions and away from nodes a Conv already
     // runs (a residual Add that also feeds a LayerNormalization).
     auto taken = [&](const ir::Node* n) {
-      return layout_.blocked_nodes.count(n) || conv_fusions_.fused.count(n) || conv_fusions_.convs.count(n);
+      return layout_.blocked_nodes.count(n) || producer_fusions_.pass_through.count(n) ||
+             producer_fusions_.producers.count(n);
     };
     for (const FusedChain& chain : chains_) {
       bool any_taken = taken(chain.last);
@@ -274,14 +276,14 @@ class PlanBuilder {
       int s = v != nullptr ? plan_->slots.at(v) : -1;
       if (v != nullptr && std::find(acts.begin(), acts.end(), i) != acts.end()) {
         if (!blocked_slot_.count(v)) {
-          // A plain value entering a blocked region: only a Conv starts one.
-          const Tensor* w = constant_of(node.input(1));
-          plain_input = nn::conv_reads_plain(node, *w);  // a first layer reads it as it is
+          // A plain value entering a blocked region, at a node that starts one.
+          const nn::RegionEntry entry =
+              nn::region_entry(node, [this](const ir::Value* w) { return constant_of(w); });
+          plain_input = entry.reads_plain;
           if (!plain_input) {
             blocked_slot_[v] = new_slot();
-            const int64_t channels = w->dim(1) * node.attr_int("group", 1);
             plan_->steps.push_back(
-                reorder_step(node, "ToBlocked", s, blocked_slot_[v], nn::make_to_blocked(channels)));
+                reorder_step(node, "ToBlocked", s, blocked_slot_[v], nn::make_to_blocked(entry.channels)));
           }
         }
         if (!plain_input) s = blocked_slot_.at(v);
@@ -290,7 +292,7 @@ class PlanBuilder {
     }
   }
 
-  // The step's kernel: a pass-through for a node a Conv absorbed, a fused
+  // The step's kernel: a pass-through for a node its producer absorbed, a fused
   // chain's, the blocked kernel of an op that has one, or the op's own.
   Status add_kernel(const ir::Node& node, GraphPlan::Step& step, bool plain_input) {
     std::vector<const Tensor*> constants;
@@ -300,10 +302,10 @@ class PlanBuilder {
       ONNXKIT_ASSIGN(auto child, build_plan(sub, self, {}, *context));
       return std::shared_ptr<const GraphPlan>(std::move(child));
     };
-    if (auto fused = conv_fusions_.fused.find(&node); fused != conv_fusions_.fused.end()) {
-      // The Conv's kernel already did this node's work: pass the value on.
+    if (auto fused = producer_fusions_.pass_through.find(&node); fused != producer_fusions_.pass_through.end()) {
+      // The producer's kernel already did this node's work: pass the value on.
       step.kernel = std::make_unique<PassThrough>(fused->second);
-      step.kind = "(fused into Conv)";
+      step.kind = producer_fusions_.kind;
       return {};
     }
     if (auto chain = chain_ending_at_.find(&node); chain != chain_ending_at_.end()) {
@@ -319,55 +321,48 @@ class PlanBuilder {
     const int64_t opset = context_.model.opset(node.domain());
     ONNXKIT_ASSIGN(const KernelDef* def, context_.registry.find(node, opset));
     KernelInfo info(node, opset, std::move(constants), context_.options, context_.registry, build_subgraph);
-    if (auto conv = conv_fusions_.convs.find(&node); conv != conv_fusions_.convs.end()) {
-      info.set_fused_activation(conv->second.activation);
-      if (const ir::Value* residual = conv->second.residual) {
-        step.inputs.resize(FusedActivation::kResidualInput, -1);  // an omitted B stays omitted
-        step.inputs.push_back(blocked ? blocked_slot_.at(residual) : plan_->slots.at(residual));
-      }
+    if (auto fused = producer_fusions_.producers.find(&node); fused != producer_fusions_.producers.end()) {
+      const ProducerFusions::Producer& producer = fused->second;
+      info.set_fusion(producer.fusion);
+      if (!producer.extra.empty()) step.inputs.resize(producer.extra_from, -1);  // an omitted input stays omitted
+      for (const ir::Value* v : producer.extra)
+        step.inputs.push_back(blocked ? blocked_slot_.at(v) : plan_->slots.at(v));
     }
-    Result<std::unique_ptr<Kernel>> kernel = make_error("no kernel");
     if (blocked && traits_of(node).blocked == OpTraits::Blocked::own_kernel) {
       auto in = layout_.channels.find(node.input(0));
-      kernel = nn::make_blocked_kernel(info, plain_input, in != layout_.channels.end() ? in->second : -1);
+      const int64_t channels = in != layout_.channels.end() ? in->second : -1;
+      const KernelFactory create = [&](const KernelInfo& i) {
+        return nn::make_blocked_kernel(i, plain_input, channels);
+      };
+      ONNXKIT_ASSIGN(step.kernel, build_kernel(create, info));
     } else {
-      kernel = def->create(info);  // element-wise ops read blocked tensors as they are
+      ONNXKIT_ASSIGN(step.kernel, build_kernel(def->create, info));  // element-wise ops read blocked tensors as they are
     }
-    if (!kernel.ok()) return kernel.error().in(node.describe());
-    step.kernel = std::move(kernel).value();
     return {};
   }
 
-  // A blocked Concat's inputs made by Convs are written by them straight
-  // into its output (ConcatTarget), which then copies only the others:
-  // squeezenet's Concats took 6% of its time as copies.
-  void place_in_place_concats() {
-    std::unordered_set<const ir::Node*> writes_into_concat;
-    for (const ir::Node* node : order_) {
-      if (!nn::gathers_in_place(*node) || !is_blocked(*node) || !step_of_.count(node)) continue;
-      const int group = static_cast<int>(plan_->concat_blocks.size());
-      int64_t first_block = 0;
-      bool any = false;
-      for (const ir::Value* v : node->inputs()) {
-        const ir::Node* writer = v->producer();
-        // Through the Relu or Add the Conv absorbed: their steps pass its value on.
-        while (writer != nullptr && conv_fusions_.fused.count(writer))
-          writer = writer->input(conv_fusions_.fused.at(writer))->producer();
-        if (writer != nullptr && nn::writes_in_place(*writer) && is_blocked(*writer) && step_of_.count(writer) &&
-            writes_into_concat.insert(writer).second) {
-          GraphPlan::Step& step = plan_->steps[step_of_.at(writer)];
-          step.concat_group = group;
-          step.concat_first_block = first_block;
-          any = true;
-        }
-        // Whole blocks, or the Concat would not be blocked.
-        first_block += layout_.channels.at(v) / nn::channel_block();
-      }
-      if (!any) continue;
-      plan_->steps[step_of_.at(node)].concat_group = group;
-      plan_->steps[step_of_.at(node)].is_concat = true;
-      plan_->concat_blocks.push_back(first_block);
+  // Steps that write into a buffer of the run several share (the blocked
+  // layout's in-place Concats).
+  void place_shared_outputs() {
+    // The node whose own step writes `v`, through the steps passing a fused value on.
+    const nn::ComputedBy computed_by = [this](const ir::Value* v) -> const ir::Node* {
+      const ir::Node* writer = v->producer();
+      while (writer != nullptr && producer_fusions_.pass_through.count(writer))
+        writer = writer->input(producer_fusions_.pass_through.at(writer))->producer();
+      return writer != nullptr && step_of_.count(writer) ? writer : nullptr;
+    };
+    const nn::ChannelsOf channels_of = [this](const ir::Value* v) -> int64_t {
+      auto it = layout_.channels.find(v);
+      return it == layout_.channels.end() ? -1 : it->second;
+    };
+    nn::InPlaceWrites in_place = nn::plan_in_place_writes(order_, layout_.blocked_nodes, channels_of, computed_by);
+    for (nn::InPlaceWrites::Write& write : in_place.writes) {
+      GraphPlan::Step& step = plan_->steps[step_of_.at(write.node)];
+      step.shared_buffer = static_cast<int>(write.buffer);
+      step.part = std::move(write.part);
+      step.last_writer = write.last;
     }
+    plan_->shared_buffers = in_place.buffers;
   }
 
   // Buffers go after their last read (an unread output right after its
@@ -403,7 +398,7 @@ class PlanBuilder {
 
   LayoutPlan layout_;
   std::unordered_map<const ir::Value*, int> blocked_slot_;
-  ConvFusions conv_fusions_;
+  ProducerFusions producer_fusions_;
   std::vector<FusedChain> chains_;
   std::unordered_map<const ir::Node*, const FusedChain*> chain_ending_at_;
   std::unordered_set<const ir::Node*> absorbed_;
@@ -444,7 +439,7 @@ void RunControl::charge_elements(uint64_t elements) const {
 
 Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads,
                                     const RunControl& control) {
-  Frame frame{plan, std::vector<Value>(plan.slot_count), std::vector<Tensor>(plan.concat_blocks.size()),
+  Frame frame{plan, std::vector<Value>(plan.slot_count), std::vector<Tensor>(plan.shared_buffers),
               parent != nullptr ? parent->control : control};
   if (parent != nullptr) ONNXKIT_TRY(frame.control.count_subgraph_run());
   // Also here, for bodies with no steps that a Loop runs over and over.
@@ -463,12 +458,10 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
     args.reserve(step.inputs.size());
     for (int s : step.inputs) args.push_back(s >= 0 ? &frame.slots[s] : nullptr);
     std::vector<Value> results(step.outputs.size());
-    std::optional<ConcatTarget> target;
-    if (step.concat_group >= 0) {
-      const auto group = static_cast<size_t>(step.concat_group);
-      target = ConcatTarget{&frame.concat_buffers[group], plan.concat_blocks[group], step.concat_first_block};
-    }
-    KernelContext ctx(std::move(args), results, step.wanted, frame, threads, target ? &*target : nullptr);
+    SharedOutput shared;
+    if (step.shared_buffer >= 0)
+      shared = {step.part.get(), &frame.shared_buffers[static_cast<size_t>(step.shared_buffer)]};
+    KernelContext ctx(std::move(args), results, step.wanted, frame, threads, shared);
     ONNXKIT_TRY(run_kernel(*step.kernel, ctx, *step.node));
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
@@ -479,7 +472,7 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
     }
     for (int s : step.release) frame.slots[s] = Value();
     // Its output holds the buffer now, and goes when no longer read.
-    if (step.is_concat) frame.concat_buffers[static_cast<size_t>(step.concat_group)] = Tensor();
+    if (step.last_writer) frame.shared_buffers[static_cast<size_t>(step.shared_buffer)] = Tensor();
     if (plan.profile) {
       plan.step_nanos[k] += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
       ++plan.step_calls[k];

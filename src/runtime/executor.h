@@ -29,11 +29,12 @@ struct GraphPlan {
     std::vector<bool> wanted;   // outputs that someone reads (or returned)
     std::vector<int> release;   // slots nothing reads after this step
     const char* kind = nullptr; // set for steps the plan adds (layout reorders) or fuses (runtime/fusion.h), null for the node's own
-    // Output 0 written into the output of in-place Concat `concat_group`
-    // from that channel block on (ConcatTarget); -1: allocated on its own.
-    int concat_group = -1;
-    int64_t concat_first_block = 0;
-    bool is_concat = false;  // the Concat itself: the frame lets go of the buffer after it
+    // Output 0 goes into the run's buffer `shared_buffer` (Frame::shared_buffers)
+    // where `part` puts it (kernels/nn/blocked.h's in-place writes); -1:
+    // allocated on its own.
+    int shared_buffer = -1;
+    std::shared_ptr<const BufferPart> part;
+    bool last_writer = false;  // the frame lets go of the buffer after it (its output holds it)
   };
 
   const ir::Graph* graph = nullptr;
@@ -44,7 +45,7 @@ struct GraphPlan {
   std::vector<std::pair<int, Value>> constants;  // initializers
   std::vector<std::pair<int, int>> captures;     // (slot here, slot in the parent plan)
   std::vector<Step> steps;
-  std::vector<int64_t> concat_blocks;  // per in-place Concat: its output's channel blocks
+  size_t shared_buffers = 0;  // buffers several steps of a run write into
 
   // Time spent in each step over all runs, when the session profiles.
   bool profile = false;
@@ -86,7 +87,7 @@ struct BudgetExceeded : std::runtime_error {
 struct Frame {
   const GraphPlan& plan;
   std::vector<Value> slots;
-  std::vector<Tensor> concat_buffers;  // per in-place Concat, allocated by the first step that writes it
+  std::vector<Tensor> shared_buffers;  // GraphPlan::shared_buffers, allocated by the first step to write one
   RunControl control;                  // the run's, shared by its sub-graphs' frames
 };
 

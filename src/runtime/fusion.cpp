@@ -1,7 +1,6 @@
 #include "runtime/fusion.h"
 
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,51 +16,15 @@ struct Matcher {
   const ConstantOf& constant_of;
   const IsReturned& is_returned;
 
-  // The one float32 value of a constant, if `v` is one.
-  std::optional<double> scalar(const ir::Value* v) const {
-    const Tensor* t = v != nullptr ? constant_of(v) : nullptr;
-    if (t == nullptr || t->dtype() != DataType::float32 || t->numel() != 1) return std::nullopt;
-    return static_cast<double>(t->data<float>()[0]);
-  }
+  std::optional<double> scalar(const ir::Value* v) const { return constant_scalar(v, constant_of); }
 
   bool scalar_is(const ir::Value* v, double expected) const {
     auto s = scalar(v);
     return s && std::abs(*s - expected) <= 1e-6 * std::abs(expected);
   }
 
-  // The node that alone reads `v`, when v is internal to a chain: read once,
-  // in the same graph, and neither a graph output nor returned.
-  const ir::Node* sole_reader(const ir::Value* v) const {
-    const ir::Node* reader = ir::sole_consumer(v);
-    return reader != nullptr && !is_returned(v) ? reader : nullptr;
-  }
-
-  // The node that alone reads a single-output node's value, as above.
-  const ir::Node* sole_reader(const ir::Node* node) const {
-    return node->outputs().size() == 1 ? sole_reader(node->output(0)) : nullptr;
-  }
-
-  // The activation `node` applies to its input 0, when a Conv's kernel can
-  // apply it: Relu, and Clip with constant float bounds.
-  std::optional<FusedActivation> activation(const ir::Node& node, int64_t opset) const {
-    if (!node.in_onnx_domain()) return std::nullopt;
-    if (node.op_type() == "Relu" && node.inputs().size() == 1) return FusedActivation{FusedActivation::Kind::relu};
-    if (node.op_type() != "Clip") return std::nullopt;
-    FusedActivation clip{FusedActivation::Kind::clip, -std::numeric_limits<float>::infinity(),
-                         std::numeric_limits<float>::infinity()};
-    if (opset < 11) {
-      clip.min = node.attr_float("min", -std::numeric_limits<float>::max());
-      clip.max = node.attr_float("max", std::numeric_limits<float>::max());
-      return clip;
-    }
-    for (size_t i : {1, 2}) {
-      if (node.input(i) == nullptr) continue;
-      auto bound = scalar(node.input(i));
-      if (!bound) return std::nullopt;
-      (i == 1 ? clip.min : clip.max) = static_cast<float>(*bound);
-    }
-    return clip;
-  }
+  const ir::Node* sole_reader(const ir::Value* v) const { return runtime::sole_reader(v, is_returned); }
+  const ir::Node* sole_reader(const ir::Node* node) const { return runtime::sole_reader(node, is_returned); }
 
   // A binary default-domain `op` reading `v` once: its other input, or null.
   static const ir::Value* other_operand(const ir::Node* node, std::string_view op, const ir::Value* v) {
@@ -255,42 +218,19 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
   return chains;
 }
 
-ConvFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
-                              const IsReturned& is_returned, const SameShape& same_shape,
-                              const std::unordered_set<const ir::Node*>& blocked) {
-  const Matcher match{constant_of, is_returned};
-  std::unordered_map<const ir::Node*, size_t> position;
-  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
-  ConvFusions f;
-  for (const ir::Node* conv : order) {
-    if (!conv->is_onnx_op("Conv")) continue;
-    const ir::Node* next = match.sole_reader(conv);
-    if (next == nullptr) continue;
-    if (auto activation = match.activation(*next, opset); activation && next->input(0) == conv->output(0)) {
-      f.fused[next] = 0;
-      f.convs[conv] = {*activation, nullptr};
-      continue;
-    }
-    const ir::Value* residual = match.other_operand(next, "Add", conv->output(0));
-    if (residual == nullptr || residual == conv->output(0) || constant_of(residual) != nullptr) continue;
-    const ir::Node* source = residual->producer();
-    if (source != nullptr && (!position.count(source) || position.at(source) > position.at(conv))) continue;
-    if (blocked.count(conv) != blocked.count(next) ||
-        (blocked.count(conv) && (source == nullptr || !blocked.count(source))))
-      continue;
-    if (!same_shape(conv->output(0), residual)) continue;  // else the Add broadcasts
-    FusedActivation activation;
-    if (const ir::Node* after = match.sole_reader(next)) {
-      if (auto a = match.activation(*after, opset); a && after->input(0) == next->output(0)) {
-        activation = *a;
-        f.fused[after] = 0;
-      }
-    }
-    activation.add_residual = true;
-    f.fused[next] = next->input(0) == conv->output(0) ? 0 : 1;
-    f.convs[conv] = {activation, residual};
-  }
-  return f;
+std::optional<double> constant_scalar(const ir::Value* v, const ConstantOf& constant_of) {
+  const Tensor* t = v != nullptr ? constant_of(v) : nullptr;
+  if (t == nullptr || t->dtype() != DataType::float32 || t->numel() != 1) return std::nullopt;
+  return static_cast<double>(t->data<float>()[0]);
+}
+
+const ir::Node* sole_reader(const ir::Value* v, const IsReturned& is_returned) {
+  const ir::Node* reader = ir::sole_consumer(v);
+  return reader != nullptr && !is_returned(v) ? reader : nullptr;
+}
+
+const ir::Node* sole_reader(const ir::Node* node, const IsReturned& is_returned) {
+  return node->outputs().size() == 1 ? sole_reader(node->output(0), is_returned) : nullptr;
 }
 
 }  // namespace onnxkit::runtime

@@ -20,12 +20,12 @@
 // returned by the run; the constants must be what the pattern says (to
 // float rounding), so the fused kernel computes the same function.
 //
-// Convolutions take what follows them into their own kernel instead
-// (KernelInfo::fused_activation): Conv -> Relu or Clip with constant bounds
-// (ReLU6), and Conv -> Add(residual) [-> Relu or Clip] when the residual has
-// the Conv's shape and is computed before it (ResNet's blocks).
+// Kernels may also take over the nodes after them (ProducerFusions): which
+// ones is their family's rule (kernels/nn/conv_fusion.h for Conv).
 
+#include <any>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -51,22 +51,31 @@ using SameShape = std::function<bool(const ir::Value*, const ir::Value*)>;  // s
 std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
                                           const IsReturned& is_returned, const SameShape& same_shape);
 
-struct ConvFusions {
-  // Fused Add and activation nodes -> their input that carries the Conv's
-  // final value (their steps pass it on).
-  std::unordered_map<const ir::Node*, size_t> fused;
-  struct Conv {
-    FusedActivation activation;
-    const ir::Value* residual = nullptr;  // read as input FusedActivation::kResidualInput
+// Nodes whose work the kernel of the node before them does (a Conv's
+// activation and residual Add). Their steps pass that node's final value
+// on; its kernel is built with `fusion` (KernelInfo::fusion) and reads the
+// extra inputs.
+struct ProducerFusions {
+  // Absorbed node -> its input that carries the producer's final value.
+  std::unordered_map<const ir::Node*, size_t> pass_through;
+  struct Producer {
+    std::any fusion;  // of the type the producer's kernel reads
+    // Read as inputs extra_from, extra_from + 1, ...; those of the node's
+    // own inputs before extra_from it lacks are omitted.
+    size_t extra_from = 0;
+    std::vector<const ir::Value*> extra;
   };
-  std::unordered_map<const ir::Node*, Conv> convs;
+  std::unordered_map<const ir::Node*, Producer> producers;
+  const char* kind = nullptr;  // the absorbed nodes' steps' name in profiles
 };
 
-// The Conv fusions of `order`. A Conv in `blocked` (runtime/layout.h) fuses
-// an Add only when the Add is blocked too and the residual is produced
-// blocked, so that it is at hand in the Conv's layout.
-ConvFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
-                              const IsReturned& is_returned, const SameShape& same_shape,
-                              const std::unordered_set<const ir::Node*>& blocked);
+// The one float32 value of a constant, if `v` is one.
+std::optional<double> constant_scalar(const ir::Value* v, const ConstantOf& constant_of);
+
+// The node that alone reads `v`, when v can be internal to a fusion: read
+// once, in the same graph, and neither a graph output nor returned.
+const ir::Node* sole_reader(const ir::Value* v, const IsReturned& is_returned);
+// The same for the value of a single-output node.
+const ir::Node* sole_reader(const ir::Node* node, const IsReturned& is_returned);
 
 }  // namespace onnxkit::runtime

@@ -59,20 +59,13 @@ Result<const Tensor*> KernelContext::tensor(size_t i) const {
   return &inputs_[i]->tensor();
 }
 
-std::optional<Tensor> ConcatTarget::place(DataType type, const Shape& shape) {
-  if (type != DataType::float32 || shape.size() != 5 || shape[0] != 1 || first_block + shape[1] > blocks)
-    return std::nullopt;
-  if (!buffer->defined()) *buffer = Tensor(type, {1, blocks, shape[2], shape[3], shape[4]});
-  if (buffer->dim(2) != shape[2] || buffer->dim(3) != shape[3] || buffer->dim(4) != shape[4]) return std::nullopt;
-  return buffer->part(first_block * shape[2] * shape[3] * shape[4], shape);
-}
-
 Tensor& KernelContext::output(size_t i, DataType type, Shape shape) {
   uint64_t elements = 1;  // saturating: the limit is what matters, not the exact count
   for (int64_t d : shape)
     elements = d <= 0 ? 0 : (elements > UINT64_MAX / static_cast<uint64_t>(d) ? UINT64_MAX : elements * static_cast<uint64_t>(d));
   frame_.control.charge_elements(elements);
-  std::optional<Tensor> placed = i == 0 && target_ != nullptr ? target_->place(type, shape) : std::nullopt;
+  std::optional<Tensor> placed =
+      i == 0 && shared_.part != nullptr ? shared_.part->place(*shared_.buffer, type, shape) : std::nullopt;
   outputs_[i] = Value(placed ? std::move(*placed) : Tensor(type, std::move(shape)));
   return outputs_[i].tensor();
 }

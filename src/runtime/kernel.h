@@ -7,6 +7,7 @@
 // table (registry.cpp), family by family; an op whose semantics changed
 // between opsets has one entry per range.
 
+#include <any>
 #include <climits>
 #include <cstdint>
 #include <functional>
@@ -29,27 +30,6 @@ class KernelRegistry;
 
 inline constexpr int64_t kLatestOpset = INT_MAX;
 
-// What the session fused into a Conv (executor.cpp's fusion table): the
-// kernel applies it to output 0 and the fused nodes pass values through.
-// With `add_residual`, a residual Add came first: the kernel reads one more
-// input, input kResidualInput (after X, W and B, whether B is given or not),
-// of output 0's shape and layout, and adds it before the activation (ResNet's
-// conv -> add -> relu). Clip carries its bounds.
-struct FusedActivation {
-  static constexpr size_t kResidualInput = 3;
-  enum class Kind { none, relu, clip };
-  Kind kind = Kind::none;
-  float min = 0, max = 0;  // clip's
-  bool add_residual = false;
-  // In the element's own precision; NaN goes through.
-  template <class T>
-  T apply(T v) const {
-    if (kind == Kind::relu) return v < T(0) ? T(0) : v;
-    if (kind == Kind::clip) return v < T(min) ? T(min) : (v > T(max) ? T(max) : v);
-    return v;
-  }
-};
-
 // What a kernel sees when it is built.
 class KernelInfo {
  public:
@@ -66,10 +46,11 @@ class KernelInfo {
   const ir::Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
 
-  // What the session fused into this node (only ops in executor.cpp's
-  // fusion table are ever asked).
-  const FusedActivation& fused_activation() const { return fused_activation_; }
-  void set_fused_activation(FusedActivation activation) { fused_activation_ = activation; }
+  // What the session fused into this node (ProducerFusions, runtime/fusion.h),
+  // of a type the op's kernel defines (nn::FusedActivation for Conv); empty
+  // for most nodes.
+  const std::any& fusion() const { return fusion_; }
+  void set_fusion(std::any fusion) { fusion_ = std::move(fusion); }
   const SessionOptions& options() const { return options_; }
   const KernelRegistry& registry() const { return registry_; }
 
@@ -100,30 +81,34 @@ class KernelInfo {
   const SessionOptions& options_;
   const KernelRegistry& registry_;
   std::function<Result<std::shared_ptr<const GraphPlan>>(const ir::Graph&)> build_subgraph_;
-  FusedActivation fused_activation_;
+  std::any fusion_;
 };
 
-// Where output 0 of a step goes when it is one of the inputs of a blocked
-// Concat (batch 1), or the Concat itself: its place among the Concat's
-// channel blocks, in a buffer the first of them to run allocates. The
-// Concat then finds its inputs in place and copies nothing.
-struct ConcatTarget {
-  Tensor* buffer;       // the Concat's output, per run; undefined until allocated
-  int64_t blocks;       // the Concat's channel blocks
-  int64_t first_block;  // where this output starts
-  // The part of the buffer an output of `shape` ([1, blocks, H, W, block])
-  // occupies; nothing when the shape does not fit, and the output is then
-  // allocated on its own.
-  std::optional<Tensor> place(DataType type, const Shape& shape);
+// Where a step's output 0 goes when the plan has several steps of a run
+// write into one buffer (kernels/nn/blocked.h: the inputs of a blocked
+// Concat, written straight into its output, which copies only the others).
+class BufferPart {
+ public:
+  virtual ~BufferPart() = default;
+  // The part of `buffer` an output of `type` and `shape` takes, allocating
+  // the buffer while it is undefined; nothing when the output does not fit,
+  // and it is then allocated on its own.
+  virtual std::optional<Tensor> place(Tensor& buffer, DataType type, const Shape& shape) const = 0;
+};
+
+// A step's output 0 in a buffer of its run.
+struct SharedOutput {
+  const BufferPart* part = nullptr;  // null: output 0 is allocated on its own
+  Tensor* buffer = nullptr;
 };
 
 // What a kernel sees when it computes.
 class KernelContext {
  public:
   KernelContext(std::vector<const Value*> inputs, std::vector<Value>& outputs, const std::vector<bool>& wanted,
-                const Frame& frame, int threads, ConcatTarget* target = nullptr)
+                const Frame& frame, int threads, SharedOutput shared = {})
       : inputs_(std::move(inputs)), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads),
-        target_(target) {}
+        shared_(shared) {}
 
   size_t num_inputs() const { return inputs_.size(); }
   // Given, and not an omitted optional.
@@ -146,7 +131,7 @@ class KernelContext {
   // The same context with other inputs, for kernels that adapt their inputs
   // before handing them to another kernel.
   KernelContext with_inputs(std::vector<const Value*> inputs) const {
-    return KernelContext(std::move(inputs), outputs_, wanted_, frame_, threads_, target_);
+    return KernelContext(std::move(inputs), outputs_, wanted_, frame_, threads_, shared_);
   }
 
   // Runs a sub-graph (If/Loop/Scan body) with this node's scope as its outer
@@ -159,7 +144,7 @@ class KernelContext {
   const std::vector<bool>& wanted_;
   const Frame& frame_;
   int threads_;
-  ConcatTarget* target_;  // for output 0; null for most steps
+  SharedOutput shared_;  // for output 0; none for most steps
 };
 
 class Kernel {

@@ -162,7 +162,7 @@ g (float[1,16,11,12] x) => (float[1,10,5,6] y) {
 
 TEST(BlockedLayout, ConvsWriteIntoTheirConcatInPlaceAndTheRestIsCopied) {
   // At batch 1 e1, e3 and c5 are written by their Convs into their places in
-  // cat1 and cat2 (ConcatTarget); the second e1 and the MaxPool m are copied,
+  // cat1 and cat2 (nn::plan_in_place_writes); the second e1 and the MaxPool m are copied,
   // as is e3 into cat2 (cat1 claimed it); t reads e3 after cat1. At batch 2
   // every input is copied.
   auto model = with_weights(R"(

@@ -272,6 +272,24 @@ class ToPlain final : public Kernel {
   int64_t channels_;
 };
 
+// Channel blocks [first_block, first_block + C / B) of a blocked
+// [1, blocks, H, W, B] buffer: where a Concat's input goes in its output.
+class ChannelBlocks final : public BufferPart {
+ public:
+  ChannelBlocks(int64_t blocks, int64_t first_block) : blocks_(blocks), first_block_(first_block) {}
+  std::optional<Tensor> place(Tensor& buffer, DataType type, const Shape& shape) const override {
+    if (type != DataType::float32 || shape.size() != 5 || shape[0] != 1 || first_block_ + shape[1] > blocks_)
+      return std::nullopt;
+    if (!buffer.defined()) buffer = Tensor(type, {1, blocks_, shape[2], shape[3], shape[4]});
+    if (buffer.dim(2) != shape[2] || buffer.dim(3) != shape[3] || buffer.dim(4) != shape[4]) return std::nullopt;
+    return buffer.part(first_block_ * shape[2] * shape[3] * shape[4], shape);
+  }
+
+ private:
+  int64_t blocks_;
+  int64_t first_block_;
+};
+
 class BlockedConcat final : public Kernel {
  public:
   Status compute(KernelContext& ctx) const override {
@@ -295,7 +313,7 @@ class BlockedConcat final : public Kernel {
         const int64_t chunk = t->dim(1) * plane;
         float* to = dst + (i * total_blocks + at) * plane;
         const float* from = t->data<float>() + i * chunk;
-        if (from != to) std::memcpy(to, from, chunk * sizeof(float));  // else its producer wrote it here (ConcatTarget)
+        if (from != to) std::memcpy(to, from, chunk * sizeof(float));  // else its producer wrote it here (InPlaceWrites)
         at += t->dim(1);
       }
     }
@@ -347,14 +365,13 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
   const Tensor* w = info.constant_input(1);
   const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
   if (!conv_can_run_blocked(info.node(), w, b)) return make_error("cannot run in the blocked layout");
+  const FusedActivation activation = fused_activation(info);
   auto engine = std::make_shared<DnnlConvCache>(
-      std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
-      info.fused_activation(),
+      std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
       plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
   std::optional<size_t> residual;
-  if (info.fused_activation().add_residual) residual = FusedActivation::kResidualInput;
-  std::unique_ptr<WinogradConv> winograd =
-      plain_input ? nullptr : WinogradConv::create(attrs, *w, b, info.fused_activation());
+  if (activation.add_residual) residual = FusedActivation::kResidualInput;
+  std::unique_ptr<WinogradConv> winograd = plain_input ? nullptr : WinogradConv::create(attrs, *w, b, activation);
   return std::unique_ptr<Kernel>(
       std::make_unique<BlockedConv>(attrs, w->shape(), engine, std::move(winograd), plain_input, residual));
 }
@@ -392,8 +409,10 @@ int64_t concat_output_channels(const ir::Node& node, const ChannelsOf& channels_
 
 }  // namespace
 
-bool conv_reads_plain(const ir::Node& node, const Tensor& w) {
-  return node.attr_int("group", 1) == 1 && w.rank() == 4 && w.dim(1) < channel_block();
+RegionEntry region_entry(const ir::Node& node, const ConstantOf& constant) {
+  const Tensor& w = *constant(node.input(1));  // a Conv's, constant or it would not be blocked
+  const int64_t group = node.attr_int("group", 1);
+  return {group == 1 && w.rank() == 4 && w.dim(1) < channel_block(), w.dim(1) * group};
 }
 
 int64_t blocked_output_channels(const ir::Node& node, const ChannelsOf& channels_of, const ConstantOf& constant) {
@@ -418,8 +437,30 @@ Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool
   return make_blocked_pool(info, channels);
 }
 
-bool gathers_in_place(const ir::Node& node) { return node.is_onnx_op("Concat"); }
-bool writes_in_place(const ir::Node& node) { return node.is_onnx_op("Conv"); }
+InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order,
+                                   const std::unordered_set<const ir::Node*>& blocked, const ChannelsOf& channels_of,
+                                   const ComputedBy& computed_by) {
+  InPlaceWrites plan;
+  std::unordered_set<const ir::Node*> writes_into_concat;
+  for (const ir::Node* concat : order) {
+    if (!concat->is_onnx_op("Concat") || !blocked.count(concat) || computed_by(concat->output(0)) != concat) continue;
+    std::vector<std::pair<const ir::Node*, int64_t>> writers;  // with their first block
+    int64_t blocks = 0;
+    for (const ir::Value* v : concat->inputs()) {
+      const ir::Node* writer = computed_by(v);
+      if (writer != nullptr && writer->is_onnx_op("Conv") && blocked.count(writer) &&
+          writes_into_concat.insert(writer).second)
+        writers.emplace_back(writer, blocks);
+      blocks += channels_of(v) / channel_block();  // whole blocks, or the Concat would not be blocked
+    }
+    if (writers.empty()) continue;
+    for (const auto& [writer, first_block] : writers)
+      plan.writes.push_back({writer, plan.buffers, std::make_shared<ChannelBlocks>(blocks, first_block), false});
+    plan.writes.push_back({concat, plan.buffers, std::make_shared<ChannelBlocks>(blocks, 0), true});
+    ++plan.buffers;
+  }
+  return plan;
+}
 
 std::unique_ptr<Kernel> make_to_blocked(int64_t channels) { return std::make_unique<ToBlocked>(channels); }
 std::unique_ptr<Kernel> make_to_plain(int64_t channels) { return std::make_unique<ToPlain>(channels); }

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/kernel.h"
@@ -22,10 +23,14 @@ int64_t channel_block();
 // The blocked shape of a logical [N, C, H, W].
 Shape blocked_shape(int64_t n, int64_t c, int64_t h, int64_t w);
 
-// Whether a Conv that starts a blocked region reads its plain input as it is
-// (a first layer: fewer input channels than a block, one group) rather than a
-// reordered copy.
-bool conv_reads_plain(const ir::Node& node, const Tensor& w);
+// How a node that starts a blocked region (a Conv) reads its plain input:
+// as it is (a first layer: fewer input channels than a block, one group), or
+// from a blocked copy of its `channels` channels.
+struct RegionEntry {
+  bool reads_plain;
+  int64_t channels;
+};
+RegionEntry region_entry(const ir::Node& node, const ConstantOf& constant);
 
 // The blocked layout's plan (runtime/layout.h) and the session ask the ops
 // with blocked kernels of their own (OpTraits::Blocked::own_kernel: Conv,
@@ -40,13 +45,28 @@ int64_t blocked_output_channels(const ir::Node& node, const ChannelsOf& channels
 std::vector<size_t> blocked_activation_inputs(const ir::Node& node);
 // Its kernel on blocked tensors. A Conv writes a blocked tensor (the fused
 // activation of `info` applies) from a blocked input or, with `plain_input`
-// (conv_reads_plain), a plain one; `channels` is C of input 0.
+// (region_entry), a plain one; `channels` is C of input 0.
 Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels);
-// In-place Concat: the inputs of a blocked Concat (`gathers_in_place`) that
-// blocked Convs make (`writes_in_place`) are written straight into its
-// output (ConcatTarget).
-bool gathers_in_place(const ir::Node& node);
-bool writes_in_place(const ir::Node& node);
+// In-place Concat: the inputs of a blocked Concat (batch 1) that blocked
+// Convs compute are written straight into its output, which then copies
+// only the others (squeezenet's Concats took 6% of its time as copies).
+struct InPlaceWrites {
+  struct Write {
+    const ir::Node* node;  // its step's output 0 goes into buffer `buffer`
+    size_t buffer;         // of the run's, one per Concat
+    std::shared_ptr<const BufferPart> part;
+    bool last;  // the Concat itself: its output holds the buffer after it
+  };
+  std::vector<Write> writes;
+  size_t buffers = 0;
+};
+// `computed_by`: the node whose own step writes a value (through the steps
+// of fused nodes that pass a value on), null when no step does; `blocked`
+// and `channels_of` the layout plan's.
+using ComputedBy = std::function<const ir::Node*(const ir::Value*)>;
+InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order,
+                                   const std::unordered_set<const ir::Node*>& blocked, const ChannelsOf& channels_of,
+                                   const ComputedBy& computed_by);
 
 // Between the layouts, for tensors with `channels` channels.
 std::unique_ptr<Kernel> make_to_blocked(int64_t channels);

@@ -262,7 +262,7 @@ KernelFactory conv_kernel() {
         if (p.ok()) fixed = std::make_shared<const ConvParams>(std::move(p).value());
       }
     }
-    const FusedActivation activation = info.fused_activation();
+    const FusedActivation activation = fused_activation(info);
     // Constant float32 weights (and bias) run on oneDNN.
     std::shared_ptr<DnnlConvCache> dnnl;
     const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;

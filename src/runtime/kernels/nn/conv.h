@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/kernels/nn/conv_fusion.h"
 #include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime::nn {

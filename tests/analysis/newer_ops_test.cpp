@@ -53,5 +53,22 @@ g (float[1, 2, 5, 5] x) => (float[2, 10, 10] y) <float[2] scales = {2.0, 2.0}, i
   EXPECT_EQ(dims(*model, "y"), "2,10,10");
 }
 
+TEST(NewerOpShapes, Opset18CenterCropPadMishAndBitwiseBroadcast) {
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 18]>
+g (float[N, 3, 7, 9] x, int32[4, 1] a, int32[5] b) => (float[N, 3, 4, 6] y, int32[4, 5] z) <int64[2] crop = {4, 6}> {
+  c = CenterCropPad <axes = [2, 3]> (x, crop)
+  m = Mish(c)
+  y = Identity(m)
+  s = BitwiseAnd(a, b)
+  z = Identity(s)
+})");
+  ASSERT_NE(model, nullptr);
+  analysis::apply_inferred_types(*model);
+  EXPECT_EQ(dims(*model, "c"), "N,3,4,6");  // the crop's sizes on axes 2 and 3
+  EXPECT_EQ(dims(*model, "m"), "N,3,4,6");
+  EXPECT_EQ(dims(*model, "s"), "4,5");      // [4, 1] and [5] broadcast
+}
+
 }  // namespace
 }  // namespace onnxkit::testing

@@ -177,7 +177,7 @@ class PlanBuilder {
   OpTraits traits_of(const ir::Node& node) const { return context_.registry.traits(node.domain(), node.op_type()); }
 
   // Whether two main-graph values surely have one shape (for residual Adds):
-  // ONNX's shape inference, run once if a Conv feeds an Add. Dims must be
+  // ONNX's shape inference, run once when a fusion rule asks. Dims must be
   // known numbers or the same symbol.
   bool same_shape(const ir::Value* a, const ir::Value* b) {
     if (parent_ != nullptr) return false;
@@ -202,7 +202,8 @@ class PlanBuilder {
   // The main graph's convolution chains run on blocked activations. Every
   // value keeps its plain slot; a value that also exists blocked gets a
   // second slot, and reorder steps fill whichever a consumer needs. Then
-  // the fusions: Convs with what follows them, and chains (runtime/fusion.h).
+  // the fusions: kernels that take over the nodes after them (Conv's, in
+  // kernels/nn/conv_fusion.h), and chains (runtime/fusion.h).
   void choose_layout_and_fusions() {
     const ConstantOf constant = [this](const ir::Value* v) { return constant_of(v); };
     const IsReturned returned = [this](const ir::Value* v) { return is_returned(v); };
@@ -214,8 +215,9 @@ class PlanBuilder {
     producer_fusions_ =
         nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
     chains_ = find_fused_chains(order_, constant, returned, same);
-    // A chain stays out of blocked regions and away from nodes a Conv already
-    // runs (a residual Add that also feeds a LayerNormalization).
+    // A chain stays out of blocked regions and away from nodes another
+    // kernel already runs (a residual Add that also feeds a
+    // LayerNormalization).
     auto taken = [&](const ir::Node* n) {
       return layout_.blocked_nodes.count(n) || producer_fusions_.pass_through.count(n) ||
              producer_fusions_.producers.count(n);

@@ -264,7 +264,8 @@ def simplify(
     if skip_fuse_bn:
         skip.append("fuse-bn-into-conv")
     if not perform_optimization:
-        skip += [name for name, _ in _onnxkit.passes()]
+        # As in onnxsim, folding is not an optimization: skip_constant_folding skips it.
+        skip += [name for name, _ in _onnxkit.passes() if name != "fold-constants"]
     with _files(model, output) as files:
         inputs = []
         for k, (name, value) in enumerate((input_data or {}).items()):

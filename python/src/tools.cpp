@@ -17,6 +17,7 @@
 #include "bindings.h"
 #include "errors.h"
 #include "io/model_file.h"
+#include "passes/fold.h"
 #include "passes/pass.h"
 #include "tools/check.h"
 #include "tools/compare.h"
@@ -181,8 +182,8 @@ tools::SimplifyToolOptions simplify_options(const SimplifyArguments& a) {
   options.simplify.passes.excluded_nodes.insert(a.exclude_nodes.begin(), a.exclude_nodes.end());
   options.simplify.passes.remove_unused_inputs = a.remove_unused_inputs;
   options.freeze_initializers = a.freeze_initializers;
-  options.simplify.fold = a.fold;
-  options.simplify.folding.size_limit = a.fold_limit;
+  if (!a.fold) options.simplify.passes.skipped_passes.emplace(passes::kFoldConstants);
+  options.simplify.passes.folding.size_limit = a.fold_limit;
   options.save = save_options(a.external);
   return options;
 }
@@ -302,8 +303,8 @@ void add_tools(py::module_& module) {
         for (const auto& pass : passes::all_passes()) out.emplace_back(pass->name(), pass->summary());
         return out;
       },
-      "[(name, summary)] of simplify's optimizer passes in the order they run (constant folding, "
-      "'fold-constants', is not one of them)");
+      "[(name, summary)] of simplify's passes in the order they run, constant folding "
+      "('fold-constants') last");
   module.def(
       "edit_operations",
       [] {

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "passes/fold.h"
 #include "passes/pass.h"
 #include "tools/simplify.h"
 #include "util/text.h"
@@ -45,9 +46,9 @@ Command add_simplify_command(CLI::App& root) {
   app->add_option("--atol", flags->atol, "Absolute tolerance of the check (1e-5)");
   app->add_flag("--verify-each-pass", flags->verify_each_pass,
                 "Check after every pass that changed something, and name the pass that changed the numbers");
-  app->add_option("--skip", flags->skip, "Passes not to run, comma-separated (see --list-passes; 'fold-constants' too)");
+  app->add_option("--skip", flags->skip, "Passes not to run, comma-separated (see --list-passes)");
   app->add_option("--exclude-node", flags->exclude, "Nodes (by name) to keep as they are: not folded, not rewritten");
-  app->add_flag("--no-fold", flags->no_fold, "Do not fold constants");
+  app->add_flag("--no-fold", flags->no_fold, "Do not fold constants (--skip fold-constants)");
   app->add_option("--fold-limit", flags->fold_limit,
                   "Do not fold a node whose output is over this size and larger than its inputs (1MiB; accepts 4KB, 16MiB...)")
       ->transform(CLI::AsSizeValue(false));
@@ -74,7 +75,6 @@ Command add_simplify_command(CLI::App& root) {
   return {app, [app, flags] {
             if (flags->list_passes) {
               for (const auto& pass : passes::all_passes()) fmt::print("{:<36} {}\n", pass->name(), pass->summary());
-              fmt::print("{:<36} {}\n", "fold-constants", "evaluate nodes whose inputs are all known (after the passes)");
               return 0;
             }
             if (flags->in.empty() || flags->out.empty()) {
@@ -104,8 +104,8 @@ Command add_simplify_command(CLI::App& root) {
               if (!name.empty()) options.simplify.passes.excluded_nodes.insert(name);
             options.simplify.passes.remove_unused_inputs = flags->remove_unused_inputs;
             options.freeze_initializers = flags->freeze_initializers;
-            options.simplify.fold = !flags->no_fold;
-            options.simplify.folding.size_limit = flags->fold_limit;
+            if (flags->no_fold) options.simplify.passes.skipped_passes.emplace(passes::kFoldConstants);
+            options.simplify.passes.folding.size_limit = flags->fold_limit;
             options.save.external = flags->external ? io::ExternalDataPolicy::all : io::ExternalDataPolicy::keep;
             options.save.threshold = flags->threshold;
             auto report = tools::simplify_file(flags->in, flags->out, options);

@@ -53,12 +53,14 @@ void make_constant(ir::Graph& graph, ir::Value* value, const runtime::Tensor& da
     if (graph.outputs()[i] == value) graph.set_output(i, constant);
 }
 
-void fold_graph(ir::Graph& graph, PassContext& context, const FoldOptions& options, FoldResult& result) {
+size_t fold_graph(ir::Graph& graph, PassContext& context) {
+  const FoldOptions& options = context.options().folding;
   auto order = graph.topological_order();
   if (!order.ok()) {
-    result.warnings.push_back(fmt::format("graph '{}' not folded: {}", graph.name(), order.error().message()));
-    return;
+    context.warn(fmt::format("graph '{}' not folded: {}", graph.name(), order.error().message()));
+    return 0;
   }
+  size_t folded = 0;
   for (ir::Node* node : *order) {
     if (context.excluded(*node) || never_folded(*node)) continue;
     std::vector<runtime::Value> outputs;
@@ -90,7 +92,7 @@ void fold_graph(ir::Graph& graph, PassContext& context, const FoldOptions& optio
       budget.max_elements = options.work_limit + input_elements;
       auto evaluated = runtime::evaluate_node(*node, context.model(), inputs, budget);
       if (!evaluated.ok()) {
-        result.warnings.push_back(fmt::format("not folded: {}", evaluated.error().message()));
+        context.warn(fmt::format("not folded: {}", evaluated.error().message()));
         continue;
       }
       bool fits = true;
@@ -110,18 +112,22 @@ void fold_graph(ir::Graph& graph, PassContext& context, const FoldOptions& optio
     }
     context.note(fmt::format("folded {}", node->describe()));
     graph.remove_node(node);
-    ++result.folded;
+    ++folded;
   }
-  for (ir::Node& node : graph.nodes())
-    for (ir::Graph* sub : node.subgraphs()) fold_graph(*sub, context, options, result);
+  return folded;
 }
+
+class FoldConstants final : public Pass {
+ public:
+  std::string_view name() const override { return kFoldConstants; }
+  std::string_view summary() const override {
+    return "evaluate nodes whose inputs are all known (after the passes)";
+  }
+  size_t run(ir::Graph& graph, PassContext& context) const override { return fold_graph(graph, context); }
+};
 
 }  // namespace
 
-FoldResult fold_constants(ir::Graph& graph, PassContext& context, const FoldOptions& options) {
-  FoldResult result;
-  fold_graph(graph, context, options, result);
-  return result;
-}
+std::unique_ptr<Pass> make_fold_constants() { return std::make_unique<FoldConstants>(); }
 
 }  // namespace onnxkit::passes

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "passes/fold.h"
 #include "passes/registry.h"
 #include "passes/resolve_shape_inputs.h"
 #include "runtime/kernel.h"
@@ -112,6 +113,7 @@ const std::vector<std::unique_ptr<Pass>>& all_passes() {
     list.push_back(make_resolve_shape_inputs());
     add_elimination_passes(list);
     add_fusion_passes(list);
+    list.push_back(make_fold_constants());
     return list;
   }();
   return passes;

@@ -1,7 +1,8 @@
 #pragma once
 // The optimizer's passes. A pass rewrites one graph in place (the driver
 // visits sub-graphs itself) and says how many rewrites it made; the driver
-// runs every pass, shape inference and constant folding to a fixed point.
+// runs every pass (constant folding last) and shape inference to a fixed
+// point.
 //
 // Before passes run, the driver writes what shape inference knows into each
 // value's type (Value::info), so a pass reads shapes with
@@ -10,17 +11,29 @@
 // change name, node in the user's exclusion list) declines it.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/model.h"
 #include "runtime/tensor.h"
 
 namespace onnxkit::passes {
+
+// Constant folding's limits (passes/fold.h).
+struct FoldOptions {
+  // Bytes an output may take when it is also larger than the node's inputs.
+  uint64_t size_limit = 1 << 20;
+  // Elements a node's outputs may hold beyond its inputs' count: a
+  // ConstantOfShape or Range asking for 2^40 is refused, where computing it
+  // only to drop it by size_limit would take the memory first.
+  uint64_t work_limit = 1 << 24;
+};
 
 struct PassOptions {
   // Nodes (by name) that no pass may rewrite, remove or fold.
@@ -29,6 +42,7 @@ struct PassOptions {
   std::set<std::string, std::less<>> skipped_passes;
   // Also drop graph inputs that feed nothing.
   bool remove_unused_inputs = false;
+  FoldOptions folding;
 };
 
 class PassContext {
@@ -57,10 +71,17 @@ class PassContext {
   void note(std::string text) { notes_.push_back(std::move(text)); }
   const std::vector<std::string>& notes() const { return notes_; }
 
+  // One line for the user about a rewrite that could not be made (a node
+  // whose kernel refused to fold it); the driver collects them after each
+  // pass.
+  void warn(std::string text) { warnings_.push_back(std::move(text)); }
+  std::vector<std::string> take_warnings() { return std::exchange(warnings_, {}); }
+
  private:
   ir::Model& model_;
   const PassOptions& options_;
   std::vector<std::string> notes_;
+  std::vector<std::string> warnings_;
 };
 
 class Pass {
@@ -74,7 +95,7 @@ class Pass {
   virtual size_t run(ir::Graph& graph, PassContext& context) const = 0;
 };
 
-// Every pass, in the order the driver runs them.
+// Every pass, in the order the driver runs them: constant folding last.
 const std::vector<std::unique_ptr<Pass>>& all_passes();
 const Pass* find_pass(std::string_view name);
 

@@ -29,7 +29,7 @@ void warn_once(SimplifyReport& report, const std::string& warning) {
 Result<SimplifyReport> simplify_model(ir::Model& model, const SimplifyOptions& options) {
   SimplifyReport report;
   for (const std::string& name : options.passes.skipped_passes)
-    if (find_pass(name) == nullptr && name != "fold-constants")
+    if (find_pass(name) == nullptr)
       return make_error("--skip: no pass named '{}' (see --list-passes)", name);
 
   ir::Graph& graph = model.graph();
@@ -64,14 +64,9 @@ Result<SimplifyReport> simplify_model(ir::Model& model, const SimplifyOptions& o
     for (const auto& pass : all_passes()) {
       if (options.passes.skipped_passes.count(pass->name())) continue;
       size_t n = run_on_all_graphs(*pass, graph, context);
+      for (const std::string& w : context.take_warnings()) warn_once(report, w);
       round += n;
       ONNXKIT_TRY(changed(pass->name(), n));
-    }
-    if (options.fold && !options.passes.skipped_passes.count("fold-constants")) {
-      FoldResult folded = fold_constants(graph, context, options.folding);
-      for (const std::string& w : folded.warnings) warn_once(report, w);
-      round += folded.folded;
-      ONNXKIT_TRY(changed("fold-constants", folded.folded));
     }
     if (round == 0) break;
   }

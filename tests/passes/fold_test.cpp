@@ -11,10 +11,20 @@
 namespace onnxkit::testing {
 namespace {
 
-passes::FoldResult fold(ir::Model& model, const passes::PassOptions& options = {}, passes::FoldOptions folding = {}) {
+struct Folded {
+  size_t folded = 0;
+  std::vector<std::string> warnings;
+};
+
+// The pass on every graph, as the driver runs it.
+Folded fold(ir::Model& model, const passes::PassOptions& options = {}, passes::FoldOptions folding = {}) {
   analysis::apply_inferred_types(model);
-  passes::PassContext context(model, options);
-  auto result = passes::fold_constants(model.graph(), context, folding);
+  passes::PassOptions with_limits = options;
+  with_limits.folding = folding;
+  passes::PassContext context(model, with_limits);
+  Folded result;
+  result.folded = passes::run_on_all_graphs(*passes::make_fold_constants(), model.graph(), context);
+  result.warnings = context.take_warnings();
   model.graph().cleanup();
   return result;
 }

@@ -86,7 +86,6 @@ TEST(SimplifyDriver, SkippingEveryPassAndFoldingChangesNothingButDeadCode) {
   auto model = model_from_text(kGlue);
   passes::SimplifyOptions options;
   for (const auto& pass : passes::all_passes()) options.passes.skipped_passes.insert(std::string(pass->name()));
-  options.fold = false;
   auto report = passes::simplify_model(*model, options);
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(count_ops(model->graph(), "Shape"), 1u);

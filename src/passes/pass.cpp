@@ -107,6 +107,38 @@ std::vector<ir::Node*> nodes_of(ir::Graph& graph, const std::vector<std::string_
   return found;
 }
 
+namespace {
+
+class NodePass final : public Pass {
+ public:
+  NodePass(std::string_view name, std::string_view summary, std::initializer_list<std::string_view> op_types,
+           NodeRewrite rewrite)
+      : name_(name), summary_(summary), op_types_(op_types), rewrite_(std::move(rewrite)) {}
+
+  std::string_view name() const override { return name_; }
+  std::string_view summary() const override { return summary_; }
+
+  size_t run(ir::Graph& graph, PassContext& context) const override {
+    size_t changes = 0;
+    for (ir::Node* node : nodes_of(graph, op_types_))
+      if (!context.excluded(*node)) changes += rewrite_(*node, context);
+    return changes;
+  }
+
+ private:
+  std::string_view name_;
+  std::string_view summary_;
+  std::vector<std::string_view> op_types_;
+  NodeRewrite rewrite_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_node_pass(std::string_view name, std::string_view summary,
+                                     std::initializer_list<std::string_view> op_types, NodeRewrite rewrite) {
+  return std::make_unique<NodePass>(name, summary, op_types, std::move(rewrite));
+}
+
 const std::vector<std::unique_ptr<Pass>>& all_passes() {
   static const std::vector<std::unique_ptr<Pass>> passes = [] {
     std::vector<std::unique_ptr<Pass>> list;

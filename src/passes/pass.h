@@ -12,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <set>
@@ -94,6 +96,18 @@ class Pass {
   // Rewrites `graph` only (not its sub-graphs); returns the number of rewrites.
   virtual size_t run(ir::Graph& graph, PassContext& context) const = 0;
 };
+
+// One rewrite tried at `node`: how many rewrites it made (0 when it
+// declined, having changed nothing).
+using NodeRewrite = std::function<size_t(ir::Node& node, PassContext& context)>;
+
+// A pass that tries `rewrite` at each node of the default domain whose op
+// is one of `op_types`, in graph order, unless the user excluded it. The
+// nodes are a snapshot taken first: a rewrite may remove the node it is
+// given and nodes of other op types, never another node of the snapshot.
+// The elimination family's bypass passes and the fusion family are made so.
+std::unique_ptr<Pass> make_node_pass(std::string_view name, std::string_view summary,
+                                     std::initializer_list<std::string_view> op_types, NodeRewrite rewrite);
 
 // Every pass, in the order the driver runs them: constant folding last.
 const std::vector<std::unique_ptr<Pass>>& all_passes();

@@ -5,42 +5,17 @@
 #include <string>
 
 namespace onnxkit::passes::eliminate {
-namespace {
-
-class BypassPass final : public Pass {
- public:
-  BypassPass(std::string_view name, std::string_view summary, std::initializer_list<std::string_view> op_types,
-             NoopTest is_noop)
-      : name_(name), summary_(summary), op_types_(op_types), is_noop_(std::move(is_noop)) {}
-
-  std::string_view name() const override { return name_; }
-  std::string_view summary() const override { return summary_; }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    // Each step removes only the node it looks at: the rest stay valid.
-    for (ir::Node* node : nodes_of(graph, op_types_)) {
-      if (context.excluded(*node) || !is_noop_(*node, context)) continue;
-      std::string what = node->describe();
-      if (!bypass_node(*node)) continue;
-      context.note(fmt::format("removed {}", what));
-      ++changes;
-    }
-    return changes;
-  }
-
- private:
-  std::string_view name_;
-  std::string_view summary_;
-  std::vector<std::string_view> op_types_;
-  NoopTest is_noop_;
-};
-
-}  // namespace
 
 std::unique_ptr<Pass> make_bypass_pass(std::string_view name, std::string_view summary,
                                        std::initializer_list<std::string_view> op_types, NoopTest is_noop) {
-  return std::make_unique<BypassPass>(name, summary, op_types, std::move(is_noop));
+  return make_node_pass(name, summary, op_types,
+                        [is_noop = std::move(is_noop)](ir::Node& node, PassContext& context) -> size_t {
+                          if (!is_noop(node, context)) return 0;
+                          std::string what = node.describe();
+                          if (!bypass_node(node)) return 0;
+                          context.note(fmt::format("removed {}", what));
+                          return 1;
+                        });
 }
 
 std::optional<size_t> known_rank(const ir::Value* value) {

@@ -16,40 +16,22 @@
 // The algebra: Conv(x, W, B) + K = Conv(x, W, B + k), with k[o] the value of
 // K for output channel o; B' = B + k (B = 0 when absent).
 
-#include <fmt/format.h>
-
 #include "passes/fuse/fuse_common.h"
 
 namespace onnxkit::passes::fuse {
 namespace {
 
 bool fuse_once(ir::Node& conv, PassContext& context) {
-  ir::Value* conv_out = conv.output(0);
-  ir::Node* add = sole_consumer(conv_out);
-  if (add == nullptr || !add->is_onnx_op("Add") || context.excluded(*add) || context.opset() < 7) return false;
-  auto addend = context.constant(other_operand(*add, conv_out));
-  auto weights = context.constant(conv.input(1));
-  if (!addend || !weights || !is_fusable_weight_type(weights->dtype()) || addend->dtype() != weights->dtype() ||
-      weights->rank() < 3)
-    return false;
-  const int64_t channels = weights->dim(0);
-  auto per_channel = per_channel_values(*addend, weights->rank(), 1, channels);
-  if (!per_channel) return false;
+  auto add = conv_then_per_channel(conv, "Add", context);
+  if (!add) return false;
+  const runtime::DataType type = add->weights.dtype();
+  const int64_t channels = add->weights.dim(0);
+  auto bias = bias_values(conv, context, type, channels);
+  if (!bias) return false;
+  for (size_t o = 0; o < bias->size(); ++o) (*bias)[o] += add->per_channel[o];
 
-  std::vector<double> bias(static_cast<size_t>(channels), 0.0);
-  if (conv.input(2) != nullptr) {
-    auto given = context.constant(conv.input(2));
-    if (!given || given->dtype() != weights->dtype() || given->numel() != channels) return false;
-    bias = *as_doubles(*given);
-  }
-  for (size_t o = 0; o < bias.size(); ++o) bias[o] += (*per_channel)[o];
-
-  const std::optional<std::string> add_description = absorb_consumer(conv, *add);
-  if (!add_description) return false;
-  const std::string hint = fused_name_hint(conv);
-  set_constant_input(context, conv, 2, from_doubles(weights->dtype(), {channels}, bias), hint + "_bias_fused");
-  context.note(fmt::format("{}: folded {} into its bias", conv.describe(), *add_description));
-  return true;
+  return commit_fusion(context, conv, *add->consumer, {{2, from_doubles(type, {channels}, *bias), "_bias_fused"}},
+                       "into its bias");
 }
 
 }  // namespace

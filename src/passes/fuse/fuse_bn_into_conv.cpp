@@ -21,8 +21,6 @@
 //
 // Weights that another node also reads are copied, not edited.
 
-#include <fmt/format.h>
-
 #include "passes/fuse/fuse_common.h"
 
 namespace onnxkit::passes::fuse {
@@ -66,29 +64,20 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
   std::vector<int64_t> channel_of = output_channel_of_weights(conv, weights->shape(), channels);
   if (channel_of.empty() || static_cast<int64_t>(channel_of.size()) != weights->numel()) return false;
 
-  std::vector<double> bias(static_cast<size_t>(channels), 0.0);
-  if (conv.input(2) != nullptr) {
-    auto given = context.constant(conv.input(2));
-    if (!given || given->dtype() != weights->dtype() || given->numel() != channels) return false;
-    bias = *as_doubles(*given);
-  }
+  auto bias = bias_values(conv, context, weights->dtype(), channels);
+  if (!bias) return false;
   auto bn_affine = inference_batch_norm(*bn, context, channels);
   if (!bn_affine) return false;
 
   std::vector<double> new_weights = *as_doubles(*weights);
   for (size_t i = 0; i < new_weights.size(); ++i)
     new_weights[i] *= bn_affine->scale[static_cast<size_t>(channel_of[i])];
-  for (size_t o = 0; o < bias.size(); ++o) bias[o] = bias[o] * bn_affine->scale[o] + bn_affine->shift[o];
+  for (size_t o = 0; o < bias->size(); ++o) (*bias)[o] = (*bias)[o] * bn_affine->scale[o] + bn_affine->shift[o];
 
-  // Last check, and the first change: y's readers (and name) go to the conv.
-  const std::optional<std::string> bn_description = absorb_consumer(conv, *bn);
-  if (!bn_description) return false;
-  const std::string hint = fused_name_hint(conv);
-  set_constant_input(context, conv, 1, from_doubles(weights->dtype(), weights->shape(), new_weights),
-                     hint + "_weight_fused");
-  set_constant_input(context, conv, 2, from_doubles(weights->dtype(), {channels}, bias), hint + "_bias_fused");
-  context.note(fmt::format("{}: folded {} into its weights and bias", conv.describe(), *bn_description));
-  return true;
+  return commit_fusion(context, conv, *bn,
+                       {{1, from_doubles(weights->dtype(), weights->shape(), new_weights), "_weight_fused"},
+                        {2, from_doubles(weights->dtype(), {channels}, *bias), "_bias_fused"}},
+                       "into its weights and bias");
 }
 
 }  // namespace

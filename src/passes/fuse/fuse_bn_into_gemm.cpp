@@ -18,8 +18,6 @@
 //   C'[n]    = beta * C[n] * s[n] + shift[n]   (C = 0 when absent)
 // and the Gemm keeps alpha = beta = 1.
 
-#include <fmt/format.h>
-
 #include "passes/fuse/fuse_common.h"
 
 namespace onnxkit::passes::fuse {
@@ -58,14 +56,13 @@ bool fuse_once(ir::Node& gemm, PassContext& context) {
       new_b[static_cast<size_t>(r * cols + col)] *= alpha * bn_affine->scale[static_cast<size_t>(trans_b ? r : col)];
   for (size_t n = 0; n < bias.size(); ++n) bias[n] = bias[n] * bn_affine->scale[n] + bn_affine->shift[n];
 
-  const std::optional<std::string> bn_description = absorb_consumer(gemm, *bn);
-  if (!bn_description) return false;
-  const std::string hint = fused_name_hint(gemm);
-  set_constant_input(context, gemm, 1, from_doubles(b->dtype(), b->shape(), new_b), hint + "_B_fused");
-  set_constant_input(context, gemm, 2, from_doubles(b->dtype(), {n_features}, bias), hint + "_C_fused");
+  if (!commit_fusion(context, gemm, *bn,
+                     {{1, from_doubles(b->dtype(), b->shape(), new_b), "_B_fused"},
+                      {2, from_doubles(b->dtype(), {n_features}, bias), "_C_fused"}},
+                     "into B and C"))
+    return false;
   gemm.remove_attribute("alpha");
   gemm.remove_attribute("beta");
-  context.note(fmt::format("{}: folded {} into B and C", gemm.describe(), *bn_description));
   return true;
 }
 

@@ -1,5 +1,7 @@
 #include "passes/fuse/fuse_common.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -9,46 +11,9 @@
 namespace onnxkit::passes::fuse {
 namespace {
 
-class FusionPass final : public Pass {
- public:
-  FusionPass(std::string_view name, std::string_view summary, std::initializer_list<std::string_view> op_types,
-             Repeat repeat, FuseStep fuse)
-      : name_(name), summary_(summary), op_types_(op_types), repeat_(repeat), fuse_(std::move(fuse)) {}
-
-  std::string_view name() const override { return name_; }
-  std::string_view summary() const override { return summary_; }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    // A step removes its anchor or nodes after it, never another anchor of
-    // the snapshot: the rest stay valid.
-    for (ir::Node* anchor : nodes_of(graph, op_types_)) {
-      if (context.excluded(*anchor)) continue;
-      if (repeat_ == Repeat::once) {
-        if (fuse_(*anchor, context)) ++changes;
-      } else {
-        while (fuse_(*anchor, context)) ++changes;
-      }
-    }
-    return changes;
-  }
-
- private:
-  std::string_view name_;
-  std::string_view summary_;
-  std::vector<std::string_view> op_types_;
-  Repeat repeat_;
-  FuseStep fuse_;
-};
-
-}  // namespace
-
-std::unique_ptr<Pass> make_fusion_pass(std::string_view name, std::string_view summary,
-                                       std::initializer_list<std::string_view> op_types, Repeat repeat,
-                                       FuseStep fuse) {
-  return std::make_unique<FusionPass>(name, summary, op_types, repeat, std::move(fuse));
-}
-
+// The consumer's readers (and its name, when it is a graph output) go to
+// `anchor`'s output 0, and the consumer goes. Its description, for the note;
+// nullopt and nothing changed when replace_value declines.
 std::optional<std::string> absorb_consumer(ir::Node& anchor, ir::Node& consumer) {
   std::string description = consumer.describe();
   ir::Graph& graph = *anchor.graph();
@@ -57,8 +22,32 @@ std::optional<std::string> absorb_consumer(ir::Node& anchor, ir::Node& consumer)
   return description;
 }
 
-std::string fused_name_hint(const ir::Node& anchor) {
-  return anchor.name().empty() ? anchor.output(0)->name() : anchor.name();
+}  // namespace
+
+std::unique_ptr<Pass> make_fusion_pass(std::string_view name, std::string_view summary,
+                                       std::initializer_list<std::string_view> op_types, Repeat repeat,
+                                       FuseStep fuse) {
+  return make_node_pass(name, summary, op_types,
+                        [repeat, fuse = std::move(fuse)](ir::Node& anchor, PassContext& context) -> size_t {
+                          size_t fused = 0;
+                          while (fuse(anchor, context)) {
+                            ++fused;
+                            if (repeat == Repeat::once) break;
+                          }
+                          return fused;
+                        });
+}
+
+bool commit_fusion(PassContext& context, ir::Node& anchor, ir::Node& consumer,
+                   const std::vector<FusedConstant>& constants, std::string_view into) {
+  const std::optional<std::string> consumer_description = absorb_consumer(anchor, consumer);
+  if (!consumer_description) return false;
+  // Named after the anchor, else its output (which absorb_consumer may have renamed).
+  const std::string stem = anchor.name().empty() ? anchor.output(0)->name() : anchor.name();
+  for (const FusedConstant& constant : constants)
+    set_constant_input(context, anchor, constant.input, constant.data, stem + std::string(constant.suffix));
+  context.note(fmt::format("{}: folded {} {}", anchor.describe(), *consumer_description, into));
+  return true;
 }
 
 std::optional<std::vector<double>> as_doubles(const runtime::Tensor& tensor) {
@@ -103,6 +92,30 @@ std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& con
   }
   if (!varies) return std::vector<double>(static_cast<size_t>(channels), values->at(0));
   return values;
+}
+
+std::optional<ConvChannelOperand> conv_then_per_channel(ir::Node& conv, std::string_view op,
+                                                        const PassContext& context) {
+  ir::Value* conv_out = conv.output(0);
+  ir::Node* consumer = sole_consumer(conv_out);
+  if (consumer == nullptr || !consumer->is_onnx_op(op) || context.excluded(*consumer) || context.opset() < 7)
+    return std::nullopt;
+  auto operand = context.constant(other_operand(*consumer, conv_out));
+  auto weights = context.constant(conv.input(1));
+  if (!operand || !weights || !is_fusable_weight_type(weights->dtype()) || operand->dtype() != weights->dtype() ||
+      weights->rank() < 3)
+    return std::nullopt;
+  auto per_channel = per_channel_values(*operand, weights->rank(), 1, weights->dim(0));
+  if (!per_channel) return std::nullopt;
+  return ConvChannelOperand{consumer, std::move(*weights), std::move(*per_channel)};
+}
+
+std::optional<std::vector<double>> bias_values(const ir::Node& node, const PassContext& context,
+                                               runtime::DataType type, int64_t channels) {
+  if (node.input(2) == nullptr) return std::vector<double>(static_cast<size_t>(channels), 0.0);
+  auto given = context.constant(node.input(2));
+  if (!given || given->dtype() != type || given->numel() != channels) return std::nullopt;
+  return as_doubles(*given);
 }
 
 std::optional<ChannelAffine> inference_batch_norm(const ir::Node& bn, const PassContext& context, int64_t channels) {

@@ -1,8 +1,9 @@
 #pragma once
 // What the fusion passes share (besides ir::sole_consumer and
-// ir::other_operand, which walk the chains): reading float constants as
-// doubles, per-output-channel constants, and writing a node's new weights
-// without touching data another node reads.
+// ir::other_operand, which walk the chains): the pass around a fusion step,
+// reading float constants as doubles, per-output-channel constants, and the
+// commit that folds a node into its producer's constants without touching
+// data another node reads.
 //
 // Every fusion checks everything first and only then edits: a helper here
 // that answers nullopt/false/null has changed nothing.
@@ -39,20 +40,27 @@ using FuseStep = std::function<bool(ir::Node& anchor, PassContext& context)>;
 enum class Repeat { once, while_it_fuses };
 
 // A pass that runs `fuse` on each node of the default domain whose op is one
-// of `op_types`, unless the user excluded it.
+// of `op_types`, unless the user excluded it (make_node_pass).
 std::unique_ptr<Pass> make_fusion_pass(std::string_view name, std::string_view summary,
                                        std::initializer_list<std::string_view> op_types, Repeat repeat, FuseStep fuse);
 
-// The first change of a fusion that folds `consumer`, the sole reader of
-// `anchor`'s output 0, into `anchor`'s constants: the consumer's readers
-// (and its name, when it is a graph output) go to that output, and the
-// consumer goes. Its description, for the note; nullopt and nothing changed
-// when replace_value declines.
-std::optional<std::string> absorb_consumer(ir::Node& anchor, ir::Node& consumer);
+// A constant a fusion gives its anchor: input `input` reads `data`, named
+// after the anchor and `suffix` ("_bias_fused") when a new initializer is
+// needed (see set_constant_input).
+struct FusedConstant {
+  size_t input;
+  runtime::Tensor data;
+  std::string_view suffix;
+};
 
-// The stem of the names of `anchor`'s new initializers: its name, else its
-// output's (after absorb_consumer, which may rename that output).
-std::string fused_name_hint(const ir::Node& anchor);
+// The commit of a fusion that folds `consumer`, the sole reader of
+// `anchor`'s output 0, into `anchor`'s constants, once everything is
+// checked: the consumer's readers (and its name, when it is a graph output)
+// go to that output, the consumer goes, the anchor reads `constants`, and a
+// note says "ANCHOR: folded CONSUMER <into>". False, and nothing changed,
+// when replace_value declines.
+bool commit_fusion(PassContext& context, ir::Node& anchor, ir::Node& consumer,
+                   const std::vector<FusedConstant>& constants, std::string_view into);
 
 // The elements of a float32, float64, float16 or bfloat16 tensor as doubles;
 // nullopt for other types.
@@ -71,6 +79,25 @@ bool is_fusable_weight_type(runtime::DataType type);
 // 4-D conv output aligns with the width, not the channels.
 std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& constant, size_t rank,
                                                       size_t channel_axis, int64_t channels);
+
+// A Conv whose output `op` (Add, Mul) alone reads, the other operand being
+// a constant of one value per output channel (see per_channel_values): the
+// Conv's weights, which give the channels, and those values.
+struct ConvChannelOperand {
+  ir::Node* consumer;
+  runtime::Tensor weights;  // float32/float64 [M, C/group, k...]
+  std::vector<double> per_channel;  // M values
+};
+// Nullopt when `conv`'s output is not so read, its weights are not a
+// fusable constant of rank 3 or more, or the operand has another type.
+// Opset 7+ (older Add and Mul broadcast by attribute).
+std::optional<ConvChannelOperand> conv_then_per_channel(ir::Node& conv, std::string_view op,
+                                                        const PassContext& context);
+
+// A Conv's bias B (input 2) as doubles, zeros when absent; nullopt when
+// present but not a constant of `type` with `channels` elements.
+std::optional<std::vector<double>> bias_values(const ir::Node& node, const PassContext& context,
+                                               runtime::DataType type, int64_t channels);
 
 // A BatchNormalization in inference mode as the affine map it computes per
 // channel c: y = x * scale[c] + shift[c], where

@@ -16,46 +16,30 @@
 //   W'[o, ...] = W[o, ...] * m[o],  B'[o] = B[o] * m[o]   (no B stays no B).
 // Weights that another node also reads are copied, not edited.
 
-#include <fmt/format.h>
-
 #include "passes/fuse/fuse_common.h"
 
 namespace onnxkit::passes::fuse {
 namespace {
 
 bool fuse_once(ir::Node& conv, PassContext& context) {
-  ir::Value* conv_out = conv.output(0);
-  ir::Node* mul = sole_consumer(conv_out);
-  if (mul == nullptr || !mul->is_onnx_op("Mul") || context.excluded(*mul) || context.opset() < 7) return false;
-  auto factor = context.constant(other_operand(*mul, conv_out));
-  auto weights = context.constant(conv.input(1));
-  if (!factor || !weights || !is_fusable_weight_type(weights->dtype()) || factor->dtype() != weights->dtype() ||
-      weights->rank() < 3)
-    return false;
-  const int64_t channels = weights->dim(0);
-  auto per_channel = per_channel_values(*factor, weights->rank(), 1, channels);
-  if (!per_channel || channels == 0 || weights->numel() % channels != 0) return false;
-
-  std::optional<std::vector<double>> bias;
-  if (conv.input(2) != nullptr) {
-    auto given = context.constant(conv.input(2));
-    if (!given || given->dtype() != weights->dtype() || given->numel() != channels) return false;
-    bias = as_doubles(*given);
-    for (size_t o = 0; o < bias->size(); ++o) (*bias)[o] *= (*per_channel)[o];
-  }
-  std::vector<double> new_weights = *as_doubles(*weights);
+  auto mul = conv_then_per_channel(conv, "Mul", context);
+  if (!mul) return false;
+  const runtime::Tensor& weights = mul->weights;
+  const std::vector<double>& factor = mul->per_channel;
+  const int64_t channels = weights.dim(0);
+  if (channels == 0 || weights.numel() % channels != 0) return false;
+  auto bias = bias_values(conv, context, weights.dtype(), channels);
+  if (!bias) return false;
+  for (size_t o = 0; o < bias->size(); ++o) (*bias)[o] *= factor[o];
+  std::vector<double> new_weights = *as_doubles(weights);
   const size_t per_output = new_weights.size() / static_cast<size_t>(channels);
-  for (size_t i = 0; i < new_weights.size(); ++i) new_weights[i] *= (*per_channel)[i / per_output];
+  for (size_t i = 0; i < new_weights.size(); ++i) new_weights[i] *= factor[i / per_output];
 
-  const std::optional<std::string> mul_description = absorb_consumer(conv, *mul);
-  if (!mul_description) return false;
-  const std::string hint = fused_name_hint(conv);
-  set_constant_input(context, conv, 1, from_doubles(weights->dtype(), weights->shape(), new_weights),
-                     hint + "_weight_fused");
-  if (bias)
-    set_constant_input(context, conv, 2, from_doubles(weights->dtype(), {channels}, *bias), hint + "_bias_fused");
-  context.note(fmt::format("{}: folded {} into its weights", conv.describe(), *mul_description));
-  return true;
+  std::vector<FusedConstant> constants = {
+      {1, from_doubles(weights.dtype(), weights.shape(), new_weights), "_weight_fused"}};
+  if (conv.input(2) != nullptr)  // no B stays no B
+    constants.push_back({2, from_doubles(weights.dtype(), {channels}, *bias), "_bias_fused"});
+  return commit_fusion(context, conv, *mul->consumer, constants, "into its weights");
 }
 
 }  // namespace

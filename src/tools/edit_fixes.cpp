@@ -114,6 +114,19 @@ Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view ba
   return warnings;
 }
 
+namespace {
+
+// Constant folding over the main graph and every sub-graph; returns how many
+// nodes it folded.
+size_t fold_everywhere(ir::Model& model, passes::PassContext& context) {
+  const passes::Pass* fold = passes::find_pass(passes::kFoldConstants);
+  size_t folded = 0;
+  model.graph().for_each_graph([&](ir::Graph& g) { folded += fold->run(g, context); });
+  return folded;
+}
+
+}  // namespace
+
 Result<FreezeInputReport> freeze_input(ir::Model& model, std::string_view name, onnx::TensorProto tensor) {
   ir::Graph& graph = model.graph();
   std::vector<std::string> names;
@@ -141,12 +154,11 @@ Result<FreezeInputReport> freeze_input(ir::Model& model, std::string_view name, 
   graph.remove_input(index);
 
   FreezeInputReport report;
-  passes::PassOptions options;
   for (bool changed = true; changed;) {
+    passes::PassOptions options;
     passes::PassContext context(model, options);
-    passes::FoldResult folded = passes::fold_constants(graph, context);
-    report.folded += folded.folded;
-    for (std::string& w : folded.warnings) report.warnings.push_back(std::move(w));
+    report.folded += fold_everywhere(model, context);
+    for (std::string& w : context.take_warnings()) report.warnings.push_back(std::move(w));
     changed = false;
     // Sub-graphs before the graphs holding them, as remove_op does.
     std::vector<ir::Node*> ifs = find_nodes_by_op(graph, "If");
@@ -461,7 +473,7 @@ Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t
                    ir::import_model(ir::export_model(model), model.shared_external_data()));
     passes::PassOptions options;
     passes::PassContext context(*prepared, options);
-    passes::fold_constants(prepared->graph(), context);
+    fold_everywhere(*prepared, context);
     prepared->graph().cleanup(false);
     analysis::apply_inferred_types(*prepared);
     converted = try_convert(ir::export_model(*prepared), version);

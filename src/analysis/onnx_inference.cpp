@@ -10,12 +10,22 @@ namespace onnxkit::analysis {
 
 namespace {
 
-// The types the main graph declares, after inference or without it.
-InferenceResult declared_types(const onnx::ModelProto& proto, InferenceResult result) {
-  const auto& g = proto.graph();
+// The types a graph and its sub-graphs declare; the enclosing graph's come
+// first, so they win should a sub-graph reuse a name.
+void add_declared_types(const onnx::GraphProto& g, TypeMap& types) {
   for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
     for (const auto& vi : *list)
-      if (vi.has_type()) result.types.emplace(vi.name(), vi.type());
+      if (vi.has_type()) types.emplace(vi.name(), vi.type());
+  for (const auto& node : g.node())
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) add_declared_types(attr.g(), types);
+      for (const auto& sub : attr.graphs()) add_declared_types(sub, types);
+    }
+}
+
+// The types the model declares, after inference or without it.
+InferenceResult declared_types(const onnx::ModelProto& proto, InferenceResult result) {
+  add_declared_types(proto.graph(), result.types);
   return result;
 }
 

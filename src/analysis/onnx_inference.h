@@ -15,7 +15,8 @@
 
 namespace onnxkit::analysis {
 
-// Value name -> inferred type, for the main graph (declared types included).
+// Value name -> inferred type, for the main graph and its sub-graphs
+// (declared types included).
 using TypeMap = std::unordered_map<std::string, onnx::TypeProto>;
 
 struct InferenceResult {

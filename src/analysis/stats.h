@@ -1,11 +1,14 @@
 #pragma once
 // Model statistics: operator histogram, parameters, and compute cost.
 //
-// Cost conventions (docs/info.md): a MAC is one multiply-accumulate in
-// Conv, ConvTranspose, Gemm and MatMul (and their integer/quantized forms);
-// FLOPs count 2 per MAC plus one per element for bias adds, element-wise ops
-// and activations, one per window element for pooling, and a fixed number
-// per element for normalizations and softmax.
+// Cost conventions (docs/info-json.md): a MAC is one multiply-accumulate of
+// a matrix product: Conv, ConvTranspose, Gemm, MatMul (and their integer and
+// quantized forms), Einsum, the gate products of LSTM/GRU/RNN and the two
+// products of Attention. FLOPs count 2 per MAC plus one per element for bias
+// adds, element-wise ops and activations, one per window element for
+// pooling, and a fixed number per element for normalizations, softmax,
+// interpolation and the recurrent cells' gates. Control flow costs what its
+// bodies cost: a Loop times its trip count, an If its costlier branch.
 
 #include <cstdint>
 #include <map>
@@ -35,8 +38,21 @@ class ShapeLookup {
 };
 
 // The cost of one node: nullopt when its op has a cost but the shapes it
-// needs are unknown; zero for ops that only move data.
+// needs are unknown; zero for ops that only move data and for ops outside
+// the ONNX domain (has_cost_model tells those apart). A node with sub-graphs
+// costs zero here: compute_stats counts its bodies.
 std::optional<NodeCost> node_cost(const ir::Node& node, const ShapeLookup& shapes);
+
+// Whether `node` is an op of the ONNX domain, whose cost node_cost knows
+// (zero for ops that only move data), as opposed to a custom op.
+bool has_cost_model(const ir::Node& node);
+
+// Tensors counted as parameters: how many, their elements and bytes.
+struct TensorTally {
+  size_t tensors = 0;
+  uint64_t elements = 0;
+  uint64_t bytes = 0;
+};
 
 struct OpCount {
   std::string domain;  // "" for the default domain
@@ -51,11 +67,27 @@ struct ModelStats {
   size_t initializer_count = 0;
   uint64_t parameter_count = 0;  // elements of all initializers of the main graph
   uint64_t parameter_bytes = 0;
-  // Per main-graph node, in order: nullopt where shapes were missing.
+  // Weights kept elsewhere (PaddleOCR- and Silero-style exports): the
+  // `value` of Constant nodes in every graph, except single numbers and
+  // integer and bool tensors (shapes, axes, indices, flags), and sub-graph
+  // initializers.
+  TensorTally constant_nodes;
+  TensorTally subgraph_initializers;
+  // Per main-graph node, in order: nullopt where shapes were missing. A node
+  // with sub-graphs holds what its bodies cost (their unknown nodes aside).
   std::vector<std::optional<NodeCost>> node_costs;
   uint64_t total_macs = 0;
   uint64_t total_flops = 0;
-  size_t nodes_without_shapes = 0;  // nodes with a cost model but unknown shapes
+  // Not counted, sub-graphs included: nodes with a cost model but unknown
+  // shapes, and nodes of other domains (no cost model), by op type
+  // ("com.microsoft:FusedConv" outside the ONNX domain).
+  size_t nodes_without_shapes = 0;
+  std::map<std::string, size_t> ops_without_shapes;
+  size_t nodes_without_cost_model = 0;
+  std::map<std::string, size_t> ops_without_cost_model;
+  // How control flow was counted where it is not exact: "Loop 'l': trip count
+  // not constant; one iteration counted".
+  std::vector<std::string> cost_notes;
 };
 
 ModelStats compute_stats(const ir::Model& model, const TypeMap& types);

@@ -22,13 +22,17 @@ Command add_info_command(CLI::App& root) {
   app->add_flag("--nodes", flags->options.nodes, "List every node with its inputs, outputs, attributes and cost");
   app->add_option("--shape", flags->shapes, "NAME:D0,D1,...: an input's shape for the cost (repeatable)");
   app->add_option("--dim", flags->dims, "SYMBOL=N: a symbolic dim's value for the cost, e.g. batch=8 (repeatable)");
+  app->add_flag("--symbolic", flags->options.symbolic,
+                "Also the cost as an expression in the symbolic dims left unbound, e.g. 1.82G*batch MACs");
   app->footer(
       "Shapes come from the model's declarations and ONNX shape inference; MACs and FLOPs\n"
       "are counted where every shape a node needs is known. Symbolic dims (a dynamic batch)\n"
-      "count as 1 unless --dim or --shape sets them: the cost of one sample.\n\n"
+      "count as 1 unless --dim or --shape sets them: the cost of one sample. If/Loop/Scan\n"
+      "bodies count too (a Loop by its trip count when constant; the report says when not).\n\n"
       "Examples:\n"
       "  onnxkit info model.onnx\n"
       "  onnxkit info model.onnx --dim batch=8     # MACs of a batch of 8\n"
+      "  onnxkit info gpt.onnx --symbolic --dim batch=1   # MACs as a function of the sequence length\n"
       "  onnxkit info bert.onnx --shape input_ids:1,128\n"
       "  onnxkit info model.onnx --nodes          # attributes and inputs of every node\n"
       "  onnxkit info model.onnx --json | jq .compute.macs");

@@ -4,10 +4,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "analysis/onnx_inference.h"
 #include "analysis/stats.h"
@@ -60,6 +64,22 @@ json type_json(const onnx::TypeProto& type) {
   }
 }
 
+// A float as JSON by its shortest decimal form: 1e-05, not the
+// 9.999999747378752e-06 its widening to double would print.
+json float_json(float f) { return std::strtod(fmt::format("{}", f).c_str(), nullptr); }
+
+// A half by the fewest digits that read back as the same half, as numpy
+// prints it: 6e-08, not 5.960464477539063e-08.
+json half_json(runtime::Float16 h) {
+  const float f = static_cast<float>(h);
+  if (!std::isfinite(f)) return f;
+  for (int digits = 1; digits < 9; ++digits) {
+    const double d = std::strtod(fmt::format("{:.{}g}", f, digits).c_str(), nullptr);
+    if (runtime::Float16(static_cast<float>(d)).bits == h.bits) return d;
+  }
+  return float_json(f);
+}
+
 template <class T>
 T read_at(const std::string& bytes, size_t i) {
   T v;
@@ -82,9 +102,9 @@ json tensor_values(const onnx::TensorProto& t, uint64_t count) {
   json out = json::array();
   for (size_t i = 0; i < count; ++i) {
     switch (t.data_type()) {
-      case onnx::TensorProto::FLOAT: out.push_back(read_at<float>(*bytes, i)); break;
+      case onnx::TensorProto::FLOAT: out.push_back(float_json(read_at<float>(*bytes, i))); break;
       case onnx::TensorProto::DOUBLE: out.push_back(read_at<double>(*bytes, i)); break;
-      case onnx::TensorProto::FLOAT16: out.push_back(static_cast<float>(read_at<runtime::Float16>(*bytes, i))); break;
+      case onnx::TensorProto::FLOAT16: out.push_back(half_json(read_at<runtime::Float16>(*bytes, i))); break;
       case onnx::TensorProto::INT64: out.push_back(read_at<int64_t>(*bytes, i)); break;
       case onnx::TensorProto::INT32: out.push_back(read_at<int32_t>(*bytes, i)); break;
       case onnx::TensorProto::INT16: out.push_back(read_at<int16_t>(*bytes, i)); break;
@@ -121,7 +141,7 @@ json attribute_json(const ir::Attribute& attr) {
   const auto& a = attr.proto;
   if (!a.ref_attr_name().empty()) return {{"ref", a.ref_attr_name()}};
   switch (a.type()) {
-    case onnx::AttributeProto::FLOAT: return a.f();
+    case onnx::AttributeProto::FLOAT: return float_json(a.f());
     case onnx::AttributeProto::INT: return a.i();
     case onnx::AttributeProto::STRING: return a.s();
     case onnx::AttributeProto::TENSOR: return tensor_json(a.t());
@@ -129,7 +149,11 @@ json attribute_json(const ir::Attribute& attr) {
     case onnx::AttributeProto::SPARSE_TENSOR:
       return {{"sparse", true}, {"dims", json(std::vector<int64_t>(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end()))}};
     case onnx::AttributeProto::TYPE_PROTO: return type_json(a.tp());
-    case onnx::AttributeProto::FLOATS: return json(std::vector<float>(a.floats().begin(), a.floats().end()));
+    case onnx::AttributeProto::FLOATS: {
+      json out = json::array();
+      for (float f : a.floats()) out.push_back(float_json(f));
+      return out;
+    }
     case onnx::AttributeProto::INTS: return json(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
     case onnx::AttributeProto::STRINGS: return json(std::vector<std::string>(a.strings().begin(), a.strings().end()));
     case onnx::AttributeProto::TENSORS: {
@@ -148,13 +172,34 @@ json attribute_json(const ir::Attribute& attr) {
 
 namespace {
 
+// The inferred type with its dims as the model declares them: ONNX's
+// inference names a dim it cannot resolve unk__N, which the model never
+// said; such a dim stays unknown unless the declaration names it.
+onnx::TypeProto shown_type(const onnx::TypeProto& inferred, const ir::Value& v) {
+  onnx::TypeProto out = inferred;
+  if (!out.has_tensor_type() || !out.tensor_type().has_shape()) return out;
+  auto* shape = out.mutable_tensor_type()->mutable_shape();
+  const onnx::TensorShapeProto* declared = nullptr;
+  if (v.has_type() && v.type().has_tensor_type() && v.type().tensor_type().has_shape() &&
+      v.type().tensor_type().shape().dim_size() == shape->dim_size())
+    declared = &v.type().tensor_type().shape();
+  for (int i = 0; i < shape->dim_size(); ++i) {
+    auto* dim = shape->mutable_dim(i);
+    if (dim->has_dim_value()) continue;
+    if (declared != nullptr && declared->dim(i).has_dim_param()) *dim = declared->dim(i);
+    else if (dim->dim_param().starts_with("unk__")) dim->clear_dim_param();
+  }
+  return out;
+}
+
 json value_json(const ir::Value* v, const analysis::TypeMap& types) {
   if (v == nullptr) return nullptr;  // an omitted optional input or output
   json j = {{"name", v->name()}};
   auto it = types.find(v->name());
-  const onnx::TypeProto* type = it != types.end() ? &it->second : (v->has_type() ? &v->type() : nullptr);
-  if (type != nullptr) {
-    j["type"] = type_json(*type);
+  if (it != types.end()) {
+    j["type"] = type_json(shown_type(it->second, *v));
+  } else if (v->has_type()) {
+    j["type"] = type_json(v->type());
   } else if (const auto* t = v->initializer()) {
     j["type"] = {{"kind", "tensor"}, {"dtype", io::data_type_name(t->data_type())},
                  {"shape", json(std::vector<int64_t>(t->dims().begin(), t->dims().end()))}};
@@ -197,6 +242,9 @@ std::string type_text(const json& type) {
   return out + "[" + join(dims, ",") + "]";
 }
 
+// "1 node", "3 nodes".
+std::string count_of(size_t n, std::string_view noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
+
 std::string value_text(const json& v) {
   if (v.is_null()) return "(none)";
   std::string out = v["name"].get<std::string>();
@@ -208,7 +256,8 @@ std::string value_text(const json& v) {
 }  // namespace
 
 std::string attribute_text(const json& a) {
-  if (a.is_object() && a.contains("graph")) return fmt::format("<graph '{}', {} nodes>", a["graph"].get<std::string>(), a["nodes"].get<size_t>());
+  if (a.is_object() && a.contains("graph"))
+    return fmt::format("<graph '{}', {}>", a["graph"].get<std::string>(), count_of(a["nodes"].get<size_t>(), "node"));
   if (a.is_object() && a.contains("dtype") && a.contains("dims")) {
     std::string out = fmt::format("tensor {}{}", a["dtype"].get<std::string>(), a["dims"].dump());
     if (a.contains("values")) out += " " + a["values"].dump();
@@ -260,17 +309,116 @@ Result<analysis::DimBindings> cost_bindings(const ir::Graph& g, const InfoOption
   return bindings;
 }
 
-// "12 Reshape, 3 Loop": the op types of the nodes whose cost is unknown.
-std::string uncounted_ops(const ir::Graph& g, const analysis::ModelStats& stats) {
-  std::map<std::string, size_t> count;
-  size_t i = 0;
-  for (const ir::Node& n : g.nodes())
-    if (!stats.node_costs[i++].has_value()) ++count[n.op_type()];
+// "12 Reshape, 3 Loop": nodes by op type, most first.
+std::string op_counts(const std::map<std::string, size_t>& count) {
   std::vector<std::pair<std::string, size_t>> sorted(count.begin(), count.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> parts;
   for (const auto& [op, n] : sorted) parts.push_back(fmt::format("{} {}", n, op));
   return join(parts, ", ");
+}
+
+// The cost as a polynomial in `symbols`, of degree <= 2 in each: counted
+// with every symbol at 1, 2 and 3 (the rest of `bindings` as they are),
+// solved for the coefficients, then checked at two more points. Terms are
+// {coefficient, exponent per symbol}; nullopt when the check fails (a
+// stride's rounding, say: the cost is no such polynomial).
+using Terms = std::vector<std::pair<double, std::vector<int>>>;
+struct SymbolicCost {
+  std::optional<Terms> macs, flops;
+};
+
+SymbolicCost symbolic_cost(const ir::Model& model, const analysis::DimBindings& bindings,
+                           const std::vector<std::string>& symbols) {
+  auto cost_at = [&](const std::vector<int64_t>& values) {
+    analysis::DimBindings at = bindings;
+    for (size_t i = 0; i < symbols.size(); ++i) at.by_name[symbols[i]] = values[i];
+    analysis::ModelStats stats = analysis::compute_stats(model, analysis::infer_types_with_onnx(model, at).types);
+    return std::pair(static_cast<double>(stats.total_macs), static_cast<double>(stats.total_flops));
+  };
+  const size_t k = symbols.size();
+  size_t points = 1;
+  for (size_t i = 0; i < k; ++i) points *= 3;
+  // Grid point p has value 1 + (p / 3^d) % 3 for symbol d.
+  std::vector<double> macs(points), flops(points);
+  for (size_t p = 0; p < points; ++p) {
+    std::vector<int64_t> values;
+    for (size_t d = 0, stride = 1; d < k; ++d, stride *= 3) values.push_back(1 + static_cast<int64_t>((p / stride) % 3));
+    std::tie(macs[p], flops[p]) = cost_at(values);
+  }
+  // f(x) = a + b x + c x^2 from f(1), f(2), f(3), along each symbol in turn.
+  auto solve = [&](std::vector<double>& f) {
+    for (size_t d = 0, stride = 1; d < k; ++d, stride *= 3)
+      for (size_t p = 0; p < points; ++p) {
+        if ((p / stride) % 3 != 0) continue;
+        const double f1 = f[p], f2 = f[p + stride], f3 = f[p + 2 * stride];
+        const double c = (f1 - 2 * f2 + f3) / 2, b = f2 - f1 - 3 * c;
+        f[p] = f1 - b - c, f[p + stride] = b, f[p + 2 * stride] = c;
+      }
+  };
+  solve(macs);
+  solve(flops);
+  auto evaluate = [&](const std::vector<double>& coefficients, const std::vector<int64_t>& values) {
+    double sum = 0;
+    for (size_t p = 0; p < points; ++p) {
+      double term = coefficients[p];
+      for (size_t d = 0, stride = 1; d < k; ++d, stride *= 3) term *= std::pow(static_cast<double>(values[d]), static_cast<int>((p / stride) % 3));
+      sum += term;
+    }
+    return sum;
+  };
+  auto terms = [&](const std::vector<double>& coefficients) {
+    Terms out;
+    for (size_t p = 0; p < points; ++p) {
+      if (std::abs(coefficients[p]) < 0.5) continue;
+      std::vector<int> powers;
+      for (size_t d = 0, stride = 1; d < k; ++d, stride *= 3) powers.push_back(static_cast<int>((p / stride) % 3));
+      out.emplace_back(coefficients[p], powers);
+    }
+    // Highest total degree first.
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+      return std::accumulate(a.second.begin(), a.second.end(), 0) > std::accumulate(b.second.begin(), b.second.end(), 0);
+    });
+    return out;
+  };
+  SymbolicCost result{terms(macs), terms(flops)};
+  for (int64_t base : {4, 5}) {
+    std::vector<int64_t> values;
+    for (size_t d = 0; d < k; ++d) values.push_back(d % 2 == 0 ? base : base + 2);
+    auto [m, f] = cost_at(values);
+    if (std::abs(evaluate(macs, values) - m) > 0.5 + 1e-9 * m) result.macs.reset();
+    if (std::abs(evaluate(flops, values) - f) > 0.5 + 1e-9 * f) result.flops.reset();
+  }
+  return result;
+}
+
+json terms_json(const std::optional<Terms>& terms, const std::vector<std::string>& symbols) {
+  if (!terms) return nullptr;
+  json out = json::array();
+  for (const auto& [coefficient, powers] : *terms) {
+    json p = json::object();
+    for (size_t d = 0; d < symbols.size(); ++d)
+      if (powers[d] > 0) p[symbols[d]] = powers[d];
+    out.push_back({{"coefficient", coefficient}, {"powers", p}});
+  }
+  return out;
+}
+
+// "1.82G*batch + 3.1M*batch*seq^2".
+std::string terms_text(const json& terms) {
+  if (terms.empty()) return "0";
+  std::vector<std::string> parts;
+  for (const auto& t : terms) {
+    const double c = t["coefficient"].get<double>();
+    std::string part = c >= 1 && std::abs(c - std::round(c)) < 1e-9
+                           ? human_count(static_cast<uint64_t>(std::llround(c)))
+                           : fmt::format("{:.3g}", c);
+    part.erase(std::remove(part.begin(), part.end(), ' '), part.end());
+    for (const auto& [symbol, power] : t["powers"].items())
+      part += "*" + symbol + (power.get<int>() > 1 ? "^" + std::to_string(power.get<int>()) : "");
+    parts.push_back(part);
+  }
+  return join(parts, " + ");
 }
 
 }  // namespace
@@ -320,14 +468,37 @@ Result<json> model_info(const ir::Model& model, const InfoOptions& options) {
   info["initializers"] = {{"count", stats.initializer_count},
                           {"parameters", stats.parameter_count},
                           {"bytes", stats.parameter_bytes}};
+  const auto& constants = stats.constant_nodes;
+  const auto& nested = stats.subgraph_initializers;
+  info["parameters"] = {{"elements", stats.parameter_count + constants.elements + nested.elements},
+                        {"bytes", stats.parameter_bytes + constants.bytes + nested.bytes},
+                        {"constant_nodes", {{"count", constants.tensors}, {"elements", constants.elements}, {"bytes", constants.bytes}}},
+                        {"subgraph_initializers", {{"count", nested.tensors}, {"elements", nested.elements}, {"bytes", nested.bytes}}}};
   info["compute"] = {{"macs", stats.total_macs},
                      {"flops", stats.total_flops},
                      {"nodes_without_shapes", stats.nodes_without_shapes},
-                     {"ops_without_shapes", uncounted_ops(g, stats)},
+                     {"ops_without_shapes", op_counts(stats.ops_without_shapes)},
+                     {"nodes_without_cost_model", stats.nodes_without_cost_model},
+                     {"ops_without_cost_model", op_counts(stats.ops_without_cost_model)},
+                     {"notes", stats.cost_notes},
                      {"dims", bindings.by_name},
                      {"assumed_dims", assumed}};
   if (bindings.others) info["compute"]["dims"]["?"] = *bindings.others;
   for (const auto& [name, dims] : bindings.input_shapes) info["compute"]["input_shapes"][name] = dims;
+  if (options.symbolic) {
+    std::vector<std::string> symbols;
+    for (const std::string& name : assumed)
+      if (name != "?") symbols.push_back(name);
+    // 3^k counts: past three symbols the fit costs more than it tells.
+    if (symbols.empty() || symbols.size() > 3) {
+      info["compute"]["symbolic"] = {{"symbols", symbols}, {"macs", nullptr}, {"flops", nullptr}};
+    } else {
+      SymbolicCost cost = symbolic_cost(model, bindings, symbols);
+      info["compute"]["symbolic"] = {{"symbols", symbols},
+                                     {"macs", terms_json(cost.macs, symbols)},
+                                     {"flops", terms_json(cost.flops, symbols)}};
+    }
+  }
   if (!inferred.warning.empty()) info["warnings"] = json::array({inferred.warning});
 
   if (options.nodes) {
@@ -367,17 +538,22 @@ std::string render_info_text(const json& info) {
   for (const auto& [key, value] : info["metadata"].items()) line("metadata", key + " = " + value.get<std::string>());
   if (info["functions"].get<int>() > 0) line("functions", std::to_string(info["functions"].get<int>()));
   const auto& graph = info["graph"];
-  std::string nodes = std::to_string(graph["nodes"].get<size_t>());
+  std::string nodes = count_of(graph["nodes"].get<size_t>(), "node");
   if (graph["nodes_with_subgraphs"] != graph["nodes"])
     nodes += fmt::format(" ({} with sub-graphs)", graph["nodes_with_subgraphs"].get<size_t>());
-  line("graph", fmt::format("'{}', {} nodes", graph["name"].get<std::string>(), nodes));
-  const auto& init = info["initializers"];
-  line("parameters", fmt::format("{} ({}) in {} initializers, {}", human_count(init["parameters"].get<uint64_t>()),
-                                 init["parameters"].get<uint64_t>(), init["count"].get<size_t>(),
-                                 human_bytes(init["bytes"].get<uint64_t>())));
+  line("graph", fmt::format("'{}', {}", graph["name"].get<std::string>(), nodes));
+  const auto& params = info["parameters"];
+  std::vector<std::string> held = {count_of(info["initializers"]["count"].get<size_t>(), "initializer")};
+  if (size_t n = params["constant_nodes"]["count"].get<size_t>(); n > 0) held.push_back(count_of(n, "Constant node"));
+  if (size_t n = params["subgraph_initializers"]["count"].get<size_t>(); n > 0)
+    held.push_back(count_of(n, "sub-graph initializer"));
+  line("parameters", fmt::format("{} ({}) in {}, {}", human_count(params["elements"].get<uint64_t>()),
+                                 params["elements"].get<uint64_t>(), join(held, " and "),
+                                 human_bytes(params["bytes"].get<uint64_t>())));
   const auto& compute = info["compute"];
   const size_t uncounted = compute["nodes_without_shapes"].get<size_t>();
-  std::string cost = fmt::format("{}{}, {}", uncounted > 0 ? "at least " : "",
+  const size_t unmodelled = compute["nodes_without_cost_model"].get<size_t>();
+  std::string cost = fmt::format("{}{}, {}", uncounted + unmodelled > 0 ? "at least " : "",
                                  human_count(compute["macs"].get<uint64_t>(), "MACs"),
                                  human_count(compute["flops"].get<uint64_t>(), "FLOPs"));
   std::vector<std::string> bound;
@@ -392,14 +568,32 @@ std::string render_info_text(const json& info) {
                         first == "?" ? std::string("--shape INPUT:DIMS") : fmt::format("--dim {}=N", first));
   }
   if (uncounted > 0)
-    cost += fmt::format(" (not counted: {} node{} whose shapes are unknown: {})", uncounted, uncounted == 1 ? "" : "s",
+    cost += fmt::format(" (not counted: {} whose shapes are unknown: {})", count_of(uncounted, "node"),
                         compute["ops_without_shapes"].get<std::string>());
+  if (unmodelled > 0)
+    cost += fmt::format(" (not counted: {} of ops with no cost model: {})", count_of(unmodelled, "node"),
+                        compute["ops_without_cost_model"].get<std::string>());
   line("compute", cost);
+  for (const auto& note : compute["notes"]) line("", note.get<std::string>());
+  if (compute.contains("symbolic")) {
+    const auto& symbolic = compute["symbolic"];
+    const auto& symbols = symbolic["symbols"];
+    if (symbols.empty())
+      line("symbolic", "no named symbolic dim left unbound");
+    else if (symbols.size() > 3)
+      line("symbolic", fmt::format("not fitted: {} symbols (at most 3; --dim binds the others)", symbols.size()));
+    else if (symbolic["macs"].is_null() || symbolic["flops"].is_null())
+      line("symbolic", fmt::format("not fitted: the cost is no polynomial of degree <= 2 in {}",
+                                   join(symbols.get<std::vector<std::string>>(), ", ")));
+    else
+      line("symbolic", fmt::format("{}{} MACs, {} FLOPs", uncounted + unmodelled > 0 ? "at least " : "",
+                                   terms_text(symbolic["macs"]), terms_text(symbolic["flops"])));
+  }
 
   out += "inputs\n";
   for (const auto& v : info["inputs"]) out += "  " + value_text(v) + "\n";
   if (!info["inputs_with_defaults"].empty())
-    out += fmt::format("  (+ {} initializers also listed as inputs)\n", info["inputs_with_defaults"].size());
+    out += fmt::format("  (+ {} also listed as inputs)\n", count_of(info["inputs_with_defaults"].size(), "initializer"));
   out += "outputs\n";
   for (const auto& v : info["outputs"]) out += "  " + value_text(v) + "\n";
   out += "operators\n";

@@ -23,6 +23,10 @@ struct InfoOptions {
   // sample), and the report says which.
   std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
   std::map<std::string, int64_t, std::less<>> dims;
+  // Also the cost as an expression in the named symbolic dims left unbound
+  // ("1.82G*batch"): fitted from counts at several values of each symbol,
+  // as a polynomial of degree <= 2 in each, checked at two more points.
+  bool symbolic = false;
 };
 
 // An error names an input or dim in `options` that the model does not have.

@@ -115,6 +115,16 @@ class Info(unittest.TestCase):
             self.assertEqual(four["compute"]["assumed_dims"], [])
             two = json.loads(run("info", dynamic, "--shape", "input:2,3,224,224", "--json", check=0).stdout)
             self.assertEqual(two["compute"]["macs"], 2 * expected)
+            symbolic = json.loads(run("info", dynamic, "--symbolic", "--json", check=0).stdout)["compute"]["symbolic"]
+            self.assertEqual(symbolic["macs"], [{"coefficient": expected, "powers": {"batch": 1}}])
+            self.assertIn("symbolic     1.81G*batch MACs", run("info", dynamic, "--symbolic", check=0).stdout)
+            # Strided convolutions round a symbolic size: no polynomial in h and w fits.
+            for d, name in ((2, "h"), (3, "w")):
+                proto.graph.input[0].type.tensor_type.shape.dim[d].dim_param = name
+            onnx.save(proto, dynamic)
+            sizes = json.loads(run("info", dynamic, "--symbolic", "--dim", "batch=1", "--json", check=0).stdout)
+            self.assertEqual(sizes["compute"]["symbolic"], {"symbols": ["h", "w"], "macs": None, "flops": None})
+            self.assertIn("not fitted: the cost is no polynomial", run("info", dynamic, "--symbolic", "--dim", "batch=1", check=0).stdout)
             self.assertIn("did you mean 'batch'", run("info", dynamic, "--dim", "batchh=2", check=1).stderr)
             self.assertIn("expected SYMBOL=N", run("info", dynamic, "--dim", "batch", check=2).stderr)
             self.assertIn("'inptu' is not an input", run("info", dynamic, "--shape", "inptu:1,3,8,8", check=1).stderr)
@@ -187,6 +197,107 @@ class Info(unittest.TestCase):
             self.assertIn("[batch,", run("info", path, check=0).stdout)
 
 
+def export_zoo_models(names, out_dir):
+    """Exports tests/models/export_zoo.py's NAMES into out_dir; returns the modules' builders."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+    import export_zoo  # noqa: E402  (torch: imported only by the tests that export)
+    for name in names:
+        export_zoo.export(name, out_dir)
+    return export_zoo
+
+
+class InfoCounts(unittest.TestCase):
+    """Costs of recurrent layers and control flow on torch exports, against
+    counts from the torch modules' shapes; what the report prints."""
+
+    def test_recurrent_layers_match_the_modules_weights(self):
+        # Per time step and sample, an LSTM/GRU layer does one multiply-add per
+        # element of its weight_ih and weight_hh, each direction; the Linear
+        # head in_features x out_features. Batch 1 (the symbolic batch).
+        with tempfile.TemporaryDirectory() as tmp:
+            names = ("lstm", "gru", "bilstm")
+            zoo = export_zoo_models(names, tmp)
+            for name in names:
+                with self.subTest(model=name):
+                    module, (x,) = zoo.build(name)
+                    steps = x.shape[1]  # batch first
+                    rnn_weights = sum(p.numel() for n, p in module.rnn.named_parameters() if n.startswith("weight_"))
+                    head = module.head.in_features * module.head.out_features
+                    info = info_json(os.path.join(tmp, name + ".onnx"))
+                    self.assertEqual(info["compute"]["macs"], steps * (rnn_weights + head))
+                    self.assertEqual(info["compute"]["nodes_without_shapes"], 0)
+                    self.assertEqual(info["compute"]["nodes_without_cost_model"], 0)
+
+    def test_control_flow_bodies_are_counted_and_the_choices_said(self):
+        # Linear(64, 64) before the loop, and one in its body: a while loop
+        # (no trip count) is counted once, and the report says so.
+        with tempfile.TemporaryDirectory() as tmp:
+            zoo = export_zoo_models(["control_flow"], tmp)
+            module, _ = zoo.build("control_flow")
+            path = os.path.join(tmp, "control_flow.onnx")
+            info = info_json(path)
+            self.assertEqual(info["compute"]["macs"], module.inp.weight.numel() + module.step.weight.numel())
+            self.assertEqual(info["compute"]["nodes_without_shapes"], 0)
+            notes = info["compute"]["notes"]
+            self.assertTrue(any("trip count unbounded (a while loop); one iteration counted" in n for n in notes), notes)
+            self.assertIn("one iteration counted", run("info", path, check=0).stdout)
+
+    def test_weights_in_constant_nodes_and_subgraphs_are_parameters(self):
+        # PaddleOCR- and Silero-style: the weights are Constant nodes, one more
+        # sits in an If branch; an int64 shape constant is not a weight.
+        h = onnx.helper
+        weight = numpy_helper.from_array(np.ones((8, 16), np.float32), "w")
+        branch_bias = numpy_helper.from_array(np.ones(16, np.float32), "bias")
+        then = h.make_graph([h.make_node("Add", ["y", "bias"], ["a"])], "then", [],
+                            [h.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [4, 16])], [branch_bias])
+        other = h.make_graph([h.make_node("Relu", ["y"], ["b"])], "else", [],
+                             [h.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [4, 16])])
+        graph = h.make_graph(
+            [h.make_node("Constant", [], ["w"], value=weight),
+             h.make_node("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([4, 16], np.int64))),
+             h.make_node("MatMul", ["x", "w"], ["m"]),
+             h.make_node("Reshape", ["m", "shape"], ["y"]),
+             h.make_node("If", ["c"], ["z"], then_branch=then, else_branch=other)],
+            "constants", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4, 8]),
+                          h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
+            [h.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [4, 16])])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "constants.onnx")
+            onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
+            info = info_json(path)
+            self.assertEqual(info["initializers"]["parameters"], 0)
+            self.assertEqual(info["parameters"]["elements"], 8 * 16 + 16)
+            self.assertEqual(info["parameters"]["bytes"], 4 * (8 * 16 + 16))
+            self.assertEqual(info["parameters"]["constant_nodes"]["count"], 1)
+            self.assertEqual(info["parameters"]["subgraph_initializers"]["elements"], 16)
+            # The If's costlier branch: the Add (64 FLOPs) over the Relu (64): equal, then taken.
+            self.assertEqual(info["compute"]["macs"], 4 * 8 * 16)
+            text = run("info", path, check=0).stdout
+            self.assertIn("parameters   144 (144) in 0 initializers and 1 Constant node and 1 sub-graph initializer", text)
+
+    def test_printing_dims_floats_and_counts(self):
+        # An unnamed dim stays "?" (inference would call it unk__0); epsilon
+        # prints as written; one node is "1 node".
+        h = onnx.helper
+        scale = numpy_helper.from_array(np.ones(4, np.float32), "scale")
+        graph = h.make_graph([h.make_node("LayerNormalization", ["x", "scale"], ["y"], epsilon=1e-5)], "one",
+                             [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [None, 4])],
+                             [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [None, 4])], [scale])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "one.onnx")
+            onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
+            info = json.loads(run("info", "--json", "--nodes", path, check=0).stdout)
+            self.assertEqual(info["outputs"][0]["type"]["shape"], [None, 4])
+            self.assertEqual(info["nodes"][0]["outputs"][0]["type"]["shape"], [None, 4])
+            self.assertEqual(info["nodes"][0]["attributes"]["epsilon"], 1e-05)
+            text = run("info", "--nodes", path, check=0).stdout
+            self.assertIn("y float32[?,4]", text)
+            self.assertNotIn("unk__", text)
+            self.assertIn("epsilon=1e-05", text)
+            self.assertIn("graph        'one', 1 node\n", text)
+            self.assertIn("in 1 initializer,", text)
+
+
 class InfoValues(unittest.TestCase):
     def test_float16_constants_show_numpys_values(self):
         h = onnx.helper
@@ -199,7 +310,7 @@ class InfoValues(unittest.TestCase):
             onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
             info = json.loads(run("info", "--json", "--nodes", path, check=0).stdout)
             shown = next(n for n in info["nodes"] if n["name"] == "halves")["attributes"]["value"]["values"]
-            expected = [float(v) for v in values.astype(np.float32)]
+            expected = [float(str(v)) for v in values]  # numpy's shortest form of each half: 6e-08
             self.assertEqual(shown[:5] + shown[6:], expected[:5] + expected[6:])
             self.assertIn(shown[5], (None, "inf", float("inf")))  # JSON has no infinity
 

@@ -151,7 +151,10 @@ std::optional<NodeCost> einsum_cost(const ir::Node& n, const ShapeLookup& s) {
     auto dims = input_dims(n, s, i);
     if (!dims) return std::nullopt;
     const std::string& term = terms[i];
-    const bool dots = term.find("...") != std::string::npos;
+    // At most one ellipsis, and no other dots.
+    const size_t dot_count = static_cast<size_t>(std::count(term.begin(), term.end(), '.'));
+    const bool dots = dot_count == 3 && term.find("...") != std::string::npos;
+    if (dot_count != 0 && !dots) return std::nullopt;
     const size_t letters = term.size() - (dots ? 3 : 0);
     if (dims->size() < letters || (!dots && dims->size() != letters)) return std::nullopt;
     const size_t broadcast = dims->size() - letters;
@@ -371,7 +374,14 @@ std::optional<NodeCost> node_cost(const ir::Node& node, const ShapeLookup& shape
   return it->second(node, shapes);
 }
 
-bool has_cost_model(const ir::Node& node) { return node.in_onnx_domain(); }
+bool has_cost_model(const ir::Node& node) {
+  // ONNX ops that compute but whose cost is not modelled: their work depends
+  // on the data (NonMaxSuppression) or is rarely met at inference.
+  static const std::unordered_map<std::string, bool> unmodelled = {
+      {"NonMaxSuppression", true}, {"DFT", true}, {"STFT", true}, {"Det", true}, {"MaxRoiPool", true},
+      {"SoftmaxCrossEntropyLoss", true}, {"NegativeLogLikelihoodLoss", true}};
+  return node.in_onnx_domain() && !unmodelled.count(node.op_type());
+}
 
 namespace {
 
@@ -424,7 +434,7 @@ class CostCounter {
   std::optional<NodeCost> node(const ir::Node& n) {
     if (!has_cost_model(n)) {
       ++stats_.nodes_without_cost_model;
-      ++stats_.ops_without_cost_model[n.domain() + ":" + n.op_type()];
+      ++stats_.ops_without_cost_model[n.in_onnx_domain() ? n.op_type() : n.domain() + ":" + n.op_type()];
       return NodeCost{};
     }
     if (!n.subgraphs().empty()) return control_flow(n);

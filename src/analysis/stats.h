@@ -43,8 +43,9 @@ class ShapeLookup {
 // costs zero here: compute_stats counts its bodies.
 std::optional<NodeCost> node_cost(const ir::Node& node, const ShapeLookup& shapes);
 
-// Whether `node` is an op of the ONNX domain, whose cost node_cost knows
-// (zero for ops that only move data), as opposed to a custom op.
+// Whether node_cost knows what `node` costs (zero for ops that only move
+// data): false for ops of other domains (custom ops, ai.onnx.ml) and for
+// the few ONNX ops not modelled (NonMaxSuppression, DFT, STFT, Det, ...).
 bool has_cost_model(const ir::Node& node);
 
 // Tensors counted as parameters: how many, their elements and bytes.
@@ -79,7 +80,7 @@ struct ModelStats {
   uint64_t total_macs = 0;
   uint64_t total_flops = 0;
   // Not counted, sub-graphs included: nodes with a cost model but unknown
-  // shapes, and nodes of other domains (no cost model), by op type
+  // shapes, and nodes without one (has_cost_model), by op type
   // ("com.microsoft:FusedConv" outside the ONNX domain).
   size_t nodes_without_shapes = 0;
   std::map<std::string, size_t> ops_without_shapes;

@@ -571,8 +571,7 @@ std::string render_info_text(const json& info) {
     cost += fmt::format(" (not counted: {} whose shapes are unknown: {})", count_of(uncounted, "node"),
                         compute["ops_without_shapes"].get<std::string>());
   if (unmodelled > 0)
-    cost += fmt::format(" (not counted: {} of ops with no cost model: {})", count_of(unmodelled, "node"),
-                        compute["ops_without_cost_model"].get<std::string>());
+    cost += fmt::format(" (not counted, no cost model: {})", compute["ops_without_cost_model"].get<std::string>());
   line("compute", cost);
   for (const auto& note : compute["notes"]) line("", note.get<std::string>());
   if (compute.contains("symbolic")) {

@@ -84,6 +84,14 @@ g (float[3, 3] a) => (float y) { y = Einsum <equation = "ii"> (a) })");
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[3, 4] a) => (float[4, 3] y) { y = Einsum <equation = "ij->ji"> (a) })");
   expect_cost(transpose, 0, 0);
+  // Two ellipses (or stray dots) are no equation: not counted, not misread.
+  for (const char* equation : {"......ij->ij", "i.j->ij"}) {
+    std::string text = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 2, 3, 4] a) => (float[3, 4] y) { y = Einsum <equation = "EQ"> (a) })";
+    text.replace(text.find("EQ"), 2, equation);
+    EXPECT_EQ(stats_of(text).nodes_without_shapes, 1u) << equation;
+  }
 }
 
 TEST(Costs, ConvTransposeScattersEveryInputElement) {
@@ -221,6 +229,13 @@ g (int64 m, bool cond, float[4, 8] x) => (float[4, 8] y, float[4, 8] z) {
 })");
   EXPECT_EQ(stats.nodes_without_cost_model, 2u);
   EXPECT_EQ(stats.ops_without_cost_model.at("com.example:Scale"), 2u);
+
+  // NonMaxSuppression's work depends on the boxes it keeps.
+  auto nms = stats_of(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1, 10, 4] boxes, float[1, 1, 10] scores) => (int64[?, 3] kept) { kept = NonMaxSuppression(boxes, scores) })");
+  EXPECT_EQ(nms.nodes_without_cost_model, 1u);
+  EXPECT_EQ(nms.ops_without_cost_model.at("NonMaxSuppression"), 1u);
 }
 
 TEST(Parameters, ConstantNodesAndSubgraphInitializersAreCounted) {

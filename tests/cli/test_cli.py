@@ -275,6 +275,19 @@ class InfoCounts(unittest.TestCase):
             text = run("info", path, check=0).stdout
             self.assertIn("parameters   144 (144) in 0 initializers and 1 Constant node and 1 sub-graph initializer", text)
 
+    def test_ops_without_a_cost_model_make_the_total_a_lower_bound(self):
+        h = onnx.helper
+        graph = h.make_graph([h.make_node("NonMaxSuppression", ["boxes", "scores"], ["kept"])], "nms",
+                             [h.make_tensor_value_info("boxes", onnx.TensorProto.FLOAT, [1, 10, 4]),
+                              h.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [1, 1, 10])],
+                             [h.make_tensor_value_info("kept", onnx.TensorProto.INT64, [None, 3])])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "nms.onnx")
+            onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
+            self.assertEqual(info_json(path)["compute"]["ops_without_cost_model"], "1 NonMaxSuppression")
+            text = run("info", path, check=0).stdout
+            self.assertIn("compute      at least 0 MACs, 0 FLOPs (not counted, no cost model: 1 NonMaxSuppression)", text)
+
     def test_printing_dims_floats_and_counts(self):
         # An unnamed dim stays "?" (inference would call it unk__0); epsilon
         # prints as written; one node is "1 node".

@@ -399,7 +399,9 @@ json terms_json(const std::optional<Terms>& terms, const std::vector<std::string
     json p = json::object();
     for (size_t d = 0; d < symbols.size(); ++d)
       if (powers[d] > 0) p[symbols[d]] = powers[d];
-    out.push_back({{"coefficient", coefficient}, {"powers", p}});
+    // Whole coefficients as integers: counts are exact up to 2^53.
+    json c = std::abs(coefficient - std::round(coefficient)) < 1e-9 ? json(std::llround(coefficient)) : json(coefficient);
+    out.push_back({{"coefficient", c}, {"powers", p}});
   }
   return out;
 }

@@ -117,6 +117,7 @@ class Info(unittest.TestCase):
             self.assertEqual(two["compute"]["macs"], 2 * expected)
             symbolic = json.loads(run("info", dynamic, "--symbolic", "--json", check=0).stdout)["compute"]["symbolic"]
             self.assertEqual(symbolic["macs"], [{"coefficient": expected, "powers": {"batch": 1}}])
+            self.assertIsInstance(symbolic["macs"][0]["coefficient"], int)
             self.assertIn("symbolic     1.81G*batch MACs", run("info", dynamic, "--symbolic", check=0).stdout)
             # Strided convolutions round a symbolic size: no polynomial in h and w fits.
             for d, name in ((2, "h"), (3, "w")):
@@ -287,6 +288,22 @@ class InfoCounts(unittest.TestCase):
             self.assertEqual(info_json(path)["compute"]["ops_without_cost_model"], "1 NonMaxSuppression")
             text = run("info", path, check=0).stdout
             self.assertIn("compute      at least 0 MACs, 0 FLOPs (not counted, no cost model: 1 NonMaxSuppression)", text)
+
+    def test_symbolic_total_of_an_attention_like_product(self):
+        # x [b, s, 8] times its transpose: b*s*s*8 MACs; the Relu b*s*s FLOPs.
+        h = onnx.helper
+        graph = h.make_graph([h.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+                              h.make_node("MatMul", ["x", "xt"], ["m"]),
+                              h.make_node("Relu", ["m"], ["y"])], "scores",
+                             [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["b", "s", 8])],
+                             [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["b", "s", "s"])])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "scores.onnx")
+            onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
+            symbolic = json.loads(run("info", path, "--symbolic", "--json", check=0).stdout)["compute"]["symbolic"]
+            self.assertEqual(symbolic["macs"], [{"coefficient": 8, "powers": {"b": 1, "s": 2}}])
+            self.assertEqual(symbolic["flops"], [{"coefficient": 17, "powers": {"b": 1, "s": 2}}])
+            self.assertIn("symbolic     8*b*s^2 MACs, 17*b*s^2 FLOPs", run("info", path, "--symbolic", check=0).stdout)
 
     def test_printing_dims_floats_and_counts(self):
         # An unnamed dim stays "?" (inference would call it unk__0); epsilon

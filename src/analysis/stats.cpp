@@ -277,7 +277,7 @@ const std::unordered_map<std::string, CostFn>& cost_models() {
         {"QLinearConv", conv_cost(3, 8)},
         {"ConvTranspose", conv_transpose_cost},
         // DeformConv: the convolution; its bilinear sampling is not counted.
-        {"DeformConv", conv_cost(1, 2)},
+        {"DeformConv", conv_cost(1, 3)},  // X, W, offset, B, mask
         {"Gemm", gemm_cost},
         {"Einsum", einsum_cost},
         // LSTM: 3 sigmoid and 2 tanh, c = f*c + i*g (3), h = o*tanh(c) (1).

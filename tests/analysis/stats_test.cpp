@@ -1,5 +1,6 @@
 // Costs and parameter counts of compute_stats, each against a count worked
 // by hand from the op's definition in the ONNX specification.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "analysis/stats.h"
@@ -143,6 +144,61 @@ g (float[2, 6, 32] q, float[2, 10, 32] k, float[2, 10, 64] v, float[6, 15] mask,
   y = Attention <q_num_heads = 4, kv_num_heads = 4> (q, k, v, mask, pk, pv)
 })");
   expect_cost(three_d, 720 * 24, 2 * 720 * 24 + 720 * 5);
+}
+
+TEST(Costs, SamplingQuantizingAndTheNewerOps) {
+  struct Case {
+    const char* name;
+    int opset;
+    const char* graph;
+    uint64_t macs, flops;
+  };
+  const Case cases[] = {
+      // 18 outputs x 4 bilinear taps x (multiply, add); nearest only reads.
+      {"GridSample bilinear", 16,
+       "(float[1, 2, 4, 4] x, float[1, 3, 3, 2] grid) => (float[1, 2, 3, 3] y) { y = GridSample(x, grid) }", 0,
+       18 * 4 * 2},
+      {"GridSample nearest", 16,
+       "(float[1, 2, 4, 4] x, float[1, 3, 3, 2] grid) => (float[1, 2, 3, 3] y) "
+       "{ y = GridSample <mode = \"nearest\"> (x, grid) }",
+       0, 0},
+      // 24 outputs x 2x2 samples x 4 taps x 2; adaptive: one sample per bin.
+      {"RoiAlign", 16,
+       "(float[1, 2, 8, 8] x, float[3, 4] rois, int64[3] idx) => (float[3, 2, 2, 2] y) "
+       "{ y = RoiAlign <output_height = 2, output_width = 2, sampling_ratio = 2> (x, rois, idx) }",
+       0, 24 * 4 * 8},
+      {"RoiAlign adaptive", 16,
+       "(float[1, 2, 8, 8] x, float[3, 4] rois, int64[3] idx) => (float[3, 2, 2, 2] y) "
+       "{ y = RoiAlign <output_height = 2, output_width = 2> (x, rois, idx) }",
+       0, 24 * 8},
+      {"TopK", 17, "(float[2, 10] x, int64[1] k) => (float[2, 3] v, int64[2, 3] i) { v, i = TopK(x, k) }", 0, 20},
+      {"QuantizeLinear", 17, "(float[2, 5] x, float s, uint8 z) => (uint8[2, 5] y) { y = QuantizeLinear(x, s, z) }", 0,
+       2 * 10},
+      {"ScatterElements add", 17,
+       "(float[4, 4] d, int64[2, 4] i, float[2, 4] u) => (float[4, 4] y) "
+       "{ y = ScatterElements <reduction = \"add\"> (d, i, u) }",
+       0, 8},
+      {"ScatterElements none", 17,
+       "(float[4, 4] d, int64[2, 4] i, float[2, 4] u) => (float[4, 4] y) { y = ScatterElements(d, i, u) }", 0, 0},
+      // Squares, mean, reciprocal root, normalize, scale: 5 per element.
+      {"RMSNormalization", 23, "(float[2, 3, 4] x, float[4] g) => (float[2, 3, 4] y) { y = RMSNormalization(x, g) }",
+       0, 24 * 5},
+      {"RotaryEmbedding", 23,
+       "(float[1, 2, 3, 8] x, float[3, 4] c, float[3, 4] s, int64[1, 3] p) => (float[1, 2, 3, 8] y) "
+       "{ y = RotaryEmbedding(x, c, s, p) }",
+       0, 48 * 3},
+      {"Swish", 24, "(float[2, 6] x) => (float[2, 6] y) { y = Swish(x) }", 0, 12},
+      // The convolution of DeformConv: 36 outputs x 2 x 3 x 3.
+      {"DeformConv", 19,
+       "(float[1, 2, 5, 5] x, float[4, 2, 3, 3] w, float[1, 18, 3, 3] o) => (float[1, 4, 3, 3] y) "
+       "{ y = DeformConv(x, w, o) }",
+       36 * 18, 2 * 36 * 18},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    expect_cost(stats_of(fmt::format("<ir_version: 10, opset_import: [\"\" : {}]>\ng {}", c.opset, c.graph)), c.macs,
+                c.flops);
+  }
 }
 
 // A body of one MatMul [4, 8] x [8, 8]: 256 MACs per iteration.

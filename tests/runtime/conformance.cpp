@@ -212,16 +212,24 @@ Outcome run_isolated(const fs::path& folder, int timeout_seconds) {
   return {line.substr(0, tab), line.substr(tab + 1)};
 }
 
-std::map<std::string, std::string> read_expected(const fs::path& file) {
-  std::map<std::string, std::string> expected;
+struct ExpectedFailures {
+  std::string header;                         // the leading comment lines, kept by --update
+  std::map<std::string, std::string> reasons;  // folder name -> why it fails
+};
+
+ExpectedFailures read_expected(const fs::path& file) {
+  ExpectedFailures expected;
   std::ifstream in(file);
   std::string line;
+  bool leading = true;
   while (std::getline(in, line)) {
+    if (leading && line.starts_with("#")) expected.header += line + "\n";
+    leading = leading && line.starts_with("#");
     if (line.empty() || line[0] == '#') continue;
     size_t space = line.find_first_of(" \t");
     std::string name = line.substr(0, space);
     std::string reason = space == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", space));
-    expected[name] = reason;
+    expected.reasons[name] = reason;
   }
   return expected;
 }
@@ -248,7 +256,8 @@ int main(int argc, char** argv) {
     if (e.path().filename() == "model.onnx") folders.push_back(e.path().parent_path());
   std::sort(folders.begin(), folders.end());
 
-  std::map<std::string, std::string> expected = read_expected(expected_file);
+  ExpectedFailures expected_failures = read_expected(expected_file);
+  const std::map<std::string, std::string>& expected = expected_failures.reasons;
   std::map<std::string, Outcome> outcomes;
   size_t passed = 0, failed = 0, unsupported = 0, crashed = 0;
   std::vector<std::string> surprises;
@@ -273,20 +282,25 @@ int main(int argc, char** argv) {
 
   if (update) {
     std::ofstream out(expected_file);
-    out << "# Folders of ONNX's backend test data (libonnx-testdata) that the runtime does not pass,\n"
-           "# each with the reason. tests/runtime/conformance fails when one of them passes, or when\n"
-           "# a folder not listed here fails: update with `conformance DATA FILE --update`.\n"
-           "# A reason starting with 'random:' marks outputs drawn at random, which a run may match by chance.\n";
+    out << (!expected_failures.header.empty()
+                ? expected_failures.header
+                : "# Folders of ONNX's backend test data that the runtime does not pass, each with the\n"
+                  "# reason. tests/runtime/conformance fails when one of them passes, or when a folder\n"
+                  "# not listed here fails: update with `conformance DATA FILE --update`.\n"
+                  "# A reason starting with 'random:' marks outputs drawn at random, which a run may match by chance.\n");
     // A reason written by hand (the why, not the symptom) is kept while the
-    // folder still fails.
+    // folder still fails, and so are the entries that --filter did not run.
+    std::map<std::string, std::string> lines;
+    for (const auto& [name, reason] : expected)
+      if (!outcomes.count(name) && !filter.empty()) lines[name] = reason;
     for (const auto& [name, o] : outcomes) {
       if (o.status == "PASS") continue;
       auto kept = expected.find(name);
-      out << name << "  "
-          << (kept != expected.end() && !kept->second.empty() ? kept->second
-                                                              : (o.status == "UNSUPPORTED" ? "unsupported: " : "") + o.reason)
-          << "\n";
+      lines[name] = kept != expected.end() && !kept->second.empty()
+                        ? kept->second
+                        : (o.status == "UNSUPPORTED" ? "unsupported: " : "") + o.reason;
     }
+    for (const auto& [name, reason] : lines) out << name << "  " << reason << "\n";
     fmt::print("wrote {}\n", expected_file.string());
     return crashed == 0 ? 0 : 1;
   }

@@ -4,6 +4,7 @@
 #include <onnx/defs/schema.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <limits>
 
@@ -30,6 +31,16 @@ std::string omitted_problem(std::string_view op_type, const std::vector<bool>& g
   return "";
 }
 
+// Ops whose required inputs a version after libonnx's schemas made
+// optional, and that version: the older least count no longer holds. (The
+// least counts of every other op still do.)
+constexpr std::array<std::pair<std::string_view, int64_t>, 1> kInputsOptionalSince = {{{"OptionalHasElement", 18}}};
+
+bool inputs_optional_since(std::string_view op_type, int64_t opset) {
+  return std::any_of(kInputsOptionalSince.begin(), kInputsOptionalSince.end(),
+                     [&](const auto& entry) { return entry.first == op_type && opset >= entry.second; });
+}
+
 }  // namespace
 
 std::string arity_problem(std::string_view domain, std::string_view op_type, int64_t opset,
@@ -40,12 +51,13 @@ std::string arity_problem(std::string_view domain, std::string_view op_type, int
       onnx::OpSchemaRegistry::Schema(std::string(op_type), static_cast<int>(std::clamp<int64_t>(opset, 1, INT_MAX)), "");
   if (schema == nullptr) return n_outputs == 0 ? fmt::format("{} has no outputs", op_type) : "";
   const bool current = !changed_since_libonnx(op_type, opset);
+  const int min_inputs = inputs_optional_since(op_type, opset) ? 0 : schema->min_input();
   const int max_inputs = current ? schema->max_input() : std::numeric_limits<int>::max();
   const int max_outputs = current ? schema->max_output() : std::numeric_limits<int>::max();
-  if (n_inputs < schema->min_input() || n_inputs > max_inputs) {
-    std::string text = fmt::format("{} takes {}, got {}", op_type, range_text(schema->min_input(), max_inputs, "input"), n_inputs);
+  if (n_inputs < min_inputs || n_inputs > max_inputs) {
+    std::string text = fmt::format("{} takes {}, got {}", op_type, range_text(min_inputs, max_inputs, "input"), n_inputs);
     const auto& formal = schema->inputs();
-    if (n_inputs < schema->min_input() && static_cast<size_t>(n_inputs) < formal.size())
+    if (n_inputs < min_inputs && static_cast<size_t>(n_inputs) < formal.size())
       text += fmt::format(": input {} is missing", formal[static_cast<size_t>(n_inputs)].GetName());
     return text;
   }

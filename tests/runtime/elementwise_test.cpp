@@ -293,5 +293,21 @@ TEST(Elementwise, EqualComparesStringsFromOpset19) {
   expect_tensor_near(out[0].tensor(), Tensor::from<bool>({3}, {false, true, false}));
 }
 
+// Swish's alpha and SwiGLU's (opsets 24 and 28) by hand: with x = ln(3)/2
+// and alpha 2, sigmoid(alpha * x) = 3/4.
+TEST(Elementwise, SwishAndSwiGluAlpha) {
+  const float x = static_cast<float>(std::log(3.0) / 2);
+  auto out = run_node({.op_type = "Swish", .opset = 24, .inputs = {{"x", Tensor::from<float>({2}, {x, 0})}},
+                       .attributes = {attr("alpha", 2.0f)}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2}, {0.75f * x, 0}));
+  out = run_node({.op_type = "SwiGLU", .opset = 28,
+                  .inputs = {{"a", Tensor::from<float>({2}, {x, x})}, {"b", Tensor::from<float>({2}, {2, -1})}},
+                  .attributes = {attr("alpha", 2.0f)}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2}, {1.5f * x, -0.75f * x}));
+  auto bad = try_run_node({.op_type = "SwiGLU", .opset = 28,
+                           .inputs = {{"a", Tensor::from<float>({2}, {x, x})}, {"b", Tensor::from<float>({1}, {2})}}});
+  ASSERT_FALSE(bad.ok());
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -549,5 +549,25 @@ TEST(AffineGrid, MatchesTorchIn3D) {
   EXPECT_NE(bad.error().message().find("theta must be [1, 2, 3]"), std::string::npos) << bad.error().message();
 }
 
+// TensorScatter (opset 24): per-batch write indices in linear mode (the
+// backend data writes at one index), the same wrapping in circular mode,
+// and a linear write past the cache's end.
+TEST(IndexingTensorScatter, WriteIndicesPerBatchEntry) {
+  // Caches [batch 2, sequence 3, 1], updates of 2 positions.
+  auto past = Tensor::from<float>({2, 3, 1}, {0, 0, 0, 0, 0, 0});
+  auto update = Tensor::from<float>({2, 2, 1}, {1, 2, 3, 4});
+  auto out = run_node({.op_type = "TensorScatter", .opset = 24,
+                       .inputs = {{"past", past}, {"update", update}, {"w", Tensor::from<int64_t>({2}, {1, 0})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3, 1}, {0, 1, 2, 3, 4, 0}));
+  out = run_node({.op_type = "TensorScatter", .opset = 24,
+                  .inputs = {{"past", past}, {"update", update}, {"w", Tensor::from<int64_t>({2}, {2, 0})}},
+                  .attributes = {attr("mode", "circular")}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3, 1}, {2, 0, 1, 3, 4, 0}));
+  auto bad = try_run_node({.op_type = "TensorScatter", .opset = 24,
+                           .inputs = {{"past", past}, {"update", update}, {"w", Tensor::from<int64_t>({2}, {2, 0})}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("write_indices[0] is 2"), std::string::npos) << bad.error().message();
+}
+
 }  // namespace
 }  // namespace onnxkit

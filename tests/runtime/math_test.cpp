@@ -595,5 +595,18 @@ TEST(MathDet, BatchesSingularAndErrors) {
   EXPECT_NE(bad.error().message().find("square"), std::string::npos) << bad.error().message();
 }
 
+// CumProd (opset 26): integer products wrap modulo 2^bits as CumSum's sums
+// do (the backend data has no overflow), exclusive and reverse together.
+TEST(MathCumProd, WrapsIntegersAndRunsBothWays) {
+  auto axis = Tensor::from<int64_t>({}, {0});
+  auto out = run_node({.op_type = "CumProd", .opset = 26,
+                       .inputs = {{"x", Tensor::from<int32_t>({3}, {65536, 65536, 3})}, {"axis", axis}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({3}, {65536, 0, 0}));
+  out = run_node({.op_type = "CumProd", .opset = 26,
+                  .inputs = {{"x", Tensor::from<uint64_t>({4}, {2, 3, 4, 5})}, {"axis", axis}},
+                  .attributes = {attr("exclusive", 1), attr("reverse", 1)}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<uint64_t>({4}, {60, 20, 5, 1}));
+}
+
 }  // namespace
 }  // namespace onnxkit

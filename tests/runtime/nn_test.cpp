@@ -876,5 +876,108 @@ TEST(DeformConv, RefusesAnOffsetOfTheWrongShape) {
   EXPECT_NE(bad.error().message().find("offset must be [1,8,2,2]"), std::string::npos) << bad.error().message();
 }
 
+// RMSNormalization (opset 23) where the backend data has no case: a Scale
+// that varies over the rows, and Y in Scale's type when X's differs.
+TEST(NnRmsNormalization, RowScalesAndScaleType) {
+  // Rows [3, 4] and [0, 5]: mean squares 12.5 both, RMS sqrt(12.5).
+  const double rms = std::sqrt(12.5);
+  auto x = Tensor::from<float>({2, 2}, {3, 4, 0, 5});
+  auto out = run_node({.op_type = "RMSNormalization", .opset = 23,
+                       .inputs = {{"x", x}, {"scale", Tensor::from<float>({2, 1}, {1, 2})}},
+                       .attributes = {attr("axis", 1), attr("epsilon", 0.0f)}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, {float(3 / rms), float(4 / rms), 0,
+                                                                   float(2 * 5 / rms)}));
+  // float16 X, float Scale: Y is float. X = [1, -1, 1, -1] has RMS 1.
+  std::vector<Float16> halves = {Float16(1.0f), Float16(-1.0f), Float16(1.0f), Float16(-1.0f)};
+  out = run_node({.op_type = "RMSNormalization", .opset = 23,
+                  .inputs = {{"x", Tensor::from<Float16>({4}, halves)}, {"scale", Tensor::from<float>({4}, {1, 2, 3, 4})}},
+                  .attributes = {attr("epsilon", 0.0f)}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({4}, {1, -2, 3, -4}));
+  auto bad = try_run_node({.op_type = "RMSNormalization", .opset = 23,
+                           .inputs = {{"x", x}, {"scale", Tensor::from<float>({3}, {1, 1, 1})}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("does not broadcast"), std::string::npos) << bad.error().message();
+}
+
+// RotaryEmbedding (opset 23): a [sequence, half] cache without position_ids
+// (numpy broadcasts it over the batch in the spec's definition), partial
+// rotation, and bad position ids.
+TEST(NnRotaryEmbedding, SharedCachePartialRotationAndBadPositions) {
+  // [B=1, H=1, S=2, D=6], rotary dim 4: pairs (x0, x2) and (x1, x3); x4, x5 pass.
+  auto x = Tensor::from<float>({1, 1, 2, 6}, {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6});
+  // Token 0 is not turned (cos 1, sin 0); token 1 by 90 degrees (cos 0, sin 1).
+  auto cos = Tensor::from<float>({2, 2}, {1, 1, 0, 0});
+  auto sin = Tensor::from<float>({2, 2}, {0, 0, 1, 1});
+  auto out = run_node({.op_type = "RotaryEmbedding", .opset = 23,
+                       .inputs = {{"x", x}, {"cos", cos}, {"sin", sin}},
+                       .attributes = {attr("rotary_embedding_dim", 4)}});
+  // Turned by 90 degrees: (x1, x2) -> (-x2, x1).
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 1, 2, 6}, {1, 2, 3, 4, 5, 6, -3, -4, 1, 2, 5, 6}));
+  // Interleaved: pairs (x0, x1) and (x2, x3).
+  out = run_node({.op_type = "RotaryEmbedding", .opset = 23,
+                  .inputs = {{"x", x}, {"cos", cos}, {"sin", sin}},
+                  .attributes = {attr("rotary_embedding_dim", 4), attr("interleaved", 1)}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 1, 2, 6}, {1, 2, 3, 4, 5, 6, -2, 1, -4, 3, 5, 6}));
+  auto bad = try_run_node({.op_type = "RotaryEmbedding", .opset = 23,
+                           .inputs = {{"x", x}, {"cos", cos}, {"sin", sin},
+                                      {"position_ids", Tensor::from<int64_t>({1, 2}, {0, 2})}},
+                           .attributes = {attr("rotary_embedding_dim", 4)}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("position_ids element 1 is 2"), std::string::npos) << bad.error().message();
+  bad = try_run_node({.op_type = "RotaryEmbedding", .opset = 23, .inputs = {{"x", x}, {"cos", cos}, {"sin", sin}},
+                      .attributes = {attr("rotary_embedding_dim", 3)}});
+  ASSERT_FALSE(bad.ok());
+}
+
+// CausalConvWithState (opset 27) by hand: k = 2, the carried position first.
+TEST(NnCausalConvWithState, CarriesThePastAndChecksItsShape) {
+  // P = [10, 1, 2, 3]: y[t] = P[t] + P[t + 1] + bias; present = the last k - 1 = 1.
+  auto x = Tensor::from<float>({1, 1, 3}, {1, 2, 3});
+  auto w = Tensor::from<float>({1, 1, 2}, {1, 1});
+  auto out = run_node({.op_type = "CausalConvWithState", .opset = 27,
+                       .inputs = {{"x", x}, {"w", w}, {"b", Tensor::from<float>({1}, {0.5f})},
+                                  {"past", Tensor::from<float>({1, 1, 1}, {10})}},
+                       .num_outputs = 2});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 1, 3}, {11.5f, 3.5f, 5.5f}));
+  expect_tensor_near(out[1].tensor(), Tensor::from<float>({1, 1, 1}, {3}));
+  auto bad = try_run_node({.op_type = "CausalConvWithState", .opset = 27,
+                           .inputs = {{"x", x}, {"w", w}, {"", Tensor()}, {"past", Tensor::from<float>({1, 1, 2}, {0, 0})}},
+                           .num_outputs = 2});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("past_state must be [batch, channels, k - 1] = [1, 1, 1]"), std::string::npos)
+      << bad.error().message();
+}
+
+// LinearAttention (opset 27) by hand, one head with d_k = d_v = 1, scale 1:
+// q = [1, 2], k = [1, 1], v = [3, 4] over two tokens.
+TEST(NnLinearAttention, RecurrencesByHand) {
+  auto q = Tensor::from<float>({1, 2, 1}, {1, 2});
+  auto k = Tensor::from<float>({1, 2, 1}, {1, 1});
+  auto v = Tensor::from<float>({1, 2, 1}, {3, 4});
+  auto heads = [](const char* rule) {
+    return std::vector<onnx::AttributeProto>{attr("q_num_heads", int64_t{1}), attr("kv_num_heads", int64_t{1}),
+                                             attr("scale", 1.0f), attr("update_rule", rule)};
+  };
+  // linear: S = 3, then 7; o = 1 * 3, 2 * 7.
+  auto out = run_node({.op_type = "LinearAttention", .opset = 27, .inputs = {{"q", q}, {"k", k}, {"v", v}},
+                       .attributes = heads("linear"), .num_outputs = 2});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 2, 1}, {3, 14}));
+  expect_tensor_near(out[1].tensor(), Tensor::from<float>({1, 1, 1, 1}, {7}));
+  // gated_delta, decay exp(g) = 1/2, beta 1/2, past 2:
+  // S' = 1, S = 1 + (3 - 1) / 2 = 2; then S' = 1, S = 1 + (4 - 1) / 2 = 2.5.
+  const float g = std::log(0.5f);
+  out = run_node({.op_type = "LinearAttention", .opset = 27,
+                  .inputs = {{"q", q}, {"k", k}, {"v", v}, {"past", Tensor::from<float>({1, 1, 1, 1}, {2})},
+                             {"decay", Tensor::from<float>({1, 2, 1}, {g, g})},
+                             {"beta", Tensor::from<float>({1, 2, 1}, {0.5f, 0.5f})}},
+                  .attributes = heads("gated_delta"), .num_outputs = 2});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 2, 1}, {2, 5}));
+  expect_tensor_near(out[1].tensor(), Tensor::from<float>({1, 1, 1, 1}, {2.5f}));
+  auto bad = try_run_node({.op_type = "LinearAttention", .opset = 27, .inputs = {{"q", q}, {"k", k}, {"v", v}},
+                           .attributes = heads("delta"), .num_outputs = 2});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("needs the beta input"), std::string::npos) << bad.error().message();
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -352,5 +352,26 @@ TEST(Tensor, LargeBuffersServeLaterShapesUpToHalfTheirSize) {
   { EXPECT_NE(Tensor(DataType::float32, {kBig * 4 / 10}).raw(), first); }
 }
 
+// BitCast (opset 26) where the backend data has no case: the 4-bit types,
+// bytes read as bool, and widths that differ.
+TEST(Tensor, BitCastKeepsBitsAndRefusesOtherWidths) {
+  auto out = run_node({.op_type = "BitCast", .opset = 26,
+                       .inputs = {{"x", int4_tensor(DataType::int4, {3}, {-1, -8, 7})}},
+                       .attributes = {attr("to", static_cast<int64_t>(DataType::uint4))}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint4, {3}, {15, 8, 7}));
+  out = run_node({.op_type = "BitCast", .opset = 26,
+                  .inputs = {{"x", Tensor::from<uint8_t>({3}, {0, 1, 2})}},
+                  .attributes = {attr("to", static_cast<int64_t>(DataType::boolean))}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<bool>({3}, {false, true, true}));
+  // -2 as int16 is 0xfffe.
+  out = run_node({.op_type = "BitCast", .opset = 26, .inputs = {{"x", Tensor::from<int16_t>({1}, {-2})}},
+                  .attributes = {attr("to", static_cast<int64_t>(DataType::uint16))}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<uint16_t>({1}, {0xfffe}));
+  auto bad = try_run_node({.op_type = "BitCast", .opset = 26, .inputs = {{"x", Tensor::from<float>({1}, {1})}},
+                           .attributes = {attr("to", static_cast<int64_t>(DataType::float64))}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("widths must be equal"), std::string::npos) << bad.error().message();
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -1,4 +1,4 @@
-// Element-wise activations with attributes, PRelu and Clip.
+// Element-wise activations with attributes, PRelu, SwiGLU and Clip.
 
 #include <cmath>
 #include <limits>
@@ -101,7 +101,32 @@ void register_activations(KernelRegistry& r) {
   add_activation(r, "Mish", 18, [](const KernelInfo&) {
     return [](double v) { return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))); };
   }, kBlockedUnaryZeroPreserving);
+  add_activation(r, "Swish", 24, [](const KernelInfo& info) {
+    double alpha = info.attr_float("alpha", 1.0f);
+    return [alpha](double v) { return v / (1.0 + std::exp(-alpha * v)); };
+  }, kBlockedUnaryZeroPreserving);
   r.add("", "Gelu", 20, kLatestOpset, gelu_kernel());
+  // SwiGLU: Swish(A) * B, the gated feed-forward of LLaMA-style models; A and
+  // B of one shape, no broadcasting.
+  r.add("", "SwiGLU", 28, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+          const double alpha = info.attr_float("alpha", 1.0f);
+          return ComputeFn([alpha](KernelContext& ctx) -> Status {
+            ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+            ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+            if (a->dtype() != b->dtype() || a->shape() != b->shape())
+              return make_error("A ({} {}) and B ({} {}) must have one element type and one shape",
+                                to_string(a->dtype()), shape_to_string(a->shape()), to_string(b->dtype()),
+                                shape_to_string(b->shape()));
+            Tensor& y = ctx.output(0, a->dtype(), a->shape());
+            return dispatch_float(a->dtype(), [&]<class T>() -> Status {
+              map_binary<T, T, T>(*a, *b, y, [alpha](auto gate, auto value) {
+                const double g = static_cast<double>(gate);
+                return static_cast<decltype(gate)>(g / (1.0 + std::exp(-alpha * g)) * static_cast<double>(value));
+              });
+              return {};
+            });
+          });
+        }));
 
   r.add("", "PRelu", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           // Before opset 7 a 1-D slope holds one value per channel (axis 1).

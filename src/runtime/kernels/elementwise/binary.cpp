@@ -244,8 +244,14 @@ void register_binary(KernelRegistry& r) {
           return ComputeFn([left](KernelContext& ctx) -> Status {
             return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
               return dispatch_integer(a.dtype(), [&]<class T>() -> Status {
+                // A shift by a negative amount or by the width or more
+                // leaves what the sign extension alone gives (opset 28's
+                // wording, and C++ leaves it undefined): -1 for a right
+                // shift of a negative X, 0 otherwise.
                 map_binary<T, T, T>(a, b, out, [left](T x, T y) {
-                  if (y >= static_cast<T>(sizeof(T) * 8)) return T(0);
+                  bool out_of_range = y >= static_cast<T>(sizeof(T) * 8);
+                  if constexpr (std::is_signed_v<T>) out_of_range = out_of_range || y < T(0);
+                  if (out_of_range) return !left && x < T(0) ? T(-1) : T(0);
                   return static_cast<T>(left ? x << y : x >> y);
                 });
                 return {};

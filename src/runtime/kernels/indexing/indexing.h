@@ -22,7 +22,7 @@
 namespace onnxkit::runtime::indexing {
 
 void register_gather(KernelRegistry& registry);       // Gather, GatherElements, GatherND
-void register_scatter(KernelRegistry& registry);      // ScatterND, ScatterElements, Scatter
+void register_scatter(KernelRegistry& registry);      // ScatterND, ScatterElements, Scatter, TensorScatter
 void register_pad(KernelRegistry& registry);          // Pad, CenterCropPad
 void register_resize(KernelRegistry& registry);       // Resize, Upsample
 void register_grid_sample(KernelRegistry& registry);  // GridSample, AffineGrid

@@ -203,9 +203,67 @@ KernelFactory scatter_elements_kernel() {
   });
 }
 
+// TensorScatter (opset 24): a KV cache update. `update` is written into a
+// copy of `past_cache` along `axis`, from each batch entry's write index on
+// (0 without write_indices); in "circular" mode positions wrap around the
+// cache's length, in "linear" mode they must fit.
+KernelFactory tensor_scatter_kernel() {
+  return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+    const int64_t axis_attr = info.attr_int("axis", -2);
+    const std::string mode = info.attr_string("mode", "linear");
+    if (mode != "linear" && mode != "circular")
+      return make_error("attribute 'mode' is '{}'; it must be linear or circular", mode);
+    const bool circular = mode == "circular";
+    return ComputeFn([axis_attr, circular](KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(const Tensor* past, ctx.tensor(0));
+      ONNXKIT_ASSIGN(const Tensor* update, ctx.tensor(1));
+      const int64_t rank = static_cast<int64_t>(past->rank());
+      if (rank < 2) return make_error("past_cache must have rank >= 2, got shape {}", shape_to_string(past->shape()));
+      ONNXKIT_ASSIGN(const int64_t axis, normalize_axis(axis_attr, rank));
+      if (axis == 0) return make_error("axis {} is the batch dimension; it must not be", axis_attr);
+      bool fits = update->dtype() == past->dtype() && update->rank() == past->rank();
+      for (int64_t d = 0; fits && d < rank; ++d)
+        fits = d == axis ? update->dim(d) <= past->dim(d) : update->dim(d) == past->dim(d);
+      if (!fits)
+        return make_error("update ({} {}) must have past_cache's type and shape ({} {}), but at most as long on axis {}",
+                          to_string(update->dtype()), shape_to_string(update->shape()), to_string(past->dtype()),
+                          shape_to_string(past->shape()), axis);
+      const int64_t batch = past->dim(0), max_length = past->dim(static_cast<size_t>(axis));
+      const int64_t length = update->dim(static_cast<size_t>(axis));
+      std::vector<int64_t> starts(static_cast<size_t>(batch), 0);
+      if (ctx.has_input(2)) {
+        ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(2));
+        if (w->numel() != batch)
+          return make_error("write_indices has shape {}, expected one index per batch entry ({})",
+                            shape_to_string(w->shape()), batch);
+        ONNXKIT_ASSIGN(starts, read_index_tensor(*w, "write_indices"));
+      }
+      for (size_t b = 0; b < starts.size(); ++b) {
+        if (starts[b] < 0 || (!circular && starts[b] + length > max_length))
+          return make_error("write_indices[{}] is {}: with {} updates it must lie in [0, {}] (mode linear)", b,
+                            starts[b], length, max_length - length);
+      }
+      const int64_t prefix = dims_product(past->shape(), 0, static_cast<size_t>(axis));
+      const int64_t per_batch = prefix / std::max<int64_t>(batch, 1);
+      const int64_t inner = dims_product(past->shape(), static_cast<size_t>(axis) + 1, past->rank());
+      Tensor& y = ctx.output(0, past->dtype(), past->shape());
+      copy_elements(*past, 0, y, 0, past->numel());
+      for (int64_t p = 0; p < prefix; ++p) {
+        const int64_t start = starts[static_cast<size_t>(p / per_batch)];
+        for (int64_t j = 0; j < length; ++j) {
+          const int64_t at = circular ? (start + j) % max_length : start + j;
+          copy_elements(*update, (p * length + j) * inner, y, (p * max_length + at) * inner, inner);
+        }
+      }
+      return {};
+    });
+  });
+}
+
 }  // namespace
 
 void register_scatter(KernelRegistry& r) {
+  r.add("", "TensorScatter", 24, kLatestOpset, tensor_scatter_kernel());
   // One range per set of allowed reductions (none; +add/mul at 16; +max/min at 18).
   r.add("", "ScatterND", 11, 15, scatter_nd_kernel());
   r.add("", "ScatterND", 16, 17, scatter_nd_kernel());

@@ -1,5 +1,5 @@
 // The math family: matrix products (Gemm, MatMul, MatMulInteger, Einsum),
-// CumSum, TopK and Det.
+// CumSum, CumProd, TopK and Det.
 
 #include "runtime/kernels/math/math.h"
 

@@ -21,6 +21,7 @@ Status log_softmax_along(const Tensor& x, int64_t outer, int64_t n, int64_t inne
 // --- registration ---------------------------------------------------------------
 
 void register_conv(KernelRegistry& registry);
+void register_causal_conv(KernelRegistry& registry);
 void register_deform_conv(KernelRegistry& registry);
 void register_pool(KernelRegistry& registry);
 void register_normalization(KernelRegistry& registry);
@@ -30,6 +31,8 @@ void register_normalization(KernelRegistry& registry);
 // Add -> LayerNormalization (runtime/fusion.h).
 KernelFactory layer_norm_kernel(bool residual);
 void register_softmax(KernelRegistry& registry);
+void register_rotary_embedding(KernelRegistry& registry);
+void register_linear_attention(KernelRegistry& registry);
 void register_dropout(KernelRegistry& registry);
 void register_loss(KernelRegistry& registry);
 

@@ -1,6 +1,6 @@
 // Normalizations: BatchNormalization, InstanceNormalization,
-// LayerNormalization, GroupNormalization, LRN, MeanVarianceNormalization,
-// LpNormalization. Statistics accumulate in double whatever the element type.
+// LayerNormalization, RMSNormalization, GroupNormalization, LRN,
+// MeanVarianceNormalization, LpNormalization. Statistics accumulate in double whatever the element type.
 
 #include <algorithm>
 #include <cmath>
@@ -323,6 +323,46 @@ KernelFactory layer_norm_kernel(bool residual) {
 
 namespace {
 
+// --- RMSNormalization (opset 23) ---------------------------------------------------------
+
+// Y = X / sqrt(mean(X^2 over the dims from axis on) + epsilon) * Scale: a
+// LayerNormalization without the mean and without B. The statistics are in
+// double, which covers every stash_type; Y takes Scale's element type.
+KernelFactory rms_norm_kernel() {
+  return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+    const int64_t axis_attr = info.attr_int("axis", -1);
+    const double epsilon = info.attr_float("epsilon", 1e-5f);
+    ONNXKIT_ASSIGN(DataType unused, stash_type(info.attr_int("stash_type", 1)));
+    (void)unused;
+    return ComputeFn([=](KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+      ONNXKIT_ASSIGN(const Tensor* scale_t, ctx.tensor(1));
+      if (!is_floating(x->dtype()) || !is_floating(scale_t->dtype()))
+        return make_error("X and scale must be floating-point, got {} and {}", to_string(x->dtype()),
+                          to_string(scale_t->dtype()));
+      ONNXKIT_ASSIGN(const int64_t axis, normalize_axis(axis_attr, static_cast<int64_t>(x->rank()), "axis"));
+      const int64_t rows = dims_product(x->shape(), 0, static_cast<size_t>(axis));
+      const int64_t n = dims_product(x->shape(), static_cast<size_t>(axis), x->rank());
+      bool scale_row = true;
+      ONNXKIT_ASSIGN(std::vector<double> scale,
+                     broadcast_param(*scale_t, "scale", x->shape(), static_cast<size_t>(axis), scale_row));
+      ONNXKIT_ASSIGN(std::vector<double> xs, read_doubles(*x, "X"));
+      std::vector<double> ys(xs.size());
+#pragma omp parallel for if (x->numel() >= kParallelWork && rows > 1) schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const double* xr = xs.data() + r * n;
+        double squares = 0;
+        for (int64_t i = 0; i < n; ++i) squares += xr[i] * xr[i];
+        const double inv_rms = 1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon);
+        const double* s = scale.data() + (scale_row ? 0 : r * n);
+        for (int64_t i = 0; i < n; ++i) ys[static_cast<size_t>(r * n + i)] = xr[i] * inv_rms * s[i];
+      }
+      ctx.set_output(0, doubles_to_tensor(scale_t->dtype(), x->shape(), ys));
+      return {};
+    });
+  });
+}
+
 // --- GroupNormalization -----------------------------------------------------------------
 
 // Opset 18 takes one scale and bias per group; opset 21 one per channel.
@@ -523,6 +563,7 @@ void register_normalization(KernelRegistry& r) {
   r.add("", "BatchNormalization", 1, kLatestOpset, batch_norm_kernel());
   r.add("", "InstanceNormalization", 1, kLatestOpset, instance_norm_kernel());
   r.add("", "LayerNormalization", 17, kLatestOpset, layer_norm_kernel(/*residual=*/false));
+  r.add("", "RMSNormalization", 23, kLatestOpset, rms_norm_kernel());
   r.add("", "GroupNormalization", 18, 20, group_norm_kernel(false));
   r.add("", "GroupNormalization", 21, kLatestOpset, group_norm_kernel(true));
   r.add("", "LRN", 1, kLatestOpset, lrn_kernel());

@@ -1,10 +1,11 @@
 // Cast and CastLike between every pair of element types, strings, float8
-// and 4-bit integers included.
+// and 4-bit integers included; BitCast between types of one bit width.
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "runtime/kernels/tensor/tensor.h"
@@ -88,9 +89,53 @@ Status cast(const Tensor& x, DataType to, bool saturate, KernelContext& ctx) {
   });
 }
 
+// Bits per element as ONNX counts them (4-bit integers are one per byte
+// in memory); 0 for strings and unknown types.
+int bit_width(DataType type) {
+  if (type == DataType::int4 || type == DataType::uint4) return 4;
+  if (type == DataType::string) return 0;
+  return static_cast<int>(element_size(type) * 8);
+}
+
+// BitCast (opset 26): the bits of each element read as another type of the
+// same width, little-endian as the host.
+Status bit_cast(const Tensor& x, DataType to, KernelContext& ctx) {
+  const int bits = bit_width(x.dtype());
+  if (bits == 0 || bits != bit_width(to))
+    return make_error("cannot bit-cast {} ({} bits) to {} ({} bits): the widths must be equal and non-zero",
+                      to_string(x.dtype()), bits, to_string(to), bit_width(to));
+  Tensor& y = ctx.output(0, to, x.shape());
+  if (bits == 4) {
+    // The low 4 bits are the element; the constructor sign-extends for int4.
+    const auto* in = static_cast<const uint8_t*>(x.raw());
+    auto* out = static_cast<uint8_t*>(y.mutable_raw());
+    for (int64_t i = 0; i < x.numel(); ++i)
+      out[i] = to == DataType::int4 ? static_cast<uint8_t>(Int4(in[i]).value) : UInt4(in[i]).value;
+    return {};
+  }
+  if (x.nbytes() > 0) std::memcpy(y.mutable_raw(), x.raw(), x.nbytes());
+  // A C++ bool holds 0 or 1 only: any other byte reads as true.
+  if (to == DataType::boolean) {
+    const auto* in = static_cast<const uint8_t*>(x.raw());
+    bool* out = y.mutable_data<bool>();
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] != 0;
+  }
+  return {};
+}
+
 }  // namespace
 
 void register_cast(KernelRegistry& r) {
+  r.add("", "BitCast", 26, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+          if (!info.has_attr("to")) return make_error("attribute 'to' is required");
+          auto to = static_cast<DataType>(info.attr_int("to", 0));
+          if (element_size(to) == 0 || to == DataType::string)
+            return make_error("attribute 'to' ({}) is not a supported non-string element type", static_cast<int>(to));
+          return ComputeFn([to](KernelContext& ctx) -> Status {
+            ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+            return bit_cast(*x, to, ctx);
+          });
+        }));
   r.add("", "Cast", 6, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           auto to = static_cast<DataType>(info.attr_int("to", 0));
           if (element_size(to) == 0) return make_error("attribute 'to' ({}) is not a supported element type", static_cast<int>(to));

@@ -181,7 +181,7 @@ Status depth_to_space(KernelContext& ctx, int64_t block, bool crd) {
   return {};
 }
 
-Status space_to_depth(KernelContext& ctx, int64_t block) {
+Status space_to_depth(KernelContext& ctx, int64_t block, bool crd) {
   ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
   if (x->rank() != 4) return make_error("input must be 4-D, got {}", shape_to_string(x->shape()));
   const int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3);
@@ -189,9 +189,15 @@ Status space_to_depth(KernelContext& ctx, int64_t block) {
     return make_error("height {} and width {} must be divisible by blocksize {}", h, w, block);
   Tensor& y = ctx.output(0, x->dtype(), {n, c * block * block, h / block, w / block});
   const std::vector<int64_t> s = contiguous_strides(x->shape());
-  // Output channel (b1*b + b2)*C + c reads x[n, c, oh*b + b1, ow*b + b2].
-  Tensor view = y.reshaped({n, block, block, c, h / block, w / block});
-  copy_strided(*x, 0, {s[0], s[2], s[3], s[1], block * s[2], block * s[3]}, view);
+  // Output channel (b1*b + b2)*C + c (DCR), or c*b*b + b1*b + b2 (CRD),
+  // reads x[n, c, oh*b + b1, ow*b + b2].
+  if (crd) {
+    Tensor view = y.reshaped({n, c, block, block, h / block, w / block});
+    copy_strided(*x, 0, {s[0], s[1], s[2], s[3], block * s[2], block * s[3]}, view);
+  } else {
+    Tensor view = y.reshaped({n, block, block, c, h / block, w / block});
+    copy_strided(*x, 0, {s[0], s[2], s[3], s[1], block * s[2], block * s[3]}, view);
+  }
   return {};
 }
 
@@ -271,7 +277,11 @@ void register_layout_ops(KernelRegistry& r) {
         }));
   r.add("", "SpaceToDepth", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           int64_t block = info.attr_int("blocksize", 0);
-          return ComputeFn([=](KernelContext& ctx) { return space_to_depth(ctx, block); });
+          // mode came with opset 28; DCR is the order of every version before.
+          const std::string mode = info.attr_string("mode", "DCR");
+          if (mode != "DCR" && mode != "CRD") return make_error("attribute 'mode' is '{}'; it must be DCR or CRD", mode);
+          const bool crd = mode == "CRD";
+          return ComputeFn([=](KernelContext& ctx) { return space_to_depth(ctx, block, crd); });
         }));
   r.add("", "Trilu", 14, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           bool upper = info.attr_int("upper", 1) != 0;

@@ -257,5 +257,20 @@ TEST(StringSplit, RefusesNonStrings) {
                "X must be a string tensor");
 }
 
+// RegexFullMatch (opset 20): the whole string must match; a bad pattern is
+// refused when the session is built; a pattern that makes backtracking
+// engines take exponential time runs in linear time under RE2.
+TEST(Text, RegexFullMatchWholeStringsOnly) {
+  auto x = Tensor::from<std::string>({4}, {"aab", "aabx", "b", ""});
+  auto out = run_node({.op_type = "RegexFullMatch", .opset = 20, .inputs = {{"x", x}}, .attributes = {attr("pattern", "a+b")}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<bool>({4}, {true, false, false, false}));
+  auto bad = try_run_node({.op_type = "RegexFullMatch", .opset = 20, .inputs = {{"x", x}}, .attributes = {attr("pattern", "(a")}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("not a valid RE2 pattern"), std::string::npos) << bad.error().message();
+  auto long_a = Tensor::from<std::string>({1}, {std::string(100000, 'a')});
+  out = run_node({.op_type = "RegexFullMatch", .opset = 20, .inputs = {{"x", long_a}}, .attributes = {attr("pattern", "(a*)*b")}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<bool>({1}, {false}));
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -10,5 +10,6 @@ namespace onnxkit::runtime::text {
 void register_string_normalizer(KernelRegistry& registry);  // StringNormalizer (opset 10+)
 void register_tfidf_vectorizer(KernelRegistry& registry);   // TfIdfVectorizer (opset 9+)
 void register_concat_split(KernelRegistry& registry);       // StringConcat, StringSplit (opset 20+)
+void register_regex_full_match(KernelRegistry& registry);   // RegexFullMatch (opset 20+), with RE2
 
 }  // namespace onnxkit::runtime::text

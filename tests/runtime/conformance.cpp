@@ -251,6 +251,13 @@ int main(int argc, char** argv) {
     else if (a == "--update") update = true;
     else if (a == "--timeout" && i + 1 < argc) timeout = std::stoi(argv[++i]);
   }
+  std::error_code ec;
+  if (!fs::is_directory(data, ec)) {
+    // The generated data (build/onnx-node-data) exists only once its build
+    // target (onnx_node_data) has run.
+    fmt::print(stderr, "conformance: {} is not a folder of backend test data\n", data.string());
+    return 2;
+  }
   std::vector<fs::path> folders;
   for (const auto& e : fs::recursive_directory_iterator(data))
     if (e.path().filename() == "model.onnx") folders.push_back(e.path().parent_path());

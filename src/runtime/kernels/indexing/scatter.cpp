@@ -239,7 +239,7 @@ KernelFactory tensor_scatter_kernel() {
         ONNXKIT_ASSIGN(starts, read_index_tensor(*w, "write_indices"));
       }
       for (size_t b = 0; b < starts.size(); ++b) {
-        if (starts[b] < 0 || (!circular && starts[b] + length > max_length))
+        if (starts[b] < 0 || (!circular && starts[b] > max_length - length))
           return make_error("write_indices[{}] is {}: with {} updates it must lie in [0, {}] (mode linear)", b,
                             starts[b], length, max_length - length);
       }
@@ -251,7 +251,7 @@ KernelFactory tensor_scatter_kernel() {
       for (int64_t p = 0; p < prefix; ++p) {
         const int64_t start = starts[static_cast<size_t>(p / per_batch)];
         for (int64_t j = 0; j < length; ++j) {
-          const int64_t at = circular ? (start + j) % max_length : start + j;
+          const int64_t at = circular ? (start % max_length + j) % max_length : start + j;
           copy_elements(*update, (p * length + j) * inner, y, (p * max_length + at) * inner, inner);
         }
       }

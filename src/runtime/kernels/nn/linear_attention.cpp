@@ -34,17 +34,24 @@ struct LinearAttentionSpec {
   double scale;  // 0: 1 / sqrt(d_k)
 };
 
-// An optional per-token input of [B, T, heads * per_head] or, when
-// `shared_ok`, [B, T, 1]: its values and how many it holds per head.
+// decay or beta: [B, T, heads * n] for one of the n in `per_head_options`
+// (0 standing for [B, T, 1], one value for all heads); its values, and the n
+// it has in `per_head`.
 Result<std::vector<double>> read_gate(KernelContext& ctx, size_t index, const char* name, int64_t batch,
                                       int64_t tokens, int64_t heads, std::vector<int64_t> per_head_options,
                                       int64_t& per_head) {
   ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
   const Shape& s = t->shape();
   bool fits = false;
-  if (s.size() == 3 && s[0] == batch && s[1] == tokens)
-    for (int64_t option : per_head_options)
-      if (!fits && (s[2] == heads * option || (option == 0 && s[2] == 1))) fits = true, per_head = option;
+  for (int64_t option : per_head_options) {
+    // Option 0: one value for every head.
+    const int64_t width = option == 0 ? 1 : heads * option;
+    if (s.size() == 3 && s[0] == batch && s[1] == tokens && s[2] == width) {
+      per_head = option;
+      fits = true;
+      break;
+    }
+  }
   if (!fits)
     return make_error("{} has shape {}, which is not [batch, tokens, heads * n] for this op's heads ({})", name,
                       shape_to_string(s), heads);

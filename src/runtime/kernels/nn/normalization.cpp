@@ -1,6 +1,7 @@
 // Normalizations: BatchNormalization, InstanceNormalization,
 // LayerNormalization, RMSNormalization, GroupNormalization, LRN,
-// MeanVarianceNormalization, LpNormalization. Statistics accumulate in double whatever the element type.
+// MeanVarianceNormalization, LpNormalization. Statistics accumulate in
+// double whatever the element type.
 
 #include <algorithm>
 #include <cmath>

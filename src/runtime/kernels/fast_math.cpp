@@ -82,4 +82,30 @@ ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
 
+ONNXKIT_VECTOR_CLONES float max_floats(const float* x, int64_t n) {
+  return reduce_in_lanes(n, -INFINITY, [&](int64_t i) { return x[i]; }, larger);
+}
+
+ONNXKIT_VECTOR_CLONES float exp_sum_floats(const float* x, float* y, int64_t n, float shift) {
+  return reduce_in_lanes(n, 0.0f, [&](int64_t i) { return y[i] = fast_exp(x[i] - shift); }, plus);
+}
+
+ONNXKIT_VECTOR_CLONES void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d,
+                                           float* y) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float* row = rows + j * stride;
+    y[j] = reduce_in_lanes(d, 0.0f, [&](int64_t i) { return x[i] * row[i]; }, plus);
+  }
+}
+
+ONNXKIT_VECTOR_CLONES void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride, int64_t n,
+                                                    int64_t d, float* __restrict y) {
+  for (int64_t j = 0; j < n; ++j) {
+    if (w[j] == 0.0f) continue;  // a masked key
+    const float* __restrict row = rows + j * stride;
+    const float wj = w[j];
+    for (int64_t i = 0; i < d; ++i) y[i] += wj * row[i];
+  }
+}
+
 }  // namespace onnxkit::runtime

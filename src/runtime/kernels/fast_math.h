@@ -85,4 +85,16 @@ void layer_norm_floats(const float* x, const float* add, const float* scale, con
 // kept in 8 partial lanes so that they vectorize; y may be x.
 void softmax_floats(const float* x, float* y, int64_t n);
 
+// The steps of a softmax kept online over tiles (Attention): the largest of
+// x (-inf when n is 0), and y = exp(x - shift) returning the sum of y (an
+// x of -inf gives 0). y may be x.
+float max_floats(const float* x, int64_t n);
+float exp_sum_floats(const float* x, float* y, int64_t n, float shift);
+
+// A product of one row with n rows of d floats, row j at rows + j * stride,
+// which a gemm call costs more to set up than to do (Attention's decoding
+// step): y[j] = x . row j, and y += sum_j w[j] row j.
+void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d, float* y);
+void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride, int64_t n, int64_t d, float* y);
+
 }  // namespace onnxkit::runtime

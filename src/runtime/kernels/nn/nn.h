@@ -33,6 +33,7 @@ KernelFactory layer_norm_kernel(bool residual);
 void register_softmax(KernelRegistry& registry);
 void register_rotary_embedding(KernelRegistry& registry);
 void register_linear_attention(KernelRegistry& registry);
+void register_attention(KernelRegistry& registry);
 void register_dropout(KernelRegistry& registry);
 void register_loss(KernelRegistry& registry);
 

@@ -1,5 +1,5 @@
 // The neural-network family: convolutions, pooling, normalizations, softmax,
-// rotary embeddings, linear attention, dropout and losses.
+// rotary embeddings, attention, linear attention, dropout and losses.
 
 #include "runtime/kernels/nn/nn.h"
 
@@ -14,6 +14,7 @@ void register_nn_kernels(KernelRegistry& registry) {
   nn::register_softmax(registry);
   nn::register_rotary_embedding(registry);
   nn::register_linear_attention(registry);
+  nn::register_attention(registry);
   nn::register_dropout(registry);
   nn::register_loss(registry);
 }

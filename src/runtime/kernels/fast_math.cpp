@@ -75,19 +75,17 @@ ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, c
   }
 }
 
-ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
-  const float max = reduce_in_lanes(n, -INFINITY, [&](int64_t i) { return x[i]; }, larger);
-  auto exp_stored = [&](int64_t i) { return y[i] = fast_exp(x[i] - max); };
-  const float inv = 1.0f / reduce_in_lanes(n, 0.0f, exp_stored, plus);
-  for (int64_t i = 0; i < n; ++i) y[i] *= inv;
-}
-
 ONNXKIT_VECTOR_CLONES float max_floats(const float* x, int64_t n) {
   return reduce_in_lanes(n, -INFINITY, [&](int64_t i) { return x[i]; }, larger);
 }
 
 ONNXKIT_VECTOR_CLONES float exp_sum_floats(const float* x, float* y, int64_t n, float shift) {
   return reduce_in_lanes(n, 0.0f, [&](int64_t i) { return y[i] = fast_exp(x[i] - shift); }, plus);
+}
+
+ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
+  const float inv = 1.0f / exp_sum_floats(x, y, n, max_floats(x, n));
+  for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
 
 ONNXKIT_VECTOR_CLONES void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d,

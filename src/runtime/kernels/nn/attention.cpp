@@ -285,19 +285,16 @@ void add_values(int64_t rows, int64_t n, int64_t dv, const C* p, const C* v, int
   gemm(false, false, rows, dv, n, C(1), p, n, v, v_stride, C(1), acc, dv);
 }
 
-// Writes the present key (or value) cache: the past rows, then the new
-// ones, as (batch, kv heads, total, size).
+// Writes head t = b * kv_heads + h of the present key (or value) cache,
+// (batch, kv heads, total, size): the past rows, then the new ones.
 template <class C>
-void write_present(const Problem<C>& p, const C* past, const C* now, int64_t size, C* present) {
-  const Geometry& g = p.g;
+void write_present_head(const Geometry& g, const C* past, const C* now, int64_t size, C* present, int64_t t) {
   const HeadView view = HeadView::of(g.three_d, g.kv_heads, g.kv_len, size);
-  parallel_for(g.batch * g.kv_heads, g.batch * g.kv_heads * g.total * size >= kParallelWork, [&](int64_t t) {
-    const int64_t b = t / g.kv_heads, h = t % g.kv_heads;
-    C* out = present + t * g.total * size;
-    if (past != nullptr) std::copy_n(past + t * g.past_len * size, g.past_len * size, out);
-    out += g.past_len * size;
-    for (int64_t s = 0; s < g.kv_len; ++s) std::copy_n(now + view.at(b, h, s), size, out + s * size);
-  });
+  const int64_t b = t / g.kv_heads, h = t % g.kv_heads;
+  C* out = present + t * g.total * size;
+  if (past != nullptr) std::copy_n(past + t * g.past_len * size, g.past_len * size, out);
+  out += g.past_len * size;
+  for (int64_t s = 0; s < g.kv_len; ++s) std::copy_n(now + view.at(b, h, s), size, out + s * size);
 }
 
 // One task: query rows [i0, i0 + rows) of head h of batch b.
@@ -399,15 +396,26 @@ void attend(const Problem<C>& p) {
   const int64_t group = g.q_heads / g.kv_heads;
   const HeadView kview = HeadView::of(g.three_d, g.kv_heads, g.kv_len, g.head_size);
   const HeadView vview = HeadView::of(g.three_d, g.kv_heads, g.kv_len, g.v_head_size);
-  if (p.present_key != nullptr) write_present(p, p.past_key, p.k, g.head_size, p.present_key);
-  if (p.present_value != nullptr) write_present(p, p.past_value, p.v, g.v_head_size, p.present_value);
-  // The keys of a head, from the present cache when it is written (one
-  // contiguous part), else from the past cache and the new rows.
+  const int64_t blocks = (g.q_len + kQueryBlock - 1) / kQueryBlock;
+  // When one task alone reads a key/value head (no sharing query heads, one
+  // block of queries: decoding), it reads the past cache and copies it to
+  // the present one after, while it is still in the core's cache; else the
+  // copy comes first, and the tasks read the present cache.
+  const bool copy_after = group == 1 && blocks == 1;
+  const bool wants_present = p.present_key != nullptr;
+  auto write_present = [&](int64_t t) {
+    write_present_head(g, p.past_key, p.k, g.head_size, p.present_key, t);
+    write_present_head(g, p.past_value, p.v, g.v_head_size, p.present_value, t);
+  };
+  if (wants_present && !copy_after)
+    parallel_for(g.batch * g.kv_heads, g.batch * g.kv_heads * g.total * g.head_size >= kParallelWork, write_present);
+  // The keys of a head, from the present cache when it is already written
+  // (one contiguous part), else from the past cache and the new rows.
   auto rows_of = [&](int64_t b, int64_t kvh, const C* present, const C* past, const C* now, const HeadView& view,
                      int64_t size) {
     HeadRows<C> r;
     const int64_t head = b * g.kv_heads + kvh;
-    if (present != nullptr) {
+    if (present != nullptr && !copy_after) {
       r.past = present + head * g.total * size;
       r.past_stride = size;
       r.past_len = g.total;
@@ -420,7 +428,6 @@ void attend(const Problem<C>& p) {
     r.now_stride = view.row_stride;
     return r;
   };
-  const int64_t blocks = (g.q_len + kQueryBlock - 1) / kQueryBlock;
   const double macs = static_cast<double>(g.batch * g.q_heads) * static_cast<double>(g.q_len) *
                       static_cast<double>(g.total) * static_cast<double>(g.head_size + g.v_head_size);
   parallel_for(g.batch * g.q_heads * blocks, macs >= kParallelMacs, [&](int64_t t) {
@@ -430,6 +437,7 @@ void attend(const Problem<C>& p) {
     const HeadRows<C> values = rows_of(b, kvh, p.present_value, p.past_value, p.v, vview, g.v_head_size);
     const int64_t i0 = block * kQueryBlock;
     attend_block(p, keys, values, b, h, i0, std::min(kQueryBlock, g.q_len - i0));
+    if (wants_present && copy_after) write_present(b * g.kv_heads + kvh);
   });
 }
 

@@ -11,6 +11,7 @@
 #include "tools/edit.h"
 #include "tools/edit_literals.h"
 #include "tools/compare.h"
+#include "tools/runnable_inputs.h"
 #include "util/text.h"
 
 namespace onnxkit::tools {
@@ -73,27 +74,24 @@ class Checker {
   Checker(std::shared_ptr<const ir::Model> original, const SimplifyToolOptions& options)
       : original_(std::move(original)), options_(options) {}
 
-  // Makes the inputs of each check run and the original's outputs on them.
-  Status prepare() {
+  // Makes the inputs of each check run and the original's outputs on them:
+  // inputs the original runs on, found by trying (tools/runnable_inputs.h).
+  // Returns what was chosen beyond the defaults, for the report.
+  Result<std::string> prepare() {
     runtime::SessionOptions session_options;
     ONNXKIT_ASSIGN(reference_, runtime::Session::create(original_, session_options));
-    for (int run = 0; run < options_.check_runs; ++run) {
-      InputOptions inputs = options_.check_inputs;
-      inputs.random = true;
-      inputs.seed = inputs.seed + static_cast<uint64_t>(run);
-      // Symbolic dims left in the inputs take 2 (not 1, which hides batch bugs).
-      (void)default_symbolic_dims(*reference_, inputs, 2);
-      auto feeds = prepare_inputs(*reference_, inputs);
-      if (!feeds.ok()) return feeds.error().in("check inputs");
-      auto expected = reference_->run(*feeds, options_.check_limits);
-      if (!expected.ok())
-        return make_error("the original model fails on the check's inputs ({}); give real inputs with --input, "
-                          "fix shapes with --input-shape, or turn the check off with --check 0",
-                          expected.error().message());
-      feeds_.push_back(std::move(feeds).value());
-      expected_.push_back(std::move(expected).value());
-    }
-    return {};
+    RunnableInputOptions search;
+    search.inputs = options_.check_inputs;
+    search.sets = options_.check_runs;
+    search.limits = options_.check_limits;
+    auto found = find_runnable_inputs(*reference_, search);
+    if (!found.ok())
+      return make_error("the original model does not run on the check's inputs: {}; give real inputs with --input "
+                        "NAME=FILE, fix shapes with --input-shape NAME:D0,D1,..., or turn the check off with --check 0",
+                        found.error().message());
+    feeds_ = std::move(found->feeds);
+    expected_ = std::move(found->outputs);
+    return std::move(found->chosen);
   }
 
   // Compares `candidate` with the original on every prepared input.
@@ -112,6 +110,9 @@ class Checker {
     }
     return {};
   }
+
+  // Input sets prepared: check_runs, plus one per other scalar value that runs.
+  size_t sets() const { return feeds_.size(); }
 
  private:
   // "; first divergent tensor 'x' from Conv node 'c1' ...; culprit ...": compare's own report on these inputs.
@@ -187,7 +188,7 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
     ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> original, ir::load_model(in));
     ONNXKIT_TRY(override_input_shapes(*original, options));
     checker.emplace(std::shared_ptr<const ir::Model>(std::move(original)), options);
-    ONNXKIT_TRY(checker->prepare());
+    ONNXKIT_ASSIGN(report.check_inputs, checker->prepare());
   }
   passes::SimplifyOptions simplify = options.simplify;
   if (options.verify_each_pass && checker) {
@@ -204,7 +205,7 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   if (checker) {
     Status checked = checker->check(borrow(*model), report.max_abs_diff);
     if (!checked.ok()) return checked.error().in("check failed, nothing written");
-    report.checks_run = options.check_runs;
+    report.checks_run = static_cast<int>(checker->sets());
   }
   if (strict_before) {
     if (auto problem = strict_inference_problem(*model))
@@ -253,6 +254,7 @@ std::string render_simplify_text(const SimplifyToolReport& report, bool details)
   else
     text += "; not checked (--check 0)";
   text += "\n";
+  if (!report.check_inputs.empty()) text += fmt::format("check inputs: {}\n", report.check_inputs);
   return text;
 }
 

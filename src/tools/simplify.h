@@ -28,8 +28,10 @@ struct SimplifyToolOptions {
   // Inputs backed by initializers become constants first (freeze_initializers),
   // so that folding and fusion see through them.
   bool freeze_initializers = false;
-  // Random inputs to compare original and result on (0: no check). Inputs
-  // given in check_inputs.files are used as they are.
+  // Random input sets to compare original and result on (0: no check).
+  // Inputs given in check_inputs.files are used as they are; the rest are
+  // chosen so that the original runs (tools/runnable_inputs.h), with a set
+  // more for each other compared value of an integer scalar that runs.
   int check_runs = 1;
   InputOptions check_inputs;
   double rtol = 1e-4;
@@ -53,7 +55,8 @@ struct SimplifyToolReport {
   ModelSummary before, after;
   passes::SimplifyReport passes;
   size_t frozen_initializers = 0;  // inputs made constants by freeze_initializers
-  int checks_run = 0;
+  int checks_run = 0;       // input sets the check compared on
+  std::string check_inputs;  // what the check's inputs took beyond the defaults ("height, width = 64")
   double max_abs_diff = 0;  // over every output of every check
 };
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """End-to-end tests of `onnxkit simplify` on models exported by Debian's torch
-(tests/models/export_models.py). The truth is PyTorch's output for the same
-input, Python onnx's checker for validity, and the seeds' expectations for
-what the glue must become.
+(tests/models/export_models.py, and two of tests/models/export_zoo.py's,
+exported into --zoo when missing). The truth is PyTorch's output for the
+same input, Python onnx's checker for validity, and the seeds' expectations
+for what the glue must become.
 
-usage: test_simplify.py --onnxkit PATH --models DIR [unittest args]"""
+usage: test_simplify.py --onnxkit PATH --models DIR [--zoo DIR] [unittest args]"""
 
 import argparse
 import glob
@@ -16,7 +17,11 @@ import unittest
 
 import numpy as np
 import onnx
+import torch
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import export_zoo  # noqa: E402
 
 ARGS = None
 GLUE_OPS = {"Shape", "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Constant", "Cast"}
@@ -178,6 +183,96 @@ def conv_bn_model(path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
+def zoo_model(name):
+    """The export of export_zoo's NAME in --zoo (exported first if missing)."""
+    os.makedirs(ARGS.zoo, exist_ok=True)
+    export_zoo.export(name, ARGS.zoo)
+    return os.path.join(ARGS.zoo, name + ".onnx")
+
+
+def run_inputs(model, arrays, out_dir):
+    """onnxkit run on NAME -> array inputs; output 0."""
+    os.makedirs(out_dir, exist_ok=True)
+    flags = []
+    for name, array in arrays.items():
+        path = os.path.join(out_dir, name + ".npy")
+        np.save(path, array)
+        flags += ["--input", f"{name}={path}"]
+    proc = onnxkit("run", model, *flags, "--output-dir", out_dir)
+    assert proc.returncode == 0, proc.stderr
+    return np.load(os.path.join(out_dir, "output_0.npy"))
+
+
+class NoFlags(unittest.TestCase):
+    """Exports the check's random inputs cannot run as they used to (symbolic
+    dims as 2, integers below 10) simplify with no flags: the check picks
+    sizes and values the original runs on. PyTorch's outputs are the truth."""
+
+    def test_dynamic_height_and_width_under_pooling_windows(self):
+        # At 2 x 2 the first 3x3 stride-2 Conv has no room; at 224 and 64 the model runs.
+        src = zoo_model("squeezenet1_1_dynamic_hw")
+        torch_model, _ = export_zoo.build("squeezenet1_1_dynamic_hw")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "sim.onnx")
+            proc = onnxkit("simplify", src, out)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("check inputs: height, width = ", proc.stdout)
+            after = onnx.load(out)
+            onnx.checker.check_model(after)
+            self.assertLess(len(after.graph.node), len(onnx.load(src).graph.node))  # the Identity nodes go
+            dims = [d.dim_param or d.dim_value for d in after.graph.input[0].type.tensor_type.shape.dim]
+            self.assertEqual(dims, ["batch", 3, "height", "width"])
+            for shape in ((1, 3, 224, 224), (2, 3, 64, 96)):
+                with self.subTest(shape=shape):
+                    x = np.random.default_rng(len(shape)).random(shape, dtype=np.float32)
+                    with torch.no_grad():
+                        expected = torch_model(torch.from_numpy(x)).numpy()
+                    close_to(self, run_inputs(out, {"input": x}, os.path.join(tmp, "x".join(map(str, shape)))), expected)
+
+    def test_sample_rate_scalar_choosing_an_if_branch(self):
+        # A random sample rate (below 10) takes the 8 kHz branch, whose frames
+        # of 256 do not divide 2 samples; 16000 is what the graph compares the
+        # rate with, and audio of 512 samples runs in both branches.
+        src = zoo_model("vad_sample_rate")
+        torch_model, _ = export_zoo.build("vad_sample_rate")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "sim.onnx")
+            proc = onnxkit("simplify", src, out)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("sample_rate = 16000", proc.stdout)
+            self.assertIn("checked on 2 input sets", proc.stdout)  # one per branch
+            after = onnx.load(out)
+            onnx.checker.check_model(after, full_check=True)
+            self.assertEqual([n.op_type for n in after.graph.node].count("If"), 1)  # the rate is an input: both stay
+            audio = export_zoo.audio(2, samples=1024).numpy()
+            for rate in (16000, 8000):
+                with self.subTest(rate=rate):
+                    with torch.no_grad():
+                        expected = torch_model(torch.from_numpy(audio), torch.tensor(rate)).numpy()
+                    actual = run_inputs(out, {"audio": audio, "sample_rate": np.array(rate, np.int64)},
+                                        os.path.join(tmp, str(rate)))
+                    close_to(self, actual, expected)
+
+    def test_no_input_that_runs_says_what_was_tried(self):
+        # A reshape to [-1, 7, 11] runs on no size tried (2 x 2 ... 2 x 1024, 1 x 2 ... 1 x 1024).
+        vi = helper.make_tensor_value_info
+        graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"], name="frames")], "g",
+                                  [vi("x", TensorProto.FLOAT, ["batch", "n"])], [vi("y", TensorProto.FLOAT, None)],
+                                  [numpy_helper.from_array(np.array([-1, 7, 11], np.int64), "shape")])
+        with tempfile.TemporaryDirectory() as tmp:
+            src, out = os.path.join(tmp, "frames.onnx"), os.path.join(tmp, "out.onnx")
+            onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+            proc = onnxkit("simplify", src, out)
+            self.assertEqual(proc.returncode, 1, proc.stdout)
+            self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+            for expected in ("none of 20 input sets tried runs", "n as 2, 16, 32", "batch as 2, 1",
+                             "Reshape node 'frames'", "--input NAME=FILE", "--input-shape NAME:D0,D1"):
+                self.assertIn(expected, proc.stderr)
+            self.assertEqual(os.listdir(tmp), ["frames.onnx"])
+            proc = onnxkit("simplify", src, out, "--input-shape", "x:1,77")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+
+
 class Errors(unittest.TestCase):
     def test_a_failed_check_writes_nothing_and_names_the_output(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -307,5 +402,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--onnxkit", required=True)
     parser.add_argument("--models", required=True)
+    parser.add_argument("--zoo", help="export_zoo's folder (default: zoo beside --models)")
     ARGS, rest = parser.parse_known_args()
+    ARGS.zoo = ARGS.zoo or os.path.join(os.path.dirname(os.path.abspath(ARGS.models)), "zoo")
     unittest.main(argv=[sys.argv[0], *rest])

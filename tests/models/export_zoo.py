@@ -25,7 +25,9 @@ with ONNX Runtime). The
 others keep batch 1: the detectors (their pre- and post-processing handle a
 list of images one by one), the BERT-like encoder (its export bakes
 batch 1 into Reshape constants) and the control-flow model (a scripted
-module, whose shapes torch does not track).
+module, whose shapes torch does not track). Two have more symbolic dims
+(Spec.dynamic_dims): squeezenet1_1_dynamic_hw ("height", "width") and
+vad_sample_rate ("samples"), models no fixed input size describes.
 
 Weights are random: the tests compare numbers, not accuracy."""
 
@@ -220,6 +222,27 @@ class ScalarInput(nn.Module):
         return torch.where(sample_rate == 16000, y, -y)
 
 
+class SampleRateVad(nn.Module):
+    """Silero VAD's interface: audio [batch, samples] of any length and its
+    sample rate as an int64 scalar that picks a branch (an ONNX If, as the
+    module is scripted): at 16 kHz frames of 512 samples, at any other rate
+    frames of 256, each through its own projection. Audio whose length is
+    no multiple of the frame fails in either branch, as Silero's does."""
+
+    def __init__(self, channels=16):
+        super().__init__()
+        self.frame16 = nn.Linear(512, channels)
+        self.frame8 = nn.Linear(256, channels)
+        self.head = nn.Linear(channels, 1)
+
+    def forward(self, samples, sample_rate):
+        if bool(sample_rate == 16000):
+            features = self.frame16(samples.reshape(samples.shape[0], -1, 512))
+        else:
+            features = self.frame8(samples.reshape(samples.shape[0], -1, 256))
+        return torch.sigmoid(self.head(torch.relu(features)))
+
+
 # ---------------------------------------------------------------------------
 # Wrappers that give torchvision's dict and list outputs plain tensors.
 
@@ -259,6 +282,8 @@ class Spec:
     dynamic_batch: bool = False             # dim 0 of the first input and of the outputs is "batch"
     script: bool = False                    # torch.jit.script before export (control flow)
     max_opset: Optional[int] = None         # exported at min(opset asked for, this)
+    # Symbolic dims beyond the batch: input or output name -> {axis: symbol}.
+    dynamic_dims: dict = field(default_factory=dict)
 
 
 def classifier(name, size=224, **kwargs):
@@ -323,6 +348,13 @@ MODELS = {
     "bilstm": recurrent(nn.LSTM, bidirectional=True),
     "vad_like": Spec(VadLike, lambda n: (audio(n),), ["audio"], ["speech_prob"], dynamic_batch=True),
     "control_flow": Spec(ControlFlow, lambda n: (torch.randn(n, 64),), ["input"], script=True),
+    # Dynamic height and width as well as batch: no fixed size to run pooling windows on.
+    "squeezenet1_1_dynamic_hw": Spec(lambda: torchvision.models.squeezenet1_1(weights=None),
+                                     lambda n: (smooth_images(n, 224),), ["input"], dynamic_batch=True,
+                                     dynamic_dims={"input": {2: "height", 3: "width"}}),
+    "vad_sample_rate": Spec(SampleRateVad, lambda n: (audio(n, samples=8192), torch.tensor(16000)),
+                            ["audio", "sample_rate"], ["speech_prob"], dynamic_batch=True, script=True,
+                            dynamic_dims={"audio": {1: "samples"}, "speech_prob": {1: "frames"}}),
     "scalar_input": Spec(ScalarInput, lambda n: (audio(n), torch.tensor(16000)), ["audio", "sample_rate"],
                          dynamic_batch=True),
 }
@@ -400,6 +432,9 @@ def export(name, out_dir, opset=17):
     dynamic = None
     if spec.dynamic_batch:
         dynamic = {n: {0: "batch"} for n in [spec.input_names[0]] + spec.output_names}
+    for name, axes in spec.dynamic_dims.items():
+        dynamic = dynamic or {}
+        dynamic[name] = {**dynamic.get(name, {}), **axes}
     with torch.no_grad():
         outputs = model(*inputs)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)

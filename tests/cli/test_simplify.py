@@ -273,6 +273,36 @@ class NoFlags(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, proc.stderr)
 
 
+class Rewrites(unittest.TestCase):
+    def test_inception_pad_before_average_pool_folds_into_it(self):
+        # torchvision's InceptionA block (Inception-v3's first): avg_pool2d(x, 3, 1, padding=1)
+        # exports as a zero Pad and an AveragePool without pads; folded, the pool counts padding.
+        import torchvision
+        torch.manual_seed(0)
+        block = torchvision.models.inception.InceptionA(32, pool_features=8).eval()
+        x = torch.rand(1, 32, 17, 17)
+        with torch.no_grad():
+            expected = block(x).numpy()
+        for opset in (13, 17):
+            with self.subTest(opset=opset), tempfile.TemporaryDirectory() as tmp:
+                src, out = os.path.join(tmp, "block.onnx"), os.path.join(tmp, "sim.onnx")
+                torch.onnx.export(block, (x,), src, input_names=["x"], opset_version=opset)
+                before = [n.op_type for n in onnx.load(src).graph.node]
+                self.assertEqual(before.count("Pad"), 1)
+                proc = onnxkit("simplify", src, out)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                after = onnx.load(out)
+                ops = [n.op_type for n in after.graph.node]
+                self.assertNotIn("Pad", ops)
+                # Seven BasicConv2d (Conv, Relu), the pool, the Concat: nothing else is left.
+                self.assertEqual({op: ops.count(op) for op in ops}, {"Conv": 7, "Relu": 7, "AveragePool": 1, "Concat": 1})
+                pool = next(n for n in after.graph.node if n.op_type == "AveragePool")
+                attrs = {a.name: helper.get_attribute_value(a) for a in pool.attribute}
+                self.assertEqual(attrs.get("count_include_pad"), 1)
+                self.assertEqual(list(attrs.get("pads")), [1, 1, 1, 1])
+                close_to(self, run_inputs(out, {"x": x.numpy()}, os.path.join(tmp, "o")), expected)
+
+
 class Errors(unittest.TestCase):
     def test_a_failed_check_writes_nothing_and_names_the_output(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -1,8 +1,10 @@
 // fuse-pad-into-conv: zero padding in front of a Conv (or an AveragePool that
-// counts padding) is padding the consumer can do itself.
+// counts padding, or has none of its own) is padding the consumer can do itself.
 //
 // Before:  p = Pad<mode = constant>(x, pads, 0)    y = Conv<pads = q>(p, W, B)
 // After:   y = Conv<pads = q + spatial part of pads>(x, W, B)
+// And:     p = Pad(x, pads, 0)    y = AveragePool<pads = 0>(p)   (torch's avg_pool2d with padding)
+//   to:    y = AveragePool<pads = spatial part of pads, count_include_pad = 1>(x)
 //
 // Conditions: the Pad in constant mode with value 0 (the `value` attribute
 // before opset 11, the optional constant_value input from 11), its pads known
@@ -10,9 +12,11 @@
 // the constant `axes` input from 18 when given), none negative, and none on
 // the batch and channel axes; the Pad's output read by the consumer alone, as
 // its data input, and not a graph output; the consumer a Conv with auto_pad
-// NOTSET, or an AveragePool with auto_pad NOTSET, count_include_pad = 1 and
-// ceil_mode = 0. Neither node excluded. Not MaxPool: its own padding is -inf,
-// not 0. Not an AveragePool that excludes padding from its averages.
+// NOTSET, or an AveragePool with auto_pad NOTSET, ceil_mode = 0 and either
+// count_include_pad = 1 or no pads of its own (then the fused node counts
+// padding: the Pad's zeros were counted as elements). Neither node excluded.
+// Not MaxPool: its own padding is -inf, not 0. Not an AveragePool that
+// excludes its own padding from its averages.
 //
 // The algebra: a Conv (or counting AveragePool) with pads q reads its input
 // surrounded by q zeros; reading x padded by p with zeros, surrounded by q
@@ -22,6 +26,8 @@
 
 #include <fmt/format.h>
 #include <onnx/defs/attr_proto_util.h>
+
+#include <algorithm>
 
 #include "passes/fuse/fuse_common.h"
 
@@ -91,8 +97,10 @@ std::optional<size_t> consumer_rank(const ir::Node& consumer) {
 bool pads_like_zeros(const ir::Node& consumer) {
   if (consumer.attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
   if (consumer.is_onnx_op("Conv")) return true;
-  return consumer.is_onnx_op("AveragePool") && consumer.attr_int("count_include_pad", 0) == 1 &&
-         consumer.attr_int("ceil_mode", 0) == 0;
+  if (!consumer.is_onnx_op("AveragePool") || consumer.attr_int("ceil_mode", 0) != 0) return false;
+  const std::vector<int64_t> own = consumer.attr_ints("pads");
+  return consumer.attr_int("count_include_pad", 0) == 1 ||
+         std::all_of(own.begin(), own.end(), [](int64_t p) { return p == 0; });
 }
 
 bool fuse(ir::Node& pad, PassContext& context) {
@@ -121,6 +129,7 @@ bool fuse(ir::Node& pad, PassContext& context) {
   }
 
   consumer->set_attribute(onnx::MakeAttribute("pads", merged));
+  if (consumer->is_onnx_op("AveragePool")) consumer->set_attribute(onnx::MakeAttribute("count_include_pad", int64_t{1}));
   consumer->set_input(0, pad.input(0));
   context.note(fmt::format("{}: merged into the pads of {}", pad.describe(), consumer->describe()));
   pad.graph()->remove_node(&pad);

@@ -82,6 +82,26 @@ g (float[2, 3] x, bool train) => (float[2, 3] y, float[2, 3] z, bool[2, 3] mask,
   EXPECT_EQ(relu->input(0)->name(), "x");
 }
 
+TEST(EliminateDropout, RatioZeroIsTheIdentityEvenInTraining) {
+  // Swin-T's F.dropout(p=0.0): training_mode true (even a live flag), nothing dropped, scale 1.
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3] x, bool train) => (float[2, 3] y, float[2, 3] z, float[2, 3] w)
+  <float zero = {0}, double zero64 = {0}, float half = {0.5}, bool on = {1}> {
+  a = Dropout(x, zero, on)
+  y = Relu(a)
+  b = Dropout(x, zero64, train)
+  z = Relu(b)
+  c = Dropout(x, half, on)
+  w = Relu(c)
+})");
+  auto before = clone(*model);
+  EXPECT_EQ(run_pass("eliminate-dropout", *model), 2u);  // a and b; c drops half its inputs
+  EXPECT_EQ(count_ops(model->graph(), "Dropout"), 1u);
+  EXPECT_EQ(model->graph().outputs()[0]->producer()->input(0)->name(), "x");
+  EXPECT_EQ(model->graph().outputs()[1]->producer()->input(0)->name(), "x");
+}
+
 TEST(EliminateDropout, BeforeOpset7OnlyWithIsTest) {
   auto model = model_from_text(R"(
 <ir_version: 3, opset_import: ["" : 6]>

@@ -21,6 +21,7 @@ std::unique_ptr<Pass> make_eliminate_noop_cast();
 std::unique_ptr<Pass> make_eliminate_noop_transpose();
 std::unique_ptr<Pass> make_eliminate_noop_reshape();
 std::unique_ptr<Pass> make_eliminate_noop_expand();
+std::unique_ptr<Pass> make_eliminate_noop_arithmetic();
 std::unique_ptr<Pass> make_eliminate_noop_pad();
 std::unique_ptr<Pass> make_eliminate_noop_slice();
 std::unique_ptr<Pass> make_eliminate_single_concat();

@@ -12,6 +12,7 @@ void add_elimination_passes(std::vector<std::unique_ptr<Pass>>& passes) {
   passes.push_back(eliminate::make_eliminate_noop_transpose());
   passes.push_back(eliminate::make_eliminate_noop_reshape());
   passes.push_back(eliminate::make_eliminate_noop_expand());
+  passes.push_back(eliminate::make_eliminate_noop_arithmetic());
   passes.push_back(eliminate::make_eliminate_noop_pad());
   passes.push_back(eliminate::make_eliminate_noop_slice());
   passes.push_back(eliminate::make_eliminate_single_concat());

@@ -133,7 +133,9 @@ py::object tensor_to_python(const Tensor& t, const std::string& name) {
       if (text == nullptr) throw py::error_already_set();
       items.append(py::reinterpret_steal<py::object>(text));
     }
-    return numpy().attr("array")(items, py::arg("dtype") = py::dtype("O")).attr("reshape")(shape);
+    py::tuple dims(shape.size());  // a tuple: pybind11 converts no std::vector without stl.h
+    for (size_t i = 0; i < shape.size(); ++i) dims[i] = py::int_(shape[i]);
+    return numpy().attr("array")(items, py::arg("dtype") = py::dtype("O")).attr("reshape")(dims);
   }
   std::optional<py::dtype> dtype = numpy_dtype(t.dtype());
   if (!dtype)
@@ -142,6 +144,38 @@ py::object tensor_to_python(const Tensor& t, const std::string& name) {
   py::array out(*dtype, shape);
   if (t.nbytes() > 0) std::memcpy(out.mutable_data(), t.raw(), t.nbytes());
   return out;
+}
+
+// A dict as ONNX Runtime returns maps: keys and values as Python scalars.
+py::object map_to_python(const runtime::Map& m, const std::string& name) {
+  py::list keys = tensor_to_python(m.keys, name).attr("tolist")();
+  py::list values = tensor_to_python(m.values, name).attr("tolist")();
+  py::dict out;
+  for (size_t i = 0; i < keys.size(); ++i) out[keys[i]] = values[i];
+  return out;
+}
+
+// A dict given for a map input: its keys and values become two 1-D tensors
+// of the declared key and value types.
+runtime::Map map_from_python(py::handle object, const std::string& name, const onnx::TypeProto& type) {
+  if (!py::isinstance<py::dict>(object))
+    raise(ErrorKind::invalid_argument, fmt::format("input '{}' is a map: give a dict, not a {}", name, type_name(object)));
+  py::dict dict = py::reinterpret_borrow<py::dict>(object);
+  py::list keys, values;
+  for (auto item : dict) {
+    keys.append(item.first);
+    values.append(item.second);
+  }
+  auto as_array = [&](const py::list& items, DataType elem) {
+    std::optional<py::dtype> dtype = numpy_dtype(elem);
+    if (elem == DataType::string) return numpy().attr("array")(items, py::arg("dtype") = py::dtype("O"));
+    if (!dtype) raise(ErrorKind::invalid_argument, fmt::format("input '{}': a map of this type cannot be given", name));
+    return numpy().attr("array")(items, py::arg("dtype") = *dtype);
+  };
+  runtime::Map m;
+  m.keys = tensor_from(as_array(keys, static_cast<DataType>(type.map_type().key_type())), name, nullptr).clone();
+  m.values = tensor_from(as_array(values, element_type(type.map_type().value_type())), name, nullptr).clone();
+  return m;
 }
 
 }  // namespace
@@ -178,6 +212,7 @@ Value value_from_python(py::handle object, const std::string& name, const runtim
     }
     return Value(std::move(optional));
   }
+  if (declared != nullptr && declared->type.has_map_type()) return Value(map_from_python(object, name, declared->type));
   if (declared != nullptr && declared->type.has_sequence_type()) {
     if (!py::isinstance<py::list>(object) && !py::isinstance<py::tuple>(object))
       raise(ErrorKind::invalid_argument,
@@ -194,6 +229,12 @@ Value value_from_python(py::handle object, const std::string& name, const runtim
 
 py::object value_to_python(const Value& value, const std::string& name) {
   if (value.is_tensor()) return tensor_to_python(value.tensor(), name);
+  if (value.is_map()) return map_to_python(value.map(), name);
+  if (value.is_sequence() && value.sequence().of_maps) {
+    py::list items;
+    for (const runtime::Map& m : value.sequence().maps) items.append(map_to_python(m, name));
+    return items;
+  }
   if (value.is_sequence()) {
     py::list items;
     for (const Tensor& t : value.sequence().items) items.append(tensor_to_python(t, name));

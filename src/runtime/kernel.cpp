@@ -183,6 +183,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_signal_kernels(r);
     register_text_kernels(r);
     register_random_kernels(r);
+    register_ml_kernels(r);
     return r;
   }();
   return registry;

@@ -40,6 +40,8 @@ Status check_feed(const ValueInfo& info, const Value& value) {
     return mismatch("not a sequence");
   } else if (type.has_optional_type() && !value.is_optional()) {
     return mismatch("not an optional");
+  } else if (type.has_map_type() && !value.is_map()) {
+    return mismatch("not a map");
   }
   return {};
 }

@@ -210,8 +210,37 @@ Result<Value> value_from_proto(const onnx::OptionalProto& proto) {
 onnx::SequenceProto sequence_to_proto(const Sequence& sequence, const std::string& name) {
   onnx::SequenceProto proto;
   if (!name.empty()) proto.set_name(name);
+  if (sequence.of_maps) {
+    proto.set_elem_type(onnx::SequenceProto::MAP);
+    for (const Map& m : sequence.maps) *proto.add_map_values() = map_to_proto(m);
+    return proto;
+  }
   proto.set_elem_type(onnx::SequenceProto::TENSOR);
   for (const Tensor& t : sequence.items) *proto.add_tensor_values() = tensor_to_proto(t);
+  return proto;
+}
+
+onnx::MapProto map_to_proto(const Map& map, const std::string& name) {
+  onnx::MapProto proto;
+  if (!name.empty()) proto.set_name(name);
+  proto.set_key_type(static_cast<int32_t>(map.keys.dtype()));
+  const int64_t n = map.keys.numel();
+  if (map.keys.dtype() == DataType::string) {
+    for (const std::string& k : map.keys.values<std::string>()) proto.add_string_keys(k);
+  } else {
+    for (int64_t k : map.keys.values<int64_t>()) proto.add_keys(k);
+  }
+  onnx::SequenceProto* values = proto.mutable_values();
+  values->set_elem_type(onnx::SequenceProto::TENSOR);
+  const size_t width = element_size(map.values.dtype());
+  for (int64_t i = 0; i < n; ++i) {
+    Tensor one(map.values.dtype(), Shape{});
+    if (map.values.dtype() == DataType::string)
+      one.mutable_data<std::string>()[0] = map.values.data<std::string>()[i];
+    else
+      std::memcpy(one.mutable_raw(), static_cast<const char*>(map.values.raw()) + i * width, width);
+    *values->add_tensor_values() = tensor_to_proto(one);
+  }
   return proto;
 }
 

@@ -25,7 +25,10 @@ onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name 
 
 Result<Value> value_from_proto(const onnx::SequenceProto& proto);
 Result<Value> value_from_proto(const onnx::OptionalProto& proto);
+// A sequence of maps becomes a SequenceProto of MapProtos.
 onnx::SequenceProto sequence_to_proto(const Sequence& sequence, const std::string& name = "");
+// Each value a 0-D tensor, as onnx.numpy_helper.from_dict writes them.
+onnx::MapProto map_to_proto(const Map& map, const std::string& name = "");
 onnx::OptionalProto optional_to_proto(const Optional& optional, const std::string& name = "");
 
 }  // namespace onnxkit::runtime

@@ -1,0 +1,526 @@
+// TreeEnsembleClassifier and TreeEnsembleRegressor (ai.onnx.ml 1 and 3).
+//
+// The attributes describe the nodes of all trees as parallel arrays keyed
+// by (tree id, node id). At build they are flattened once into one array
+// of 20-byte nodes, each tree laid out depth first (a node's true child
+// right after it) with children as array indices, so evaluation is a tight
+// loop of loads and compares. Building also checks what evaluation relies
+// on: every child exists in its tree and every node is reached once (no
+// cycles), so a hostile model cannot loop forever or read out of bounds.
+//
+// Rows are evaluated in blocks: each block walks every tree for all of its
+// rows before moving to the next tree, so a tree stays in cache while it
+// is used; blocks run in parallel.
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include "runtime/kernels/ml/ml.h"
+#include "runtime/parallel.h"
+
+namespace onnxkit::runtime::ml {
+namespace {
+
+enum class Mode : uint8_t { leq, lt, gte, gt, eq, neq, leaf };
+
+Result<Mode> parse_mode(const std::string& s) {
+  static const std::pair<const char*, Mode> kModes[] = {{"BRANCH_LEQ", Mode::leq}, {"BRANCH_LT", Mode::lt},
+                                                        {"BRANCH_GTE", Mode::gte}, {"BRANCH_GT", Mode::gt},
+                                                        {"BRANCH_EQ", Mode::eq},   {"BRANCH_NEQ", Mode::neq},
+                                                        {"LEAF", Mode::leaf}};
+  for (const auto& [name, mode] : kModes)
+    if (s == name) return mode;
+  return make_error("node mode '{}' is not one of BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, BRANCH_GT, BRANCH_EQ, BRANCH_NEQ, LEAF", s);
+}
+
+// A node of the flattened forest. A leaf (feature < 0) keeps the range
+// [yes, no) of its weights in the forest's weight arrays instead of children.
+struct FlatNode {
+  float threshold;
+  int32_t feature;
+  uint32_t yes;  // the child taken when the comparison holds
+  uint32_t no;
+  Mode mode;
+  bool missing_true;  // a NaN feature goes to `yes`
+};
+
+struct Forest {
+  std::vector<FlatNode> nodes;
+  std::vector<uint32_t> roots;         // one per tree
+  std::vector<int32_t> weight_target;  // the class or target each leaf weight adds to
+  std::vector<double> weight_value;
+  int64_t targets = 0;   // classes or regression targets
+  int32_t features = 0;  // 1 + the largest feature index a branch reads
+  // The mode all branches share (most converters use one), or leaf when
+  // they differ.
+  Mode common_mode = Mode::leaf;
+};
+
+// The node attributes of the opset 1-3 ops, and the leaf weights
+// (prefix "class_" or "target_").
+struct TreeAttrs {
+  std::vector<int64_t> tree_ids, node_ids, features, true_ids, false_ids, missing_true;
+  std::vector<std::string> modes;
+  std::vector<double> values;
+  std::vector<int64_t> leaf_tree_ids, leaf_node_ids, leaf_targets;
+  std::vector<double> leaf_weights;
+};
+
+Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& leaf_prefix) {
+  TreeAttrs a;
+  a.tree_ids = info.attr_ints("nodes_treeids");
+  a.node_ids = info.attr_ints("nodes_nodeids");
+  a.features = info.attr_ints("nodes_featureids");
+  a.true_ids = info.attr_ints("nodes_truenodeids");
+  a.false_ids = info.attr_ints("nodes_falsenodeids");
+  a.missing_true = info.attr_ints("nodes_missing_value_tracks_true");
+  a.modes = info.attr_strings("nodes_modes");
+  ONNXKIT_ASSIGN(a.values, attr_doubles(info, "nodes_values"));
+  a.leaf_tree_ids = info.attr_ints(leaf_prefix + "treeids");
+  a.leaf_node_ids = info.attr_ints(leaf_prefix + "nodeids");
+  a.leaf_targets = info.attr_ints(leaf_prefix + "ids");
+  ONNXKIT_ASSIGN(a.leaf_weights, attr_doubles(info, leaf_prefix + "weights"));
+  const size_t n = a.node_ids.size();
+  if (n == 0) return make_error("attribute nodes_nodeids is empty: the ensemble has no nodes");
+  auto check = [&](size_t size, const char* name, bool optional) -> Status {
+    if (size == n || (optional && size == 0))
+      return {};
+    return make_error("attribute {} has {} entries, nodes_nodeids has {}", name, size, n);
+  };
+  ONNXKIT_TRY(check(a.tree_ids.size(), "nodes_treeids", false));
+  ONNXKIT_TRY(check(a.features.size(), "nodes_featureids", false));
+  ONNXKIT_TRY(check(a.true_ids.size(), "nodes_truenodeids", false));
+  ONNXKIT_TRY(check(a.false_ids.size(), "nodes_falsenodeids", false));
+  ONNXKIT_TRY(check(a.modes.size(), "nodes_modes", false));
+  ONNXKIT_TRY(check(a.values.size(), "nodes_values", true));
+  ONNXKIT_TRY(check(a.missing_true.size(), "nodes_missing_value_tracks_true", true));
+  const size_t w = a.leaf_weights.size();
+  if (a.leaf_tree_ids.size() != w || a.leaf_node_ids.size() != w || a.leaf_targets.size() != w)
+    return make_error("attributes {0}treeids, {0}nodeids, {0}ids and {0}weights differ in length ({1}, {2}, {3}, {4})",
+                      leaf_prefix, a.leaf_tree_ids.size(), a.leaf_node_ids.size(), a.leaf_targets.size(), w);
+  return a;
+}
+
+// Finds nodes by (tree id, node id): per tree, its node ids sorted; when
+// they are 0..k-1 (what every converter writes) a lookup is an index.
+class NodeIndex {
+ public:
+  explicit NodeIndex(const TreeAttrs& a) {
+    for (size_t i = 0; i < a.node_ids.size(); ++i) {
+      auto [it, fresh] = tree_slot_.try_emplace(a.tree_ids[i], trees_.size());
+      if (fresh) trees_.push_back({a.tree_ids[i], {}, true});
+      trees_[it->second].nodes.emplace_back(a.node_ids[i], static_cast<uint32_t>(i));
+    }
+    for (Tree& t : trees_) {
+      std::sort(t.nodes.begin(), t.nodes.end());
+      for (size_t j = 0; j < t.nodes.size() && t.dense; ++j) t.dense = t.nodes[j].first == static_cast<int64_t>(j);
+    }
+  }
+  size_t tree_count() const { return trees_.size(); }
+  int64_t tree_id(size_t t) const { return trees_[t].id; }
+  // The positions of tree t's nodes, by node id.
+  const std::vector<std::pair<int64_t, uint32_t>>& nodes(size_t t) const { return trees_[t].nodes; }
+  // The position of a node, or -1.
+  int64_t find(int64_t tree, int64_t node) const {
+    auto it = tree_slot_.find(tree);
+    if (it == tree_slot_.end()) return -1;
+    const Tree& t = trees_[it->second];
+    if (t.dense) return node >= 0 && node < static_cast<int64_t>(t.nodes.size()) ? t.nodes[node].second : -1;
+    auto pos = std::lower_bound(t.nodes.begin(), t.nodes.end(), std::pair<int64_t, uint32_t>(node, 0));
+    return pos != t.nodes.end() && pos->first == node ? pos->second : -1;
+  }
+  // The duplicate node id of a tree, if any.
+  std::optional<std::pair<int64_t, int64_t>> duplicate() const {
+    for (const Tree& t : trees_)
+      for (size_t j = 1; j < t.nodes.size(); ++j)
+        if (t.nodes[j].first == t.nodes[j - 1].first) return std::pair(t.id, t.nodes[j].first);
+    return std::nullopt;
+  }
+
+ private:
+  struct Tree {
+    int64_t id;
+    std::vector<std::pair<int64_t, uint32_t>> nodes;  // (node id, position)
+    bool dense;
+  };
+  std::unordered_map<int64_t, size_t> tree_slot_;
+  std::vector<Tree> trees_;
+};
+
+Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::string& leaf_prefix) {
+  const size_t n = a.node_ids.size();
+  if (n >= (size_t{1} << 31)) return make_error("the ensemble has {} nodes, more than 2^31", n);
+  Forest f;
+  f.targets = targets;
+  std::vector<Mode> modes(n);
+  bool first_branch = true;
+  for (size_t i = 0; i < n; ++i) {
+    ONNXKIT_ASSIGN(modes[i], parse_mode(a.modes[i]));
+    if (modes[i] == Mode::leaf) continue;
+    if (first_branch) f.common_mode = modes[i];
+    else if (f.common_mode != modes[i]) f.common_mode = Mode::leaf;
+    first_branch = false;
+  }
+  NodeIndex index(a);
+  if (auto dup = index.duplicate()) return make_error("tree {} has node id {} twice", dup->first, dup->second);
+
+  // Leaf weights grouped by node position (a counting sort).
+  std::vector<uint32_t> weight_begin(n + 1, 0);
+  std::vector<uint32_t> weight_node(a.leaf_weights.size());
+  for (size_t w = 0; w < a.leaf_weights.size(); ++w) {
+    int64_t pos = index.find(a.leaf_tree_ids[w], a.leaf_node_ids[w]);
+    if (pos < 0) return make_error("{}weights[{}] names node {} of tree {}, which does not exist", leaf_prefix, w, a.leaf_node_ids[w], a.leaf_tree_ids[w]);
+    if (a.leaf_targets[w] < 0 || a.leaf_targets[w] >= targets)
+      return make_error("{}ids[{}] is {}, outside [0, {})", leaf_prefix, w, a.leaf_targets[w], targets);
+    weight_node[w] = static_cast<uint32_t>(pos);
+    ++weight_begin[pos + 1];
+  }
+  for (size_t i = 0; i < n; ++i) weight_begin[i + 1] += weight_begin[i];
+  f.weight_target.resize(a.leaf_weights.size());
+  f.weight_value.resize(a.leaf_weights.size());
+  {
+    std::vector<uint32_t> fill(weight_begin.begin(), weight_begin.end() - 1);
+    for (size_t w = 0; w < a.leaf_weights.size(); ++w) {
+      uint32_t slot = fill[weight_node[w]]++;
+      f.weight_target[slot] = static_cast<int32_t>(a.leaf_targets[w]);
+      f.weight_value[slot] = a.leaf_weights[w];
+    }
+  }
+
+  // Children by position; the root of a tree is its one node no other names.
+  std::vector<int64_t> yes(n, -1), no(n, -1);
+  std::vector<uint8_t> named(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (modes[i] == Mode::leaf) continue;
+    yes[i] = index.find(a.tree_ids[i], a.true_ids[i]);
+    no[i] = index.find(a.tree_ids[i], a.false_ids[i]);
+    if (yes[i] < 0 || no[i] < 0)
+      return make_error("node {} of tree {} has child {}, which the tree does not have", a.node_ids[i], a.tree_ids[i],
+                        yes[i] < 0 ? a.true_ids[i] : a.false_ids[i]);
+    if (a.features[i] < 0 || a.features[i] > INT32_MAX - 1)
+      return make_error("node {} of tree {} reads feature {}", a.node_ids[i], a.tree_ids[i], a.features[i]);
+    f.features = std::max(f.features, static_cast<int32_t>(a.features[i] + 1));
+    named[yes[i]] = 1;
+    named[no[i]] = 1;
+  }
+
+  f.nodes.reserve(n);
+  std::vector<uint8_t> placed(n, 0);
+  struct Pending {
+    uint32_t pos;
+    int64_t parent;  // new index of the parent, -1 for a root
+    bool is_yes;
+  };
+  std::vector<Pending> stack;
+  for (size_t t = 0; t < index.tree_count(); ++t) {
+    int64_t root = -1;
+    for (const auto& [id, pos] : index.nodes(t))
+      if (!named[pos]) {
+        root = pos;
+        break;
+      }
+    if (root < 0) return make_error("tree {} has no root: every node is some node's child", index.tree_id(t));
+    f.roots.push_back(static_cast<uint32_t>(f.nodes.size()));
+    stack.push_back({static_cast<uint32_t>(root), -1, true});
+    while (!stack.empty()) {
+      Pending p = stack.back();
+      stack.pop_back();
+      if (placed[p.pos]) return make_error("tree {} reaches node {} twice: it is not a tree", index.tree_id(t), a.node_ids[p.pos]);
+      placed[p.pos] = 1;
+      const uint32_t at = static_cast<uint32_t>(f.nodes.size());
+      if (p.parent >= 0) (p.is_yes ? f.nodes[p.parent].yes : f.nodes[p.parent].no) = at;
+      FlatNode node{};
+      node.mode = modes[p.pos];
+      if (node.mode == Mode::leaf) {
+        node.feature = -1;
+        node.yes = weight_begin[p.pos];
+        node.no = weight_begin[p.pos + 1];
+      } else {
+        node.feature = static_cast<int32_t>(a.features[p.pos]);
+        node.threshold = a.values.empty() ? 0.0f : static_cast<float>(a.values[p.pos]);
+        node.missing_true = !a.missing_true.empty() && a.missing_true[p.pos] != 0;
+        stack.push_back({static_cast<uint32_t>(no[p.pos]), at, false});
+        stack.push_back({static_cast<uint32_t>(yes[p.pos]), at, true});
+      }
+      f.nodes.push_back(node);
+    }
+  }
+  return f;
+}
+
+enum class Aggregate { sum, average, min, max };
+
+// Compares in float for float features and in double for the others (the
+// thresholds are floats, exactly representable either way).
+template <class T>
+using compare_t = std::conditional_t<std::is_same_v<T, float>, float, double>;
+
+template <Mode M, class C>
+inline bool goes_yes(Mode mode, C v, C t) {
+  constexpr Mode m = M;
+  const Mode use = m == Mode::leaf ? mode : m;
+  switch (use) {
+    case Mode::leq: return v <= t;
+    case Mode::lt: return v < t;
+    case Mode::gte: return v >= t;
+    case Mode::gt: return v > t;
+    case Mode::eq: return v == t;
+    case Mode::neq: return v != t;
+    case Mode::leaf: return false;
+  }
+  return false;
+}
+
+// M is the mode every branch has, or leaf to read each node's own.
+template <Mode M, class T>
+inline uint32_t find_leaf(const FlatNode* nodes, uint32_t i, const T* x) {
+  using C = compare_t<T>;
+  while (nodes[i].feature >= 0) {
+    const FlatNode& n = nodes[i];
+    const C v = static_cast<C>(x[n.feature]);
+    bool yes = goes_yes<M, C>(n.mode, v, static_cast<C>(n.threshold));
+    if constexpr (std::is_floating_point_v<T>) yes = yes || (n.missing_true && std::isnan(v));
+    i = yes ? n.yes : n.no;
+  }
+  return i;
+}
+
+// Adds every tree's leaf weights for rows [r0, r1) into scores [N, targets]
+// (has: whether a weight reached the slot).
+template <Mode M, class T>
+void accumulate_rows(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, Aggregate agg, double* scores,
+                     uint8_t* has) {
+  const FlatNode* nodes = f.nodes.data();
+  const int64_t k = f.targets;
+  for (uint32_t root : f.roots) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const FlatNode& leaf = nodes[find_leaf<M>(nodes, root, x + r * c)];
+      for (uint32_t w = leaf.yes; w < leaf.no; ++w) {
+        const int64_t slot = r * k + f.weight_target[w];
+        const double v = f.weight_value[w];
+        double& s = scores[slot];
+        switch (agg) {
+          case Aggregate::sum:
+          case Aggregate::average: s += v; break;
+          case Aggregate::min: s = has[slot] && s <= v ? s : v; break;
+          case Aggregate::max: s = has[slot] && s >= v ? s : v; break;
+        }
+        has[slot] = 1;
+      }
+    }
+  }
+}
+
+template <class T>
+void accumulate(const Forest& f, const T* x, int64_t n, int64_t c, Aggregate agg, double* scores, uint8_t* has) {
+  constexpr int64_t kBlock = 64;  // rows walked through one tree before the next
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  const bool worth = n * static_cast<int64_t>(f.nodes.size()) >= (1 << 16) && blocks > 1;
+  parallel_for(blocks, worth, [&](int64_t b) {
+    const int64_t r0 = b * kBlock, r1 = std::min(n, r0 + kBlock);
+    switch (f.common_mode) {
+      case Mode::leq: accumulate_rows<Mode::leq>(f, x, c, r0, r1, agg, scores, has); break;
+      case Mode::lt: accumulate_rows<Mode::lt>(f, x, c, r0, r1, agg, scores, has); break;
+      default: accumulate_rows<Mode::leaf>(f, x, c, r0, r1, agg, scores, has); break;
+    }
+  });
+}
+
+// Scores [N, targets] of the rows of X, with has-flags.
+Status score_rows(const Forest& f, const Tensor& x, Aggregate agg, std::vector<double>& scores, std::vector<uint8_t>& has,
+                  Rows& rows) {
+  ONNXKIT_ASSIGN(rows, rows_of(x));
+  if (rows.c < f.features)
+    return make_error("input X has {} features per row, the trees read feature {}", rows.c, f.features - 1);
+  scores.assign(static_cast<size_t>(rows.n * f.targets), 0.0);
+  has.assign(scores.size(), 0);
+  switch (x.dtype()) {
+    case DataType::float32: accumulate(f, x.data<float>(), rows.n, rows.c, agg, scores.data(), has.data()); break;
+    case DataType::float64: accumulate(f, x.data<double>(), rows.n, rows.c, agg, scores.data(), has.data()); break;
+    case DataType::int64: accumulate(f, x.data<int64_t>(), rows.n, rows.c, agg, scores.data(), has.data()); break;
+    case DataType::int32: accumulate(f, x.data<int32_t>(), rows.n, rows.c, agg, scores.data(), has.data()); break;
+    default: return make_error("input X is {}; float, double, int64 or int32 expected", to_string(x.dtype()));
+  }
+  return {};
+}
+
+// --- TreeEnsembleRegressor ------------------------------------------------------
+
+struct Regressor {
+  Forest forest;
+  Aggregate aggregate;
+  PostTransform post;
+  std::vector<double> base_values;
+};
+
+Result<ComputeFn> build_regressor(const KernelInfo& info) {
+  auto r = std::make_shared<Regressor>();
+  const int64_t targets = info.attr_int("n_targets", 1);
+  if (targets < 1 || targets > kMaxAttributeValue) return make_error("n_targets is {}", targets);
+  const std::string agg = info.attr_string("aggregate_function", "SUM");
+  static const std::pair<const char*, Aggregate> kAggregates[] = {
+      {"SUM", Aggregate::sum}, {"AVERAGE", Aggregate::average}, {"MIN", Aggregate::min}, {"MAX", Aggregate::max}};
+  auto found = std::find_if(std::begin(kAggregates), std::end(kAggregates), [&](const auto& p) { return agg == p.first; });
+  if (found == std::end(kAggregates)) return make_error("aggregate_function '{}' is not one of SUM, AVERAGE, MIN, MAX", agg);
+  r->aggregate = found->second;
+  ONNXKIT_ASSIGN(r->post, parse_post_transform(info));
+  ONNXKIT_ASSIGN(r->base_values, attr_doubles(info, "base_values"));
+  if (!r->base_values.empty() && static_cast<int64_t>(r->base_values.size()) != targets)
+    return make_error("base_values has {} entries for {} targets", r->base_values.size(), targets);
+  ONNXKIT_ASSIGN(TreeAttrs attrs, read_tree_attrs(info, "target_"));
+  ONNXKIT_ASSIGN(r->forest, build_forest(attrs, targets, "target_"));
+  return ComputeFn([r](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    std::vector<double> scores;
+    std::vector<uint8_t> has;
+    Rows rows;
+    ONNXKIT_TRY(score_rows(r->forest, *x, r->aggregate, scores, has, rows));
+    const int64_t k = r->forest.targets;
+    Tensor& y = ctx.output(0, DataType::float32, {rows.n, k});
+    float* py = y.mutable_data<float>();
+    const double trees = static_cast<double>(r->forest.roots.size());
+    for (int64_t i = 0; i < rows.n; ++i) {
+      double* s = scores.data() + i * k;
+      for (int64_t t = 0; t < k; ++t) {
+        if (r->aggregate == Aggregate::average) s[t] /= trees;
+        if (!r->base_values.empty()) s[t] += r->base_values[t];
+      }
+      apply_post_transform(r->post, s, k);
+      for (int64_t t = 0; t < k; ++t) py[i * k + t] = static_cast<float>(s[t]);
+    }
+    return {};
+  });
+}
+
+// --- TreeEnsembleClassifier -----------------------------------------------------
+
+struct Classifier {
+  Forest forest;
+  PostTransform post;
+  std::vector<double> base_values;
+  std::vector<int64_t> int_labels;
+  std::vector<std::string> string_labels;
+  // Two classes whose trees all score the same one: the other's score is
+  // derived from it (how converters write binary models).
+  bool binary = false;
+  bool weights_positive = true;
+};
+
+// What ONNX Runtime does for two classes, which converters rely on: the
+// scores of one row and its label index. `has` says which classes some
+// tree scored.
+int64_t finish_binary(const Classifier& c, double* s, const uint8_t* has) {
+  bool two = has[1] != 0;  // both columns are scores; else column 1 comes from column 0
+  int shape = -1;         // how column 1 comes from column 0: 0/1 as 1 - p, 2/3 as -s (or logistic)
+  const size_t bases = c.base_values.size();
+  if (bases == 2) {
+    if (has[1]) {
+      s[1] = c.base_values[1] + s[0];
+      s[0] = -s[1];
+    } else {
+      s[0] += c.base_values[0];
+      s[1] += c.base_values[1];
+    }
+    two = true;
+  } else if (bases == 1) {
+    s[0] += c.base_values[0];
+  } else {
+    shape = 3;
+  }
+  const double positive = two ? s[1] : (has[0] ? s[0] : 0.0);
+  int64_t label;
+  if (c.binary) {
+    const bool is_positive = c.weights_positive ? positive > 0.5 : positive > 0;
+    shape = c.weights_positive ? (is_positive ? 0 : 1) : (is_positive ? 2 : 3);
+    label = is_positive ? 1 : 0;
+  } else {
+    label = positive > 0 ? 1 : 0;
+  }
+  if (two) {
+    apply_post_transform(c.post, s, 2);
+    return label;
+  }
+  const double v = s[0];
+  if (c.post == PostTransform::probit) {
+    s[0] = probit(v);
+    s[1] = 0;
+  } else if (shape == 0 || shape == 1) {
+    s[0] = 1.0 - v;
+    s[1] = v;
+  } else if (c.post == PostTransform::logistic) {
+    s[0] = logistic(-v);
+    s[1] = logistic(v);
+  } else if (shape == 2) {
+    s[0] = -v;
+    s[1] = v;
+  } else {
+    s[0] = v;
+    s[1] = -v;
+  }
+  return label;
+}
+
+int64_t finish_multiclass(const Classifier& c, double* s, const uint8_t* has_in, int64_t k) {
+  int64_t best = -1;
+  for (int64_t j = 0; j < k; ++j) {
+    const bool has = has_in[j] != 0 || j < static_cast<int64_t>(c.base_values.size());
+    if (j < static_cast<int64_t>(c.base_values.size())) s[j] += c.base_values[j];
+    if (has && (best < 0 || s[j] > s[best])) best = j;
+  }
+  apply_post_transform(c.post, s, k);
+  return std::max<int64_t>(best, 0);
+}
+
+Result<ComputeFn> build_classifier(const KernelInfo& info) {
+  auto c = std::make_shared<Classifier>();
+  c->int_labels = info.attr_ints("classlabels_int64s");
+  c->string_labels = info.attr_strings("classlabels_strings");
+  if (c->int_labels.empty() == c->string_labels.empty())
+    return make_error("exactly one of classlabels_int64s and classlabels_strings must be given");
+  const int64_t k = static_cast<int64_t>(c->int_labels.empty() ? c->string_labels.size() : c->int_labels.size());
+  ONNXKIT_ASSIGN(c->post, parse_post_transform(info));
+  ONNXKIT_ASSIGN(c->base_values, attr_doubles(info, "base_values"));
+  if (static_cast<int64_t>(c->base_values.size()) > k)
+    return make_error("base_values has {} entries for {} classes", c->base_values.size(), k);
+  ONNXKIT_ASSIGN(TreeAttrs attrs, read_tree_attrs(info, "class_"));
+  ONNXKIT_ASSIGN(c->forest, build_forest(attrs, k, "class_"));
+  const std::set<int64_t> scored(attrs.leaf_targets.begin(), attrs.leaf_targets.end());
+  c->binary = k == 2 && scored.size() == 1;
+  c->weights_positive = std::all_of(attrs.leaf_weights.begin(), attrs.leaf_weights.end(), [](double w) { return w >= 0; });
+  return ComputeFn([c, k](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    std::vector<double> scores;
+    std::vector<uint8_t> has;
+    Rows rows;
+    ONNXKIT_TRY(score_rows(c->forest, *x, Aggregate::sum, scores, has, rows));
+    std::vector<int64_t> label(static_cast<size_t>(rows.n));
+    for (int64_t i = 0; i < rows.n; ++i) {
+      double* s = scores.data() + i * k;
+      const uint8_t* h = has.data() + i * k;
+      label[i] = k == 2 ? finish_binary(*c, s, h) : finish_multiclass(*c, s, h, k);
+    }
+    if (c->string_labels.empty()) {
+      int64_t* y = ctx.output(0, DataType::int64, {rows.n}).mutable_data<int64_t>();
+      for (int64_t i = 0; i < rows.n; ++i) y[i] = c->int_labels[label[i]];
+    } else {
+      std::string* y = ctx.output(0, DataType::string, {rows.n}).mutable_data<std::string>();
+      for (int64_t i = 0; i < rows.n; ++i) y[i] = c->string_labels[label[i]];
+    }
+    if (ctx.num_outputs() > 1) {
+      float* z = ctx.output(1, DataType::float32, {rows.n, k}).mutable_data<float>();
+      for (size_t i = 0; i < scores.size(); ++i) z[i] = static_cast<float>(scores[i]);
+    }
+    return {};
+  });
+}
+
+}  // namespace
+
+void register_tree_ensemble(KernelRegistry& r) {
+  r.add(std::string(kDomain), "TreeEnsembleClassifier", 1, kLatestOpset, make_kernel(build_classifier));
+  r.add(std::string(kDomain), "TreeEnsembleRegressor", 1, kLatestOpset, make_kernel(build_regressor));
+}
+
+}  // namespace onnxkit::runtime::ml

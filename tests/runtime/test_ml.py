@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""The ai.onnx.ml kernels on models trained here and converted the way users
+convert them: scikit-learn through skl2onnx, LightGBM through onnxmltools.
+The truth is the trained model's own predictions (labels exactly,
+probabilities and values within 1e-5) and ONNX Runtime's outputs for the
+same ONNX model. Runs in the test venv (python/requirements-test.txt), with
+the onnxkit package just built on its path; `onnxkit run` is checked once on
+a model whose output is a sequence of maps.
+
+usage: test_ml.py --onnxkit PATH [unittest args]"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+import onnxkit
+
+warnings.filterwarnings("ignore")
+
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.datasets import make_classification, make_regression  # noqa: E402
+from sklearn.ensemble import (  # noqa: E402
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.impute import SimpleImputer  # noqa: E402
+from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import LabelEncoder, OneHotEncoder, StandardScaler  # noqa: E402
+from sklearn.svm import SVC, SVR  # noqa: E402
+from skl2onnx import to_onnx  # noqa: E402
+
+ARGS = None
+TOL = 1e-5
+
+
+def classification(classes, rows=300, features=8, seed=0):
+    x, y = make_classification(n_samples=rows, n_features=features, n_informative=5, n_classes=classes,
+                               n_clusters_per_class=1, random_state=seed)
+    return x.astype(np.float32), y
+
+
+def regression(rows=300, features=8, seed=0):
+    x, y = make_regression(n_samples=rows, n_features=features, noise=0.5, random_state=seed)
+    return x.astype(np.float32), y
+
+
+def probabilities(output):
+    """A classifier's probability output as an array: ZipMap's list of dicts
+    (keys in class order) or a plain [N, C] array."""
+    if isinstance(output, list):
+        return np.array([[row[k] for k in sorted(row)] for row in output], dtype=np.float64)
+    return np.asarray(output, dtype=np.float64)
+
+
+def run_both(model, feeds):
+    """The outputs of onnxkit and of ONNX Runtime for the same model and feeds."""
+    data = model.SerializeToString()
+    ours = onnxkit.InferenceSession(data).run(None, feeds)
+    theirs = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return ours, theirs
+
+
+class MlModels(unittest.TestCase):
+    def check_classifier(self, estimator, x, y, options=None, uses=()):
+        estimator.fit(x, y)
+        model = to_onnx(estimator, x[:1], options=options or {})
+        ops = {n.op_type for n in model.graph.node}
+        for op in uses:
+            self.assertIn(op, ops)
+        (label, proba), (ort_label, ort_proba) = run_both(model, {model.graph.input[0].name: x})
+        np.testing.assert_array_equal(label, estimator.predict(x))
+        np.testing.assert_array_equal(label, ort_label)
+        np.testing.assert_allclose(probabilities(proba), estimator.predict_proba(x), rtol=0, atol=TOL)
+        np.testing.assert_allclose(probabilities(proba), probabilities(ort_proba), rtol=0, atol=TOL)
+        return model
+
+    def check_regressor(self, estimator, x, y, uses=(), atol=TOL):
+        estimator.fit(x, y)
+        model = to_onnx(estimator, x[:1])
+        ops = {n.op_type for n in model.graph.node}
+        for op in uses:
+            self.assertIn(op, ops)
+        (value,), (ort_value,) = run_both(model, {model.graph.input[0].name: x})
+        expected = estimator.predict(x).reshape(value.shape)
+        # float32 outputs of values in the hundreds: 1e-5 relative to their scale.
+        scale = max(1.0, float(np.abs(expected).max()))
+        np.testing.assert_allclose(value, expected, rtol=0, atol=atol * scale)
+        np.testing.assert_allclose(value, ort_value, rtol=0, atol=atol * scale)
+
+    # --- trees ---------------------------------------------------------------------
+
+    def test_random_forest_classifier_multiclass(self):
+        x, y = classification(3)
+        self.check_classifier(RandomForestClassifier(n_estimators=12, max_depth=6, random_state=0), x, y,
+                              uses=["TreeEnsembleClassifier", "ZipMap"])
+
+    def test_random_forest_classifier_binary_string_labels(self):
+        x, y = classification(2, seed=1)
+        labels = np.array(["no", "yes"])[y]
+        self.check_classifier(RandomForestClassifier(n_estimators=8, max_depth=5, random_state=0), x, labels)
+
+    def test_random_forest_regressor(self):
+        x, y = regression()
+        self.check_regressor(RandomForestRegressor(n_estimators=10, max_depth=6, random_state=0), x, y,
+                             uses=["TreeEnsembleRegressor"])
+
+    def test_gradient_boosting_classifier_binary_and_multiclass(self):
+        for classes in (2, 4):
+            with self.subTest(classes=classes):
+                x, y = classification(classes, seed=classes)
+                self.check_classifier(GradientBoostingClassifier(n_estimators=20, max_depth=3, random_state=0), x, y,
+                                      uses=["TreeEnsembleClassifier"])
+
+    def test_gradient_boosting_regressor(self):
+        x, y = regression(seed=3)
+        self.check_regressor(GradientBoostingRegressor(n_estimators=30, max_depth=3, random_state=0), x, y)
+
+    def test_missing_values_follow_the_trees(self):
+        # HistGradientBoosting learns where NaN goes (missing_value_tracks_true).
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        x, y = classification(2, seed=5)
+        x[::7, 2] = np.nan
+        x[::5, 4] = np.nan
+        try:
+            self.check_classifier(HistGradientBoostingClassifier(max_iter=15, random_state=0), x, y,
+                                  options=None, uses=["TreeEnsembleClassifier"])
+        except RuntimeError as e:  # a converter without it
+            self.skipTest(str(e))
+
+    def test_lightgbm_classifier_and_regressor(self):
+        import lightgbm
+        from onnxmltools import convert_lightgbm
+        from onnxmltools.convert.common.data_types import FloatTensorType
+
+        for classes in (2, 3):
+            with self.subTest(classes=classes):
+                x, y = classification(classes, seed=10 + classes)
+                m = lightgbm.LGBMClassifier(n_estimators=30, num_leaves=15, verbose=-1).fit(x, y)
+                model = convert_lightgbm(m, initial_types=[("X", FloatTensorType([None, x.shape[1]]))],
+                                         target_opset=13, zipmap=False)
+                (label, proba), (ort_label, ort_proba) = run_both(model, {"X": x})
+                np.testing.assert_array_equal(label, m.predict(x))
+                np.testing.assert_array_equal(label, ort_label)
+                np.testing.assert_allclose(proba, m.predict_proba(x), rtol=0, atol=TOL)
+                np.testing.assert_allclose(proba, ort_proba, rtol=0, atol=TOL)
+        x, y = regression(seed=7)
+        m = lightgbm.LGBMRegressor(n_estimators=40, num_leaves=15, verbose=-1).fit(x, y)
+        model = convert_lightgbm(m, initial_types=[("X", FloatTensorType([None, x.shape[1]]))], target_opset=13)
+        (value,), (ort_value,) = run_both(model, {"X": x})
+        scale = max(1.0, float(np.abs(ort_value).max()))
+        np.testing.assert_allclose(value.ravel(), m.predict(x), rtol=0, atol=TOL * scale)
+        np.testing.assert_allclose(value, ort_value, rtol=0, atol=TOL * scale)
+
+    # --- linear models, SVMs, pipelines ---------------------------------------------
+
+    def test_logistic_regression(self):
+        for classes in (2, 3):
+            with self.subTest(classes=classes):
+                x, y = classification(classes, seed=20 + classes)
+                self.check_classifier(LogisticRegression(max_iter=500), x, y, uses=["LinearClassifier"])
+
+    def test_linear_regression(self):
+        x, y = regression(seed=4)
+        self.check_regressor(LinearRegression(), x, y)
+
+    def test_svc(self):
+        for classes in (2, 3):
+            with self.subTest(classes=classes, probability=True):
+                x, y = classification(classes, rows=150, seed=30 + classes)
+                self.check_classifier(SVC(kernel="rbf", gamma=0.1, probability=True, random_state=0), x, y,
+                                      uses=["SVMClassifier"])
+            with self.subTest(classes=classes, probability=False):
+                # Without probabilities the scores are the decision function
+                # (one column per class pair; for two classes the decision
+                # and its negation, as ONNX Runtime writes them).
+                svc = SVC(kernel="rbf", gamma=0.1, decision_function_shape="ovo").fit(x, y)
+                model = to_onnx(svc, x[:1], options={id(svc): {"zipmap": False}})
+                (label, scores), (ort_label, ort_scores) = run_both(model, {model.graph.input[0].name: x})
+                np.testing.assert_array_equal(label, svc.predict(x))
+                np.testing.assert_array_equal(label, ort_label)
+                decision = svc.decision_function(x)
+                if classes == 2:
+                    decision = np.stack([decision, -decision], axis=1)
+                np.testing.assert_allclose(scores, ort_scores, rtol=0, atol=TOL)
+                np.testing.assert_allclose(scores, decision, rtol=0, atol=TOL)
+
+    def test_svr(self):
+        x, y = regression(rows=200, seed=8)
+        self.check_regressor(SVR(kernel="rbf", C=10.0, gamma=0.05), x, y, uses=["SVMRegressor"])
+        self.check_regressor(SVR(kernel="linear", C=1.0), x, y, uses=["SVMRegressor"])
+
+    def test_pipeline_with_scaler_imputer_and_one_hot(self):
+        rng = np.random.default_rng(0)
+        rows = 200
+        x = rng.normal(size=(rows, 4)).astype(np.float32)
+        x[:, 3] = rng.integers(0, 3, size=rows)  # a categorical column of codes
+        y = ((x[:, 0] + (x[:, 3] == 1)) > 0.5).astype(np.int64)
+        x[:, :3][rng.random((rows, 3)) < 0.1] = np.nan
+        pipe = Pipeline([
+            ("columns", ColumnTransformer([
+                ("num", Pipeline([("impute", SimpleImputer(strategy="mean")), ("scale", StandardScaler())]), [0, 1, 2]),
+                ("cat", OneHotEncoder(handle_unknown="ignore"), [3]),
+            ])),
+            ("model", LogisticRegression(max_iter=500)),
+        ]).fit(x, y)
+        model = to_onnx(pipe, x[:1])
+        ops = {n.op_type for n in model.graph.node}
+        for op in ("Imputer", "Scaler", "OneHotEncoder", "LinearClassifier", "ZipMap"):
+            self.assertIn(op, ops)
+        (label, proba), (ort_label, ort_proba) = run_both(model, {model.graph.input[0].name: x})
+        np.testing.assert_array_equal(label, pipe.predict(x))
+        np.testing.assert_array_equal(label, ort_label)
+        np.testing.assert_allclose(probabilities(proba), pipe.predict_proba(x), rtol=0, atol=TOL)
+        np.testing.assert_allclose(probabilities(proba), probabilities(ort_proba), rtol=0, atol=TOL)
+
+    def test_one_hot_encoder_on_strings(self):
+        from skl2onnx.common.data_types import StringTensorType
+
+        colours = np.array([["red"], ["green"], ["blue"], ["green"]], dtype=object)
+        enc = OneHotEncoder(handle_unknown="ignore").fit(colours)
+        model = to_onnx(enc, initial_types=[("colour", StringTensorType([None, 1]))])
+        feed = np.array([["blue"], ["mauve"], ["red"]], dtype=object)
+        (ours,), (theirs,) = run_both(model, {"colour": feed})
+        np.testing.assert_array_equal(ours, enc.transform(feed).toarray())
+        np.testing.assert_array_equal(ours, theirs)
+
+    def test_label_encoder_on_strings(self):
+        words = np.array(["pear", "apple", "fig", "apple", "kiwi", "pear"])
+        enc = LabelEncoder().fit(words)
+        from skl2onnx.common.data_types import StringTensorType
+
+        model = to_onnx(enc, initial_types=[("words", StringTensorType([None]))])
+        self.assertIn("LabelEncoder", {n.op_type for n in model.graph.node})
+        feed = np.array(["fig", "pear", "kiwi", "apple", "banana"], dtype=object)
+        (ours,), (theirs,) = run_both(model, {"words": feed})
+        np.testing.assert_array_equal(ours[:4], enc.transform(feed[:4]))
+        np.testing.assert_array_equal(ours, theirs)  # "banana" gets the default
+
+    # --- the command line ------------------------------------------------------------
+
+    def test_run_writes_a_sequence_of_maps(self):
+        x, y = classification(3, rows=60)
+        forest = RandomForestClassifier(n_estimators=4, max_depth=4, random_state=0).fit(x, y)
+        model = to_onnx(forest, x[:1])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "forest.onnx")
+            onnx.save(model, path)
+            np.save(os.path.join(tmp, "x.npy"), x)
+            proc = subprocess.run([ARGS.onnxkit, "run", path, "--input", f"{model.graph.input[0].name}={tmp}/x.npy",
+                                   "--output-dir", os.path.join(tmp, "out")], capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            label = np.load(os.path.join(tmp, "out", "output_0.npy"))
+            np.testing.assert_array_equal(label, forest.predict(x))
+            seq = onnx.SequenceProto()
+            with open(os.path.join(tmp, "out", "output_1.pb"), "rb") as f:
+                seq.ParseFromString(f.read())
+            self.assertEqual(len(seq.map_values), len(x))
+            got = np.array([[float(numpy_helper.to_array(v)) for v in m.values.tensor_values] for m in seq.map_values])
+            self.assertEqual(list(seq.map_values[0].keys), [0, 1, 2])
+            np.testing.assert_allclose(got, forest.predict_proba(x), rtol=0, atol=TOL)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--onnxkit", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Tree ensembles (ai.onnx.ml) in onnxkit against ONNX Runtime, same process,
+same machine:
+
+- throughput: a 500-tree LightGBM binary classifier (31 leaves a tree)
+  converted by onnxmltools, run on 10,000 rows; rows/s of each at 1 and 2
+  threads (median of --runs runs after a warm-up, the two alternating),
+  and onnxkit / ORT as a ratio (above 1: onnxkit is faster);
+- load: a TreeEnsembleRegressor of about 3 million nodes (random full
+  trees), session creation time of each from the model file (ORT in a
+  child process with a --load-timeout, since it has taken minutes on such
+  models), as ORT / onnxkit.
+
+Runs in the build's venv (onnxkit, onnxruntime, lightgbm, onnxmltools):
+
+usage: build/venv/bin/python bench/ml_bench.py [--runs 7] [--threads 1,2] [--trees 500] [--rows 10000]"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, TensorProto
+
+import onnxkit
+
+warnings.filterwarnings("ignore")
+
+
+def lightgbm_model(trees, rows, features=20):
+    import lightgbm
+    from onnxmltools import convert_lightgbm
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(rows, features)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] * x[:, 2] + 0.3 * rng.normal(size=rows) > 0).astype(np.int64)
+    m = lightgbm.LGBMClassifier(n_estimators=trees, num_leaves=31, verbose=-1).fit(x, y)
+    model = convert_lightgbm(m, initial_types=[("X", FloatTensorType([None, features]))], target_opset=13,
+                             zipmap=False)
+    return model, x
+
+
+def median_seconds(run, runs):
+    run()  # warm-up
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def throughput(args):
+    model, x = lightgbm_model(args.trees, args.rows)
+    data = model.SerializeToString()
+    nodes = sum(len(a.ints) for n in model.graph.node for a in n.attribute if a.name == "nodes_nodeids")
+    print(f"LightGBM: {args.trees} trees, {nodes} nodes, {len(x)} rows x {x.shape[1]} features")
+    for threads in args.threads:
+        ours = onnxkit.InferenceSession(data, threads=threads)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.log_severity_level = 3  # not the warning on the converter's label shape [1]
+        theirs = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        a, b = ours.run(None, {"X": x}), theirs.run(None, {"X": x})
+        assert (a[0] == b[0]).all() and np.abs(a[1] - b[1]).max() < 1e-5, "outputs differ"
+        t_ours, t_ort = [], []
+        for _ in range(3):  # alternate blocks, so drift hits both
+            t_ours.append(median_seconds(lambda: ours.run(None, {"X": x}), args.runs))
+            t_ort.append(median_seconds(lambda: theirs.run(None, {"X": x}), args.runs))
+        s_ours, s_ort = statistics.median(t_ours), statistics.median(t_ort)
+        print(f"  {threads} thread(s): onnxkit {len(x) / s_ours:,.0f} rows/s, ORT {len(x) / s_ort:,.0f} rows/s, "
+              f"onnxkit/ORT {s_ort / s_ours:.2f}x")
+
+
+def big_forest(path, target_nodes, depth=10, features=50):
+    """A TreeEnsembleRegressor of full binary trees of `depth`, written to path."""
+    per_tree = 2 ** (depth + 1) - 1
+    trees = max(1, target_nodes // per_tree)
+    rng = np.random.default_rng(1)
+    ids = np.arange(per_tree, dtype=np.int64)
+    leaf = ids >= 2 ** depth - 1
+    tree_ids = np.repeat(np.arange(trees, dtype=np.int64), per_tree)
+    node_ids = np.tile(ids, trees)
+    true_ids = np.tile(np.where(leaf, 0, 2 * ids + 1), trees)
+    false_ids = np.tile(np.where(leaf, 0, 2 * ids + 2), trees)
+    modes = np.tile(np.where(leaf, "LEAF", "BRANCH_LEQ"), trees)
+    feats = rng.integers(0, features, size=trees * per_tree)
+    values = rng.normal(size=trees * per_tree).astype(np.float32)
+    leaf_mask = np.tile(leaf, trees)
+    node = helper.make_node(
+        "TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1,
+        nodes_treeids=tree_ids.tolist(), nodes_nodeids=node_ids.tolist(), nodes_featureids=feats.tolist(),
+        nodes_modes=modes.tolist(), nodes_values=values.tolist(), nodes_truenodeids=true_ids.tolist(),
+        nodes_falsenodeids=false_ids.tolist(), target_treeids=tree_ids[leaf_mask].tolist(),
+        target_nodeids=node_ids[leaf_mask].tolist(), target_ids=[0] * int(leaf_mask.sum()),
+        target_weights=rng.normal(size=int(leaf_mask.sum())).astype(np.float32).tolist())
+    graph = helper.make_graph([node], "forest", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, features])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    onnx.save(model, path)
+    return trees * per_tree, features
+
+
+ORT_LOAD = """
+import sys, time, onnxruntime as ort
+t = time.perf_counter()
+ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+print(time.perf_counter() - t)
+"""
+
+
+def load_time(args):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "forest.onnx")
+        nodes, features = big_forest(path, args.load_nodes)
+        print(f"forest: {nodes:,} nodes, {os.path.getsize(path) / 1e6:.0f} MB")
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            session = onnxkit.InferenceSession(path)
+            times.append(time.perf_counter() - t)
+        x = np.random.default_rng(2).normal(size=(4, features)).astype(np.float32)
+        ours = session.run(None, {"X": x})[0]
+        t_ours = statistics.median(times)
+        try:
+            proc = subprocess.run([sys.executable, "-c", ORT_LOAD, path], capture_output=True, text=True,
+                                  timeout=args.load_timeout)
+            t_ort = float(proc.stdout.strip().splitlines()[-1])
+            theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
+            assert np.abs(ours - theirs).max() < 1e-3, "outputs differ"
+            print(f"  load: onnxkit {t_ours:.2f} s, ORT {t_ort:.2f} s, ORT/onnxkit {t_ort / t_ours:.1f}x")
+        except subprocess.TimeoutExpired:
+            print(f"  load: onnxkit {t_ours:.2f} s, ORT over {args.load_timeout} s")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--threads", type=lambda s: [int(t) for t in s.split(",")], default=[1, 2])
+    parser.add_argument("--trees", type=int, default=500)
+    parser.add_argument("--rows", type=int, default=10000)
+    parser.add_argument("--load-nodes", type=int, default=3_000_000)
+    parser.add_argument("--load-timeout", type=float, default=300)
+    args = parser.parse_args()
+    throughput(args)
+    load_time(args)
+
+
+if __name__ == "__main__":
+    main()

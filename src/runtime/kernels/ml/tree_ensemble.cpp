@@ -14,7 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
+#include <span>
 #include <unordered_map>
 
 #include "runtime/kernels/ml/ml.h"
@@ -59,28 +59,41 @@ struct Forest {
 };
 
 // The node attributes of the opset 1-3 ops, and the leaf weights
-// (prefix "class_" or "target_").
+// (prefix "class_" or "target_"). The integer lists are views of the
+// node's attributes: a forest of millions of nodes is read without copies.
 struct TreeAttrs {
-  std::vector<int64_t> tree_ids, node_ids, features, true_ids, false_ids, missing_true;
-  std::vector<std::string> modes;
+  std::span<const int64_t> tree_ids, node_ids, features, true_ids, false_ids, missing_true;
+  std::vector<Mode> modes;
   std::vector<double> values;
-  std::vector<int64_t> leaf_tree_ids, leaf_node_ids, leaf_targets;
+  std::span<const int64_t> leaf_tree_ids, leaf_node_ids, leaf_targets;
   std::vector<double> leaf_weights;
 };
 
+std::span<const int64_t> ints_view(const KernelInfo& info, const std::string& name) {
+  const ir::Attribute* a = info.node().attribute(name);
+  if (a == nullptr) return {};
+  return {a->proto.ints().data(), static_cast<size_t>(a->proto.ints_size())};
+}
+
 Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& leaf_prefix) {
   TreeAttrs a;
-  a.tree_ids = info.attr_ints("nodes_treeids");
-  a.node_ids = info.attr_ints("nodes_nodeids");
-  a.features = info.attr_ints("nodes_featureids");
-  a.true_ids = info.attr_ints("nodes_truenodeids");
-  a.false_ids = info.attr_ints("nodes_falsenodeids");
-  a.missing_true = info.attr_ints("nodes_missing_value_tracks_true");
-  a.modes = info.attr_strings("nodes_modes");
+  a.tree_ids = ints_view(info, "nodes_treeids");
+  a.node_ids = ints_view(info, "nodes_nodeids");
+  a.features = ints_view(info, "nodes_featureids");
+  a.true_ids = ints_view(info, "nodes_truenodeids");
+  a.false_ids = ints_view(info, "nodes_falsenodeids");
+  a.missing_true = ints_view(info, "nodes_missing_value_tracks_true");
+  if (const ir::Attribute* modes = info.node().attribute("nodes_modes")) {
+    a.modes.reserve(static_cast<size_t>(modes->proto.strings_size()));
+    for (const std::string& m : modes->proto.strings()) {
+      ONNXKIT_ASSIGN(Mode mode, parse_mode(m));
+      a.modes.push_back(mode);
+    }
+  }
   ONNXKIT_ASSIGN(a.values, attr_doubles(info, "nodes_values"));
-  a.leaf_tree_ids = info.attr_ints(leaf_prefix + "treeids");
-  a.leaf_node_ids = info.attr_ints(leaf_prefix + "nodeids");
-  a.leaf_targets = info.attr_ints(leaf_prefix + "ids");
+  a.leaf_tree_ids = ints_view(info, leaf_prefix + "treeids");
+  a.leaf_node_ids = ints_view(info, leaf_prefix + "nodeids");
+  a.leaf_targets = ints_view(info, leaf_prefix + "ids");
   ONNXKIT_ASSIGN(a.leaf_weights, attr_doubles(info, leaf_prefix + "weights"));
   const size_t n = a.node_ids.size();
   if (n == 0) return make_error("attribute nodes_nodeids is empty: the ensemble has no nodes");
@@ -108,10 +121,15 @@ Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& lea
 class NodeIndex {
  public:
   explicit NodeIndex(const TreeAttrs& a) {
+    size_t slot = 0;
     for (size_t i = 0; i < a.node_ids.size(); ++i) {
-      auto [it, fresh] = tree_slot_.try_emplace(a.tree_ids[i], trees_.size());
-      if (fresh) trees_.push_back({a.tree_ids[i], {}, true});
-      trees_[it->second].nodes.emplace_back(a.node_ids[i], static_cast<uint32_t>(i));
+      // Converters write a tree's nodes together: look the tree up only when it changes.
+      if (i == 0 || a.tree_ids[i] != a.tree_ids[i - 1]) {
+        auto [it, fresh] = tree_slot_.try_emplace(a.tree_ids[i], trees_.size());
+        if (fresh) trees_.push_back({a.tree_ids[i], {}, true});
+        slot = it->second;
+      }
+      trees_[slot].nodes.emplace_back(a.node_ids[i], static_cast<uint32_t>(i));
     }
     for (Tree& t : trees_) {
       std::sort(t.nodes.begin(), t.nodes.end());
@@ -154,10 +172,9 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
   if (n >= (size_t{1} << 31)) return make_error("the ensemble has {} nodes, more than 2^31", n);
   Forest f;
   f.targets = targets;
-  std::vector<Mode> modes(n);
+  const std::vector<Mode>& modes = a.modes;
   bool first_branch = true;
   for (size_t i = 0; i < n; ++i) {
-    ONNXKIT_ASSIGN(modes[i], parse_mode(a.modes[i]));
     if (modes[i] == Mode::leaf) continue;
     if (first_branch) f.common_mode = modes[i];
     else if (f.common_mode != modes[i]) f.common_mode = Mode::leaf;
@@ -486,8 +503,9 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
     return make_error("base_values has {} entries for {} classes", c->base_values.size(), k);
   ONNXKIT_ASSIGN(TreeAttrs attrs, read_tree_attrs(info, "class_"));
   ONNXKIT_ASSIGN(c->forest, build_forest(attrs, k, "class_"));
-  const std::set<int64_t> scored(attrs.leaf_targets.begin(), attrs.leaf_targets.end());
-  c->binary = k == 2 && scored.size() == 1;
+  const auto& scored = attrs.leaf_targets;
+  c->binary = k == 2 && !scored.empty() &&
+              std::all_of(scored.begin(), scored.end(), [&](int64_t id) { return id == scored[0]; });
   c->weights_positive = std::all_of(attrs.leaf_weights.begin(), attrs.leaf_weights.end(), [](double w) { return w >= 0; });
   return ComputeFn([c, k](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));

@@ -164,6 +164,35 @@ class MlModels(unittest.TestCase):
         np.testing.assert_allclose(value.ravel(), m.predict(x), rtol=0, atol=TOL * scale)
         np.testing.assert_allclose(value, ort_value, rtol=0, atol=TOL * scale)
 
+    def test_tree_ensemble_opset5_with_set_membership(self):
+        # One tree: x <= 11 ? (x in {1.2, 3.7, 8, 9} ? leaf 0 : (x in {12, 7} ? leaf 1 : leaf 3)) : leaf 2,
+        # leaves scoring targets 0..3 with 1, 10, 1000, 100. NaN fails every test.
+        from onnx import TensorProto, helper
+
+        node = helper.make_node(
+            "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=4, aggregate_function=1,
+            membership_values=helper.make_tensor("m", TensorProto.FLOAT, [8], [1.2, 3.7, 8, 9, np.nan, 12, 7, np.nan]),
+            nodes_featureids=[0, 0, 0],
+            nodes_modes=helper.make_tensor("modes", TensorProto.UINT8, [3], [0, 6, 6]),
+            nodes_splits=helper.make_tensor("splits", TensorProto.FLOAT, [3], [11, 0, 0]),
+            nodes_trueleafs=[0, 1, 1], nodes_truenodeids=[1, 0, 1], nodes_falseleafs=[1, 0, 1],
+            nodes_falsenodeids=[2, 2, 3], leaf_targetids=[0, 1, 2, 3],
+            leaf_weights=helper.make_tensor("w", TensorProto.FLOAT, [4], [1, 10, 1000, 100]), tree_roots=[0])
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 1])],
+                                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 4])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 5)])
+        model.ir_version = 8
+        x = np.array([1.2, 3.4, -0.12, np.nan, 12, 7], dtype=np.float32).reshape(-1, 1)
+        expected = np.array([[1, 0, 0, 0], [0, 0, 0, 100], [0, 0, 0, 100], [0, 0, 1000, 0], [0, 0, 1000, 0],
+                             [0, 10, 0, 0]], dtype=np.float32)
+        ours = onnxkit.InferenceSession(model.SerializeToString()).run(None, {"X": x})[0]
+        np.testing.assert_array_equal(ours, expected)
+        try:
+            theirs = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
+        except Exception as e:  # an ONNX Runtime without ai.onnx.ml opset 5
+            self.skipTest(str(e))
+        np.testing.assert_array_equal(ours, theirs)
+
     # --- linear models, SVMs, pipelines ---------------------------------------------
 
     def test_logistic_regression(self):

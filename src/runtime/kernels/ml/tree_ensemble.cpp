@@ -1,8 +1,9 @@
-// TreeEnsembleClassifier and TreeEnsembleRegressor (ai.onnx.ml 1 and 3).
+// TreeEnsembleClassifier and TreeEnsembleRegressor (ai.onnx.ml 1 and 3),
+// and TreeEnsemble (ai.onnx.ml 5).
 //
-// The attributes describe the nodes of all trees as parallel arrays keyed
-// by (tree id, node id). At build they are flattened once into one array
-// of 20-byte nodes, each tree laid out depth first (a node's true child
+// The attributes describe the nodes of all trees as parallel arrays, keyed
+// by (tree id, node id) up to opset 3 and by position in opset 5. At build
+// they are flattened once into one array of 24-byte nodes, each tree laid out depth first (a node's true child
 // right after it) with children as array indices, so evaluation is a tight
 // loop of loads and compares. Building also checks what evaluation relies
 // on: every child exists in its tree and every node is reached once (no
@@ -23,7 +24,7 @@
 namespace onnxkit::runtime::ml {
 namespace {
 
-enum class Mode : uint8_t { leq, lt, gte, gt, eq, neq, leaf };
+enum class Mode : uint8_t { leq, lt, gte, gt, eq, neq, member, leaf };
 
 Result<Mode> parse_mode(const std::string& s) {
   static const std::pair<const char*, Mode> kModes[] = {{"BRANCH_LEQ", Mode::leq}, {"BRANCH_LT", Mode::lt},
@@ -38,7 +39,7 @@ Result<Mode> parse_mode(const std::string& s) {
 // A node of the flattened forest. A leaf (feature < 0) keeps the range
 // [yes, no) of its weights in the forest's weight arrays instead of children.
 struct FlatNode {
-  float threshold;
+  double threshold;  // for Mode::member, the index of its set in Forest::sets
   int32_t feature;
   uint32_t yes;  // the child taken when the comparison holds
   uint32_t no;
@@ -56,6 +57,8 @@ struct Forest {
   // The mode all branches share (most converters use one), or leaf when
   // they differ.
   Mode common_mode = Mode::leaf;
+  // The sets of the SET_MEMBER nodes (opset 5), each sorted.
+  std::vector<std::vector<double>> sets;
 };
 
 // The node attributes of the opset 1-3 ops, and the leaf weights
@@ -256,7 +259,7 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
         node.no = weight_begin[p.pos + 1];
       } else {
         node.feature = static_cast<int32_t>(a.features[p.pos]);
-        node.threshold = a.values.empty() ? 0.0f : static_cast<float>(a.values[p.pos]);
+        node.threshold = a.values.empty() ? 0.0 : static_cast<double>(static_cast<float>(a.values[p.pos]));
         node.missing_true = !a.missing_true.empty() && a.missing_true[p.pos] != 0;
         stack.push_back({static_cast<uint32_t>(no[p.pos]), at, false});
         stack.push_back({static_cast<uint32_t>(yes[p.pos]), at, true});
@@ -269,22 +272,22 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
 
 enum class Aggregate { sum, average, min, max };
 
-// Compares in float for float features and in double for the others (the
-// thresholds are floats, exactly representable either way).
-template <class T>
-using compare_t = std::conditional_t<std::is_same_v<T, float>, float, double>;
-
-template <Mode M, class C>
-inline bool goes_yes(Mode mode, C v, C t) {
-  constexpr Mode m = M;
-  const Mode use = m == Mode::leaf ? mode : m;
+// Compares in double: a float feature and a float threshold compare the
+// same in either type, and opset 5's thresholds may be doubles.
+template <Mode M>
+inline bool goes_yes(const Forest& f, const FlatNode& n, double v) {
+  const Mode use = M == Mode::leaf ? n.mode : M;
   switch (use) {
-    case Mode::leq: return v <= t;
-    case Mode::lt: return v < t;
-    case Mode::gte: return v >= t;
-    case Mode::gt: return v > t;
-    case Mode::eq: return v == t;
-    case Mode::neq: return v != t;
+    case Mode::leq: return v <= n.threshold;
+    case Mode::lt: return v < n.threshold;
+    case Mode::gte: return v >= n.threshold;
+    case Mode::gt: return v > n.threshold;
+    case Mode::eq: return v == n.threshold;
+    case Mode::neq: return v != n.threshold;
+    case Mode::member: {
+      const auto& set = f.sets[static_cast<size_t>(n.threshold)];
+      return std::binary_search(set.begin(), set.end(), v);
+    }
     case Mode::leaf: return false;
   }
   return false;
@@ -292,12 +295,12 @@ inline bool goes_yes(Mode mode, C v, C t) {
 
 // M is the mode every branch has, or leaf to read each node's own.
 template <Mode M, class T>
-inline uint32_t find_leaf(const FlatNode* nodes, uint32_t i, const T* x) {
-  using C = compare_t<T>;
+inline uint32_t find_leaf(const Forest& f, uint32_t i, const T* x) {
+  const FlatNode* nodes = f.nodes.data();
   while (nodes[i].feature >= 0) {
     const FlatNode& n = nodes[i];
-    const C v = static_cast<C>(x[n.feature]);
-    bool yes = goes_yes<M, C>(n.mode, v, static_cast<C>(n.threshold));
+    const double v = static_cast<double>(x[n.feature]);
+    bool yes = goes_yes<M>(f, n, v);
     if constexpr (std::is_floating_point_v<T>) yes = yes || (n.missing_true && std::isnan(v));
     i = yes ? n.yes : n.no;
   }
@@ -313,7 +316,7 @@ void accumulate_rows(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t
   const int64_t k = f.targets;
   for (uint32_t root : f.roots) {
     for (int64_t r = r0; r < r1; ++r) {
-      const FlatNode& leaf = nodes[find_leaf<M>(nodes, root, x + r * c)];
+      const FlatNode& leaf = nodes[find_leaf<M>(f, root, x + r * c)];
       for (uint32_t w = leaf.yes; w < leaf.no; ++w) {
         const int64_t slot = r * k + f.weight_target[w];
         const double v = f.weight_value[w];
@@ -361,6 +364,160 @@ Status score_rows(const Forest& f, const Tensor& x, Aggregate agg, std::vector<d
     default: return make_error("input X is {}; float, double, int64 or int32 expected", to_string(x.dtype()));
   }
   return {};
+}
+
+// --- TreeEnsemble (opset 5) -------------------------------------------------------
+
+Result<std::vector<double>> tensor_doubles(const KernelInfo& info, const char* name, bool required) {
+  ONNXKIT_ASSIGN(std::optional<Tensor> t, info.attr_tensor(name));
+  if (!t) {
+    if (required) return make_error("attribute {} is missing", name);
+    return std::vector<double>();
+  }
+  return read_doubles(*t, std::string("attribute ") + name);
+}
+
+// Opset 5 names nodes and leaves by position: children are node or leaf
+// indices (nodes_trueleafs says which), each tree starts at tree_roots[t],
+// and a SET_MEMBER node (mode 6) takes the next NaN-terminated run of
+// membership_values as its set.
+Result<Forest> build_forest_v5(const KernelInfo& info, int64_t targets) {
+  auto features = ints_view(info, "nodes_featureids");
+  auto true_ids = ints_view(info, "nodes_truenodeids"), false_ids = ints_view(info, "nodes_falsenodeids");
+  auto true_leafs = ints_view(info, "nodes_trueleafs"), false_leafs = ints_view(info, "nodes_falseleafs");
+  auto missing = ints_view(info, "nodes_missing_value_tracks_true");
+  auto roots = ints_view(info, "tree_roots"), leaf_targets = ints_view(info, "leaf_targetids");
+  ONNXKIT_ASSIGN(std::vector<double> splits, tensor_doubles(info, "nodes_splits", true));
+  ONNXKIT_ASSIGN(std::vector<double> leaf_weights, tensor_doubles(info, "leaf_weights", true));
+  ONNXKIT_ASSIGN(std::vector<double> members, tensor_doubles(info, "membership_values", false));
+  ONNXKIT_ASSIGN(std::optional<Tensor> modes_tensor, info.attr_tensor("nodes_modes"));
+  if (!modes_tensor || modes_tensor->dtype() != DataType::uint8) return make_error("attribute nodes_modes must be a uint8 tensor");
+  const size_t n = features.size(), leaves = leaf_targets.size();
+  if (true_ids.size() != n || false_ids.size() != n || splits.size() != n || static_cast<size_t>(modes_tensor->numel()) != n ||
+      (!true_leafs.empty() && true_leafs.size() != n) || (!false_leafs.empty() && false_leafs.size() != n) ||
+      (!missing.empty() && missing.size() != n))
+    return make_error("the nodes_* attributes differ in length (nodes_featureids has {})", n);
+  if (leaf_weights.size() != leaves) return make_error("{} leaf_weights for {} leaf_targetids", leaf_weights.size(), leaves);
+  if (n >= (size_t{1} << 31) || leaves >= (size_t{1} << 31)) return make_error("the ensemble is too large");
+  Forest f;
+  f.targets = targets;
+  f.weight_target.resize(leaves);
+  f.weight_value = leaf_weights;
+  for (size_t l = 0; l < leaves; ++l) {
+    if (leaf_targets[l] < 0 || leaf_targets[l] >= targets) return make_error("leaf_targetids[{}] is {}, outside [0, {})", l, leaf_targets[l], targets);
+    f.weight_target[l] = static_cast<int32_t>(leaf_targets[l]);
+  }
+  // Modes, and the set of each SET_MEMBER node.
+  std::vector<Mode> modes(n);
+  std::vector<int64_t> set_of(n, -1);
+  size_t at = 0;
+  bool first_branch = true;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t m = modes_tensor->data<uint8_t>()[i];
+    if (m > 6) return make_error("nodes_modes[{}] is {}, not a mode (0-6)", i, m);
+    modes[i] = static_cast<Mode>(m);
+    if (modes[i] == Mode::member) {
+      std::vector<double> set;
+      while (at < members.size() && !std::isnan(members[at])) set.push_back(members[at++]);
+      if (at >= members.size()) return make_error("membership_values ends before the set of node {}", i);
+      ++at;  // the NaN closing the set
+      std::sort(set.begin(), set.end());
+      set_of[i] = static_cast<int64_t>(f.sets.size());
+      f.sets.push_back(std::move(set));
+    }
+    if (first_branch) f.common_mode = modes[i];
+    else if (f.common_mode != modes[i]) f.common_mode = Mode::leaf;
+    first_branch = false;
+    if (features[i] < 0 || features[i] > INT32_MAX - 1) return make_error("node {} reads feature {}", i, features[i]);
+    f.features = std::max(f.features, static_cast<int32_t>(features[i] + 1));
+  }
+  struct Pending {
+    int64_t index;  // a node, or a leaf when is_leaf
+    bool is_leaf;
+    int64_t parent;
+    bool is_yes;
+  };
+  std::vector<uint8_t> placed(n, 0);
+  std::vector<Pending> stack;
+  f.nodes.reserve(n + leaves);
+  for (int64_t root : roots) {
+    if (root < 0 || static_cast<size_t>(root) >= n) return make_error("tree_roots names node {}, of {}", root, n);
+    f.roots.push_back(static_cast<uint32_t>(f.nodes.size()));
+    stack.push_back({root, false, -1, true});
+    while (!stack.empty()) {
+      Pending p = stack.back();
+      stack.pop_back();
+      const uint32_t here = static_cast<uint32_t>(f.nodes.size());
+      if (p.parent >= 0) (p.is_yes ? f.nodes[p.parent].yes : f.nodes[p.parent].no) = here;
+      FlatNode node{};
+      if (p.is_leaf) {
+        if (p.index < 0 || static_cast<size_t>(p.index) >= leaves) return make_error("a node names leaf {}, of {}", p.index, leaves);
+        node.feature = -1;
+        node.mode = Mode::leaf;
+        node.yes = static_cast<uint32_t>(p.index);
+        node.no = static_cast<uint32_t>(p.index + 1);
+        f.nodes.push_back(node);
+        continue;
+      }
+      const size_t i = static_cast<size_t>(p.index);
+      if (p.index < 0 || i >= n) return make_error("a node names node {}, of {}", p.index, n);
+      if (placed[i]) return make_error("node {} is reached twice: the trees are not trees", i);
+      placed[i] = 1;
+      node.feature = static_cast<int32_t>(features[i]);
+      node.mode = modes[i];
+      node.threshold = modes[i] == Mode::member ? static_cast<double>(set_of[i]) : splits[i];
+      node.missing_true = !missing.empty() && missing[i] != 0;
+      f.nodes.push_back(node);
+      stack.push_back({false_ids[i], !false_leafs.empty() && false_leafs[i] != 0, here, false});
+      stack.push_back({true_ids[i], !true_leafs.empty() && true_leafs[i] != 0, here, true});
+    }
+  }
+  return f;
+}
+
+struct Ensemble {
+  Forest forest;
+  Aggregate aggregate;
+  PostTransform post;
+};
+
+Result<ComputeFn> build_tree_ensemble(const KernelInfo& info) {
+  auto e = std::make_shared<Ensemble>();
+  const int64_t targets = info.attr_int("n_targets", 1);
+  if (targets < 1 || targets > kMaxAttributeValue) return make_error("n_targets is {}", targets);
+  const int64_t agg = info.attr_int("aggregate_function", 1);
+  static const Aggregate kAggregates[] = {Aggregate::average, Aggregate::sum, Aggregate::min, Aggregate::max};
+  if (agg < 0 || agg > 3) return make_error("aggregate_function is {}, not 0-3 (AVERAGE, SUM, MIN, MAX)", agg);
+  e->aggregate = kAggregates[agg];
+  const int64_t post = info.attr_int("post_transform", 0);
+  static const PostTransform kPosts[] = {PostTransform::none, PostTransform::softmax, PostTransform::logistic,
+                                         PostTransform::softmax_zero, PostTransform::probit};
+  if (post < 0 || post > 4) return make_error("post_transform is {}, not 0-4", post);
+  e->post = kPosts[post];
+  ONNXKIT_ASSIGN(e->forest, build_forest_v5(info, targets));
+  return ComputeFn([e](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    if (x->dtype() != DataType::float32 && x->dtype() != DataType::float64)
+      return make_error("input X is {}; float or double expected", to_string(x->dtype()));
+    std::vector<double> scores;
+    std::vector<uint8_t> has;
+    Rows rows;
+    ONNXKIT_TRY(score_rows(e->forest, *x, e->aggregate, scores, has, rows));
+    const int64_t k = e->forest.targets;
+    Tensor& y = ctx.output(0, x->dtype(), {rows.n, k});
+    const double trees = static_cast<double>(e->forest.roots.size());
+    for (int64_t i = 0; i < rows.n; ++i) {
+      double* s = scores.data() + i * k;
+      if (e->aggregate == Aggregate::average)
+        for (int64_t t = 0; t < k; ++t) s[t] /= trees;
+      apply_post_transform(e->post, s, k);
+      for (int64_t t = 0; t < k; ++t) {
+        if (x->dtype() == DataType::float32) y.mutable_data<float>()[i * k + t] = static_cast<float>(s[t]);
+        else y.mutable_data<double>()[i * k + t] = s[t];
+      }
+    }
+    return {};
+  });
 }
 
 // --- TreeEnsembleRegressor ------------------------------------------------------
@@ -539,6 +696,7 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
 void register_tree_ensemble(KernelRegistry& r) {
   r.add(std::string(kDomain), "TreeEnsembleClassifier", 1, kLatestOpset, make_kernel(build_classifier));
   r.add(std::string(kDomain), "TreeEnsembleRegressor", 1, kLatestOpset, make_kernel(build_regressor));
+  r.add(std::string(kDomain), "TreeEnsemble", 5, kLatestOpset, make_kernel(build_tree_ensemble));
 }
 
 }  // namespace onnxkit::runtime::ml

@@ -59,6 +59,8 @@ struct Forest {
   Mode common_mode = Mode::leaf;
   // The sets of the SET_MEMBER nodes (opset 5), each sorted.
   std::vector<std::vector<double>> sets;
+  // Some node sends NaN to its true child: evaluation tests for NaN only then.
+  bool tracks_missing = false;
 };
 
 // The node attributes of the opset 1-3 ops, and the leaf weights
@@ -261,6 +263,7 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
         node.feature = static_cast<int32_t>(a.features[p.pos]);
         node.threshold = a.values.empty() ? 0.0 : static_cast<double>(static_cast<float>(a.values[p.pos]));
         node.missing_true = !a.missing_true.empty() && a.missing_true[p.pos] != 0;
+        f.tracks_missing = f.tracks_missing || node.missing_true;
         stack.push_back({static_cast<uint32_t>(no[p.pos]), at, false});
         stack.push_back({static_cast<uint32_t>(yes[p.pos]), at, true});
       }
@@ -294,14 +297,14 @@ inline bool goes_yes(const Forest& f, const FlatNode& n, double v) {
 }
 
 // M is the mode every branch has, or leaf to read each node's own.
-template <Mode M, class T>
+template <Mode M, bool Missing, class T>
 inline uint32_t find_leaf(const Forest& f, uint32_t i, const T* x) {
   const FlatNode* nodes = f.nodes.data();
   while (nodes[i].feature >= 0) {
     const FlatNode& n = nodes[i];
     const double v = static_cast<double>(x[n.feature]);
     bool yes = goes_yes<M>(f, n, v);
-    if constexpr (std::is_floating_point_v<T>) yes = yes || (n.missing_true && std::isnan(v));
+    if constexpr (Missing && std::is_floating_point_v<T>) yes = yes || (n.missing_true && std::isnan(v));
     i = yes ? n.yes : n.no;
   }
   return i;
@@ -309,14 +312,14 @@ inline uint32_t find_leaf(const Forest& f, uint32_t i, const T* x) {
 
 // Adds every tree's leaf weights for rows [r0, r1) into scores [N, targets]
 // (has: whether a weight reached the slot).
-template <Mode M, class T>
+template <Mode M, bool Missing, class T>
 void accumulate_rows(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, Aggregate agg, double* scores,
                      uint8_t* has) {
   const FlatNode* nodes = f.nodes.data();
   const int64_t k = f.targets;
   for (uint32_t root : f.roots) {
     for (int64_t r = r0; r < r1; ++r) {
-      const FlatNode& leaf = nodes[find_leaf<M>(f, root, x + r * c)];
+      const FlatNode& leaf = nodes[find_leaf<M, Missing>(f, root, x + r * c)];
       for (uint32_t w = leaf.yes; w < leaf.no; ++w) {
         const int64_t slot = r * k + f.weight_target[w];
         const double v = f.weight_value[w];
@@ -340,11 +343,15 @@ void accumulate(const Forest& f, const T* x, int64_t n, int64_t c, Aggregate agg
   const bool worth = n * static_cast<int64_t>(f.nodes.size()) >= (1 << 16) && blocks > 1;
   parallel_for(blocks, worth, [&](int64_t b) {
     const int64_t r0 = b * kBlock, r1 = std::min(n, r0 + kBlock);
-    switch (f.common_mode) {
-      case Mode::leq: accumulate_rows<Mode::leq>(f, x, c, r0, r1, agg, scores, has); break;
-      case Mode::lt: accumulate_rows<Mode::lt>(f, x, c, r0, r1, agg, scores, has); break;
-      default: accumulate_rows<Mode::leaf>(f, x, c, r0, r1, agg, scores, has); break;
-    }
+    auto run = [&]<bool Missing>() {
+      switch (f.common_mode) {
+        case Mode::leq: accumulate_rows<Mode::leq, Missing>(f, x, c, r0, r1, agg, scores, has); break;
+        case Mode::lt: accumulate_rows<Mode::lt, Missing>(f, x, c, r0, r1, agg, scores, has); break;
+        default: accumulate_rows<Mode::leaf, Missing>(f, x, c, r0, r1, agg, scores, has); break;
+      }
+    };
+    if (f.tracks_missing) run.template operator()<true>();
+    else run.template operator()<false>();
   });
 }
 
@@ -467,6 +474,7 @@ Result<Forest> build_forest_v5(const KernelInfo& info, int64_t targets) {
       node.mode = modes[i];
       node.threshold = modes[i] == Mode::member ? static_cast<double>(set_of[i]) : splits[i];
       node.missing_true = !missing.empty() && missing[i] != 0;
+      f.tracks_missing = f.tracks_missing || node.missing_true;
       f.nodes.push_back(node);
       stack.push_back({false_ids[i], !false_leafs.empty() && false_leafs[i] != 0, here, false});
       stack.push_back({true_ids[i], !true_leafs.empty() && true_leafs[i] != 0, here, true});

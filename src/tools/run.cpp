@@ -48,11 +48,12 @@ Result<std::string> write_output(const fs::path& dir, size_t k, const std::strin
     ONNXKIT_TRY(io::write_npy(dir / file, runtime::tensor_to_proto(value.tensor(), name)));
     return file;
   }
-  // Sequences and optionals have no .npy form: they are always protobuf.
+  // Sequences, maps and optionals have no .npy form: they are always protobuf.
   std::string file = fmt::format("output_{}.pb", k);
   if (value.is_tensor()) ONNXKIT_TRY(io::write_pb(dir / file, runtime::tensor_to_proto(value.tensor(), name)));
   else if (value.is_sequence()) ONNXKIT_TRY(io::write_pb(dir / file, runtime::sequence_to_proto(value.sequence(), name)));
   else if (value.is_optional()) ONNXKIT_TRY(io::write_pb(dir / file, runtime::optional_to_proto(value.optional(), name)));
+  else if (value.is_map()) ONNXKIT_TRY(io::write_pb(dir / file, runtime::map_to_proto(value.map(), name)));
   else return make_error("output '{}' has no value", name);
   return file;
 }

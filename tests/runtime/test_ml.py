@@ -278,6 +278,36 @@ class MlModels(unittest.TestCase):
         np.testing.assert_array_equal(ours[:4], enc.transform(feed[:4]))
         np.testing.assert_array_equal(ours, theirs)  # "banana" gets the default
 
+    def test_transformers(self):
+        from sklearn.feature_extraction import DictVectorizer
+        from sklearn.preprocessing import Binarizer, MaxAbsScaler, Normalizer
+
+        x, _ = classification(3, rows=40)
+        for transformer in (Normalizer(norm="l1"), Normalizer(norm="l2"), Normalizer(norm="max"),
+                            Binarizer(threshold=0.3), MaxAbsScaler()):
+            with self.subTest(transformer=str(transformer)):
+                transformer.fit(x)
+                model = to_onnx(transformer, x[:1])
+                (ours,), (theirs,) = run_both(model, {model.graph.input[0].name: x})
+                np.testing.assert_allclose(ours, theirs, rtol=0, atol=TOL)
+                if transformer.get_params().get("norm") == "max":
+                    # The spec's MAX divides by max(x) (so does ONNX Runtime),
+                    # scikit-learn's by max(|x|): checked by hand instead.
+                    np.testing.assert_allclose(ours, x / x.max(axis=1, keepdims=True), rtol=1e-6, atol=TOL)
+                    continue
+                np.testing.assert_allclose(ours, transformer.transform(x), rtol=0, atol=TOL)
+        # DictVectorizer takes one map (a dict) per run.
+        from skl2onnx.common.data_types import DictionaryType, FloatTensorType, StringTensorType
+
+        rows = [{"a": 1.0, "b": 2.5}, {"b": -1.0, "c": 4.0}, {"a": 3.0, "d": 0.5}]
+        vec = DictVectorizer(sparse=False).fit(rows)
+        model = to_onnx(vec, initial_types=[("features", DictionaryType(StringTensorType([1]), FloatTensorType([1])))])
+        self.assertIn("DictVectorizer", {n.op_type for n in model.graph.node})
+        for row in rows + [{"c": 7.0, "zzz": 1.0}]:
+            (ours,), (theirs,) = run_both(model, {"features": row})
+            np.testing.assert_allclose(ours, vec.transform([row]), rtol=0, atol=TOL)
+            np.testing.assert_allclose(ours, theirs, rtol=0, atol=TOL)
+
     # --- the command line ------------------------------------------------------------
 
     def test_run_writes_a_sequence_of_maps(self):

@@ -85,11 +85,13 @@ OpsetsByOp backend_ops(const fs::path& data, const std::map<std::string, std::st
   return seen;
 }
 
-// The text of every hand test of the runtime.
+// The text of every hand test of the runtime (C++ and Python).
 std::string hand_tests(const fs::path& dir) {
   std::string all;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (!e.path().string().ends_with("_test.cpp")) continue;
+    const std::string name = e.path().filename().string();
+    const bool python_test = name.starts_with("test_") && name.ends_with(".py");  // e.g. test_ml.py, on trained models
+    if (!name.ends_with("_test.cpp") && !python_test) continue;
     std::ifstream in(e.path());
     std::stringstream text;
     text << in.rdbuf();

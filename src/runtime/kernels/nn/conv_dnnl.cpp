@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "runtime/kernels/nn/blocked.h"
+#include "runtime/kernels/nn/conv_padding.h"
 #include "runtime/parallel.h"
 
 namespace onnxkit::runtime::nn {
@@ -102,7 +105,15 @@ struct DnnlConv::State {
   dnnl::memory bias;     // empty when there is none
   dnnl::memory::desc src_md, dst_md;
   bool binary_residual = false;  // else run() copies the residual into y for a sum post-op
+  bool blocked_input = false;
+  std::optional<ConvParams> pads_in_run;  // the convolution whose pads run() adds to the input (conv_padding.h)
 };
+
+namespace {
+bool runs_reference(const DnnlConv::State& state) {
+  return std::string(state.pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+}  // namespace
 
 DnnlConv::DnnlConv(std::unique_ptr<State> state) : state_(std::move(state)) {}
 DnnlConv::~DnnlConv() = default;
@@ -110,12 +121,33 @@ DnnlConv::~DnnlConv() = default;
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor& w, const Tensor* bias,
                                            FusedActivation activation, ActivationLayout layout,
                                            const DnnlConv* sibling) {
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
   if (w.dtype() != DataType::float32 || conv.window.rank() < 1 || conv.window.rank() > 3) return nullptr;
   const TrimmedConv trimmed = trim_dead_taps(conv, w);
   const ConvParams& p = trimmed.params;
   const void* weights = trimmed.weights.empty() ? w.raw() : trimmed.weights.data();
+  std::unique_ptr<State> state = make_state(p, weights, bias, activation, layout, sibling);
+  if (state == nullptr) return nullptr;
+  // oneDNN's reference kernel for a dilated convolution with wide pads
+  // (conv_padding.h): the same convolution on a padded copy of the input
+  // runs its JIT kernels.
+  const std::vector<int64_t>& dilations = p.window.dilations;
+  const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d > 1; });
+  if (dilated && runs_reference(*state))
+    if (std::optional<ConvParams> padded = pads_in_input(p)) {
+      std::unique_ptr<State> jit = make_state(*padded, weights, bias, activation, layout, sibling);
+      if (jit != nullptr && !runs_reference(*jit)) {
+        jit->pads_in_run = p;
+        state = std::move(jit);
+      }
+    }
+  return std::unique_ptr<DnnlConv>(new DnnlConv(std::move(state)));
+}
+
+std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const void* weights, const Tensor* bias,
+                                                      FusedActivation activation, ActivationLayout layout,
+                                                      const DnnlConv* sibling) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
   try {
     dnnl::engine& engine = cpu_engine();
     const size_t rank = p.window.rank() + 2;
@@ -195,7 +227,8 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
       }
       stream.wait();
     }
-    return std::unique_ptr<DnnlConv>(new DnnlConv(std::move(state)));
+    state->blocked_input = layout == ActivationLayout::blocked;
+    return state;
   } catch (const dnnl::error&) {
     return nullptr;  // no implementation for this case: the reference runs it
   }
@@ -215,7 +248,17 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
   try {
     dnnl::engine& engine = cpu_engine();
     dnnl::stream stream(engine);
-    dnnl::memory src(state_->src_md, engine, const_cast<void*>(x.raw()));
+    const void* x_data = x.raw();
+    std::unique_ptr<float[]> padded;  // per run: runs may overlap
+    if (state_->pads_in_run) {
+      const ConvParams& p = *state_->pads_in_run;
+      const int64_t inner = state_->blocked_input ? channel_block() : 1;
+      const int64_t outer = p.batch * ((p.in_channels + inner - 1) / inner);
+      padded = std::make_unique_for_overwrite<float[]>(state_->src_md.get_size() / sizeof(float));
+      pad_input(p, outer, inner, x.data<float>(), padded.get());
+      x_data = padded.get();
+    }
+    dnnl::memory src(state_->src_md, engine, const_cast<void*>(x_data));
     dnnl::memory dst(state_->dst_md, engine, y.mutable_raw());
     dnnl::memory scratch(state_->pd.scratchpad_desc(), engine);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src},

@@ -58,6 +58,11 @@ class DnnlConv {
 
  private:
   explicit DnnlConv(std::unique_ptr<State> state);
+  // The primitive for `p` with `weights` (W's layout, trimmed to p's kernel),
+  // or null when oneDNN has none.
+  static std::unique_ptr<State> make_state(const ConvParams& p, const void* weights, const Tensor* bias,
+                                           FusedActivation activation, ActivationLayout layout,
+                                           const DnnlConv* sibling);
   std::unique_ptr<State> state_;
 };
 

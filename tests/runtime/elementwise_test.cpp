@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -307,6 +308,49 @@ TEST(Elementwise, SwishAndSwiGluAlpha) {
   auto bad = try_run_node({.op_type = "SwiGLU", .opset = 28,
                            .inputs = {{"a", Tensor::from<float>({2}, {x, x})}, {"b", Tensor::from<float>({1}, {2})}}});
   ASSERT_FALSE(bad.ok());
+}
+
+// The float32 activations (vectorized or computed in float) against their
+// formulas in double, over a sweep long enough for the vector loops and
+// their tails, with the ends of the float range and a NaN (which goes
+// through, or not, as the formula says).
+TEST(Elementwise, FloatActivationsMatchDoubleFormulas) {
+  std::vector<float> xs;
+  for (int i = 0; i <= 1000; ++i) xs.push_back(-12.0f + 0.024f * static_cast<float>(i));
+  for (float v : {100.0f, -100.0f, 1e-30f, -1e-30f, 0.0f, -0.0f, 3.0f, -3.0f, 1e30f, -1e30f})
+    xs.push_back(v);
+  xs.push_back(std::numeric_limits<float>::quiet_NaN());
+  const auto n = static_cast<int64_t>(xs.size());
+  struct Case {
+    const char* op;
+    int64_t opset;
+    std::vector<onnx::AttributeProto> attributes;
+    double (*f)(double);
+  };
+  const std::vector<Case> cases = {
+      {"HardSwish", 14, {}, [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }},
+      {"HardSigmoid", 6, {attr("alpha", 0.25f), attr("beta", 0.375f)},
+       [](double v) { return std::clamp(0.25 * v + 0.375, 0.0, 1.0); }},
+      {"Swish", 24, {attr("alpha", 1.5f)}, [](double v) { return v / (1 + std::exp(-1.5 * v)); }},
+      {"LeakyRelu", 6, {attr("alpha", 0.125f)}, [](double v) { return v >= 0 ? v : 0.125 * v; }},
+      {"Elu", 6, {attr("alpha", 0.5f)}, [](double v) { return v >= 0 ? v : 0.5 * std::expm1(v); }},
+      {"Celu", 12, {attr("alpha", 2.0f)},
+       [](double v) { return std::max(0.0, v) + std::min(0.0, 2 * std::expm1(v / 2)); }},
+      {"ThresholdedRelu", 10, {attr("alpha", 0.5f)}, [](double v) { return v > 0.5 ? v : 0.0; }},
+      {"Shrink", 9, {attr("bias", 0.25f), attr("lambd", 0.75f)},
+       [](double v) { return v < -0.75 ? v + 0.25 : (v > 0.75 ? v - 0.25 : 0.0); }},
+      {"Gelu", 20, {}, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
+      {"Gelu", 20, {attr("approximate", "tanh")},
+       [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }},
+  };
+  for (const Case& c : cases) {
+    std::vector<float> expected;
+    for (float v : xs) expected.push_back(static_cast<float>(c.f(v)));
+    auto out = run_node({.op_type = c.op, .opset = c.opset, .inputs = {{"x", Tensor::from<float>({n}, xs)}},
+                         .attributes = c.attributes});
+    SCOPED_TRACE(c.op);
+    expect_tensor_near(out[0].tensor(), Tensor::from<float>({n}, expected), 1e-6, 1e-5);
+  }
 }
 
 }  // namespace

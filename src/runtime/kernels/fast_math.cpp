@@ -24,6 +24,30 @@ ONNXKIT_VECTOR_CLONES void sigmoid_floats(const float* x, float* y, int64_t n) {
   }
 }
 
+ONNXKIT_VECTOR_CLONES void hard_sigmoid_floats(const float* x, float* y, int64_t n, float alpha, float beta,
+                                               bool times_x) {
+  // Written as selects that a NaN fails, so that it goes through.
+  auto gate = [alpha, beta](float v) {
+    float g = alpha * v + beta;
+    g = g < 0.0f ? 0.0f : g;
+    return g > 1.0f ? 1.0f : g;
+  };
+  if (times_x) {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * gate(x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = gate(x[i]);
+  }
+}
+
+ONNXKIT_VECTOR_CLONES void swish_floats(const float* x, float* y, int64_t n, float alpha) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i], a = alpha * v;
+    const float e = fast_exp(-std::fabs(a));
+    const float s = 1.0f / (1.0f + e);
+    y[i] = v * (a >= 0.0f ? s : e * s);
+  }
+}
+
 ONNXKIT_VECTOR_CLONES void gelu_floats(const float* x, const float* bias, float* y, int64_t n) {
   constexpr float kInvSqrt2 = 0.707106781186547524f;
   if (bias == nullptr) {

@@ -71,6 +71,13 @@ void erf_floats(const float* x, float* y, int64_t n);
 // y[i] = 1 / (1 + e^-x[i]), from e^-|x| so that no exp overflows. y may be x.
 void sigmoid_floats(const float* x, float* y, int64_t n);
 
+// y[i] = clamp(alpha x[i] + beta, 0, 1), HardSigmoid, times x[i] when
+// `times_x` (HardSwish: alpha 1/6, beta 1/2). NaN goes through. y may be x.
+void hard_sigmoid_floats(const float* x, float* y, int64_t n, float alpha, float beta, bool times_x);
+
+// y[i] = x[i] / (1 + e^(-alpha x[i])), Swish (SiLU when alpha is 1). y may be x.
+void swish_floats(const float* x, float* y, int64_t n, float alpha);
+
 // y[i] = gelu(x[i] + bias[i]) (bias may be null), with the exact GELU
 // x / 2 * (1 + erf(x / sqrt 2)). y may be x.
 void gelu_floats(const float* x, const float* bias, float* y, int64_t n);

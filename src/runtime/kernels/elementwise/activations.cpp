@@ -1,6 +1,7 @@
 // Element-wise activations with attributes, PRelu, SwiGLU and Clip.
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "runtime/kernels/elementwise/elementwise.h"
@@ -9,26 +10,47 @@
 namespace onnxkit::runtime::elementwise {
 namespace {
 
-// A kernel applying f (double -> double) to every element of a float input.
+// A kernel applying f to every element of a float input, in the element's
+// compute precision (float for float32 and the halves, double for double):
+// `f` is generic over it. `floats`, when given, does float32 arrays instead
+// (fast_math.h's vectorized forms).
+using FloatsFn = std::function<void(const float*, float*, int64_t)>;
+
 template <class F>
-ComputeFn map_activation(F f) {
-  return ComputeFn([f](KernelContext& ctx) -> Status {
+ComputeFn map_activation(F f, FloatsFn floats = nullptr) {
+  return ComputeFn([f, floats](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     Tensor& y = ctx.output(0, x->dtype(), x->shape());
+    if (floats && x->dtype() == DataType::float32) {
+      map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
+        floats(x->data<float>() + begin, y.mutable_data<float>() + begin, end - begin);
+      });
+      return {};
+    }
     return dispatch_float(x->dtype(), [&]<class T>() -> Status {
-      map_unary<T, T>(*x, y, [&](compute_t<T> v) { return static_cast<compute_t<T>>(f(static_cast<double>(v))); });
+      map_unary<T, T>(*x, y, [&](compute_t<T> v) { return f(v); });
       return {};
     });
   });
 }
 
 // Registers a float activation whose attributes are read once at build:
-// `make(info)` returns the per-element function.
+// `make(info)` returns the per-element function, or a pair of it and the
+// float32 array form.
 template <class Make>
 void add_activation(KernelRegistry& r, const char* op, int64_t since, Make make, OpTraits traits = {}) {
-  r.add("", op, since, kLatestOpset,
-        make_kernel([make](const KernelInfo& info) -> Result<ComputeFn> { return map_activation(make(info)); }),
+  r.add("", op, since, kLatestOpset, make_kernel([make](const KernelInfo& info) -> Result<ComputeFn> {
+          auto made = make(info);
+          if constexpr (requires { made.second; }) return map_activation(made.first, made.second);
+          else return map_activation(made);
+        }),
         traits);
+}
+
+// v limited to [0, 1], NaN going through as in hard_sigmoid_floats.
+template <class C>
+C unit_clamp(C v) {
+  return v < C(0) ? C(0) : (v > C(1) ? C(1) : v);
 }
 
 // The bound of Clip: an input (opset 11+) when given, else the attribute.
@@ -49,67 +71,86 @@ KernelFactory gelu_kernel() {
     const std::string form = info.attr_string("approximate", "none");
     if (form != "none" && form != "tanh") return make_error("attribute 'approximate' is '{}'; it must be none or tanh", form);
     const bool tanh_form = form == "tanh";
-    ComputeFn in_double = map_activation([tanh_form](double v) {
-      if (tanh_form) return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-      return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
-    });
-    return ComputeFn([tanh_form, in_double](KernelContext& ctx) -> Status {
-      ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-      if (x->dtype() != DataType::float32 || tanh_form) return in_double(ctx);
-      Tensor& y = ctx.output(0, x->dtype(), x->shape());
-      map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
-        gelu_floats(x->data<float>() + begin, nullptr, y.mutable_data<float>() + begin, end - begin);
-      });
-      return {};
-    });
+    auto f = [tanh_form](auto v) {
+      using C = decltype(v);
+      if (tanh_form) return C(0.5) * v * (C(1) + std::tanh(C(0.7978845608028654) * (v + C(0.044715) * v * v * v)));
+      return C(0.5) * v * (C(1) + std::erf(v * C(0.7071067811865476)));
+    };
+    if (tanh_form) return map_activation(f);
+    return map_activation(f, [](const float* x, float* y, int64_t n) { gelu_floats(x, nullptr, y, n); });
   });
 }
 
 void register_activations(KernelRegistry& r) {
   add_activation(r, "LeakyRelu", 6, [](const KernelInfo& info) {
-    double alpha = info.attr_float("alpha", 0.01f);
-    return [alpha](double v) { return v >= 0 ? v : alpha * v; };
+    float alpha = info.attr_float("alpha", 0.01f);
+    return [alpha](auto v) { return v >= 0 ? v : decltype(v)(alpha) * v; };
   }, kBlockedUnaryZeroPreserving);
   add_activation(r, "Elu", 6, [](const KernelInfo& info) {
-    double alpha = info.attr_float("alpha", 1.0f);
-    return [alpha](double v) { return v >= 0 ? v : alpha * std::expm1(v); };
+    float alpha = info.attr_float("alpha", 1.0f);
+    return [alpha](auto v) { return v >= 0 ? v : decltype(v)(alpha) * std::expm1(v); };
   }, kBlockedUnaryZeroPreserving);
   add_activation(r, "Selu", 6, [](const KernelInfo& info) {
-    double alpha = info.attr_float("alpha", 1.67326319217681884765625f);
-    double gamma = info.attr_float("gamma", 1.05070102214813232421875f);
-    return [alpha, gamma](double v) { return gamma * (v > 0 ? v : alpha * std::expm1(v)); };
+    float alpha = info.attr_float("alpha", 1.67326319217681884765625f);
+    float gamma = info.attr_float("gamma", 1.05070102214813232421875f);
+    return [alpha, gamma](auto v) {
+      using C = decltype(v);
+      return C(gamma) * (v > 0 ? v : C(alpha) * std::expm1(v));
+    };
   }, kBlockedUnary);
   add_activation(r, "Celu", 12, [](const KernelInfo& info) {
-    double alpha = info.attr_float("alpha", 1.0f);
-    return [alpha](double v) { return std::max(0.0, v) + std::min(0.0, alpha * std::expm1(v / alpha)); };
+    float alpha = info.attr_float("alpha", 1.0f);
+    return [alpha](auto v) {
+      using C = decltype(v);
+      return std::max(C(0), v) + std::min(C(0), C(alpha) * std::expm1(v / C(alpha)));
+    };
   }, kBlockedUnary);
   add_activation(r, "HardSigmoid", 6, [](const KernelInfo& info) {
-    double alpha = info.attr_float("alpha", 0.2f), beta = info.attr_float("beta", 0.5f);
-    return [alpha, beta](double v) { return std::max(0.0, std::min(1.0, alpha * v + beta)); };
+    float alpha = info.attr_float("alpha", 0.2f), beta = info.attr_float("beta", 0.5f);
+    auto f = [alpha, beta](auto v) {
+      using C = decltype(v);
+      return unit_clamp(C(alpha) * v + C(beta));
+    };
+    return std::pair(f, FloatsFn([alpha, beta](const float* x, float* y, int64_t n) {
+                       hard_sigmoid_floats(x, y, n, alpha, beta, false);
+                     }));
   }, kBlockedUnary);
   add_activation(r, "HardSwish", 14, [](const KernelInfo&) {
-    return [](double v) { return v * std::max(0.0, std::min(1.0, v / 6.0 + 0.5)); };
+    auto f = [](auto v) {
+      using C = decltype(v);
+      return v * unit_clamp(v / C(6) + C(0.5));
+    };
+    return std::pair(f, FloatsFn([](const float* x, float* y, int64_t n) {
+                       hard_sigmoid_floats(x, y, n, 1.0f / 6.0f, 0.5f, true);
+                     }));
   }, kBlockedUnaryZeroPreserving);
   add_activation(r, "ThresholdedRelu", 10, [](const KernelInfo& info) {
-    double alpha = info.attr_float("alpha", 1.0f);
-    return [alpha](double v) { return v > alpha ? v : 0.0; };
+    float alpha = info.attr_float("alpha", 1.0f);
+    return [alpha](auto v) { return v > decltype(v)(alpha) ? v : decltype(v)(0); };
   });
   add_activation(r, "Shrink", 9, [](const KernelInfo& info) {
-    double bias = info.attr_float("bias", 0.0f), lambd = info.attr_float("lambd", 0.5f);
-    return [bias, lambd](double v) { return v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0); };
+    float bias = info.attr_float("bias", 0.0f), lambd = info.attr_float("lambd", 0.5f);
+    return [bias, lambd](auto v) {
+      using C = decltype(v);
+      return v < -C(lambd) ? v + C(bias) : (v > C(lambd) ? v - C(bias) : C(0));
+    };
   });
   add_activation(r, "Mish", 18, [](const KernelInfo&) {
-    return [](double v) { return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))); };
+    return [](auto v) { return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))); };
   }, kBlockedUnaryZeroPreserving);
   add_activation(r, "Swish", 24, [](const KernelInfo& info) {
-    double alpha = info.attr_float("alpha", 1.0f);
-    return [alpha](double v) { return v / (1.0 + std::exp(-alpha * v)); };
+    float alpha = info.attr_float("alpha", 1.0f);
+    auto f = [alpha](auto v) {
+      using C = decltype(v);
+      return v / (C(1) + std::exp(-C(alpha) * v));
+    };
+    return std::pair(f, FloatsFn([alpha](const float* x, float* y, int64_t n) { swish_floats(x, y, n, alpha); }));
   }, kBlockedUnaryZeroPreserving);
   r.add("", "Gelu", 20, kLatestOpset, gelu_kernel());
   // SwiGLU: Swish(A) * B, the gated feed-forward of LLaMA-style models; A and
   // B of one shape, no broadcasting.
   r.add("", "SwiGLU", 28, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          const double alpha = info.attr_float("alpha", 1.0f);
+          const float alpha = info.attr_float("alpha", 1.0f);
           return ComputeFn([alpha](KernelContext& ctx) -> Status {
             ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
             ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
@@ -120,8 +161,8 @@ void register_activations(KernelRegistry& r) {
             Tensor& y = ctx.output(0, a->dtype(), a->shape());
             return dispatch_float(a->dtype(), [&]<class T>() -> Status {
               map_binary<T, T, T>(*a, *b, y, [alpha](auto gate, auto value) {
-                const double g = static_cast<double>(gate);
-                return static_cast<decltype(gate)>(g / (1.0 + std::exp(-alpha * g)) * static_cast<double>(value));
+                using C = decltype(gate);
+                return gate / (C(1) + std::exp(-C(alpha) * gate)) * value;
               });
               return {};
             });

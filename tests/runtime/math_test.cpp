@@ -115,6 +115,18 @@ TEST(MathGemm, BlockedCrossesEveryBlockBoundary) {
   }
 }
 
+TEST(MathGemm, OneRowCrossesItsColumnBlocksAndThreadSplits) {
+  // The one-row path (no sgemm): depths that leave a tail of its four-row
+  // steps, widths past its 1024-column block and thread splits that are no
+  // whole cache line, products too small to share among threads.
+  for (int threads : {1, 2})
+    for (bool tb : {false, true}) {
+      check_gemm_case({1, 2500, 519, false, tb, -0.75f, 0.5f}, threads, false);
+      check_gemm_case({1, 1030, 130, false, tb, 1.0f, 0.0f}, threads, false);
+      check_gemm_case({1, 37, 67, false, tb, 2.0f, 0.0f}, threads, false);
+    }
+}
+
 TEST(MathGemm, DoubleMatchesNaiveLoop) {
   const int64_t m = 41, n = 77, k = 300;
   std::vector<double> a(m * k), b(k * n), c(m * n, 0.5), expected(m * n, 0.5);
@@ -319,6 +331,25 @@ TEST(MathMatMul, LargeBatchesAgreeAcrossThreads) {
                            .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)}, {"b", Tensor::from<float>({batch, k, n}, b)}},
                            .threads = threads});
       expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, each), 1e-4, 1e-4);
+    }
+  }
+}
+
+TEST(MathMatMul, OneRowTimesAConstantBAgreesAcrossThreads) {
+  // A decoding step's [1, 1, k] x constant [k, n]: its own one-row product,
+  // against the naive loop. k leaves a tail of the four-row steps; n = 37
+  // runs on one thread, n = 1030 (k * n past the parallel threshold) splits
+  // its columns with a tail that is no whole cache line, and n = 2048 is
+  // transposed at build.
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{67, 37}, {263, 1030}, {130, 2048}}) {
+    const auto a = random_floats(static_cast<size_t>(k), 11), b = random_floats(static_cast<size_t>(k * n), 12);
+    const auto expected = naive_matmul(a, b, 1, k, n);
+    for (int threads : {1, 2}) {
+      auto out = run_node({.op_type = "MatMul",
+                           .inputs = {{"a", Tensor::from<float>({1, 1, k}, a)}, {"b", Tensor::from<float>({k, n}, b), true}},
+                           .threads = threads});
+      SCOPED_TRACE(::testing::PrintToString(std::vector<int64_t>{k, n, threads}));
+      expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 1, n}, expected), 1e-4, 1e-4);
     }
   }
 }

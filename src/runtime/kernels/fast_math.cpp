@@ -1,5 +1,7 @@
 #include "runtime/kernels/fast_math.h"
 
+#include <algorithm>
+
 // GCC builds these twice, for x86-64-v3 (AVX2, FMA) and for the baseline,
 // and the loader picks one by the CPU. Compiled with -fno-trapping-math
 // (CMakeLists.txt) so that the selects vectorize.
@@ -127,6 +129,39 @@ ONNXKIT_VECTOR_CLONES void add_weighted_rows_floats(const float* w, const float*
     const float* __restrict row = rows + j * stride;
     const float wj = w[j];
     for (int64_t i = 0; i < d; ++i) y[i] += wj * row[i];
+  }
+}
+
+ONNXKIT_VECTOR_CLONES void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k,
+                                              int64_t n, float alpha, float beta, float* __restrict y) {
+  auto store = [&](int64_t j, float sum) { y[j] = alpha * sum + (beta == 0.0f ? 0.0f : beta * y[j]); };
+  if (trans_b) {
+    for (int64_t j = 0; j < n; ++j) {
+      const float* row = b + j * ldb;
+      store(j, reduce_in_lanes(k, 0.0f, [&](int64_t p) { return x[p] * row[p]; }, plus));
+    }
+    return;
+  }
+  constexpr int64_t kBlock = 1024;  // 4 KiB of sums
+  float sums[kBlock];
+  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+    const int64_t width = std::min(kBlock, n - j0);
+    for (int64_t i = 0; i < width; ++i) sums[i] = 0.0f;
+    int64_t p = 0;
+    for (; p + 4 <= k; p += 4) {
+      const float x0 = x[p], x1 = x[p + 1], x2 = x[p + 2], x3 = x[p + 3];
+      const float* __restrict b0 = b + p * ldb + j0;
+      const float* __restrict b1 = b0 + ldb;
+      const float* __restrict b2 = b1 + ldb;
+      const float* __restrict b3 = b2 + ldb;
+      for (int64_t i = 0; i < width; ++i) sums[i] += (x0 * b0[i] + x1 * b1[i]) + (x2 * b2[i] + x3 * b3[i]);
+    }
+    for (; p < k; ++p) {
+      const float xp = x[p];
+      const float* __restrict row = b + p * ldb + j0;
+      for (int64_t i = 0; i < width; ++i) sums[i] += xp * row[i];
+    }
+    for (int64_t i = 0; i < width; ++i) store(j0 + i, sums[i]);
   }
 }
 

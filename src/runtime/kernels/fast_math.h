@@ -104,4 +104,12 @@ float exp_sum_floats(const float* x, float* y, int64_t n, float shift);
 void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d, float* y);
 void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride, int64_t n, int64_t d, float* y);
 
+// y = alpha x op(B) + beta y (y only written when beta is 0) for one row x
+// of k floats, op(B) k x n: B k x n row-major with its rows ldb apart, or
+// n x k with trans_b. The one-row product of a decoding step's MatMul or a
+// classifier's Gemm, which sgemm costs more to set up than to do: B is
+// read once, four rows at a time into a block of sums kept in cache.
+void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k, int64_t n, float alpha,
+                        float beta, float* y);
+
 }  // namespace onnxkit::runtime

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/kernels/fast_math.h"
 #include "runtime/parallel.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
@@ -364,10 +365,24 @@ ONNXKIT_MATH_CLONES void integer_rows(int64_t first, int64_t last, int64_t n, in
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  const int threads = usable_threads(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+  if (m == 1 && !trans_a && k > 0 && alpha != 0.0f) {
+    // One row: the threads split the columns, in whole cache lines.
+    constexpr int64_t kLine = 16;
+    const int64_t lines = (n + kLine - 1) / kLine;
+    const int64_t chunks = std::min<int64_t>(threads, lines);
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) if (chunks > 1) schedule(static)
+    for (int64_t t = 0; t < chunks; ++t) {
+      const int64_t first = std::min(n, lines * t / chunks * kLine), last = std::min(n, lines * (t + 1) / chunks * kLine);
+      if (first < last)
+        row_product_floats(trans_b, a, b + (trans_b ? first * ldb : first), ldb, k, last - first, alpha, beta, c + first);
+    }
+    return;
+  }
   // oneDNN's JIT kernels; its sgemm is row-major, like ours. It shares even
   // the smallest product among all the threads it may use (an LSTM step's
   // 1 x 512 x 128 took twice as long on two threads as on one).
-  const ThreadLimit limit(usable_threads(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k)));
+  const ThreadLimit limit(threads);
   if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success)
     return;
   gemm_portable(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

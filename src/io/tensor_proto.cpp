@@ -19,7 +19,7 @@ struct TypeInfo {
 
 // Codes beyond BFLOAT16 postdate the Debian ONNX headers, so they are spelled
 // as numbers here; the names follow onnx.proto.
-constexpr std::array<TypeInfo, 23> kTypes = {{
+constexpr std::array<TypeInfo, 26> kTypes = {{
     {TensorProto::FLOAT, "float32", "FLOAT", 32},
     {TensorProto::UINT8, "uint8", "UINT8", 8},
     {TensorProto::INT8, "int8", "INT8", 8},
@@ -43,6 +43,9 @@ constexpr std::array<TypeInfo, 23> kTypes = {{
     {21, "uint4", "UINT4", 4},
     {22, "int4", "INT4", 4},
     {23, "float4e2m1", "FLOAT4E2M1", 4},
+    {24, "float8e8m0", "FLOAT8E8M0", 8},
+    {25, "uint2", "UINT2", 2},
+    {26, "int2", "INT2", 2},
 }};
 
 const TypeInfo* find_type(int32_t code) {
@@ -67,6 +70,9 @@ uint64_t typed_entry_count(int32_t data_type, uint64_t n) {
     case 22:
     case 23:
       return (n + 1) / 2;
+    case 25:
+    case 26:
+      return (n + 3) / 4;
     default:
       return n;
   }

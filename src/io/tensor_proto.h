@@ -24,8 +24,9 @@ std::string type_text(const onnx::TypeProto& type);
 // "float", "FLOAT", "int64"...); 0 when unknown.
 int32_t data_type_from_name(std::string_view name);
 
-// Bytes taken by `count` elements of `data_type` in raw_data layout (int4
-// types pack two to a byte); 0 for strings and unknown types.
+// Bytes taken by `count` elements of `data_type` in raw_data layout (the
+// 4-bit types pack two to a byte, the 2-bit ones four); 0 for strings and
+// unknown types.
 uint64_t data_byte_size(int32_t data_type, uint64_t count);
 
 // True for element types that have a fixed size in raw_data.

@@ -123,8 +123,12 @@ size_t element_size(DataType type) {
     case DataType::float8e4m3fnuz:
     case DataType::float8e5m2:
     case DataType::float8e5m2fnuz:
-    case DataType::int4:  // unpacked in memory
+    case DataType::int4:  // unpacked in memory, as the other sub-byte types
     case DataType::uint4:
+    case DataType::float4e2m1:
+    case DataType::float8e8m0:
+    case DataType::int2:
+    case DataType::uint2:
       return 1;
     case DataType::string:
       return sizeof(std::string);
@@ -165,9 +169,29 @@ bool is_low_precision(DataType t) {
     case DataType::float8e5m2fnuz:
     case DataType::int4:
     case DataType::uint4:
+    case DataType::float4e2m1:
+    case DataType::float8e8m0:
+    case DataType::int2:
+    case DataType::uint2:
       return true;
     default:
       return false;
+  }
+}
+
+int bit_width(DataType type) {
+  switch (type) {
+    case DataType::int4:
+    case DataType::uint4:
+    case DataType::float4e2m1:
+      return 4;
+    case DataType::int2:
+    case DataType::uint2:
+      return 2;
+    case DataType::string:
+      return 0;
+    default:
+      return static_cast<int>(element_size(type) * 8);
   }
 }
 
@@ -305,6 +329,61 @@ Float8<F>::operator float() const {
     return v;
   }();
   return values[bits];
+}
+
+namespace {
+
+// Float4 E2M1 goes through the float8 code with this layout: its codes are
+// those of a float8 with the sign moved from bit 3 to bit 7.
+constexpr Float8Layout kFloat4Layout = {1, 1, 0x07, false, false};
+constexpr double kFloat4Max = 6.0;
+
+}  // namespace
+
+Float4E2M1::Float4E2M1(double v, bool /*saturate*/) {
+  if (std::isnan(v)) {
+    bits = 0x07;
+    return;
+  }
+  const uint8_t code = float8_encode(kFloat4Layout, std::isinf(v) ? std::copysign(kFloat4Max, v) : v, true);
+  bits = static_cast<uint8_t>((code & 0x07) | ((code & 0x80) >> 4));
+}
+
+Float4E2M1::operator float() const {
+  return float8_decode(kFloat4Layout, static_cast<uint8_t>((bits & 0x07) | ((bits & 0x08) << 4)));
+}
+
+Float8E8M0::Float8E8M0(double v, bool saturate, E8M0Rounding rounding) {
+  // ONNX defines the conversion on the bits of the float32 value.
+  const uint32_t x = float_bits(static_cast<float>(v));
+  uint32_t exponent = (x >> 23) & 0xffu;
+  const uint32_t fraction = x & 0x7fffffu;
+  if (exponent == 0xffu) {
+    bits = 0xff;
+    return;
+  }
+  bool round_up = false;
+  switch (rounding) {
+    case E8M0Rounding::up: round_up = fraction != 0; break;
+    case E8M0Rounding::down: break;
+    case E8M0Rounding::nearest:
+      // From 1.5 up; an exact 0.5 of a float32 subnormal (exponent 0) stays down.
+      round_up = (fraction & 0x400000u) != 0 && ((fraction & 0x3fffffu) != 0 || exponent > 0);
+      break;
+  }
+  if (round_up) {
+    if (exponent == 0xfeu) {
+      bits = saturate ? 0xfe : 0xff;
+      return;
+    }
+    ++exponent;
+  }
+  bits = static_cast<uint8_t>(exponent);
+}
+
+Float8E8M0::operator float() const {
+  if (bits == 0xff) return std::numeric_limits<float>::quiet_NaN();
+  return std::ldexp(1.0f, static_cast<int>(bits) - 127);
 }
 
 template struct Float8<Float8Format::e4m3fn>;

@@ -43,18 +43,27 @@ enum class DataType : int32_t {
   float8e5m2fnuz = 20,
   uint4 = 21,
   int4 = 22,
+  float4e2m1 = 23,
+  float8e8m0 = 24,
+  uint2 = 25,
+  int2 = 26,
 };
 
 std::string to_string(DataType type);
 // Bytes per element in memory (sizeof(std::string) for strings); 0 if unknown.
 size_t element_size(DataType type);
 bool is_floating(DataType type);  // float16, bfloat16, float32, float64
-bool is_integer(DataType type);   // signed and unsigned integers (not bool, not int4/uint4)
+bool is_integer(DataType type);   // signed and unsigned integers (not bool, not the 2- and 4-bit ones)
 bool is_signed(DataType type);
-// The float8 formats, int4 and uint4: ops store and convert them (Cast,
-// Q/DQ, data movement) but never compute in them, so the predicates above
-// and the dispatch helpers other than dispatch_low_precision leave them out.
+// The float8 formats (E8M0 included), float4 E2M1 and the 2- and 4-bit
+// integers: ops store and convert them (Cast, Q/DQ, data movement) but never
+// compute in them, so the predicates above and the dispatch helpers other
+// than dispatch_low_precision leave them out. One element per byte in memory.
 bool is_low_precision(DataType type);
+// Bits per element as ONNX counts them: 4 for int4, uint4 and float4e2m1, 2
+// for int2 and uint2 (TensorProtos pack those), else 8 * element_size; 0 for
+// strings and unknown types.
+int bit_width(DataType type);
 
 // IEEE half and bfloat16, stored as bits; arithmetic goes through float.
 struct Float16 {
@@ -94,26 +103,58 @@ using Float8E4M3FNUZ = Float8<Float8Format::e4m3fnuz>;
 using Float8E5M2 = Float8<Float8Format::e5m2>;
 using Float8E5M2FNUZ = Float8<Float8Format::e5m2fnuz>;
 
-// The 4-bit integers of opset 21, one per byte in memory so that every
-// kernel moving bytes handles them; a TensorProto packs two per byte
-// (tensor_proto.cpp). Construction keeps the low 4 bits, sign-extended for
-// Int4: integers out of range wrap, as Cast narrows integers.
-template <bool Signed>
-struct BasicInt4 {
+// Float4 E2M1 (opset 23): sign, 2 exponent bits (bias 1), 1 mantissa bit,
+// in the low 4 bits of a byte. Its values are 0, 0.5, 1, 1.5, 2, 3, 4, 6; it
+// has no infinity and no NaN, so conversion rounds to nearest even and always
+// saturates to +-6 (infinities too), NaN giving +6 as ONNX's reference does.
+// `saturate` is taken so that generic code can pass it; it changes nothing.
+struct Float4E2M1 {
+  uint8_t bits = 0;
+  Float4E2M1() = default;
+  explicit Float4E2M1(double v, bool saturate = true);
+  operator float() const;  // NOLINT: exact
+};
+
+// Float8 E8M0 (opset 24), the scale type of the MX formats: an unsigned
+// power of two 2^(bits - 127), 0xFF being NaN; no zero, no sign. Conversion
+// keeps the exponent of the float32 value (the sign is dropped, zero and
+// float32 subnormals give 2^-127) and rounds the mantissa away per Cast's
+// round_mode: `up` goes to the next power for any fraction, `down` truncates,
+// `nearest` goes up from 1.5 on (ties up). Infinity and NaN give 0xFF;
+// rounding up past 2^127 gives 2^127 with `saturate`, else NaN.
+enum class E8M0Rounding { up, down, nearest };
+struct Float8E8M0 {
+  uint8_t bits = 0;
+  Float8E8M0() = default;
+  explicit Float8E8M0(double v, bool saturate = true, E8M0Rounding rounding = E8M0Rounding::up);
+  operator float() const;  // NOLINT: exact
+};
+
+// The 4-bit integers of opset 21 and the 2-bit ones of opset 25, one per
+// byte in memory so that every kernel moving bytes handles them; a
+// TensorProto packs two or four per byte (tensor_proto.cpp). Construction
+// keeps the low `Bits` bits, sign-extended when signed: integers out of
+// range wrap, as Cast narrows integers.
+template <int Bits, bool Signed>
+struct BasicIntN {
   using Storage = std::conditional_t<Signed, int8_t, uint8_t>;
+  static constexpr int64_t kMask = (1 << Bits) - 1, kSignBit = 1 << (Bits - 1);
   Storage value = 0;
-  BasicInt4() = default;
-  constexpr explicit BasicInt4(int64_t v)
-      : value(static_cast<Storage>(Signed ? ((v & 0xf) ^ 0x8) - 0x8 : v & 0xf)) {}
+  BasicIntN() = default;
+  constexpr explicit BasicIntN(int64_t v)
+      : value(static_cast<Storage>(Signed ? ((v & kMask) ^ kSignBit) - kSignBit : v & kMask)) {}
   constexpr operator int() const { return value; }  // NOLINT
 };
-using Int4 = BasicInt4<true>;
-using UInt4 = BasicInt4<false>;
+using Int4 = BasicIntN<4, true>;
+using UInt4 = BasicIntN<4, false>;
+using Int2 = BasicIntN<2, true>;
+using UInt2 = BasicIntN<2, false>;
 
-template <class T> inline constexpr bool is_float8_v = false;
-template <Float8Format F> inline constexpr bool is_float8_v<Float8<F>> = true;
-template <class T> inline constexpr bool is_int4_v = false;
-template <bool Signed> inline constexpr bool is_int4_v<BasicInt4<Signed>> = true;
+// The small float types: constructed from (double, saturate), read as float.
+template <class T> inline constexpr bool is_small_float_v = std::is_same_v<T, Float4E2M1> || std::is_same_v<T, Float8E8M0>;
+template <Float8Format F> inline constexpr bool is_small_float_v<Float8<F>> = true;
+template <class T> inline constexpr bool is_small_int_v = false;  // the 2- and 4-bit integers
+template <int Bits, bool Signed> inline constexpr bool is_small_int_v<BasicIntN<Bits, Signed>> = true;
 
 // The C++ type of each element type.
 template <DataType T> struct CppType;
@@ -139,6 +180,10 @@ template <> struct CppType<DataType::float8e5m2> { using type = Float8E5M2; };
 template <> struct CppType<DataType::float8e5m2fnuz> { using type = Float8E5M2FNUZ; };
 template <> struct CppType<DataType::int4> { using type = Int4; };
 template <> struct CppType<DataType::uint4> { using type = UInt4; };
+template <> struct CppType<DataType::float4e2m1> { using type = Float4E2M1; };
+template <> struct CppType<DataType::float8e8m0> { using type = Float8E8M0; };
+template <> struct CppType<DataType::int2> { using type = Int2; };
+template <> struct CppType<DataType::uint2> { using type = UInt2; };
 
 template <class T> constexpr DataType data_type_of();
 template <> constexpr DataType data_type_of<float>() { return DataType::float32; }
@@ -163,6 +208,10 @@ template <> constexpr DataType data_type_of<Float8E5M2>() { return DataType::flo
 template <> constexpr DataType data_type_of<Float8E5M2FNUZ>() { return DataType::float8e5m2fnuz; }
 template <> constexpr DataType data_type_of<Int4>() { return DataType::int4; }
 template <> constexpr DataType data_type_of<UInt4>() { return DataType::uint4; }
+template <> constexpr DataType data_type_of<Float4E2M1>() { return DataType::float4e2m1; }
+template <> constexpr DataType data_type_of<Float8E8M0>() { return DataType::float8e8m0; }
+template <> constexpr DataType data_type_of<Int2>() { return DataType::int2; }
+template <> constexpr DataType data_type_of<UInt2>() { return DataType::uint2; }
 
 using Shape = std::vector<int64_t>;
 
@@ -236,7 +285,7 @@ Status dispatch_numeric(DataType type, F&& f);  // all numbers (no bool, string,
 template <class F>
 Status dispatch_all(DataType type, F&& f);  // every element type but the low-precision ones
 template <class F>
-Status dispatch_low_precision(DataType type, F&& f);  // float8 formats, int4, uint4
+Status dispatch_low_precision(DataType type, F&& f);  // float8 formats, float4, 2- and 4-bit integers
 template <class F>
 Status dispatch_float(DataType type, F&& f);  // float16, bfloat16, float32, float64
 template <class F>
@@ -315,28 +364,33 @@ Status dispatch_low_precision(DataType type, F&& f) {
     ONNXKIT_DISPATCH_CASE(float8e5m2fnuz, f)
     ONNXKIT_DISPATCH_CASE(int4, f)
     ONNXKIT_DISPATCH_CASE(uint4, f)
+    ONNXKIT_DISPATCH_CASE(float4e2m1, f)
+    ONNXKIT_DISPATCH_CASE(float8e8m0, f)
+    ONNXKIT_DISPATCH_CASE(int2, f)
+    ONNXKIT_DISPATCH_CASE(uint2, f)
     default:
-      return make_error("element type {} is not supported here (float8, int4, uint4 only)", to_string(type));
+      return make_error("element type {} is not supported here (float8, float4, 2- and 4-bit integers only)",
+                        to_string(type));
   }
 }
 
 }  // namespace onnxkit::runtime
 
-// Integer limits of the 4-bit types, so that saturating code written for
-// the standard integers (Cast, QuantizeLinear) takes them as they are.
+// Integer limits of the 2- and 4-bit types, so that saturating code written
+// for the standard integers (Cast, QuantizeLinear) takes them as they are.
 namespace std {
-template <bool Signed>
-class numeric_limits<onnxkit::runtime::BasicInt4<Signed>> {
-  using T = onnxkit::runtime::BasicInt4<Signed>;
+template <int Bits, bool Signed>
+class numeric_limits<onnxkit::runtime::BasicIntN<Bits, Signed>> {
+  using T = onnxkit::runtime::BasicIntN<Bits, Signed>;
 
  public:
   static constexpr bool is_specialized = true;
   static constexpr bool is_signed = Signed;
   static constexpr bool is_integer = true;
   static constexpr bool is_exact = true;
-  static constexpr int digits = Signed ? 3 : 4;
-  static constexpr T min() { return T(Signed ? -8 : 0); }
+  static constexpr int digits = Signed ? Bits - 1 : Bits;
+  static constexpr T min() { return T(Signed ? -(1 << (Bits - 1)) : 0); }
   static constexpr T lowest() { return min(); }
-  static constexpr T max() { return T(Signed ? 7 : 15); }
+  static constexpr T max() { return T(Signed ? (1 << (Bits - 1)) - 1 : (1 << Bits) - 1); }
 };
 }  // namespace std

@@ -14,7 +14,7 @@ void decode_field(const Field& field, Tensor& out) {
   int64_t i = 0;
   for (auto v : field) {
     if (i >= out.numel()) break;
-    if constexpr (std::is_same_v<Dst, Float16> || std::is_same_v<Dst, BFloat16> || is_float8_v<Dst>) {
+    if constexpr (std::is_same_v<Dst, Float16> || std::is_same_v<Dst, BFloat16> || is_small_float_v<Dst>) {
       dst[i].bits = static_cast<decltype(dst[i].bits)>(v);  // int32_data holds the bits
     } else {
       dst[i] = static_cast<Dst>(v);
@@ -23,30 +23,31 @@ void decode_field(const Field& field, Tensor& out) {
   }
 }
 
-// INT4 and UINT4 take a byte per element in memory but pack two per byte in
-// a TensorProto (raw_data, external data and int32_data entries alike), the
-// first element in the low nibble.
-bool is_packed_in_proto(DataType type) { return type == DataType::int4 || type == DataType::uint4; }
+// The sub-byte types (int4, uint4, float4e2m1 and int2, uint2) take a byte
+// per element in memory but are packed in a TensorProto (raw_data, external
+// data and int32_data entries alike), two or four per byte, the first
+// element in the lowest bits.
+bool is_packed_in_proto(DataType type) { return bit_width(type) > 0 && bit_width(type) < 8; }
 
-void unpack_4bit(std::string_view packed, Tensor& out) {
-  auto unpack = [&]<class T>() {
-    T* dst = out.mutable_data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i)
-      dst[i] = T(static_cast<uint8_t>(packed[static_cast<size_t>(i / 2)]) >> (i % 2 * 4));  // T keeps the low 4 bits
-  };
-  if (out.dtype() == DataType::int4) unpack.template operator()<Int4>();
-  else unpack.template operator()<UInt4>();
+void unpack_sub_byte(std::string_view packed, Tensor& out) {
+  const int bits = bit_width(out.dtype()), per_byte = 8 / bits;
+  const unsigned mask = (1u << bits) - 1;
+  const bool sign_extend = out.dtype() == DataType::int4 || out.dtype() == DataType::int2;
+  auto* dst = static_cast<uint8_t*>(out.mutable_raw());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    unsigned code = (static_cast<uint8_t>(packed[static_cast<size_t>(i / per_byte)]) >> (i % per_byte * bits)) & mask;
+    if (sign_extend && (code & (1u << (bits - 1))) != 0) code |= ~mask;  // integers are kept sign-extended
+    dst[i] = static_cast<uint8_t>(code);
+  }
 }
 
-std::string pack_4bit(const Tensor& t) {
-  std::string packed(static_cast<size_t>((t.numel() + 1) / 2), '\0');
-  auto pack = [&]<class T>() {
-    const T* src = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i)
-      packed[static_cast<size_t>(i / 2)] |= static_cast<char>((static_cast<int>(src[i]) & 0xf) << (i % 2 * 4));
-  };
-  if (t.dtype() == DataType::int4) pack.template operator()<Int4>();
-  else pack.template operator()<UInt4>();
+std::string pack_sub_byte(const Tensor& t) {
+  const int bits = bit_width(t.dtype()), per_byte = 8 / bits;
+  const unsigned mask = (1u << bits) - 1;
+  std::string packed(static_cast<size_t>((t.numel() + per_byte - 1) / per_byte), '\0');
+  const auto* src = static_cast<const uint8_t*>(t.raw());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    packed[static_cast<size_t>(i / per_byte)] |= static_cast<char>((src[i] & mask) << (i % per_byte * bits));
   return packed;
 }
 
@@ -59,7 +60,7 @@ Result<Tensor> from_external(const onnx::TensorProto& proto, DataType type, Shap
     return make_error("{}: external data has {} bytes, expected {}", io::describe_tensor(proto), slice.length, bytes);
   if (is_packed_in_proto(type)) {
     Tensor t(type, std::move(shape));
-    unpack_4bit({reinterpret_cast<const char*>(slice.bytes().data()), slice.length}, t);
+    unpack_sub_byte({reinterpret_cast<const char*>(slice.bytes().data()), slice.length}, t);
     return t;
   }
   return Tensor::view(type, std::move(shape), slice.bytes().data(), slice.file);
@@ -73,7 +74,7 @@ Result<Tensor> from_raw_data(const onnx::TensorProto& proto, DataType type, Shap
   if (owner != nullptr && !is_packed_in_proto(type))
     return Tensor::view(type, std::move(shape), proto.raw_data().data(), std::move(owner));
   Tensor t(type, std::move(shape));
-  if (is_packed_in_proto(type)) unpack_4bit(proto.raw_data(), t);
+  if (is_packed_in_proto(type)) unpack_sub_byte(proto.raw_data(), t);
   else if (bytes > 0) std::memcpy(t.mutable_raw(), proto.raw_data().data(), bytes);
   return t;
 }
@@ -101,13 +102,17 @@ Result<Tensor> from_typed_fields(const onnx::TensorProto& proto, DataType type, 
     case DataType::float8e4m3fnuz: decode_field<Float8E4M3FNUZ>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
     case DataType::float8e5m2: decode_field<Float8E5M2>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
     case DataType::float8e5m2fnuz: decode_field<Float8E5M2FNUZ>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::float8e8m0: decode_field<Float8E8M0>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
     case DataType::int4:
-    case DataType::uint4: {
+    case DataType::uint4:
+    case DataType::float4e2m1:
+    case DataType::int2:
+    case DataType::uint2: {
       ONNXKIT_ASSIGN(std::string packed, io::inline_bytes(proto));  // a packed byte per int32_data entry
       if (packed.size() != bytes)
         return make_error("{}: holds {} packed bytes but its dims give {} elements ({} bytes)", io::describe_tensor(proto),
                           packed.size(), count, bytes);
-      unpack_4bit(packed, t);
+      unpack_sub_byte(packed, t);
       entries = count;
       break;
     }
@@ -163,7 +168,7 @@ onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name)
   if (tensor.dtype() == DataType::string) {
     for (const std::string& s : tensor.values<std::string>()) proto.add_string_data(s);
   } else if (is_packed_in_proto(tensor.dtype())) {
-    proto.set_raw_data(pack_4bit(tensor));
+    proto.set_raw_data(pack_sub_byte(tensor));
   } else {
     proto.set_raw_data(tensor.raw(), tensor.nbytes());
   }

@@ -381,5 +381,42 @@ TEST(Quantization, DequantizeFloat8AndInt4) {
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {-16, 14, 0}));
 }
 
+TEST(Quantization, BlockedQuantizationToInt2AndBack) {
+  // Blocks of 2 along axis 1: x / scale rounds half to even, adds the zero
+  // point and saturates to [-2, 1]: 1 / 0.5 = 2 -> 1; -3 / 0.5 = -6 -> -2;
+  // 0.4 -> 0, - 1 = -1; 2.6 -> 3, - 1 = 2 -> 1. Back: (q - z) * s.
+  const auto x = Tensor::from<float>({1, 4}, {1, -3, 0.4f, 2.6f});
+  const auto scale = Tensor::from<float>({1, 2}, {0.5f, 1});
+  const auto zero = int4_tensor(DataType::int2, {1, 2}, {0, -1});
+  auto q = run_node({.op_type = "QuantizeLinear", .opset = 25, .inputs = {{"x", x}, {"s", scale}, {"z", zero}},
+                     .attributes = {attr("axis", int64_t{1}), attr("block_size", int64_t{2})}});
+  expect_tensor_near(q[0].tensor(), int4_tensor(DataType::int2, {1, 4}, {1, -2, -1, 1}));
+  auto dq = run_node({.op_type = "DequantizeLinear", .opset = 25, .inputs = {{"x", q[0].tensor()}, {"s", scale}, {"z", zero}},
+                      .attributes = {attr("axis", int64_t{1}), attr("block_size", int64_t{2})}});
+  expect_tensor_near(dq[0].tensor(), Tensor::from<float>({1, 4}, {0.5f, -1, 0, 2}), 0, 0);
+  // uint2 per tensor: 7 / 2 = 3.5 -> 4 -> 3; 2.9 / 2 -> 1; -1 -> 0.
+  q = run_node({.op_type = "QuantizeLinear", .opset = 25,
+                .inputs = {{"x", Tensor::from<float>({3}, {7, 2.9f, -1})}, {"s", Tensor::from<float>({}, {2})},
+                           {"z", int4_tensor(DataType::uint2, {}, {0})}}});
+  expect_tensor_near(q[0].tensor(), int4_tensor(DataType::uint2, {3}, {3, 1, 0}));
+}
+
+TEST(Quantization, QuantizeToFloat4E2M1RoundsLikeCast) {
+  // x / 2 = 0.5 (code 1), 2.5 (a tie: 2, code 4), -6.5 (beyond 6: -6, 0xf);
+  // back at scale 2: 1, 4, -12.
+  auto q = run_node({.op_type = "QuantizeLinear", .opset = 23,
+                     .inputs = {{"x", Tensor::from<float>({3}, {1, 5, -13})}, {"s", Tensor::from<float>({}, {2})},
+                                {"z", float8_tensor(DataType::float4e2m1, {}, {0})}}});
+  expect_tensor_near(q[0].tensor(), float8_tensor(DataType::float4e2m1, {3}, {0x1, 0x4, 0xf}));
+  auto dq = run_node({.op_type = "DequantizeLinear", .opset = 23,
+                      .inputs = {{"x", q[0].tensor()}, {"s", Tensor::from<float>({}, {2})}}});
+  expect_tensor_near(dq[0].tensor(), Tensor::from<float>({3}, {1, 4, -12}), 0, 0);
+  // E8M0 is a scale type, not a quantized one.
+  auto bad = try_run_node({.op_type = "QuantizeLinear", .opset = 25,
+                           .inputs = {{"x", Tensor::from<float>({1}, {1})}, {"s", Tensor::from<float>({}, {2})},
+                                      {"z", float8_tensor(DataType::float8e8m0, {}, {127})}}});
+  EXPECT_FALSE(bad.ok());
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -1,6 +1,6 @@
 // Tensor-family kernels on cases the backend data leaves out: opset 18+
-// forms, views, strings, negative steps, bad inputs, the float8 and 4-bit
-// types (Cast, data movement, TensorProto packing).
+// forms, views, strings, negative steps, bad inputs, the float8, float4 and
+// 2- and 4-bit types (Cast, data movement, TensorProto packing).
 
 #include <gtest/gtest.h>
 
@@ -333,6 +333,136 @@ TEST(Tensor, Int4TensorProtosPackTwoPerByteLowNibbleFirst) {
   back = runtime::tensor_from_proto(typed(DataType::float8e5m2, 3, {0x3c, 0xc0, 0x7b}));
   ASSERT_TRUE(back.ok()) << back.error().message();
   expect_tensor_near(*back, float8_tensor(DataType::float8e5m2, {3}, {0x3c, 0xc0, 0x7b}));
+}
+
+TEST(Tensor, CastToFloat4E2M1RoundsToNearestEvenAndAlwaysSaturates) {
+  // E2M1's values are 0, 0.5, 1, 1.5, 2, 3, 4, 6 (codes 0-7, bit 3 the
+  // sign). Every input but the last five is a tie: 0.25 between 0 and 0.5,
+  // 1.25 between 1 (even) and 1.5, 5 between 4 (even) and 6. With no
+  // infinity or NaN, overflow and infinities give +-6 whatever `saturate`
+  // says, and NaN gives +6 (0x7), as onnx's reference does.
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto x = Tensor::from<float>({13}, {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5, 7, -3, inf, -inf, std::nanf(""), -0.0f});
+  const std::vector<uint8_t> codes = {0x0, 0x2, 0x2, 0x4, 0x4, 0x6, 0x6, 0x7, 0xd, 0x7, 0xf, 0x7, 0x8};
+  const auto to = attr("to", static_cast<int64_t>(DataType::float4e2m1));
+  for (int64_t saturate : {0, 1}) {
+    auto out = run_node({.op_type = "Cast", .opset = 23, .inputs = {{"x", x}}, .attributes = {to, attr("saturate", saturate)}});
+    expect_tensor_near(out[0].tensor(), float8_tensor(DataType::float4e2m1, {13}, codes));
+  }
+  // Every code back to float, exactly.
+  std::vector<uint8_t> all(16);
+  for (uint8_t i = 0; i < 16; ++i) all[i] = i;
+  auto back = run_node({.op_type = "Cast", .opset = 23, .inputs = {{"x", float8_tensor(DataType::float4e2m1, {16}, all)}},
+                        .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
+  expect_tensor_near(back[0].tensor(),
+                     Tensor::from<float>({16}, {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6}), 0, 0);
+  EXPECT_TRUE(std::signbit(back[0].tensor().data<float>()[8]));
+}
+
+TEST(Tensor, CastToFloat8E8M0FollowsEachRoundMode) {
+  // E8M0 is 2^(code - 127). 1.5 and 3 = 1.5 * 2 are ties: `nearest` takes
+  // them up, `up` takes anything with a fraction up, `down` truncates; the
+  // sign is dropped (-4 = 2^2 -> 129); 0 has exponent field 0 -> code 0;
+  // 1.5 * 2^127 rounds up past the largest code 0xfe: kept there with
+  // saturate, NaN (0xff) without; infinities and NaN give 0xff.
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto x = Tensor::from<float>({11}, {1, 1.25f, 1.5f, 3, 0.75f, -4, 0, 0x1.8p127f, inf, std::nanf(""), 0x1.9p0f});
+  struct Case {
+    const char* mode;
+    std::vector<uint8_t> saturated, unsaturated;
+  };
+  const std::vector<Case> cases = {
+      {"up", {127, 128, 128, 129, 127, 129, 0, 0xfe, 0xff, 0xff, 128}, {127, 128, 128, 129, 127, 129, 0, 0xff, 0xff, 0xff, 128}},
+      {"down", {127, 127, 127, 128, 126, 129, 0, 0xfe, 0xff, 0xff, 127}, {127, 127, 127, 128, 126, 129, 0, 0xfe, 0xff, 0xff, 127}},
+      {"nearest", {127, 127, 128, 129, 127, 129, 0, 0xfe, 0xff, 0xff, 128}, {127, 127, 128, 129, 127, 129, 0, 0xff, 0xff, 0xff, 128}},
+  };
+  const auto to = attr("to", static_cast<int64_t>(DataType::float8e8m0));
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode);
+    auto out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", x}}, .attributes = {to, attr("round_mode", std::string(c.mode))}});
+    expect_tensor_near(out[0].tensor(), float8_tensor(DataType::float8e8m0, {11}, c.saturated));
+    out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", x}},
+                    .attributes = {to, attr("round_mode", std::string(c.mode)), attr("saturate", 0)}});
+    expect_tensor_near(out[0].tensor(), float8_tensor(DataType::float8e8m0, {11}, c.unsaturated));
+    auto like = run_node({.op_type = "CastLike", .opset = 25,
+                          .inputs = {{"x", x}, {"like", float8_tensor(DataType::float8e8m0, {1}, {0})}},
+                          .attributes = {attr("round_mode", std::string(c.mode))}});
+    expect_tensor_near(like[0].tensor(), float8_tensor(DataType::float8e8m0, {11}, c.saturated));
+  }
+  auto back = run_node({.op_type = "Cast", .opset = 25,
+                        .inputs = {{"x", float8_tensor(DataType::float8e8m0, {5}, {127, 128, 0, 0xfe, 0xff})}},
+                        .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
+  expect_tensor_near(back[0].tensor(), Tensor::from<float>({5}, {1, 2, 0x1p-127f, 0x1p127f, std::nanf("")}), 0, 0);
+  auto bad = try_run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", x}}, .attributes = {to, attr("round_mode", std::string("odd"))}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("round_mode"), std::string::npos) << bad.error().message();
+}
+
+TEST(Tensor, CastToInt2SaturatesFloatsAndWrapsIntegers) {
+  // As for int4: floats truncate toward zero and saturate to [-2, 1] or
+  // [0, 3], NaN gives 0; integers keep their low 2 bits (5 = 0b101 -> 1,
+  // -3 = ...1101 -> 0b01 = 1, 2 = 0b10 -> -2).
+  const auto to_int2 = attr("to", static_cast<int64_t>(DataType::int2));
+  auto out = run_node({.op_type = "Cast", .opset = 25,
+                       .inputs = {{"x", Tensor::from<float>({7}, {-3, -2, -1.5f, 0.9f, 1, 2.5f, std::nanf("")})}},
+                       .attributes = {to_int2}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int2, {7}, {-2, -2, -1, 0, 1, 1, 0}));
+  out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", Tensor::from<float>({4}, {-1, 2.5f, 3, 10})}},
+                  .attributes = {attr("to", static_cast<int64_t>(DataType::uint2))}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint2, {4}, {0, 2, 3, 3}));
+  out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", Tensor::from<int32_t>({4}, {5, -3, 2, 3})}},
+                  .attributes = {to_int2}});
+  expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int2, {4}, {1, 1, -2, -1}));
+  out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", int4_tensor(DataType::int2, {4}, {-2, -1, 0, 1})}},
+                  .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({4}, {-2, -1, 0, 1}), 0, 0);
+}
+
+TEST(Tensor, SubByteTypesMoveThroughDataMovementOps) {
+  const auto x = int4_tensor(DataType::int2, {2, 3}, {-2, -1, 0, 1, 1, -2});
+  auto transposed = run_node({.op_type = "Transpose", .opset = 25, .inputs = {{"x", x}}});
+  expect_tensor_near(transposed[0].tensor(), int4_tensor(DataType::int2, {3, 2}, {-2, 1, -1, 1, 0, -2}));
+  auto concat = run_node({.op_type = "Concat", .opset = 25, .inputs = {{"a", x}, {"b", x}}, .attributes = {attr("axis", int64_t{0})}});
+  expect_tensor_near(concat[0].tensor(), int4_tensor(DataType::int2, {4, 3}, {-2, -1, 0, 1, 1, -2, -2, -1, 0, 1, 1, -2}));
+  const auto f4 = float8_tensor(DataType::float4e2m1, {4}, {0x1, 0x7, 0xf, 0x8});
+  auto gathered = run_node({.op_type = "Gather", .opset = 25, .inputs = {{"x", f4}, {"i", Tensor::from<int64_t>({3}, {3, 0, -2})}}});
+  expect_tensor_near(gathered[0].tensor(), float8_tensor(DataType::float4e2m1, {3}, {0x8, 0x1, 0xf}));
+  auto sliced = run_node({.op_type = "Slice", .opset = 25,
+                          .inputs = {{"x", float8_tensor(DataType::float8e8m0, {4}, {1, 2, 3, 4})},
+                                     {"s", Tensor::from<int64_t>({1}, {1})}, {"e", Tensor::from<int64_t>({1}, {3})}}});
+  expect_tensor_near(sliced[0].tensor(), float8_tensor(DataType::float8e8m0, {2}, {2, 3}));
+  auto identity = run_node({.op_type = "Identity", .opset = 25, .inputs = {{"x", int4_tensor(DataType::uint2, {2}, {3, 1})}}});
+  expect_tensor_near(identity[0].tensor(), int4_tensor(DataType::uint2, {2}, {3, 1}));
+}
+
+TEST(Tensor, SubByteTensorProtosPackLowBitsFirst) {
+  // onnx 1.23's numpy_helper.from_array packs int2 [-2, -1, 0, 1, 1] (codes
+  // 2, 3, 0, 1, 1) into 2 | 3 << 2 | 0 << 4 | 1 << 6 = 0x4e, then 0x01;
+  // uint2 [3, 0, 1, 2] into 0x93; float4e2m1 [1, -6, 0.5] (codes 2, 0xf, 1)
+  // into 0xf2, 0x01, as int4.
+  const auto int2 = int4_tensor(DataType::int2, {5}, {-2, -1, 0, 1, 1});
+  const auto uint2 = int4_tensor(DataType::uint2, {4}, {3, 0, 1, 2});
+  const auto f4 = float8_tensor(DataType::float4e2m1, {3}, {0x2, 0xf, 0x1});
+  const std::vector<std::pair<Tensor, std::string>> cases = {
+      {int2, std::string("\x4e\x01", 2)}, {uint2, std::string("\x93", 1)}, {f4, std::string("\xf2\x01", 2)}};
+  for (const auto& [tensor, bytes] : cases) {
+    SCOPED_TRACE(runtime::to_string(tensor.dtype()));
+    onnx::TensorProto proto = runtime::tensor_to_proto(tensor);
+    EXPECT_EQ(proto.raw_data(), bytes);
+    auto back = runtime::tensor_from_proto(proto);
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    expect_tensor_near(*back, tensor);
+    // The same bytes as int32_data entries, one per byte.
+    onnx::TensorProto typed;
+    typed.set_data_type(proto.data_type());
+    *typed.mutable_dims() = proto.dims();
+    for (char c : bytes) typed.add_int32_data(static_cast<uint8_t>(c));
+    back = runtime::tensor_from_proto(typed);
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    expect_tensor_near(*back, tensor);
+    proto.mutable_raw_data()->pop_back();
+    EXPECT_FALSE(runtime::tensor_from_proto(proto).ok());
+  }
 }
 
 TEST(Tensor, LargeBuffersServeLaterShapesUpToHalfTheirSize) {

@@ -134,8 +134,12 @@ Tensor int4_tensor(DataType type, runtime::Shape shape, const std::vector<int>& 
   auto fill = [&]<class T>() {
     for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.numel()); ++i) t.mutable_data<T>()[i] = T(values[i]);
   };
-  if (type == DataType::int4) fill.template operator()<runtime::Int4>();
-  else fill.template operator()<runtime::UInt4>();
+  switch (type) {
+    case DataType::int4: fill.template operator()<runtime::Int4>(); break;
+    case DataType::int2: fill.template operator()<runtime::Int2>(); break;
+    case DataType::uint2: fill.template operator()<runtime::UInt2>(); break;
+    default: fill.template operator()<runtime::UInt4>(); break;
+  }
   return t;
 }
 

@@ -58,8 +58,9 @@ onnx::AttributeProto attr(const std::string& name, const runtime::Tensor& value)
 // The op type, or fused kind, of each step a profiling session ran.
 std::vector<std::string> step_kinds(const runtime::Session& session);
 
-// Low-precision tensors for tests: float8 ones from their encodings, int4
-// and uint4 ones from their values.
+// Low-precision tensors for tests: float8 and float4 ones from their
+// encodings (one per byte, float4's in the low 4 bits), int4, uint4, int2
+// and uint2 ones from their values.
 runtime::Tensor float8_tensor(runtime::DataType type, runtime::Shape shape, const std::vector<uint8_t>& codes);
 runtime::Tensor int4_tensor(runtime::DataType type, runtime::Shape shape, const std::vector<int>& values);
 

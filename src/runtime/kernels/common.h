@@ -22,6 +22,15 @@ constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloa
 template <class T>
 using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
+// For kernels that only move elements (Gather, Pad...): every element type,
+// the low-precision ones as their one byte of code (uint8_t), which moving
+// keeps whatever the format.
+template <class F>
+Status dispatch_movable(DataType type, F&& f) {
+  if (is_low_precision(type)) return f.template operator()<uint8_t>();
+  return dispatch_all(type, std::forward<F>(f));
+}
+
 // A float tensor converted to float32 and back, for the 16-bit types that
 // compute through float.
 Tensor to_float32(const Tensor& t);

@@ -14,7 +14,7 @@ namespace {
 // Output block k (of `block` elements) is the block of `src` starting at
 // src_offsets[k]. Blocks are independent, so large copies split across threads.
 Status copy_blocks(const Tensor& src, const std::vector<int64_t>& src_offsets, int64_t block, Tensor& dst) {
-  return dispatch_all(src.dtype(), [&]<class T>() -> Status {
+  return dispatch_movable(src.dtype(), [&]<class T>() -> Status {
     const T* s = src.data<T>();
     T* d = dst.mutable_data<T>();
     const int64_t n = static_cast<int64_t>(src_offsets.size());
@@ -73,7 +73,7 @@ Status gather_elements(KernelContext& ctx, int64_t axis_attr) {
   const int64_t axis_stride = strides[a];
   strides[a] = 0;  // the position along axis comes from the index
   Tensor& y = ctx.output(0, data->dtype(), indices_t->shape());
-  return dispatch_all(data->dtype(), [&]<class T>() -> Status {
+  return dispatch_movable(data->dtype(), [&]<class T>() -> Status {
     const T* s = data->data<T>();
     T* d = y.mutable_data<T>();
     OffsetWalker walk(indices_t->shape(), strides);

@@ -85,7 +85,7 @@ Status pad_into(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
   const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
   const int64_t rows = y.numel() / width;
 
-  return dispatch_all(x.dtype(), [&]<class T>() -> Status {
+  return dispatch_movable(x.dtype(), [&]<class T>() -> Status {
     const T* in = x.data<T>();
     T* out = y.mutable_data<T>();
     const T value = fill.data<T>()[0];
@@ -124,10 +124,12 @@ Status pad_into(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
   });
 }
 
-// A one-element tensor of `type` holding `value` (0, "" or false by default).
+// A one-element tensor of `type` holding `value` (0, "" or false by default;
+// code 0 for the low-precision types, which only opset 21's Pad takes, with
+// no value attribute).
 Result<Tensor> fill_tensor(DataType type, double value) {
   Tensor t(type, {});
-  ONNXKIT_TRY(dispatch_all(type, [&]<class T>() -> Status {
+  ONNXKIT_TRY(dispatch_movable(type, [&]<class T>() -> Status {
     t.mutable_data<T>()[0] = from_double<T>(value);
     return {};
   }));

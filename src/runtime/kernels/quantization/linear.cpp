@@ -42,11 +42,11 @@ void for_each_row(const Granularity& g, int64_t numel, Body&& body) {
 }
 
 // One element of QuantizeLinear, v being x / scale. Integers round v before
-// adding the zero point (see round_saturate); float8 has no separate
-// rounding step, the sum is converted as Cast would.
+// adding the zero point (see round_saturate); float8 and float4 have no
+// separate rounding step, the sum is converted as Cast would.
 template <class Q>
 Q quantize_value(float v, float zero_point, bool saturate) {
-  if constexpr (is_float8_v<Q>) return Q(v + zero_point, saturate);
+  if constexpr (is_small_float_v<Q>) return Q(v + zero_point, saturate);
   else return round_saturate<Q>(v, zero_point);
 }
 
@@ -90,7 +90,7 @@ Status compute_quantize(KernelContext& ctx, const LinearAttrs& attrs) {
     out_type = zero->dtype();
   }
   if (!is_quantized_type(out_type))
-    return make_error("quantizing to {} is not supported (int8, uint8, int16, uint16, int4, uint4, float8)",
+    return make_error("quantizing to {} is not supported (int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8, float4e2m1)",
                       to_string(out_type));
   ONNXKIT_ASSIGN(Granularity g, granularity(x->shape(), scale->shape(), zero ? &zero->shape() : nullptr, attrs.axis,
                                             attrs.block_size, attrs.per_axis_allowed, "y_scale", "y_zero_point"));
@@ -131,7 +131,7 @@ Status compute_dequantize(KernelContext& ctx, const LinearAttrs& attrs) {
                         to_string(x->dtype()));
   }
   if (!is_quantized_type(x->dtype()) && x->dtype() != DataType::int32)
-    return make_error("input x must be int8, uint8, int16, uint16, int4, uint4, float8 or int32, got {}",
+    return make_error("input x must be int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8, float4e2m1 or int32, got {}",
                       to_string(x->dtype()));
   const DataType out_type = attrs.output_dtype != DataType::undefined ? attrs.output_dtype : scale->dtype();
   if (out_type != DataType::float32 && out_type != DataType::float16 && out_type != DataType::bfloat16)

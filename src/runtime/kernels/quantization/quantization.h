@@ -15,10 +15,11 @@ namespace onnxkit::runtime::quantization {
 
 // The types QuantizeLinear produces and DequantizeLinear reads (besides
 // int32): 8- and 16-bit integers, the float8 formats (opset 19), int4 and
-// uint4 (opset 21).
+// uint4 (opset 21), float4e2m1 (opset 23), int2 and uint2 (opset 25); not
+// float8e8m0, which is a scale type.
 inline bool is_quantized_type(DataType t) {
   return t == DataType::int8 || t == DataType::uint8 || t == DataType::int16 || t == DataType::uint16 ||
-         is_low_precision(t);
+         (is_low_precision(t) && t != DataType::float8e8m0);
 }
 
 // Round half to even, add the zero point, then saturate to Q; NaN becomes 0

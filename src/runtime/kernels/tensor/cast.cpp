@@ -1,5 +1,6 @@
 // Cast and CastLike between every pair of element types, strings, float8
-// and 4-bit integers included; BitCast between types of one bit width.
+// (E8M0 with its rounding modes), float4 and 2- and 4-bit integers included;
+// BitCast between types of one bit width.
 
 #include <fmt/format.h>
 
@@ -24,29 +25,37 @@ To float_to_integer(double v) {
   return static_cast<To>(v);
 }
 
-// `saturate` (opset 19) only matters for float8 targets.
+// How values that do not fit are handled: `saturate` (opset 19) matters for
+// float8 targets only, `rounding` (opset 25's round_mode) for E8M0 only.
+struct CastMode {
+  bool saturate = true;
+  E8M0Rounding rounding = E8M0Rounding::up;
+};
+
 template <class To, class From>
-To convert(const From& v, bool saturate) {
+To convert(const From& v, const CastMode& mode) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
-  } else if constexpr (is_half_v<From> || is_float8_v<From>) {
-    return convert<To>(static_cast<float>(v), saturate);  // exact
-  } else if constexpr (is_int4_v<From>) {
-    return convert<To>(static_cast<int>(v), saturate);
+  } else if constexpr (is_half_v<From> || is_small_float_v<From>) {
+    return convert<To>(static_cast<float>(v), mode);  // exact
+  } else if constexpr (is_small_int_v<From>) {
+    return convert<To>(static_cast<int>(v), mode);
   } else if constexpr (std::is_same_v<From, std::string>) {
     if constexpr (std::is_same_v<To, bool>) {
       return !(v.empty() || v == "0" || v == "false" || v == "False");
     } else {
       double d = std::strtod(v.c_str(), nullptr);  // accepts "inf", "-INF", "NaN"
-      return convert<To>(d, saturate);
+      return convert<To>(d, mode);
     }
   } else if constexpr (std::is_same_v<To, std::string>) {
     if constexpr (std::is_same_v<From, bool>) return v ? "1" : "0";
     else return fmt::format("{}", v);
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
-  } else if constexpr (is_float8_v<To>) {
-    return To(static_cast<double>(v), saturate);
+  } else if constexpr (std::is_same_v<To, Float8E8M0>) {
+    return To(static_cast<double>(v), mode.saturate, mode.rounding);
+  } else if constexpr (is_small_float_v<To>) {
+    return To(static_cast<double>(v), mode.saturate);
   } else if constexpr (is_half_v<To>) {
     return To(static_cast<float>(v));
   } else if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) {
@@ -70,7 +79,7 @@ Status dispatch_castable(DataType t, F&& f) {
   }
 }
 
-Status cast(const Tensor& x, DataType to, bool saturate, KernelContext& ctx) {
+Status cast(const Tensor& x, DataType to, const CastMode& mode, KernelContext& ctx) {
   if (x.dtype() == to) {
     ctx.set_output(0, x);
     return {};
@@ -83,18 +92,10 @@ Status cast(const Tensor& x, DataType to, bool saturate, KernelContext& ctx) {
       const int64_t n = x.numel();
       constexpr bool trivial = !std::is_same_v<From, std::string> && !std::is_same_v<To, std::string>;
 #pragma omp parallel for if (trivial && n >= (1 << 16))
-      for (int64_t i = 0; i < n; ++i) dst[i] = convert<To>(src[i], saturate);
+      for (int64_t i = 0; i < n; ++i) dst[i] = convert<To>(src[i], mode);
       return {};
     });
   });
-}
-
-// Bits per element as ONNX counts them (4-bit integers are one per byte
-// in memory); 0 for strings and unknown types.
-int bit_width(DataType type) {
-  if (type == DataType::int4 || type == DataType::uint4) return 4;
-  if (type == DataType::string) return 0;
-  return static_cast<int>(element_size(type) * 8);
 }
 
 // BitCast (opset 26): the bits of each element read as another type of the
@@ -105,12 +106,18 @@ Status bit_cast(const Tensor& x, DataType to, KernelContext& ctx) {
     return make_error("cannot bit-cast {} ({} bits) to {} ({} bits): the widths must be equal and non-zero",
                       to_string(x.dtype()), bits, to_string(to), bit_width(to));
   Tensor& y = ctx.output(0, to, x.shape());
-  if (bits == 4) {
-    // The low 4 bits are the element; the constructor sign-extends for int4.
+  if (bits < 8) {
+    // The low bits of each byte are the element; signed integers are kept
+    // sign-extended in memory.
     const auto* in = static_cast<const uint8_t*>(x.raw());
     auto* out = static_cast<uint8_t*>(y.mutable_raw());
-    for (int64_t i = 0; i < x.numel(); ++i)
-      out[i] = to == DataType::int4 ? static_cast<uint8_t>(Int4(in[i]).value) : UInt4(in[i]).value;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      switch (to) {
+        case DataType::int4: out[i] = static_cast<uint8_t>(Int4(in[i]).value); break;
+        case DataType::int2: out[i] = static_cast<uint8_t>(Int2(in[i]).value); break;
+        default: out[i] = static_cast<uint8_t>(in[i] & ((1u << bits) - 1)); break;
+      }
+    }
     return {};
   }
   if (x.nbytes() > 0) std::memcpy(y.mutable_raw(), x.raw(), x.nbytes());
@@ -121,6 +128,17 @@ Status bit_cast(const Tensor& x, DataType to, KernelContext& ctx) {
     for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] != 0;
   }
   return {};
+}
+
+Result<CastMode> cast_mode(const KernelInfo& info) {
+  CastMode mode;
+  mode.saturate = info.attr_int("saturate", 1) != 0;
+  const std::string round_mode = info.attr_string("round_mode", "up");
+  if (round_mode == "up") mode.rounding = E8M0Rounding::up;
+  else if (round_mode == "down") mode.rounding = E8M0Rounding::down;
+  else if (round_mode == "nearest") mode.rounding = E8M0Rounding::nearest;
+  else return make_error("attribute round_mode must be \"up\", \"down\" or \"nearest\", got \"{}\"", round_mode);
+  return mode;
 }
 
 }  // namespace
@@ -139,18 +157,18 @@ void register_cast(KernelRegistry& r) {
   r.add("", "Cast", 6, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           auto to = static_cast<DataType>(info.attr_int("to", 0));
           if (element_size(to) == 0) return make_error("attribute 'to' ({}) is not a supported element type", static_cast<int>(to));
-          const bool saturate = info.attr_int("saturate", 1) != 0;
-          return ComputeFn([to, saturate](KernelContext& ctx) -> Status {
+          ONNXKIT_ASSIGN(CastMode mode, cast_mode(info));
+          return ComputeFn([to, mode](KernelContext& ctx) -> Status {
             ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-            return cast(*x, to, saturate, ctx);
+            return cast(*x, to, mode, ctx);
           });
         }));
   r.add("", "CastLike", 15, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          const bool saturate = info.attr_int("saturate", 1) != 0;
-          return ComputeFn([saturate](KernelContext& ctx) -> Status {
+          ONNXKIT_ASSIGN(CastMode mode, cast_mode(info));
+          return ComputeFn([mode](KernelContext& ctx) -> Status {
             ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
             ONNXKIT_ASSIGN(const Tensor* like, ctx.tensor(1));
-            return cast(*x, like->dtype(), saturate, ctx);
+            return cast(*x, like->dtype(), mode, ctx);
           });
         }));
 }

@@ -36,7 +36,9 @@ Command add_run_command(CLI::App& root) {
   app->footer(
       "Every input must come from --input or --random; inputs with symbolic dims need --shape.\n"
       "With --outputs all, every tensor the graph computes is returned (the model file is\n"
-      "left as it is): compare them with another framework to find the first layer that differs.\n\n"
+      "left as it is): compare them with another framework to find the first layer that differs.\n"
+      "numpy has no bfloat16: a bfloat16 input reads uint16 (or int16) data as the bits of its\n"
+      "elements, e.g. np.save('x.npy', ml_dtypes_array.view(np.uint16)).\n\n"
       "Examples:\n"
       "  onnxkit run model.onnx --random --shape input:1,3,224,224\n"
       "  onnxkit run model.onnx --input input=image.npy --output-dir out/\n"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -24,11 +25,25 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// numpy has no bfloat16, so a bfloat16 input takes 16-bit integer data
+// (uint16 or int16, from .npy, .npz or .pb) as the bit patterns of its
+// elements: what ml_dtypes' `a.view(np.uint16)` and torch's
+// `t.view(torch.int16).numpy()` give. Anything else is left for the
+// session's type check to refuse.
+Tensor bfloat16_from_bits(Tensor t, const runtime::ValueInfo& input) {
+  const bool declared_bfloat16 =
+      input.type.has_tensor_type() && input.type.tensor_type().elem_type() == static_cast<int32_t>(DataType::bfloat16);
+  if (!declared_bfloat16 || (t.dtype() != DataType::uint16 && t.dtype() != DataType::int16)) return t;
+  Tensor bits(DataType::bfloat16, t.shape());
+  if (t.nbytes() > 0) std::memcpy(bits.mutable_raw(), t.raw(), t.nbytes());
+  return bits;
+}
+
 Result<Value> read_value_file(const std::string& file, const runtime::ValueInfo& input) {
   if (ends_with(file, ".npy")) {
     ONNXKIT_ASSIGN(auto proto, io::read_npy(file));
     ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
-    return Value(std::move(t));
+    return Value(bfloat16_from_bits(std::move(t), input));
   }
   if (ends_with(file, ".pb")) {
     if (input.type.has_sequence_type()) {
@@ -41,7 +56,7 @@ Result<Value> read_value_file(const std::string& file, const runtime::ValueInfo&
     }
     ONNXKIT_ASSIGN(auto proto, io::read_pb<onnx::TensorProto>(file));
     ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
-    return Value(std::move(t));
+    return Value(bfloat16_from_bits(std::move(t), input));
   }
   return make_error("{}: unknown tensor file type (expected .npy, .npz or .pb)", file);
 }
@@ -204,9 +219,10 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
         // NAME=FILE.npz picks one array (the one named NAME, or the only one).
         if (!name.empty() && array != name && arrays.size() > 1) continue;
         std::string target = name.empty() ? array : name;
-        if (find(target) == nullptr) return unknown(target, file);
+        const runtime::ValueInfo* info = find(target);
+        if (info == nullptr) return unknown(target, file);
         ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
-        feeds.emplace_back(target, Value(std::move(t)));
+        feeds.emplace_back(target, Value(bfloat16_from_bits(std::move(t), *info)));
       }
       continue;
     }

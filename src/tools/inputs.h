@@ -26,6 +26,8 @@ Result<std::pair<std::string, std::vector<int64_t>>> parse_shape_flag(const std:
 
 
 // One value per input the session needs, in its order; errors name the input.
+// A bfloat16 input takes uint16 or int16 data as the bit patterns of its
+// elements (numpy has no bfloat16: ml_dtypes' `a.view(np.uint16)`).
 Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, const InputOptions& options);
 
 // Random data of a declared type: floats uniform in [0, 1), integers in

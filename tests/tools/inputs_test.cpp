@@ -1,8 +1,12 @@
 // Random inputs: integers stay below the tables they index, symbolic dims
-// take the value asked for.
+// take the value asked for. Files: a bfloat16 input reads 16-bit integers as
+// its bits.
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "io/tensor_file.h"
 #include "support/test_support.h"
 #include "tools/inputs.h"
 
@@ -52,6 +56,58 @@ TEST(RandomInputs, IntegersStayBelowTheTablesTheyIndex) {
   for (int64_t v : free.values<int64_t>()) largest = std::max(largest, v);
   EXPECT_GE(largest, 3);  // no table: the usual [0, 10)
   EXPECT_TRUE((*session)->run(*feeds).ok());
+}
+
+TEST(FileInputs, ABfloat16InputReads16BitIntegersAsItsBits) {
+  // numpy has no bfloat16: uint16 (or int16) data is taken as the bit
+  // patterns, whatever the file. 0x3f80 = 1.0, 0xc000 = -2, 0x3fc0 = 1.5
+  // (sign, 8 exponent bits, 7 mantissa bits: float32's top half).
+  std::shared_ptr<const ir::Model> model(testing::model_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (bfloat16[3] x) => (float[3] y) {
+      y = Cast <to = 1> (x)
+    }
+  )"));
+  auto session = runtime::Session::create(model);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  testing::TempDir dir;
+  auto proto = [](onnx::TensorProto::DataType type, const std::string& bytes) {
+    onnx::TensorProto t;
+    t.set_data_type(type);
+    t.add_dims(3);
+    t.set_raw_data(bytes);
+    return t;
+  };
+  const std::string bits("\x80\x3f\x00\xc0\xc0\x3f", 6);  // little-endian
+  ASSERT_TRUE(io::write_npy(dir / "u16.npy", proto(onnx::TensorProto::UINT16, bits)).ok());
+  ASSERT_TRUE(io::write_npy(dir / "i16.npy", proto(onnx::TensorProto::INT16, bits)).ok());
+  {
+    std::ofstream pb(dir / "u16.pb", std::ios::binary);
+    pb << proto(onnx::TensorProto::UINT16, bits).SerializeAsString();
+  }
+  for (const char* file : {"u16.npy", "i16.npy", "u16.pb"}) {
+    SCOPED_TRACE(file);
+    tools::InputOptions options;
+    options.files = {{"x", (dir / file).string()}};
+    auto feeds = tools::prepare_inputs(**session, options);
+    ASSERT_TRUE(feeds.ok()) << feeds.error().message();
+    ASSERT_EQ((*feeds)[0].second.tensor().dtype(), runtime::DataType::bfloat16);
+    auto out = (*session)->run(*feeds);
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    const auto y = (*out)[0].tensor().values<float>();
+    EXPECT_EQ(std::vector<float>(y.begin(), y.end()), (std::vector<float>{1.0f, -2.0f, 1.5f}));
+  }
+  // Other types are not reinterpreted: float32 data is refused by the
+  // session's type check, naming the input.
+  const std::string floats("\x00\x00\x80\x3f\x00\x00\x00\xc0\x00\x00\xc0\x3f", 12);
+  ASSERT_TRUE(io::write_npy(dir / "f32.npy", proto(onnx::TensorProto::FLOAT, floats)).ok());
+  tools::InputOptions options;
+  options.files = {{"x", (dir / "f32.npy").string()}};
+  auto feeds = tools::prepare_inputs(**session, options);
+  ASSERT_TRUE(feeds.ok()) << feeds.error().message();
+  auto out = (*session)->run(*feeds);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message().find("input 'x': wrong element type"), std::string::npos) << out.error().message();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "analysis/arity.h"
 #include "analysis/opset_history.h"
 #include "ir/graph.h"
+#include "ir/inline_functions.h"
 
 namespace onnxkit::analysis {
 namespace {
@@ -404,6 +405,7 @@ void check_inference(const onnx::ModelProto& model, int64_t default_opset, Check
 CheckReport check_model(const onnx::ModelProto& model, const std::filesystem::path& model_dir,
                         const CheckOptions& options) {
   CheckReport report;
+  for (const ir::LocalFunction& f : ir::list_local_functions(model)) report.functions.push_back(ir::describe(f));
   Checker(model, model_dir, options.tensors, report).run();
   if (options.full && report.valid()) {
     int64_t opset = 0;

@@ -24,6 +24,9 @@ struct CheckReport {
   std::vector<CheckProblem> problems;
   // What could not be checked, and why (opsets newer than the checker's).
   std::vector<std::string> notes;
+  // The model-local functions, one line each (ir::describe): name, inputs,
+  // outputs, attributes, nodes, call sites.
+  std::vector<std::string> functions;
   bool valid() const { return problems.empty(); }
 };
 

@@ -22,6 +22,7 @@ Command add_simplify_command(CLI::App& root) {
     uint64_t fold_limit = 1 << 20;
     bool remove_unused_inputs = false;
     bool freeze_initializers = false;
+    bool inline_functions = false;
     bool verify_each_pass = false;
     bool external = false;
     uint64_t threshold = 1024;
@@ -56,6 +57,9 @@ Command add_simplify_command(CLI::App& root) {
   app->add_flag("--freeze-initializers", flags->freeze_initializers,
                 "Drop initializers from the graph inputs first (old exports list every weight there), so that they "
                 "fold and fuse as the constants they are");
+  app->add_flag("--inline-functions", flags->inline_functions,
+                "Expand the calls of model-local functions into plain nodes first (as the runtime does), so that "
+                "the passes see inside them; the functions are then dropped");
   app->add_flag("--external-data", flags->external, "Store tensors of at least --external-threshold bytes in OUT.data");
   add_external_threshold_option(*app, flags->threshold);
   app->add_flag("--report", flags->report, "Also print what each pass changed, node by node");
@@ -75,6 +79,7 @@ Command add_simplify_command(CLI::App& root) {
       "  onnxkit simplify model.onnx model.sim.onnx\n"
       "  onnxkit simplify model.onnx out.onnx --input-shape input:1,3,224,224 --report\n"
       "  onnxkit simplify model.onnx out.onnx --skip fuse-bn-into-conv --exclude-node Resize_12\n"
+      "  onnxkit simplify exported_with_functions.onnx out.onnx --inline-functions\n"
       "  onnxkit simplify model.onnx out.onnx --input image=image.npy --check 3 --verify-each-pass");
   return {app, [app, flags] {
             if (flags->list_passes) {
@@ -108,6 +113,7 @@ Command add_simplify_command(CLI::App& root) {
               if (!name.empty()) options.simplify.passes.excluded_nodes.insert(name);
             options.simplify.passes.remove_unused_inputs = flags->remove_unused_inputs;
             options.freeze_initializers = flags->freeze_initializers;
+            options.inline_functions = flags->inline_functions;
             if (flags->no_fold) options.simplify.passes.skipped_passes.emplace(passes::kFoldConstants);
             options.simplify.passes.folding.size_limit = flags->fold_limit;
             options.save.external = flags->external ? io::ExternalDataPolicy::all : io::ExternalDataPolicy::keep;

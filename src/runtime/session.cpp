@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "io/tensor_proto.h"
+#include "ir/inline_functions.h"
 #include "runtime/contention.h"
 #include "runtime/executor.h"
 #include "runtime/kernel.h"
@@ -48,9 +49,24 @@ Status check_feed(const ValueInfo& info, const Value& value) {
 
 }  // namespace
 
+ir::InlineOptions function_inlining(const ir::Model& model, const KernelRegistry& registry) {
+  ir::InlineOptions options;
+  options.keep_call = [&model, &registry](const onnx::NodeProto& call) {
+    return registry.find(call.domain(), call.op_type(), model.opset(call.domain())) != nullptr;
+  };
+  return options;
+}
+
 Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const ir::Model> model, SessionOptions options) {
+  // Calls of model-local functions run as their bodies, expanded once here
+  // into a copy of the model.
+  if (ir::calls_local_functions(*model)) {
+    const KernelRegistry& kernels = options.registry != nullptr ? *options.registry : KernelRegistry::builtin();
+    ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> inlined, ir::inline_functions(*model, function_inlining(*model, kernels)));
+    model = std::move(inlined);
+  }
   std::unique_ptr<Session> session(new Session());
   session->model_ = model;
   session->options_ = std::move(options);

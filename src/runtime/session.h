@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/inline_functions.h"
 #include "ir/model.h"
 #include "runtime/value.h"
 #include "util/result.h"
@@ -71,6 +72,11 @@ struct ValueInfo {
 
 using NamedValues = std::vector<std::pair<std::string, Value>>;
 
+// How a session expands the calls of model-local functions: every call but
+// those of an op `registry` has a kernel for at `model`'s opset, which run
+// that kernel (precedence: ir/inline_functions.h). Holds references to both.
+ir::InlineOptions function_inlining(const ir::Model& model, const KernelRegistry& registry);
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> create(std::shared_ptr<const ir::Model> model, SessionOptions options = {});
@@ -81,6 +87,8 @@ class Session {
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
   int threads() const { return threads_; }
+  // The model it runs: the one given, or a copy with the calls of its
+  // model-local functions expanded.
   const ir::Model& model() const { return *model_; }
 
   // Runs the model; the result follows outputs(). Feeds are checked against

@@ -15,6 +15,7 @@ Result<analysis::CheckReport> check_model_file(const std::filesystem::path& path
 std::string render_check_text(const std::filesystem::path& path, const analysis::CheckReport& report) {
   std::string out;
   for (const auto& note : report.notes) out += fmt::format("note: {}\n", note);
+  for (const auto& f : report.functions) out += fmt::format("function: {}\n", f);
   for (const auto& p : report.problems) out += fmt::format("{}: {}: {}\n", path.string(), p.location, p.message);
   if (report.valid())
     out += fmt::format("{}: valid\n", path.string());

@@ -16,6 +16,7 @@
 #include "analysis/onnx_inference.h"
 #include "analysis/stats.h"
 #include "io/tensor_proto.h"
+#include "ir/inline_functions.h"
 #include "runtime/tensor.h"
 #include "util/text.h"
 
@@ -452,6 +453,25 @@ Result<json> model_info(const ir::Model& model, const InfoOptions& options) {
   info["metadata"] = json::object();
   for (const auto& p : h.metadata_props()) info["metadata"][p.key()] = p.value();
   info["functions"] = h.functions_size();
+  info["local_functions"] = json::array();
+  if (h.functions_size() > 0) {
+    ir::ExportOptions skeleton;
+    skeleton.max_inline_data_bytes = 0;
+    for (const ir::LocalFunction& f : ir::list_local_functions(ir::export_model(model, skeleton))) {
+      json attributes = json::object();
+      for (const std::string& name : f.attributes) attributes[name] = nullptr;
+      for (const auto& d : f.defaults) attributes[d.name()] = attribute_json(ir::Attribute{d, nullptr, {}});
+      info["local_functions"].push_back({{"domain", f.domain},
+                                         {"name", f.name},
+                                         {"overload", f.overload},
+                                         {"inputs", f.inputs},
+                                         {"outputs", f.outputs},
+                                         {"attributes", attributes},
+                                         {"nodes", f.nodes},
+                                         {"call_sites", f.call_sites},
+                                         {"text", ir::describe(f)}});
+    }
+  }
   info["graph"] = {{"name", g.name()}, {"nodes", stats.node_count}, {"nodes_with_subgraphs", stats.total_node_count}};
 
   info["inputs"] = json::array();
@@ -538,7 +558,17 @@ std::string render_info_text(const json& info) {
   }
   line("opsets", join(opsets, ", "));
   for (const auto& [key, value] : info["metadata"].items()) line("metadata", key + " = " + value.get<std::string>());
-  if (info["functions"].get<int>() > 0) line("functions", std::to_string(info["functions"].get<int>()));
+  if (info["functions"].get<int>() > 0) {
+    line("functions", std::to_string(info["functions"].get<int>()));
+    for (const auto& f : info["local_functions"]) {
+      std::string text = f["text"].get<std::string>();
+      std::vector<std::string> defaults;
+      for (const auto& [name, value] : f["attributes"].items())
+        if (!value.is_null()) defaults.push_back(name + "=" + attribute_text(value));
+      if (!defaults.empty()) text += ", defaults " + join(defaults, " ");
+      line("", text);
+    }
+  }
   const auto& graph = info["graph"];
   std::string nodes = count_of(graph["nodes"].get<size_t>(), "node");
   if (graph["nodes_with_subgraphs"] != graph["nodes"])

@@ -6,7 +6,9 @@
 
 #include "analysis/checker.h"
 #include "io/atomic_file.h"
+#include "ir/inline_functions.h"
 #include "ir/model.h"
+#include "runtime/kernel.h"
 #include "runtime/session.h"
 #include "tools/edit.h"
 #include "tools/edit_literals.h"
@@ -164,6 +166,16 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   SimplifyToolReport report;
   ONNXKIT_TRY(io::check_writable(out));
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
+  if (options.inline_functions && model->header().functions_size() > 0) {
+    onnx::ModelProto proto = ir::export_model(*model);
+    // As a session would: the result then computes what the original does.
+    ONNXKIT_ASSIGN(ir::InlineSummary inlined,
+                   ir::inline_functions(proto, runtime::function_inlining(*model, runtime::KernelRegistry::builtin())));
+    ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> expanded, ir::import_model(std::move(proto), model->shared_external_data()));
+    expanded->set_source(model->path(), model->file_size());
+    model = std::move(expanded);
+    report.inlined_calls = inlined.calls;
+  }
   // The numeric check runs only the If branches its inputs take: strict
   // inference vouches for the others. Required of the result when the
   // original passes it (fixed input shapes can break a branch never run).
@@ -243,6 +255,9 @@ std::string render_simplify_text(const SimplifyToolReport& report, bool details)
     text += fmt::format("  {:<34} {}\n", "dead nodes removed", report.passes.removed_nodes);
     for (const std::string& note : report.passes.notes) text += fmt::format("  - {}\n", note);
   }
+  if (report.inlined_calls > 0)
+    text += fmt::format("{} call{} of model-local functions expanded\n", report.inlined_calls,
+                        report.inlined_calls == 1 ? "" : "s");
   if (report.frozen_initializers > 0)
     text += fmt::format("{} input{} backed by an initializer made constant{}\n", report.frozen_initializers,
                         report.frozen_initializers == 1 ? "" : "s", report.frozen_initializers == 1 ? "" : "s");

@@ -28,6 +28,10 @@ struct SimplifyToolOptions {
   // Inputs backed by initializers become constants first (freeze_initializers),
   // so that folding and fusion see through them.
   bool freeze_initializers = false;
+  // Calls of model-local functions are expanded first (ir/inline_functions.h)
+  // and the functions dropped; without it the passes see each call as one
+  // opaque node and the functions are kept as they are.
+  bool inline_functions = false;
   // Random input sets to compare original and result on (0: no check).
   // Inputs given in check_inputs.files are used as they are; the rest are
   // chosen so that the original runs (tools/runnable_inputs.h), with a set
@@ -55,8 +59,9 @@ struct SimplifyToolReport {
   ModelSummary before, after;
   passes::SimplifyReport passes;
   size_t frozen_initializers = 0;  // inputs made constants by freeze_initializers
-  int checks_run = 0;       // input sets the check compared on
-  std::string check_inputs;  // what the check's inputs took beyond the defaults ("height, width = 64")
+  uint64_t inlined_calls = 0;  // function calls expanded by inline_functions
+  int checks_run = 0;          // input sets the check compared on
+  std::string check_inputs;    // what the check's inputs took beyond the defaults ("height, width = 64")
   double max_abs_diff = 0;  // over every output of every check
 };
 

@@ -5,6 +5,7 @@
 
 #include "analysis/checker.h"
 #include "analysis/newer_ops.h"
+#include "analysis/symbolic_shapes.h"
 
 namespace onnxkit::analysis {
 
@@ -49,9 +50,9 @@ void bind_dims(onnx::ValueInfoProto& value, const DimBindings& bindings, bool in
 
 }  // namespace
 
-InferenceResult infer_types_with_onnx(const ir::Model& model, const DimBindings& dims) {
-  // Inference reads small constant tensors (Reshape targets and the like),
-  // never weights, so large data stays behind.
+// The model without weights (inference reads small constant tensors,
+// Reshape targets and the like, never weights), with `dims` bound.
+onnx::ModelProto skeleton_proto(const ir::Model& model, const DimBindings& dims) {
   ir::ExportOptions skeleton;
   skeleton.max_inline_data_bytes = 64 * 1024;
   onnx::ModelProto proto = ir::export_model(model, skeleton);
@@ -61,6 +62,11 @@ InferenceResult infer_types_with_onnx(const ir::Model& model, const DimBindings&
     for (auto& v : *g.mutable_output()) bind_dims(v, dims, false);
     g.clear_value_info();  // intermediate shapes in the old symbols would contradict the numbers
   }
+  return proto;
+}
+
+InferenceResult infer_types_with_onnx(const ir::Model& model, const DimBindings& dims) {
+  onnx::ModelProto proto = skeleton_proto(model, dims);
   InferenceResult result;
   // ONNX's inference assumes what its checker enforces (it crashes on a cycle,
   // for one), so it only sees models that pass.
@@ -100,11 +106,28 @@ std::string apply_inferred_types(ir::Model& model) {
       else if (!v->is_graph_output())
         v->mutable_info().clear_type();
     }
-    if (infer_newer_op_types(graph, model.opset()) == 0) break;
+    // Both run every round: the newer-op rules may give a shape the
+    // symbolic rules carry on, and the other way round.
+    const size_t newer = infer_newer_op_types(graph, model.opset());
+    if (newer + infer_symbolic_shapes(graph, model.opset()) == 0) break;
   }
   graph.clear_value_info();
   for (ir::Value* v : declared) graph.add_value_info(v);
   return warning;
+}
+
+InferenceResult infer_types(const ir::Model& model, const DimBindings& dims) {
+  auto copy = ir::import_model(skeleton_proto(model, dims), model.shared_external_data());
+  if (!copy.ok()) return infer_types_with_onnx(model, dims);
+  ir::Model& work = **copy;
+  const std::string warning = apply_inferred_types(work);
+  // Sub-graph types come from the library's pass over the result; the main
+  // graph's are the rounds' own, symbolic shapes included.
+  InferenceResult result = infer_types_with_onnx(work);
+  result.warning = warning;
+  for (const ir::Value* v : work.graph().values())
+    if (v->has_type()) result.types[v->name()] = v->type();
+  return result;
 }
 
 }  // namespace onnxkit::analysis

@@ -44,7 +44,13 @@ namespace onnxkit::analysis {
 // inputs and initializers keep theirs; what inference no longer knows is
 // cleared, so no stale shape survives a rewrite). Ops newer than the
 // library's schemas get their types from our own rules (newer_ops.h), in
-// rounds with the library's inference. Returns the warning, if any.
+// rounds with the library's inference, and so do the symbolic rules
+// (symbolic_shapes.h) where the library loses a shape. Returns the warning.
 std::string apply_inferred_types(ir::Model& model);
+
+// The types apply_inferred_types would find, symbolic rules included, with
+// `dims` bound as for infer_types_with_onnx; `model` is left as it is (the
+// work is done on a copy of its skeleton, without weights).
+InferenceResult infer_types(const ir::Model& model, const DimBindings& dims = {});
 
 }  // namespace onnxkit::analysis

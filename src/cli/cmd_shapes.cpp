@@ -14,8 +14,10 @@ Command add_shapes_command(CLI::App& root) {
   app->add_option("IN", flags->in, "ONNX model to read")->required();
   app->add_option("OUT", flags->out, "Model to write, with value_info for every intermediate tensor")->required();
   app->footer(
-      "Existing value_info entries are replaced by what inference finds (symbolic dims keep\n"
-      "their names; shape arithmetic is followed through Shape/Gather/Concat/Reshape).\n\n"
+      "Existing value_info entries are replaced by what inference finds. Symbolic dims keep\n"
+      "their names, and dims computed from them are written as expressions in them\n"
+      "(2*batch, 384*seq, H + 4): shape arithmetic is followed through Shape, Gather,\n"
+      "Slice, Concat, Mul/Div/Add/Sub, Reshape with 0/-1, Expand, Pad and Range.\n\n"
       "Example:\n"
       "  onnxkit shapes model.onnx model.shapes.onnx   # then open it in Netron");
   return {app, [app, flags] {

@@ -334,7 +334,7 @@ SymbolicCost symbolic_cost(const ir::Model& model, const analysis::DimBindings& 
   auto cost_at = [&](const std::vector<int64_t>& values) {
     analysis::DimBindings at = bindings;
     for (size_t i = 0; i < symbols.size(); ++i) at.by_name[symbols[i]] = values[i];
-    analysis::ModelStats stats = analysis::compute_stats(model, analysis::infer_types_with_onnx(model, at).types);
+    analysis::ModelStats stats = analysis::compute_stats(model, analysis::infer_types(model, at).types);
     return std::pair(static_cast<double>(stats.total_macs), static_cast<double>(stats.total_flops));
   };
   const size_t k = symbols.size();
@@ -427,12 +427,12 @@ std::string terms_text(const json& terms) {
 }  // namespace
 
 Result<json> model_info(const ir::Model& model, const InfoOptions& options) {
-  analysis::InferenceResult inferred = analysis::infer_types_with_onnx(model);
+  analysis::InferenceResult inferred = analysis::infer_types(model);
   std::vector<std::string> assumed;
   ONNXKIT_ASSIGN(analysis::DimBindings bindings, cost_bindings(model.graph(), options, assumed));
   // Shapes are reported as declared; costs need numbers for the symbols.
   std::optional<analysis::InferenceResult> bound;
-  if (!bindings.empty()) bound = analysis::infer_types_with_onnx(model, bindings);
+  if (!bindings.empty()) bound = analysis::infer_types(model, bindings);
   analysis::ModelStats stats = analysis::compute_stats(model, bound ? bound->types : inferred.types);
   const auto& h = model.header();
   const ir::Graph& g = model.graph();

@@ -292,7 +292,10 @@ class Simplified(unittest.TestCase):
                 structural = [t for t in report["tensors"] if t["paired_by"] == "structure"]
                 self.assertGreater(len(structural), 0.9 * len(mapping))
                 for t in structural:
-                    self.assertEqual(mapping[t["name"]], t["name_b"])
+                    # A tensor simplify removed (an Add of zeros) pairs with the
+                    # one that replaced it; the rest keep their names.
+                    if t["name"] in mapping:
+                        self.assertEqual(mapping[t["name"]], t["name_b"])
                 for n in report["nodes"]:
                     self.assertTrue(n["local"] is None or n["local"]["passed"], n["name"])
 

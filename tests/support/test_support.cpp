@@ -67,4 +67,13 @@ std::string proto_diff(const google::protobuf::Message& expected, const google::
   return report;
 }
 
+std::string declared_dims(const ir::Model& model, const std::string& name) {
+  const ir::Value* v = model.graph().find_value(name);
+  if (v == nullptr || !v->has_type() || !v->type().tensor_type().has_shape()) return "none";
+  std::string out;
+  for (const auto& d : v->type().tensor_type().shape().dim())
+    out += (out.empty() ? "" : ",") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
+  return out;
+}
+
 }  // namespace onnxkit::testing

@@ -21,6 +21,9 @@ std::unique_ptr<ir::Model> model_from_text(const std::string& text);
 
 // The op types of the graph's nodes, in order.
 std::vector<std::string> op_types(const ir::Graph& graph);
+// The declared dims of tensor `name` of the main graph as text ("N,3,?"):
+// numbers, symbols, "?" for unknown; "none" without a shape.
+std::string declared_dims(const ir::Model& model, const std::string& name);
 
 // A float32 tensor of `shape` whose values are uniform in [-1, 1), drawn in
 // order from std::mt19937(seed): the same values on every run.

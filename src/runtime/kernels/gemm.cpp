@@ -217,59 +217,57 @@ ONNXKIT_MATH_INLINE T dot(const T* x, const T* y, int64_t k) {
   return sum;
 }
 
+// out[i * out_stride] = alpha * (row i of `rows`) . v + beta * out[...], for
+// i in first..last: rows read one by one (rows are contiguous).
+template <class T>
+ONNXKIT_MATH_INLINE void rows_dot_vector(const T* rows, int64_t ld, const T* v, int64_t k, int64_t first,
+                                         int64_t last, T alpha, T beta, T* out, int64_t out_stride) {
+  for (int64_t i = first; i < last; ++i) {
+    T& o = out[i * out_stride];
+    const T s = alpha * dot(rows + i * ld, v, k);
+    o = beta == T(0) ? s : s + beta * o;
+  }
+}
+
+// The same where `cols` holds the vector's k coefficients' columns as rows
+// (element (p, i) at cols[p * ld + i]): streamed row by row into `acc`.
+template <class T>
+ONNXKIT_MATH_INLINE void cols_times_vector(const T* cols, int64_t ld, const T* v, int64_t k, int64_t first,
+                                           int64_t last, T alpha, T beta, T* acc, T* out, int64_t out_stride) {
+  std::fill(acc, acc + (last - first), T(0));
+  for (int64_t p = 0; p < k; ++p) {
+    const T* row = cols + p * ld + first;
+    const T vp = v[p];
+    for (int64_t i = 0; i < last - first; ++i) acc[i] += row[i] * vp;
+  }
+  for (int64_t i = first; i < last; ++i) {
+    T& o = out[i * out_stride];
+    const T s = alpha * acc[i - first];
+    o = beta == T(0) ? s : s + beta * o;
+  }
+}
+
 // Products with one row or one column: the register tile would be mostly
 // padding, so these stream A or B once instead.
 template <class T>
 ONNXKIT_MATH_INLINE void vector_product(const Problem<T>& pr, int64_t first, int64_t last, T* scratch) {
   // scratch holds k contiguous elements of the vector operand, then the
   // accumulators of outputs first..last when needed.
+  T* v = scratch;
   if (pr.n == 1) {
-    T* v = scratch;
     for (int64_t p = 0; p < pr.k; ++p) v[p] = pr.at_b(p, 0);
-    if (!pr.trans_a) {
-      for (int64_t i = first; i < last; ++i) {
-        T& out = pr.c[i * pr.ldc];
-        const T s = pr.alpha * dot(pr.a + i * pr.lda, v, pr.k);
-        out = pr.beta == T(0) ? s : s + pr.beta * out;
-      }
-    } else {
-      T* acc = scratch + pr.k;
-      std::fill(acc, acc + (last - first), T(0));
-      for (int64_t p = 0; p < pr.k; ++p) {
-        const T* row = pr.a + p * pr.lda + first;
-        const T vp = v[p];
-        for (int64_t i = 0; i < last - first; ++i) acc[i] += row[i] * vp;
-      }
-      for (int64_t i = first; i < last; ++i) {
-        T& out = pr.c[i * pr.ldc];
-        const T s = pr.alpha * acc[i - first];
-        out = pr.beta == T(0) ? s : s + pr.beta * out;
-      }
-    }
+    if (!pr.trans_a)
+      rows_dot_vector(pr.a, pr.lda, v, pr.k, first, last, pr.alpha, pr.beta, pr.c, pr.ldc);
+    else
+      cols_times_vector(pr.a, pr.lda, v, pr.k, first, last, pr.alpha, pr.beta, scratch + pr.k, pr.c, pr.ldc);
     return;
   }
   // m == 1: columns first..last of the single row.
-  T* v = scratch;
   for (int64_t p = 0; p < pr.k; ++p) v[p] = pr.at_a(0, p);
-  T* c = pr.c;
-  if (pr.trans_b) {
-    for (int64_t j = first; j < last; ++j) {
-      const T s = pr.alpha * dot(pr.b + j * pr.ldb, v, pr.k);
-      c[j] = pr.beta == T(0) ? s : s + pr.beta * c[j];
-    }
-  } else {
-    T* acc = scratch + pr.k;
-    std::fill(acc, acc + (last - first), T(0));
-    for (int64_t p = 0; p < pr.k; ++p) {
-      const T* row = pr.b + p * pr.ldb + first;
-      const T vp = v[p];
-      for (int64_t j = 0; j < last - first; ++j) acc[j] += row[j] * vp;
-    }
-    for (int64_t j = first; j < last; ++j) {
-      const T s = pr.alpha * acc[j - first];
-      c[j] = pr.beta == T(0) ? s : s + pr.beta * c[j];
-    }
-  }
+  if (pr.trans_b)
+    rows_dot_vector(pr.b, pr.ldb, v, pr.k, first, last, pr.alpha, pr.beta, pr.c, int64_t{1});
+  else
+    cols_times_vector(pr.b, pr.ldb, v, pr.k, first, last, pr.alpha, pr.beta, scratch + pr.k, pr.c, int64_t{1});
 }
 
 ONNXKIT_MATH_CLONES void vector_float(const Problem<float>& pr, int64_t first, int64_t last, float* scratch) {

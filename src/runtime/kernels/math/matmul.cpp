@@ -16,14 +16,10 @@ namespace {
 
 // Whether a constant float matrix B [K, N] is worth storing transposed, as a
 // copy (the model keeps the original), so that sgemm reads each output
-// column's weights as one contiguous run. Timed with oneDNN's sgemm on
-// BERT-like shapes, weights coming from memory as in a model, it pays when
-// B's rows lie a multiple of 4 KiB apart (likely cache-set conflicts when
-// sgemm packs them): N = 1024 and 3072 run 1-6% faster transposed on 128
-// rows, 11-35% on 32. N = 768 and 2304 run 3-10% faster as they are; N =
-// 256 (depth 1024) is even on 128 rows and faster transposed on 32 or fewer,
-// a case this rule gives up. Transposing every constant B cost a BERT-base
-// the weights' size again: peak RSS 655 MiB against 466 with this rule.
+// column's weights as one contiguous run. It pays when B's rows lie a
+// multiple of 4 KiB apart (cache-set conflicts when sgemm packs them), and
+// costs the weights' size once more, so other widths stay as they are
+// (figures in docs/performance.md, "Rules behind the kernels").
 bool transposing_pays(const Tensor& b) {
   return b.dtype() == DataType::float32 && b.rank() == 2 && b.dim(1) > 0 && b.dim(1) % 1024 == 0;
 }

@@ -265,12 +265,10 @@ bool WinogradConv::pays_off(const ConvParams& p) const {
   // The products run on whole register tiles of six tiles: below two of them
   // the padding rows and the filters' 16/9 more floats outweigh the saving.
   // Next to oneDNN's AVX-512 direct convolution, twice as fast as its AVX2
-  // one, streaming the larger filters costs more: resnet18's 512-channel
-  // layers (16 tiles) ran 11-17% slower by Winograd there, its 256-channel
-  // ones (49 tiles) 25% faster. With a single block of input channels the
-  // transforms outweigh the products: squeezenet's 16 -> 64 layers ran 10%
-  // slower by Winograd (0.39 against 0.35 ms), its 32 -> 128 ones 20% faster
-  // (on AVX2 the 16-channel ones are 25% faster by Winograd).
+  // one, streaming the larger filters costs more, so there it takes four
+  // register tiles; and with a single block of input channels the transforms
+  // outweigh the products (figures in docs/performance.md, "Rules behind the
+  // kernels").
   if (products_on_avx512()) return tiles >= 4 * kRows && in_channels_ > channel_block();
   return tiles >= 2 * kRows;
 }

@@ -96,6 +96,19 @@ TensorStats exact_stats(const runtime::Tensor& expected, const runtime::Tensor& 
   return s;
 }
 
+// A floating-point tensor in float64, so that two floating types compare (a
+// float16 model against its float32 original).
+runtime::Tensor widened(const runtime::Tensor& t) {
+  runtime::Tensor wide(runtime::DataType::float64, t.shape());
+  double* out = wide.mutable_data<double>();
+  (void)runtime::dispatch_float(t.dtype(), [&]<class T>() -> Status {
+    const T* in = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) out[i] = static_cast<double>(in[i]);
+    return {};
+  });
+  return wide;
+}
+
 }  // namespace
 
 Result<ErrorStat> parse_error_stat(const std::string& text) {
@@ -117,6 +130,9 @@ const char* to_string(ErrorStat stat) {
 
 TensorStats compare_tensor_stats(const runtime::Tensor& expected, const runtime::Tensor& actual, const Tolerance& tolerance) {
   TensorStats s;
+  if (expected.dtype() != actual.dtype() && expected.shape() == actual.shape() && runtime::is_floating(expected.dtype()) &&
+      runtime::is_floating(actual.dtype()))
+    return compare_tensor_stats(widened(expected), widened(actual), tolerance);
   if (expected.dtype() != actual.dtype() || expected.shape() != actual.shape()) {
     s.passed = s.comparable = false;
     s.elements = expected.numel();

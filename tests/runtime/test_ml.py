@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The ai.onnx.ml kernels on models trained here and converted the way users
-convert them: scikit-learn through skl2onnx, LightGBM through onnxmltools.
-The truth is the trained model's own predictions (labels exactly,
-probabilities and values within 1e-5) and ONNX Runtime's outputs for the
-same ONNX model. Runs in the test venv (python/requirements-test.txt), with
+convert them: scikit-learn through skl2onnx, LightGBM and XGBoost through
+onnxmltools. The truth is the trained model's own predictions (labels
+exactly, probabilities and values within 1e-5) and ONNX Runtime's outputs
+for the same ONNX model; the ops no converter here emits (CategoryMapper,
+CastMap, FeatureVectorizer) run in one-node models built by hand, against
+values worked by hand and ONNX Runtime. Runs in the test venv (python/requirements-test.txt), with
 the onnxkit package just built on its path; `onnxkit run` is checked once on
 a model whose output is a sequence of maps.
 
@@ -20,7 +22,7 @@ import warnings
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxkit
 
@@ -70,6 +72,21 @@ def run_both(model, feeds):
     ours = onnxkit.InferenceSession(data).run(None, feeds)
     theirs = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
     return ours, theirs
+
+
+def one_node_model(op, inputs, outputs, **attrs):
+    """A model of one ai.onnx.ml node; inputs and outputs are (name, element
+    type, shape) or (name, TypeProto)."""
+    def info(spec):
+        if len(spec) == 2:
+            return helper.make_value_info(spec[0], spec[1])
+        return helper.make_tensor_value_info(*spec)
+
+    node = helper.make_node(op, [i[0] for i in inputs], [o[0] for o in outputs], domain="ai.onnx.ml", **attrs)
+    graph = helper.make_graph([node], op, [info(i) for i in inputs], [info(o) for o in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    model.ir_version = 8
+    return model
 
 
 class MlModels(unittest.TestCase):
@@ -167,8 +184,6 @@ class MlModels(unittest.TestCase):
     def test_tree_ensemble_opset5_with_set_membership(self):
         # One tree: x <= 11 ? (x in {1.2, 3.7, 8, 9} ? leaf 0 : (x in {12, 7} ? leaf 1 : leaf 3)) : leaf 2,
         # leaves scoring targets 0..3 with 1, 10, 1000, 100. NaN fails every test.
-        from onnx import TensorProto, helper
-
         node = helper.make_node(
             "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=4, aggregate_function=1,
             membership_values=helper.make_tensor("m", TensorProto.FLOAT, [8], [1.2, 3.7, 8, 9, np.nan, 12, 7, np.nan]),
@@ -192,6 +207,107 @@ class MlModels(unittest.TestCase):
         except Exception as e:  # an ONNX Runtime without ai.onnx.ml opset 5
             self.skipTest(str(e))
         np.testing.assert_array_equal(ours, theirs)
+
+    def test_xgboost_classifier_and_regressor(self):
+        import xgboost
+        from onnxmltools import convert_xgboost
+        from onnxmltools.convert.common.data_types import FloatTensorType
+
+        for classes in (2, 3):
+            with self.subTest(classes=classes):
+                x, y = classification(classes, seed=40 + classes)
+                m = xgboost.XGBClassifier(n_estimators=25, max_depth=4, learning_rate=0.3).fit(x, y)
+                model = convert_xgboost(m, initial_types=[("X", FloatTensorType([None, x.shape[1]]))], target_opset=13)
+                self.assertIn("TreeEnsembleClassifier", {n.op_type for n in model.graph.node})
+                (label, proba), (ort_label, ort_proba) = run_both(model, {"X": x})
+                np.testing.assert_array_equal(label, m.predict(x))
+                np.testing.assert_array_equal(label, ort_label)
+                np.testing.assert_allclose(proba, m.predict_proba(x), rtol=0, atol=TOL)
+                np.testing.assert_allclose(proba, ort_proba, rtol=0, atol=TOL)
+        x, y = regression(seed=41)
+        m = xgboost.XGBRegressor(n_estimators=40, max_depth=5, learning_rate=0.2).fit(x, y)
+        model = convert_xgboost(m, initial_types=[("X", FloatTensorType([None, x.shape[1]]))], target_opset=13)
+        (value,), (ort_value,) = run_both(model, {"X": x})
+        scale = max(1.0, float(np.abs(ort_value).max()))
+        np.testing.assert_allclose(value.ravel(), m.predict(x), rtol=0, atol=TOL * scale)
+        np.testing.assert_allclose(value, ort_value, rtol=0, atol=TOL * scale)
+
+    # --- hand-built models of the ops no converter here emits ------------------------
+
+    def test_category_mapper_both_ways(self):
+        cats = dict(cats_strings=["cat", "dog", "emu"], cats_int64s=[7, 3, 11])
+        words = np.array([["dog", "emu", "yak"], ["cat", "", "dog"]], dtype=object)
+        codes = np.array([11, 7, 0, 3, -7], dtype=np.int64)
+        for feed, out_type, attrs, expected in (
+            (words, TensorProto.INT64, dict(default_int64=-99), np.array([[3, 11, -99], [7, -99, 3]])),
+            (codes, TensorProto.STRING, dict(default_string="none"), np.array(["emu", "cat", "none", "dog", "none"])),
+            (codes, TensorProto.STRING, {}, np.array(["emu", "cat", "_Unused", "dog", "_Unused"])),
+        ):
+            with self.subTest(attrs=attrs):
+                in_type = TensorProto.STRING if feed.dtype == object else TensorProto.INT64
+                model = one_node_model("CategoryMapper", [("X", in_type, list(feed.shape))],
+                                       [("Y", out_type, list(feed.shape))], **cats, **attrs)
+                (ours,), (theirs,) = run_both(model, {"X": feed})
+                np.testing.assert_array_equal(ours, expected)
+                np.testing.assert_array_equal(ours, theirs)
+
+    def test_cast_map(self):
+        # ONNX Runtime's Python binding takes no map of strings: those cases
+        # check against the values worked by hand only.
+        floats = {3: 1.5, 1: -2.25, 7: 4.75}
+        strings = {2: "3.5", 0: "-1", 5: "12"}
+        for feed, value_type, attrs, expected in (
+            # DENSE: the values in key order.
+            (floats, TensorProto.FLOAT, dict(cast_to="TO_FLOAT"), np.array([[-2.25, 1.5, 4.75]], np.float32)),
+            (floats, TensorProto.FLOAT, dict(cast_to="TO_INT64"), np.array([[-2, 1, 4]], np.int64)),
+            (floats, TensorProto.FLOAT, dict(cast_to="TO_STRING"),
+             np.array([["-2.250000", "1.500000", "4.750000"]], dtype=object)),
+            (strings, TensorProto.STRING, dict(cast_to="TO_FLOAT"), np.array([[-1, 3.5, 12]], np.float32)),
+            (strings, TensorProto.STRING, dict(cast_to="TO_INT64"), np.array([[-1, 3, 12]], np.int64)),
+            (strings, TensorProto.STRING, dict(cast_to="TO_STRING"), np.array([["-1", "3.5", "12"]], dtype=object)),
+            # SPARSE: the value of key k at column k of max_map, zeros elsewhere; keys past it dropped.
+            (floats, TensorProto.FLOAT, dict(cast_to="TO_FLOAT", map_form="SPARSE", max_map=5),
+             np.array([[0, -2.25, 0, 1.5, 0]], np.float32)),
+            (floats, TensorProto.FLOAT, dict(cast_to="TO_INT64", map_form="SPARSE", max_map=8),
+             np.array([[0, -2, 0, 1, 0, 0, 0, 4]], np.int64)),
+            (strings, TensorProto.STRING, dict(cast_to="TO_INT64", map_form="SPARSE", max_map=6),
+             np.array([[-1, 0, 3, 0, 0, 12]], np.int64)),
+            (strings, TensorProto.STRING, dict(cast_to="TO_STRING", map_form="SPARSE", max_map=4),
+             np.array([["-1", "0", "3.5", "0"]], dtype=object)),
+        ):
+            with self.subTest(feed=feed, attrs=attrs):
+                out_type = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
+                            np.dtype(object): TensorProto.STRING}[expected.dtype]
+                map_type = onnx.TypeProto()
+                map_type.map_type.key_type = TensorProto.INT64
+                map_type.map_type.value_type.tensor_type.elem_type = value_type
+                model = one_node_model("CastMap", [("X", map_type)], [("Y", out_type, [1, None])], **attrs)
+                ours = onnxkit.InferenceSession(model.SerializeToString()).run(None, {"X": feed})[0]
+                np.testing.assert_array_equal(ours, expected)
+                if value_type == TensorProto.FLOAT:
+                    theirs = ort.InferenceSession(model.SerializeToString(),
+                                                  providers=["CPUExecutionProvider"]).run(None, {"X": feed})[0]
+                    np.testing.assert_array_equal(ours, theirs)
+
+    def test_feature_vectorizer(self):
+        # The columns of each input in order; an input wider than its
+        # dimension is cut, a narrower one padded with zeros. Inputs share
+        # one element type (T1 of the schema; ONNX Runtime refuses a mix).
+        a = np.array([[1.5, -2, 9], [0.25, 4, 7]])
+        b = np.array([[3, 8], [-5, 6]])
+        c = np.array([[0.125], [-0.5]])
+        expected = np.array([[1.5, -2, 3, 8, 0, 0.125], [0.25, 4, -5, 6, 0, -0.5]], np.float32)
+        for dtype, elem in ((np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE),
+                            (np.int64, TensorProto.INT64), (np.int32, TensorProto.INT32)):
+            with self.subTest(dtype=dtype.__name__):
+                feeds = {"A": a.astype(dtype), "B": b.astype(dtype), "C": c.astype(dtype)}
+                inputs = [(name, elem, list(v.shape)) for name, v in feeds.items()]
+                model = one_node_model("FeatureVectorizer", inputs, [("Y", TensorProto.FLOAT, [2, None])],
+                                       inputdimensions=[2, 3, 1])
+                (ours,), (theirs,) = run_both(model, feeds)
+                want = expected if dtype in (np.float32, np.float64) else np.trunc(expected)
+                np.testing.assert_array_equal(ours, want)
+                np.testing.assert_array_equal(ours, theirs)
 
     # --- linear models, SVMs, pipelines ---------------------------------------------
 

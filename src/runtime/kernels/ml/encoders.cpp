@@ -267,12 +267,15 @@ Result<ComputeFn> build_cast_map(const KernelInfo& info) {
     };
     auto put = [&](int64_t slot, int64_t i) {
       if (out == DataType::string)
-        y.mutable_data<std::string>()[slot] = strings_in ? m.values.data<std::string>()[i] : fmt::format("{}", m.values.data<float>()[i]);
+        // Six decimals, as std::to_string (and ONNX Runtime) writes a float.
+        y.mutable_data<std::string>()[slot] =
+            strings_in ? m.values.data<std::string>()[i] : fmt::format("{:f}", static_cast<double>(m.values.data<float>()[i]));
       else if (out == DataType::float32) y.mutable_data<float>()[slot] = static_cast<float>(as_double(i));
       else y.mutable_data<int64_t>()[slot] = static_cast<int64_t>(as_double(i));
     };
     if (!dense) {
       for (int64_t j = 0; j < width; ++j) {
+        // ONNX Runtime writes "0.f" here, a C++ literal gone into a string.
         if (out == DataType::string) y.mutable_data<std::string>()[j] = "0";
         else if (out == DataType::float32) y.mutable_data<float>()[j] = 0;
         else y.mutable_data<int64_t>()[j] = 0;

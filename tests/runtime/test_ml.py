@@ -89,6 +89,13 @@ def one_node_model(op, inputs, outputs, **attrs):
     return model
 
 
+def plain_options():
+    """Session options for no optimization: kernels on their plain layouts."""
+    options = onnxkit.SessionOptions()
+    options.graph_optimization_level = onnxkit.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return options
+
+
 class MlModels(unittest.TestCase):
     def check_classifier(self, estimator, x, y, options=None, uses=()):
         estimator.fit(x, y)
@@ -180,6 +187,51 @@ class MlModels(unittest.TestCase):
         scale = max(1.0, float(np.abs(ort_value).max()))
         np.testing.assert_allclose(value.ravel(), m.predict(x), rtol=0, atol=TOL * scale)
         np.testing.assert_allclose(value, ort_value, rtol=0, atol=TOL * scale)
+
+    def test_fast_tree_walk_matches_the_plain_one(self):
+        # Sessions built without optimizations walk the plain node layout,
+        # the oracle of the compact branch-free walk the others take: the
+        # same sums in the same order, so equal to the last bit, across the
+        # block edges (128 rows), with NaN routed by the trees, LEQ
+        # (LightGBM, scikit-learn) and LT (XGBoost) forests, several
+        # weights a leaf, MIN/MAX aggregation, and 1 and 2 threads.
+        import lightgbm
+        import xgboost
+        from onnxmltools import convert_lightgbm, convert_xgboost
+        from onnxmltools.convert.common.data_types import FloatTensorType
+
+        x, y = classification(3, rows=600, seed=50)
+        x[::9, 1] = np.nan
+        x[::4, 5] = np.nan
+        types = [("X", FloatTensorType([None, x.shape[1]]))]
+        models = {
+            "lightgbm": convert_lightgbm(lightgbm.LGBMClassifier(n_estimators=20, num_leaves=15, verbose=-1).fit(x, y),
+                                         initial_types=types, target_opset=13, zipmap=False),
+            "xgboost": convert_xgboost(xgboost.XGBClassifier(n_estimators=15, max_depth=5).fit(x, y),
+                                       initial_types=types, target_opset=13),
+        }
+        clean = np.nan_to_num(x)
+        forest = RandomForestClassifier(n_estimators=6, max_depth=7, random_state=0).fit(clean, y)
+        models["forest"] = to_onnx(forest, clean[:1], options={id(forest): {"zipmap": False}})
+        regressor = to_onnx(RandomForestRegressor(n_estimators=5, max_depth=6, random_state=0).fit(clean, y), clean[:1])
+        models["forest_regressor"] = regressor
+        for aggregate in ("MIN", "MAX", "AVERAGE"):
+            changed = onnx.ModelProto()
+            changed.CopyFrom(regressor)
+            for a in changed.graph.node[0].attribute:
+                if a.name == "aggregate_function":
+                    a.s = aggregate.encode()
+            models[f"forest_regressor_{aggregate}"] = changed
+        for name, model in models.items():
+            data = model.SerializeToString()
+            plain = onnxkit.InferenceSession(data, plain_options(), threads=1)
+            for threads in (1, 2):
+                fast = onnxkit.InferenceSession(data, threads=threads)
+                for rows in (1, 127, 128, 129, 600):
+                    with self.subTest(model=name, threads=threads, rows=rows):
+                        feed = {model.graph.input[0].name: x[:rows]}
+                        for ours, oracle in zip(fast.run(None, feed), plain.run(None, feed)):
+                            np.testing.assert_array_equal(ours, oracle)
 
     def test_tree_ensemble_opset5_with_set_membership(self):
         # One tree: x <= 11 ? (x in {1.2, 3.7, 8, 9} ? leaf 0 : (x in {12, 7} ? leaf 1 : leaf 3)) : leaf 2,

@@ -11,15 +11,19 @@
 //
 // Rows are evaluated in blocks: each block walks every tree for all of its
 // rows before moving to the next tree, so a tree stays in cache while it
-// is used; blocks run in parallel.
+// is used; blocks run in parallel. Forests of one comparison mode and float
+// thresholds (nearly all) get a second, compact layout that rows walk
+// without branches (make_compact); the plain walk is its oracle.
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <unordered_map>
 
 #include "runtime/kernels/ml/ml.h"
 #include "runtime/parallel.h"
+#include "runtime/session.h"
 
 namespace onnxkit::runtime::ml {
 namespace {
@@ -61,6 +65,18 @@ struct Forest {
   std::vector<std::vector<double>> sets;
   // Some node sends NaN to its true child: evaluation tests for NaN only then.
   bool tracks_missing = false;
+
+  // The compact layout the fast evaluation walks, when the forest has one
+  // (see make_compact); empty otherwise, and the plain walk above runs.
+  struct CompactNode {
+    float threshold;   // a leaf: NaN, so no comparison holds
+    int32_t feature;   // a leaf: 0 (any feature a row has)
+    uint32_t no;       // the false child (the true one is the next node); a leaf: itself
+    uint32_t aux;      // a branch: bit 31 set if NaN goes to the true child; a leaf: its first weight
+  };
+  std::vector<CompactNode> compact;
+  std::vector<uint8_t> depths;  // per tree, the edges from its root to its deepest leaf
+  uint32_t weights_per_leaf = 0;  // when every leaf has that many weights; 0: read nodes[leaf].no
 };
 
 // The node attributes of the opset 1-3 ops, and the leaf weights
@@ -90,9 +106,15 @@ Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& lea
   a.missing_true = ints_view(info, "nodes_missing_value_tracks_true");
   if (const ir::Attribute* modes = info.node().attribute("nodes_modes")) {
     a.modes.reserve(static_cast<size_t>(modes->proto.strings_size()));
+    // Parsed once per run of equal strings: a forest has millions and two kinds.
+    const std::string* last = nullptr;
+    Mode last_mode = Mode::leaf;
     for (const std::string& m : modes->proto.strings()) {
-      ONNXKIT_ASSIGN(Mode mode, parse_mode(m));
-      a.modes.push_back(mode);
+      if (last == nullptr || m != *last) {
+        ONNXKIT_ASSIGN(last_mode, parse_mode(m));
+        last = &m;
+      }
+      a.modes.push_back(last_mode);
     }
   }
   ONNXKIT_ASSIGN(a.values, attr_doubles(info, "nodes_values"));
@@ -121,38 +143,57 @@ Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& lea
   return a;
 }
 
-// Finds nodes by (tree id, node id): per tree, its node ids sorted; when
-// they are 0..k-1 (what every converter writes) a lookup is an index.
+// Finds nodes by (tree id, node id). Converters write each tree's nodes
+// together with ids 0..k-1 in order: such a tree is a range of positions
+// and a lookup is an addition. Other trees keep their (node id, position)
+// pairs sorted.
 class NodeIndex {
  public:
   explicit NodeIndex(const TreeAttrs& a) {
-    size_t slot = 0;
-    for (size_t i = 0; i < a.node_ids.size(); ++i) {
-      // Converters write a tree's nodes together: look the tree up only when it changes.
-      if (i == 0 || a.tree_ids[i] != a.tree_ids[i - 1]) {
-        auto [it, fresh] = tree_slot_.try_emplace(a.tree_ids[i], trees_.size());
-        if (fresh) trees_.push_back({a.tree_ids[i], {}, true});
-        slot = it->second;
+    const size_t n = a.node_ids.size();
+    for (size_t i = 0; i < n;) {
+      size_t j = i + 1;
+      while (j < n && a.tree_ids[j] == a.tree_ids[i]) ++j;
+      auto [it, fresh] = tree_slot_.try_emplace(a.tree_ids[i], trees_.size());
+      if (fresh) {
+        Tree t{a.tree_ids[i], static_cast<uint32_t>(i), static_cast<uint32_t>(j - i), true, {}};
+        for (size_t k = i; k < j && t.dense; ++k) t.dense = a.node_ids[k] == static_cast<int64_t>(k - i);
+        if (!t.dense) t.add(a, i, j);
+        trees_.push_back(std::move(t));
+      } else {
+        // The tree's nodes come in more than one run.
+        Tree& t = trees_[it->second];
+        if (t.dense) t.add(a, t.first, size_t{t.first} + t.count);
+        t.dense = false;
+        t.add(a, i, j);
       }
-      trees_[slot].nodes.emplace_back(a.node_ids[i], static_cast<uint32_t>(i));
+      i = j;
     }
-    for (Tree& t : trees_) {
-      std::sort(t.nodes.begin(), t.nodes.end());
-      for (size_t j = 0; j < t.nodes.size() && t.dense; ++j) t.dense = t.nodes[j].first == static_cast<int64_t>(j);
-    }
+    for (Tree& t : trees_)
+      if (!t.dense && !std::is_sorted(t.nodes.begin(), t.nodes.end())) std::sort(t.nodes.begin(), t.nodes.end());
   }
   size_t tree_count() const { return trees_.size(); }
   int64_t tree_id(size_t t) const { return trees_[t].id; }
-  // The positions of tree t's nodes, by node id.
-  const std::vector<std::pair<int64_t, uint32_t>>& nodes(size_t t) const { return trees_[t].nodes; }
-  // The position of a node, or -1.
-  int64_t find(int64_t tree, int64_t node) const {
+  // The slot of a tree id, or -1.
+  int64_t slot(int64_t tree) const {
     auto it = tree_slot_.find(tree);
-    if (it == tree_slot_.end()) return -1;
-    const Tree& t = trees_[it->second];
-    if (t.dense) return node >= 0 && node < static_cast<int64_t>(t.nodes.size()) ? t.nodes[node].second : -1;
-    auto pos = std::lower_bound(t.nodes.begin(), t.nodes.end(), std::pair<int64_t, uint32_t>(node, 0));
-    return pos != t.nodes.end() && pos->first == node ? pos->second : -1;
+    return it == tree_slot_.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+  // Calls f(node id, position) for each node of tree slot t.
+  template <class F>
+  void for_each_node(size_t t, F&& f) const {
+    const Tree& tree = trees_[t];
+    if (tree.dense)
+      for (uint32_t k = 0; k < tree.count; ++k) f(int64_t{k}, tree.first + k);
+    else
+      for (const auto& [id, pos] : tree.nodes) f(id, pos);
+  }
+  // The position of node `node` of tree slot t, or -1.
+  int64_t find_in(size_t t, int64_t node) const {
+    const Tree& tree = trees_[t];
+    if (tree.dense) return node >= 0 && node < static_cast<int64_t>(tree.count) ? int64_t{tree.first} + node : -1;
+    auto pos = std::lower_bound(tree.nodes.begin(), tree.nodes.end(), std::pair<int64_t, uint32_t>(node, 0));
+    return pos != tree.nodes.end() && pos->first == node ? pos->second : -1;
   }
   // The duplicate node id of a tree, if any.
   std::optional<std::pair<int64_t, int64_t>> duplicate() const {
@@ -165,8 +206,12 @@ class NodeIndex {
  private:
   struct Tree {
     int64_t id;
-    std::vector<std::pair<int64_t, uint32_t>> nodes;  // (node id, position)
+    uint32_t first, count;  // dense: the positions [first, first + count), node ids 0..count-1
     bool dense;
+    std::vector<std::pair<int64_t, uint32_t>> nodes;  // not dense: (node id, position), sorted
+    void add(const TreeAttrs& a, size_t from, size_t to) {
+      for (size_t k = from; k < to; ++k) nodes.emplace_back(a.node_ids[k], static_cast<uint32_t>(k));
+    }
   };
   std::unordered_map<int64_t, size_t> tree_slot_;
   std::vector<Tree> trees_;
@@ -191,8 +236,10 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
   // Leaf weights grouped by node position (a counting sort).
   std::vector<uint32_t> weight_begin(n + 1, 0);
   std::vector<uint32_t> weight_node(a.leaf_weights.size());
+  int64_t slot = -1;
   for (size_t w = 0; w < a.leaf_weights.size(); ++w) {
-    int64_t pos = index.find(a.leaf_tree_ids[w], a.leaf_node_ids[w]);
+    if (w == 0 || a.leaf_tree_ids[w] != a.leaf_tree_ids[w - 1]) slot = index.slot(a.leaf_tree_ids[w]);
+    const int64_t pos = slot < 0 ? -1 : index.find_in(static_cast<size_t>(slot), a.leaf_node_ids[w]);
     if (pos < 0) return make_error("{}weights[{}] names node {} of tree {}, which does not exist", leaf_prefix, w, a.leaf_node_ids[w], a.leaf_tree_ids[w]);
     if (a.leaf_targets[w] < 0 || a.leaf_targets[w] >= targets)
       return make_error("{}ids[{}] is {}, outside [0, {})", leaf_prefix, w, a.leaf_targets[w], targets);
@@ -212,15 +259,18 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
   }
 
   // Children by position; the root of a tree is its one node no other names.
-  std::vector<int64_t> yes(n, -1), no(n, -1);
+  std::vector<uint32_t> yes(n), no(n);
   std::vector<uint8_t> named(n, 0);
   for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || a.tree_ids[i] != a.tree_ids[i - 1]) slot = index.slot(a.tree_ids[i]);
     if (modes[i] == Mode::leaf) continue;
-    yes[i] = index.find(a.tree_ids[i], a.true_ids[i]);
-    no[i] = index.find(a.tree_ids[i], a.false_ids[i]);
-    if (yes[i] < 0 || no[i] < 0)
+    const int64_t y = index.find_in(static_cast<size_t>(slot), a.true_ids[i]);
+    const int64_t m = index.find_in(static_cast<size_t>(slot), a.false_ids[i]);
+    if (y < 0 || m < 0)
       return make_error("node {} of tree {} has child {}, which the tree does not have", a.node_ids[i], a.tree_ids[i],
-                        yes[i] < 0 ? a.true_ids[i] : a.false_ids[i]);
+                        y < 0 ? a.true_ids[i] : a.false_ids[i]);
+    yes[i] = static_cast<uint32_t>(y);
+    no[i] = static_cast<uint32_t>(m);
     if (a.features[i] < 0 || a.features[i] > INT32_MAX - 1)
       return make_error("node {} of tree {} reads feature {}", a.node_ids[i], a.tree_ids[i], a.features[i]);
     f.features = std::max(f.features, static_cast<int32_t>(a.features[i] + 1));
@@ -238,11 +288,9 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
   std::vector<Pending> stack;
   for (size_t t = 0; t < index.tree_count(); ++t) {
     int64_t root = -1;
-    for (const auto& [id, pos] : index.nodes(t))
-      if (!named[pos]) {
-        root = pos;
-        break;
-      }
+    index.for_each_node(t, [&](int64_t, uint32_t pos) {
+      if (root < 0 && !named[pos]) root = pos;
+    });
     if (root < 0) return make_error("tree {} has no root: every node is some node's child", index.tree_id(t));
     f.roots.push_back(static_cast<uint32_t>(f.nodes.size()));
     stack.push_back({static_cast<uint32_t>(root), -1, true});
@@ -264,8 +312,8 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
         node.threshold = a.values.empty() ? 0.0 : static_cast<double>(static_cast<float>(a.values[p.pos]));
         node.missing_true = !a.missing_true.empty() && a.missing_true[p.pos] != 0;
         f.tracks_missing = f.tracks_missing || node.missing_true;
-        stack.push_back({static_cast<uint32_t>(no[p.pos]), at, false});
-        stack.push_back({static_cast<uint32_t>(yes[p.pos]), at, true});
+        stack.push_back({no[p.pos], at, false});
+        stack.push_back({yes[p.pos], at, true});
       }
       f.nodes.push_back(node);
     }
@@ -273,7 +321,51 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
   return f;
 }
 
+// Lays the forest out for the fast walk, when every branch is BRANCH_LEQ
+// or every branch is BRANCH_LT (what converters write) and no threshold
+// needs more than a float: 16-byte nodes, four to a cache line, and leaves
+// that loop to themselves, so a block of rows walks each tree for its depth
+// with no branch to mispredict and every row independent of the others.
+// Sessions with SessionOptions::blocked_layout false skip it and walk the
+// plain layout: the oracle the tests compare the fast walk against.
+void make_compact(Forest& f) {
+  if (f.common_mode != Mode::leq && f.common_mode != Mode::lt) return;
+  // features >= 1: a leaf reads feature 0 of the row.
+  if (!f.sets.empty() || f.nodes.size() >= (size_t{1} << 31) || f.features < 1) return;
+  std::vector<Forest::CompactNode> compact(f.nodes.size());
+  std::vector<uint8_t> depth(f.nodes.size(), 0);
+  std::vector<uint8_t> depths(f.roots.size(), 0);
+  uint32_t per_leaf = 0;
+  bool uniform = true;
+  for (size_t t = 0; t < f.roots.size(); ++t) {
+    const size_t end = t + 1 < f.roots.size() ? f.roots[t + 1] : f.nodes.size();
+    for (size_t i = f.roots[t]; i < end; ++i) {
+      const FlatNode& n = f.nodes[i];
+      Forest::CompactNode& c = compact[i];
+      if (n.feature < 0) {
+        c = {std::numeric_limits<float>::quiet_NaN(), 0, static_cast<uint32_t>(i), n.yes};
+        if (per_leaf == 0 && uniform) per_leaf = n.no - n.yes;
+        uniform = uniform && n.no - n.yes == per_leaf;
+        depths[t] = std::max(depths[t], depth[i]);
+        continue;
+      }
+      const float threshold = static_cast<float>(n.threshold);
+      if (static_cast<double>(threshold) != n.threshold || depth[i] == UINT8_MAX) return;
+      c = {threshold, n.feature, n.no, n.missing_true ? 1u << 31 : 0u};
+      // Depth first: the parent comes before its children.
+      depth[n.yes] = depth[n.no] = static_cast<uint8_t>(depth[i] + 1);
+    }
+  }
+  f.compact = std::move(compact);
+  f.depths = std::move(depths);
+  f.weights_per_leaf = uniform ? per_leaf : 0;
+}
+
 enum class Aggregate { sum, average, min, max };
+
+// Rows of a block of the compact walk: their positions stay in registers
+// and L1 while every tree is walked.
+inline constexpr int64_t kCompactBlock = 128;
 
 // Compares in double: a float feature and a float threshold compare the
 // same in either type, and opset 5's thresholds may be doubles.
@@ -336,13 +428,70 @@ void accumulate_rows(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t
   }
 }
 
+// accumulate_rows on the compact layout: each tree takes all rows of the
+// block one level down at a time, for the tree's depth.
+template <bool Lt, bool Missing, class T>
+void accumulate_rows_compact(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, Aggregate agg,
+                             double* scores, uint8_t* has) {
+  const Forest::CompactNode* nodes = f.compact.data();
+  const int64_t k = f.targets;
+  const int64_t rows = r1 - r0;
+  const T* xb = x + r0 * c;
+  uint32_t at[kCompactBlock];
+  for (size_t t = 0; t < f.roots.size(); ++t) {
+    std::fill_n(at, rows, f.roots[t]);
+    for (int d = 0; d < f.depths[t]; ++d) {
+      for (int64_t j = 0; j < rows; ++j) {
+        const Forest::CompactNode& n = nodes[at[j]];
+        const T v = xb[j * c + n.feature];
+        bool yes = Lt ? v < n.threshold : v <= n.threshold;
+        if constexpr (Missing) yes = yes || ((n.aux >> 31) != 0 && std::isnan(v));
+        at[j] = yes ? at[j] + 1 : n.no;
+      }
+    }
+    for (int64_t j = 0; j < rows; ++j) {
+      const uint32_t begin = nodes[at[j]].aux;
+      const uint32_t end = f.weights_per_leaf != 0 ? begin + f.weights_per_leaf : f.nodes[at[j]].no;
+      const int64_t r = r0 + j;
+      for (uint32_t w = begin; w < end; ++w) {
+        const int64_t slot = r * k + f.weight_target[w];
+        const double v = f.weight_value[w];
+        double& s = scores[slot];
+        switch (agg) {
+          case Aggregate::sum:
+          case Aggregate::average: s += v; break;
+          case Aggregate::min: s = has[slot] && s <= v ? s : v; break;
+          case Aggregate::max: s = has[slot] && s >= v ? s : v; break;
+        }
+        has[slot] = 1;
+      }
+    }
+  }
+}
+
 template <class T>
 void accumulate(const Forest& f, const T* x, int64_t n, int64_t c, Aggregate agg, double* scores, uint8_t* has) {
-  constexpr int64_t kBlock = 64;  // rows walked through one tree before the next
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  constexpr bool kFloating = std::is_floating_point_v<T>;
+  const bool compact = kFloating && !f.compact.empty();
+  // Rows walked through one tree before the next.
+  const int64_t block = compact ? kCompactBlock : 64;
+  const int64_t blocks = (n + block - 1) / block;
   const bool worth = n * static_cast<int64_t>(f.nodes.size()) >= (1 << 16) && blocks > 1;
   parallel_for(blocks, worth, [&](int64_t b) {
-    const int64_t r0 = b * kBlock, r1 = std::min(n, r0 + kBlock);
+    const int64_t r0 = b * block, r1 = std::min(n, r0 + block);
+    if constexpr (kFloating) {
+      if (compact) {
+        const bool lt = f.common_mode == Mode::lt;
+        if (f.tracks_missing) {
+          if (lt) accumulate_rows_compact<true, true>(f, x, c, r0, r1, agg, scores, has);
+          else accumulate_rows_compact<false, true>(f, x, c, r0, r1, agg, scores, has);
+        } else {
+          if (lt) accumulate_rows_compact<true, false>(f, x, c, r0, r1, agg, scores, has);
+          else accumulate_rows_compact<false, false>(f, x, c, r0, r1, agg, scores, has);
+        }
+        return;
+      }
+    }
     auto run = [&]<bool Missing>() {
       switch (f.common_mode) {
         case Mode::leq: accumulate_rows<Mode::leq, Missing>(f, x, c, r0, r1, agg, scores, has); break;
@@ -503,6 +652,7 @@ Result<ComputeFn> build_tree_ensemble(const KernelInfo& info) {
   if (post < 0 || post > 4) return make_error("post_transform is {}, not 0-4", post);
   e->post = kPosts[post];
   ONNXKIT_ASSIGN(e->forest, build_forest_v5(info, targets));
+  if (info.options().blocked_layout) make_compact(e->forest);
   return ComputeFn([e](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     if (x->dtype() != DataType::float32 && x->dtype() != DataType::float64)
@@ -553,6 +703,7 @@ Result<ComputeFn> build_regressor(const KernelInfo& info) {
     return make_error("base_values has {} entries for {} targets", r->base_values.size(), targets);
   ONNXKIT_ASSIGN(TreeAttrs attrs, read_tree_attrs(info, "target_"));
   ONNXKIT_ASSIGN(r->forest, build_forest(attrs, targets, "target_"));
+  if (info.options().blocked_layout) make_compact(r->forest);
   return ComputeFn([r](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     std::vector<double> scores;
@@ -668,6 +819,7 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
     return make_error("base_values has {} entries for {} classes", c->base_values.size(), k);
   ONNXKIT_ASSIGN(TreeAttrs attrs, read_tree_attrs(info, "class_"));
   ONNXKIT_ASSIGN(c->forest, build_forest(attrs, k, "class_"));
+  if (info.options().blocked_layout) make_compact(c->forest);
   const auto& scored = attrs.leaf_targets;
   c->binary = k == 2 && !scored.empty() &&
               std::all_of(scored.begin(), scored.end(), [&](int64_t id) { return id == scored[0]; });

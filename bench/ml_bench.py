@@ -7,13 +7,16 @@ same machine:
   threads (median of --runs runs after a warm-up, the two alternating),
   and onnxkit / ORT as a ratio (above 1: onnxkit is faster);
 - load: a TreeEnsembleRegressor of about 3 million nodes (random full
-  trees), session creation time of each from the model file (ORT in a
-  child process with a --load-timeout, since it has taken minutes on such
-  models), as ORT / onnxkit.
+  trees), session creation time of each from the model file, each load in
+  a fresh child process (with a --load-timeout, since ORT has taken
+  minutes on such models), the two alternating, as ORT / onnxkit.
 
 Runs in the build's venv (onnxkit, onnxruntime, lightgbm, onnxmltools):
 
-usage: build/venv/bin/python bench/ml_bench.py [--runs 7] [--threads 1,2] [--trees 500] [--rows 10000]"""
+usage: build/venv/bin/python bench/ml_bench.py [--runs 7] [--threads 1,2] [--trees 500] [--rows 10000]
+                                              [--load-nodes 3000000] [--load-runs 3]
+Timings are noisy on a shared machine: the two runtimes alternate so that
+drift hits both, but quote ratios with the load on the machine."""
 
 import argparse
 import os
@@ -109,12 +112,27 @@ def big_forest(path, target_nodes, depth=10, features=50):
     return trees * per_tree, features
 
 
-ORT_LOAD = """
-import sys, time, onnxruntime as ort
+# Each load in a fresh process, so neither gains from pages or allocator
+# state a previous load left behind; the time is taken around the session
+# creation only (file read and parse included, interpreter start not).
+LOAD = """
+import sys, time
+if sys.argv[2] == "ort":
+    import onnxruntime as ort
+    make = lambda: ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+else:
+    import onnxkit
+    make = lambda: onnxkit.InferenceSession(sys.argv[1])
 t = time.perf_counter()
-ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+make()
 print(time.perf_counter() - t)
 """
+
+
+def load_once(path, runtime, timeout):
+    proc = subprocess.run([sys.executable, "-c", LOAD, path, runtime], capture_output=True, text=True,
+                          timeout=timeout, check=True)
+    return float(proc.stdout.strip().splitlines()[-1])
 
 
 def load_time(args):
@@ -122,23 +140,21 @@ def load_time(args):
         path = os.path.join(tmp, "forest.onnx")
         nodes, features = big_forest(path, args.load_nodes)
         print(f"forest: {nodes:,} nodes, {os.path.getsize(path) / 1e6:.0f} MB")
-        times = []
-        for _ in range(3):
-            t = time.perf_counter()
-            session = onnxkit.InferenceSession(path)
-            times.append(time.perf_counter() - t)
         x = np.random.default_rng(2).normal(size=(4, features)).astype(np.float32)
-        ours = session.run(None, {"X": x})[0]
-        t_ours = statistics.median(times)
+        ours = onnxkit.InferenceSession(path).run(None, {"X": x})[0]
+        t_ours, t_ort = [], []
         try:
-            proc = subprocess.run([sys.executable, "-c", ORT_LOAD, path], capture_output=True, text=True,
-                                  timeout=args.load_timeout)
-            t_ort = float(proc.stdout.strip().splitlines()[-1])
-            theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
-            assert np.abs(ours - theirs).max() < 1e-3, "outputs differ"
-            print(f"  load: onnxkit {t_ours:.2f} s, ORT {t_ort:.2f} s, ORT/onnxkit {t_ort / t_ours:.1f}x")
+            for _ in range(args.load_runs):  # alternating, so drift hits both
+                t_ours.append(load_once(path, "onnxkit", args.load_timeout))
+                t_ort.append(load_once(path, "ort", args.load_timeout))
         except subprocess.TimeoutExpired:
-            print(f"  load: onnxkit {t_ours:.2f} s, ORT over {args.load_timeout} s")
+            print(f"  load: onnxkit {statistics.median(t_ours):.2f} s, ORT over {args.load_timeout} s")
+            return
+        theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
+        assert np.abs(ours - theirs).max() < 1e-3, "outputs differ"
+        a, b = statistics.median(t_ours), statistics.median(t_ort)
+        print(f"  load (median of {args.load_runs}, fresh process each): onnxkit {a:.2f} s, ORT {b:.2f} s, "
+              f"ORT/onnxkit {b / a:.1f}x")
 
 
 def main():
@@ -148,6 +164,7 @@ def main():
     parser.add_argument("--trees", type=int, default=500)
     parser.add_argument("--rows", type=int, default=10000)
     parser.add_argument("--load-nodes", type=int, default=3_000_000)
+    parser.add_argument("--load-runs", type=int, default=3)
     parser.add_argument("--load-timeout", type=float, default=300)
     args = parser.parse_args()
     throughput(args)

@@ -83,9 +83,14 @@ struct Forest {
 // (prefix "class_" or "target_"). The integer lists are views of the
 // node's attributes: a forest of millions of nodes is read without copies.
 struct TreeAttrs {
+  size_t values_size() const { return float_values.empty() ? double_values.size() : float_values.size(); }
+  double value(size_t i) const { return float_values.empty() ? double_values[i] : float_values[i]; }
+
   std::span<const int64_t> tree_ids, node_ids, features, true_ids, false_ids, missing_true;
   std::vector<Mode> modes;
-  std::vector<double> values;
+  // nodes_values: a view of the float list, or nodes_values_as_tensor read as doubles.
+  std::span<const float> float_values;
+  std::vector<double> double_values;
   std::span<const int64_t> leaf_tree_ids, leaf_node_ids, leaf_targets;
   std::vector<double> leaf_weights;
 };
@@ -117,7 +122,11 @@ Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& lea
       a.modes.push_back(last_mode);
     }
   }
-  ONNXKIT_ASSIGN(a.values, attr_doubles(info, "nodes_values"));
+  if (info.has_attr("nodes_values_as_tensor")) {
+    ONNXKIT_ASSIGN(a.double_values, attr_doubles(info, "nodes_values"));
+  } else if (const ir::Attribute* v = info.node().attribute("nodes_values")) {
+    a.float_values = {v->proto.floats().data(), static_cast<size_t>(v->proto.floats_size())};
+  }
   a.leaf_tree_ids = ints_view(info, leaf_prefix + "treeids");
   a.leaf_node_ids = ints_view(info, leaf_prefix + "nodeids");
   a.leaf_targets = ints_view(info, leaf_prefix + "ids");
@@ -134,7 +143,7 @@ Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& lea
   ONNXKIT_TRY(check(a.true_ids.size(), "nodes_truenodeids", false));
   ONNXKIT_TRY(check(a.false_ids.size(), "nodes_falsenodeids", false));
   ONNXKIT_TRY(check(a.modes.size(), "nodes_modes", false));
-  ONNXKIT_TRY(check(a.values.size(), "nodes_values", true));
+  ONNXKIT_TRY(check(a.values_size(), "nodes_values", true));
   ONNXKIT_TRY(check(a.missing_true.size(), "nodes_missing_value_tracks_true", true));
   const size_t w = a.leaf_weights.size();
   if (a.leaf_tree_ids.size() != w || a.leaf_node_ids.size() != w || a.leaf_targets.size() != w)
@@ -309,7 +318,7 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
         node.no = weight_begin[p.pos + 1];
       } else {
         node.feature = static_cast<int32_t>(a.features[p.pos]);
-        node.threshold = a.values.empty() ? 0.0 : static_cast<double>(static_cast<float>(a.values[p.pos]));
+        node.threshold = a.values_size() == 0 ? 0.0 : static_cast<double>(static_cast<float>(a.value(p.pos)));
         node.missing_true = !a.missing_true.empty() && a.missing_true[p.pos] != 0;
         f.tracks_missing = f.tracks_missing || node.missing_true;
         stack.push_back({no[p.pos], at, false});
@@ -444,9 +453,11 @@ void accumulate_rows_compact(const Forest& f, const T* x, int64_t c, int64_t r0,
       for (int64_t j = 0; j < rows; ++j) {
         const Forest::CompactNode& n = nodes[at[j]];
         const T v = xb[j * c + n.feature];
-        bool yes = Lt ? v < n.threshold : v <= n.threshold;
-        if constexpr (Missing) yes = yes || ((n.aux >> 31) != 0 && std::isnan(v));
-        at[j] = yes ? at[j] + 1 : n.no;
+        // Masks, not branches: compilers turn `||` and `?:` here into jumps.
+        uint32_t yes = static_cast<uint32_t>(Lt ? v < n.threshold : v <= n.threshold);
+        if constexpr (Missing) yes |= (n.aux >> 31) & static_cast<uint32_t>(v != v);
+        const uint32_t mask = 0u - yes;
+        at[j] = ((at[j] + 1) & mask) | (n.no & ~mask);
       }
     }
     for (int64_t j = 0; j < rows; ++j) {

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Tree ensembles (ai.onnx.ml) in onnxkit against ONNX Runtime, same process,
-same machine:
+"""Tree ensembles (ai.onnx.ml) in onnxkit against ONNX Runtime, same machine,
+same run:
 
 - throughput: a 500-tree LightGBM binary classifier (31 leaves a tree)
   converted by onnxmltools, run on 10,000 rows; rows/s of each at 1 and 2
-  threads (median of --runs runs after a warm-up, the two alternating),
-  and onnxkit / ORT as a ratio (above 1: onnxkit is faster);
+  threads (median of 3 x --runs runs after a warm-up, onnxkit, onnxkit's
+  plain tree walk and ORT taking turns run by run), and onnxkit / ORT as a
+  ratio (above 1: onnxkit is faster);
 - load: a TreeEnsembleRegressor of about 3 million nodes (random full
   trees), session creation time of each from the model file, each load in
   a fresh child process (with a --load-timeout, since ORT has taken
@@ -51,14 +52,19 @@ def lightgbm_model(trees, rows, features=20):
     return model, x
 
 
-def median_seconds(run, runs):
-    run()  # warm-up
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
+def interleaved_medians(runs, count):
+    """Median seconds of each of `runs` (callables), timed one after the
+    other `count` times after a warm-up, so drift and other processes'
+    load hit them alike."""
+    for run in runs:
         run()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    times = [[] for _ in runs]
+    for _ in range(count):
+        for run, t in zip(runs, times):
+            start = time.perf_counter()
+            run()
+            t.append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
 def throughput(args):
@@ -66,21 +72,21 @@ def throughput(args):
     data = model.SerializeToString()
     nodes = sum(len(a.ints) for n in model.graph.node for a in n.attribute if a.name == "nodes_nodeids")
     print(f"LightGBM: {args.trees} trees, {nodes} nodes, {len(x)} rows x {x.shape[1]} features")
+    plain_options = onnxkit.SessionOptions()  # the plain tree walk, the tests' oracle
+    plain_options.graph_optimization_level = onnxkit.GraphOptimizationLevel.ORT_DISABLE_ALL
     for threads in args.threads:
         ours = onnxkit.InferenceSession(data, threads=threads)
+        plain = onnxkit.InferenceSession(data, plain_options, threads=threads)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3  # not the warning on the converter's label shape [1]
         theirs = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         a, b = ours.run(None, {"X": x}), theirs.run(None, {"X": x})
         assert (a[0] == b[0]).all() and np.abs(a[1] - b[1]).max() < 1e-5, "outputs differ"
-        t_ours, t_ort = [], []
-        for _ in range(3):  # alternate blocks, so drift hits both
-            t_ours.append(median_seconds(lambda: ours.run(None, {"X": x}), args.runs))
-            t_ort.append(median_seconds(lambda: theirs.run(None, {"X": x}), args.runs))
-        s_ours, s_ort = statistics.median(t_ours), statistics.median(t_ort)
-        print(f"  {threads} thread(s): onnxkit {len(x) / s_ours:,.0f} rows/s, ORT {len(x) / s_ort:,.0f} rows/s, "
-              f"onnxkit/ORT {s_ort / s_ours:.2f}x")
+        s_ours, s_plain, s_ort = interleaved_medians(
+            [lambda s=s: s.run(None, {"X": x}) for s in (ours, plain, theirs)], 3 * args.runs)
+        print(f"  {threads} thread(s): onnxkit {len(x) / s_ours:,.0f} rows/s (plain walk {len(x) / s_plain:,.0f}), "
+              f"ORT {len(x) / s_ort:,.0f} rows/s, onnxkit/ORT {s_ort / s_ours:.2f}x")
 
 
 def big_forest(path, target_nodes, depth=10, features=50):

@@ -75,15 +75,19 @@ def run_both(model, feeds):
 
 
 def one_node_model(op, inputs, outputs, **attrs):
-    """A model of one ai.onnx.ml node; inputs and outputs are (name, element
-    type, shape) or (name, TypeProto)."""
+    """A model of one ai.onnx.ml node (an op type and its attributes, or a
+    NodeProto); inputs and outputs are (name, element type, shape) or (name,
+    TypeProto)."""
     def info(spec):
         if len(spec) == 2:
             return helper.make_value_info(spec[0], spec[1])
         return helper.make_tensor_value_info(*spec)
 
-    node = helper.make_node(op, [i[0] for i in inputs], [o[0] for o in outputs], domain="ai.onnx.ml", **attrs)
-    graph = helper.make_graph([node], op, [info(i) for i in inputs], [info(o) for o in outputs])
+    if isinstance(op, onnx.NodeProto):
+        node = op
+    else:
+        node = helper.make_node(op, [i[0] for i in inputs], [o[0] for o in outputs], domain="ai.onnx.ml", **attrs)
+    graph = helper.make_graph([node], node.op_type, [info(i) for i in inputs], [info(o) for o in outputs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
     model.ir_version = 8
     return model
@@ -232,6 +236,21 @@ class MlModels(unittest.TestCase):
                         feed = {model.graph.input[0].name: x[:rows]}
                         for ours, oracle in zip(fast.run(None, feed), plain.run(None, feed)):
                             np.testing.assert_array_equal(ours, oracle)
+
+    def test_leaf_without_weights(self):
+        # Tree 0: x0 <= 0 ? leaf (no weight) : leaf 5; tree 1: x1 <= 0.5 ? leaf 1 : leaf 2.
+        # A leaf may carry no weight; the fast walk must not take its neighbour's.
+        node = helper.make_node(
+            "TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1,
+            nodes_treeids=[0, 0, 0, 1, 1, 1], nodes_nodeids=[0, 1, 2, 0, 1, 2], nodes_featureids=[0, 0, 0, 1, 0, 0],
+            nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"] * 2, nodes_values=[0.0, 0.0, 0.0, 0.5, 0.0, 0.0],
+            nodes_truenodeids=[1, 0, 0, 1, 0, 0], nodes_falsenodeids=[2, 0, 0, 2, 0, 0],
+            target_treeids=[0, 1, 1], target_nodeids=[2, 1, 2], target_ids=[0, 0, 0], target_weights=[5.0, 1.0, 2.0])
+        model = one_node_model(node, [("X", TensorProto.FLOAT, [None, 2])], [("Y", TensorProto.FLOAT, [None, 1])])
+        x = np.array([[-1, 0], [1, 1], [-1, 1], [1, 0]], np.float32)
+        (ours,), (theirs,) = run_both(model, {"X": x})
+        np.testing.assert_array_equal(ours, [[1], [7], [2], [6]])
+        np.testing.assert_array_equal(ours, theirs)
 
     def test_tree_ensemble_opset5_with_set_membership(self):
         # One tree: x <= 11 ? (x in {1.2, 3.7, 8, 9} ? leaf 0 : (x in {12, 7} ? leaf 1 : leaf 3)) : leaf 2,

@@ -345,7 +345,7 @@ void make_compact(Forest& f) {
   std::vector<uint8_t> depth(f.nodes.size(), 0);
   std::vector<uint8_t> depths(f.roots.size(), 0);
   uint32_t per_leaf = 0;
-  bool uniform = true;
+  bool uniform = true, first_leaf = true;
   for (size_t t = 0; t < f.roots.size(); ++t) {
     const size_t end = t + 1 < f.roots.size() ? f.roots[t + 1] : f.nodes.size();
     for (size_t i = f.roots[t]; i < end; ++i) {
@@ -353,7 +353,8 @@ void make_compact(Forest& f) {
       Forest::CompactNode& c = compact[i];
       if (n.feature < 0) {
         c = {std::numeric_limits<float>::quiet_NaN(), 0, static_cast<uint32_t>(i), n.yes};
-        if (per_leaf == 0 && uniform) per_leaf = n.no - n.yes;
+        if (first_leaf) per_leaf = n.no - n.yes;
+        first_leaf = false;
         uniform = uniform && n.no - n.yes == per_leaf;
         depths[t] = std::max(depths[t], depth[i]);
         continue;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 namespace onnxkit::passes::eliminate {
@@ -44,6 +45,31 @@ std::optional<std::vector<int64_t>> ints_attribute_or_input(const ir::Node& node
   const ir::Value* input = node.input(input_index);
   if (present != nullptr) *present = input != nullptr;
   return context.constant_ints(input);
+}
+
+std::optional<SliceParams> constant_slice(const ir::Node& slice, const PassContext& context) {
+  auto starts = ints_attribute_or_input(slice, context, "starts", 1, 10);
+  auto ends = ints_attribute_or_input(slice, context, "ends", 2, 10);
+  if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
+  bool has_axes = false, has_steps = false;
+  auto axes = ints_attribute_or_input(slice, context, "axes", 3, 10, &has_axes);
+  if (has_axes && !axes) return std::nullopt;
+  // Steps came with the inputs at opset 10; before, there is no attribute of that name.
+  auto steps = ints_attribute_or_input(slice, context, "steps", 4, 10, &has_steps);
+  if (has_steps && !steps) return std::nullopt;
+  if (!steps) steps.emplace(starts->size(), 1);
+  if (!axes) {
+    axes.emplace();
+    for (size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<int64_t>(i));
+  }
+  if (axes->size() != starts->size() || steps->size() != starts->size()) return std::nullopt;
+  if (auto rank = known_rank(slice.input(0))) {
+    axes = normalize_axes(*axes, static_cast<int64_t>(*rank));
+    if (!axes) return std::nullopt;
+  } else if (std::any_of(axes->begin(), axes->end(), [](int64_t a) { return a < 0; })) {
+    return std::nullopt;
+  }
+  return SliceParams{std::move(*starts), std::move(*ends), std::move(*axes), std::move(*steps)};
 }
 
 }  // namespace onnxkit::passes::eliminate

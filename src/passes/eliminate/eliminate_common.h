@@ -20,6 +20,7 @@ std::unique_ptr<Pass> make_eliminate_dropout();
 std::unique_ptr<Pass> make_eliminate_noop_cast();
 std::unique_ptr<Pass> make_eliminate_noop_transpose();
 std::unique_ptr<Pass> make_eliminate_noop_reshape();
+std::unique_ptr<Pass> make_eliminate_noop_flatten();
 std::unique_ptr<Pass> make_eliminate_noop_expand();
 std::unique_ptr<Pass> make_eliminate_noop_arithmetic();
 std::unique_ptr<Pass> make_eliminate_noop_pad();
@@ -27,8 +28,13 @@ std::unique_ptr<Pass> make_eliminate_noop_slice();
 std::unique_ptr<Pass> make_eliminate_single_concat();
 std::unique_ptr<Pass> make_eliminate_single_split();
 std::unique_ptr<Pass> make_eliminate_squeeze_unsqueeze();
+std::unique_ptr<Pass> make_eliminate_repeated_unary();
+std::unique_ptr<Pass> make_eliminate_where_not();
 std::unique_ptr<Pass> make_merge_consecutive_transposes();
+std::unique_ptr<Pass> make_transpose_as_reshape();
 std::unique_ptr<Pass> make_merge_consecutive_reshapes();
+std::unique_ptr<Pass> make_merge_consecutive_slices();
+std::unique_ptr<Pass> make_flatten_nested_concats();
 std::unique_ptr<Pass> make_eliminate_duplicate_initializers();
 std::unique_ptr<Pass> make_eliminate_common_subexpressions();
 std::unique_ptr<Pass> make_inline_constant_if();
@@ -53,6 +59,16 @@ std::optional<std::vector<int64_t>> normalize_axes(std::vector<int64_t> axes, in
 std::optional<std::vector<int64_t>> ints_attribute_or_input(const ir::Node& node, const PassContext& context,
                                                             std::string_view attribute, size_t input_index,
                                                             int64_t input_since_opset, bool* present = nullptr);
+
+// A Slice's constant parameters, one entry per sliced axis: axes as given
+// or 0, 1, ... when absent, made non-negative when the input's rank is known
+// (else negative axes make it nullopt); steps 1 when absent. Attributes
+// before opset 10 (no steps then). Nullopt when any is not constant or the
+// lengths differ.
+struct SliceParams {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+std::optional<SliceParams> constant_slice(const ir::Node& slice, const PassContext& context);
 
 // The branch an If takes when its condition is a one-element bool constant:
 // an initializer (not a graph input's default) or a Constant node's value.

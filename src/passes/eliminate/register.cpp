@@ -11,6 +11,7 @@ void add_elimination_passes(std::vector<std::unique_ptr<Pass>>& passes) {
   passes.push_back(eliminate::make_eliminate_noop_cast());
   passes.push_back(eliminate::make_eliminate_noop_transpose());
   passes.push_back(eliminate::make_eliminate_noop_reshape());
+  passes.push_back(eliminate::make_eliminate_noop_flatten());
   passes.push_back(eliminate::make_eliminate_noop_expand());
   passes.push_back(eliminate::make_eliminate_noop_arithmetic());
   passes.push_back(eliminate::make_eliminate_noop_pad());
@@ -18,8 +19,13 @@ void add_elimination_passes(std::vector<std::unique_ptr<Pass>>& passes) {
   passes.push_back(eliminate::make_eliminate_single_concat());
   passes.push_back(eliminate::make_eliminate_single_split());
   passes.push_back(eliminate::make_eliminate_squeeze_unsqueeze());
+  passes.push_back(eliminate::make_eliminate_repeated_unary());
+  passes.push_back(eliminate::make_eliminate_where_not());
   passes.push_back(eliminate::make_merge_consecutive_transposes());
+  passes.push_back(eliminate::make_transpose_as_reshape());
   passes.push_back(eliminate::make_merge_consecutive_reshapes());
+  passes.push_back(eliminate::make_merge_consecutive_slices());
+  passes.push_back(eliminate::make_flatten_nested_concats());
   passes.push_back(eliminate::make_eliminate_duplicate_initializers());
   passes.push_back(eliminate::make_eliminate_common_subexpressions());
 }

@@ -69,13 +69,14 @@ g (float[2, 3, 4] x) => (float[24] y, float[6, 4] z, float[4, 6] w)
   w = Reshape(c, s3)
 })");
   auto before = clone(*model);
-  // y reads x directly (a stays for z); c copies a dim of b, so it keeps
-  // reading b; w's target copies nothing, so w reads c's input, b.
-  EXPECT_EQ(run_pass("merge-consecutive-reshapes", *model), 2u);
+  // y reads x directly (a stays for z); c's 0 copies b's dim 0, which s1
+  // says is 6, so c reads x with [6, 4]; w's target copies nothing, so w
+  // reads c's new input, x.
+  EXPECT_EQ(run_pass("merge-consecutive-reshapes", *model), 3u);
   const ir::Node* y = model->graph().outputs()[0]->producer();
   EXPECT_EQ(y->input(0)->name(), "x");
   const ir::Node* w = model->graph().outputs()[2]->producer();
-  EXPECT_EQ(w->input(0)->name(), "b");
+  EXPECT_EQ(w->input(0)->name(), "x");
   expect_same_outputs(*before, *model);
 }
 
@@ -92,6 +93,38 @@ g (float[2, 3] x, bool c) => (float[6] y, float[6] z) <int64[2] s1 = {3, 2}, int
 })");
   auto before = clone(*model);
   EXPECT_EQ(run_pass("merge-consecutive-reshapes", *model), 1u);  // only q: y's target is computed
+  expect_same_outputs(*before, *model);
+}
+
+TEST(MergeConsecutiveReshapes, CopiedDimsOverASymbolicBatch) {
+  // Swin-T's 1x1 windows: [0, 1, 1, 49, 768] then [0, 49, 768] copies the
+  // batch through both (a 0 of s1 stays a 0); [0, -1] then [0, 0, 1] copies
+  // t's dim 1, which s1 leaves to -1 but inference knows (98); [-1, 2] then
+  // [0, -1] copies t's dim 0, batch * 49, which nothing states: declined.
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[batch, 49, 2] x) => (float[batch, 49, 2] y, float[batch, 98, 1] z, float[m, 2] w)
+  <int64[5] s1 = {0, 1, 1, 49, 2}, int64[3] s2 = {0, 49, 2}, int64[2] s3 = {0, -1}, int64[3] s4 = {0, 0, 1},
+   int64[2] s5 = {-1, 2}, int64[2] s6 = {0, -1}> {
+  a = Reshape(x, s1)
+  y = Reshape(a, s2)
+  b = Reshape(x, s3)
+  z = Reshape(b, s4)
+  c = Reshape(x, s5)
+  w = Reshape(c, s6)
+})");
+  auto before = clone(*model);
+  EXPECT_EQ(run_pass("merge-consecutive-reshapes", *model), 2u);
+  model->graph().cleanup();
+  const ir::Node* y = model->graph().outputs()[0]->producer();
+  EXPECT_EQ(y->input(0)->name(), "x");
+  const ir::Node* z = model->graph().outputs()[1]->producer();
+  EXPECT_EQ(z->input(0)->name(), "x");
+  passes::PassContext context(*model, {});
+  EXPECT_EQ(context.constant_ints(z->input(1)), (std::vector<int64_t>{0, 98, 1}));
+  const ir::Node* w = model->graph().outputs()[2]->producer();
+  EXPECT_EQ(w->input(0)->name(), "c");
+  EXPECT_EQ(count_ops(model->graph(), "Reshape"), 4u);
   expect_same_outputs(*before, *model);
 }
 

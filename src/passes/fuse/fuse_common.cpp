@@ -158,4 +158,48 @@ void set_constant_input(PassContext& context, ir::Node& node, size_t index, cons
   node.set_input(index, context.add_constant(*node.graph(), name_hint, data));
 }
 
+std::optional<double> pad_fill_value(const ir::Node& pad, const PassContext& context) {
+  if (pad.attr_string("mode", "constant") != "constant") return std::nullopt;
+  if (context.opset() < 11) return pad.attr_float("value", 0.0f);
+  const ir::Value* fill = pad.input(2);
+  if (fill == nullptr) return 0.0;
+  auto tensor = context.constant(fill);
+  if (!tensor || tensor->numel() != 1) return std::nullopt;
+  double value = 0;
+  Status read = runtime::dispatch_numeric(tensor->dtype(), [&]<class T>() -> Status {
+    value = static_cast<double>(tensor->data<T>()[0]);
+    return {};
+  });
+  if (!read.ok()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::vector<int64_t>> pad_amounts(const ir::Node& pad, const PassContext& context, size_t rank) {
+  std::vector<int64_t> pads;
+  if (context.opset() < 11) {
+    pads = pad.attr_ints(context.opset() < 2 ? "paddings" : "pads");
+  } else {
+    auto given = context.constant_ints(pad.input(1));
+    if (!given) return std::nullopt;
+    pads = std::move(*given);
+  }
+  if (context.opset() < 18 || pad.input(3) == nullptr) {
+    if (pads.size() != 2 * rank) return std::nullopt;
+    return pads;
+  }
+  // From opset 18, pads may cover only the listed axes.
+  auto axes = context.constant_ints(pad.input(3));
+  if (!axes || pads.size() != 2 * axes->size()) return std::nullopt;
+  std::vector<int64_t> full(2 * rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes->size(); ++i) {
+    int64_t axis = (*axes)[i] < 0 ? (*axes)[i] + static_cast<int64_t>(rank) : (*axes)[i];
+    if (axis < 0 || axis >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(axis)]) return std::nullopt;
+    seen[static_cast<size_t>(axis)] = true;
+    full[static_cast<size_t>(axis)] = pads[i];
+    full[static_cast<size_t>(axis) + rank] = pads[i + axes->size()];
+  }
+  return full;
+}
+
 }  // namespace onnxkit::passes::fuse

@@ -30,6 +30,10 @@ std::unique_ptr<Pass> make_fuse_add_into_conv_bias();
 std::unique_ptr<Pass> make_fuse_mul_into_conv_weights();
 std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm();
 std::unique_ptr<Pass> make_fuse_pad_into_conv();
+std::unique_ptr<Pass> make_fuse_pad_into_maxpool();
+std::unique_ptr<Pass> make_fuse_transpose_into_gemm();
+std::unique_ptr<Pass> make_fuse_reduce_unsqueeze();
+std::unique_ptr<Pass> make_einsum_as_matmul();
 
 // One fusion at `anchor`, the node the pass looks for: true when it
 // rewrote the graph, having checked everything first.
@@ -121,5 +125,15 @@ std::optional<ChannelAffine> inference_batch_norm(const ir::Node& bn, const Pass
 // left to the other readers or to cleanup.
 void set_constant_input(PassContext& context, ir::Node& node, size_t index, const runtime::Tensor& data,
                         std::string_view name_hint);
+
+// The value a Pad fills with, when it is in constant mode and the value is
+// known (the `value` attribute before opset 11, the optional constant_value
+// input from 11: 0 when absent); else nullopt.
+std::optional<double> pad_fill_value(const ir::Node& pad, const PassContext& context);
+
+// The Pad's pads over all `rank` axes, begins then ends (attribute `pads`,
+// `paddings` at opset 1; a constant input from 11, over the constant `axes`
+// input from 18 when given); nullopt when unknown or inconsistent.
+std::optional<std::vector<int64_t>> pad_amounts(const ir::Node& pad, const PassContext& context, size_t rank);
 
 }  // namespace onnxkit::passes::fuse

@@ -34,52 +34,6 @@
 namespace onnxkit::passes::fuse {
 namespace {
 
-// True when `pad` fills with zeros: constant mode and a zero (or absent) value.
-bool pads_with_zeros(const ir::Node& pad, const PassContext& context) {
-  if (pad.attr_string("mode", "constant") != "constant") return false;
-  if (context.opset() < 11) return pad.attr_float("value", 0.0f) == 0.0f;
-  const ir::Value* fill = pad.input(2);
-  if (fill == nullptr) return true;
-  auto tensor = context.constant(fill);
-  if (!tensor || tensor->numel() != 1) return false;
-  bool zero = false;
-  Status read = runtime::dispatch_numeric(tensor->dtype(), [&]<class T>() -> Status {
-    zero = static_cast<double>(tensor->data<T>()[0]) == 0.0;
-    return {};
-  });
-  return read.ok() && zero;
-}
-
-// The Pad's pads over all `rank` axes, begins then ends; nullopt when unknown
-// or inconsistent.
-std::optional<std::vector<int64_t>> full_pads(const ir::Node& pad, const PassContext& context, size_t rank) {
-  std::vector<int64_t> pads;
-  if (context.opset() < 11) {
-    pads = pad.attr_ints(context.opset() < 2 ? "paddings" : "pads");
-  } else {
-    auto given = context.constant_ints(pad.input(1));
-    if (!given) return std::nullopt;
-    pads = std::move(*given);
-  }
-  if (context.opset() < 18 || pad.input(3) == nullptr) {
-    if (pads.size() != 2 * rank) return std::nullopt;
-    return pads;
-  }
-  // From opset 18, pads may cover only the listed axes.
-  auto axes = context.constant_ints(pad.input(3));
-  if (!axes || pads.size() != 2 * axes->size()) return std::nullopt;
-  std::vector<int64_t> full(2 * rank, 0);
-  std::vector<bool> seen(rank, false);
-  for (size_t i = 0; i < axes->size(); ++i) {
-    int64_t axis = (*axes)[i] < 0 ? (*axes)[i] + static_cast<int64_t>(rank) : (*axes)[i];
-    if (axis < 0 || axis >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(axis)]) return std::nullopt;
-    seen[static_cast<size_t>(axis)] = true;
-    full[static_cast<size_t>(axis)] = pads[i];
-    full[static_cast<size_t>(axis) + rank] = pads[i + axes->size()];
-  }
-  return full;
-}
-
 // The rank of the consumer's data input, as the consumer itself states it
 // (through its weights' or kernel's shape), when it does.
 std::optional<size_t> consumer_rank(const ir::Node& consumer) {
@@ -107,13 +61,13 @@ bool fuse(ir::Node& pad, PassContext& context) {
   ir::Value* padded = pad.output(0);
   ir::Node* consumer = sole_consumer(padded);
   if (consumer == nullptr || context.excluded(*consumer) || consumer->input(0) != padded || pad.input(0) == nullptr ||
-      !only_first_output_used(pad) || !pads_like_zeros(*consumer) || !pads_with_zeros(pad, context))
+      !only_first_output_used(pad) || !pads_like_zeros(*consumer) || pad_fill_value(pad, context) != 0.0)
     return false;
   auto rank = consumer_rank(*consumer);
   auto x_shape = pad.input(0)->static_shape();
   if (!rank && x_shape) rank = x_shape->size();
   if (!rank || *rank < 3 || (x_shape && x_shape->size() != *rank)) return false;
-  auto pads = full_pads(pad, context, *rank);
+  auto pads = pad_amounts(pad, context, *rank);
   if (!pads) return false;
   const size_t spatial = *rank - 2;
   for (int64_t p : *pads)

@@ -12,6 +12,10 @@ void add_fusion_passes(std::vector<std::unique_ptr<Pass>>& passes) {
   passes.push_back(fuse::make_fuse_mul_into_conv_weights());
   passes.push_back(fuse::make_fuse_matmul_add_into_gemm());
   passes.push_back(fuse::make_fuse_pad_into_conv());
+  passes.push_back(fuse::make_fuse_pad_into_maxpool());
+  passes.push_back(fuse::make_fuse_transpose_into_gemm());
+  passes.push_back(fuse::make_fuse_reduce_unsqueeze());
+  passes.push_back(fuse::make_einsum_as_matmul());
 }
 
 }  // namespace onnxkit::passes

@@ -24,6 +24,7 @@ Command add_simplify_command(CLI::App& root) {
     bool freeze_initializers = false;
     bool inline_functions = false;
     bool verify_each_pass = false;
+    int64_t target_opset = 0;
     bool external = false;
     uint64_t threshold = 1024;
     bool report = false;
@@ -47,6 +48,10 @@ Command add_simplify_command(CLI::App& root) {
   app->add_option("--atol", flags->atol, "Absolute tolerance of the check (1e-5)");
   app->add_flag("--verify-each-pass", flags->verify_each_pass,
                 "Check after every pass that changed something, and name the pass that changed the numbers");
+  app->add_option("--target-opset", flags->target_opset,
+                  "Convert the simplified model to this default-domain opset (ONNX's version converter, up to 17 in "
+                  "this build; onnxkit's own steps from 17 to 21), simplify again and check the result")
+      ->check(CLI::PositiveNumber);
   app->add_option("--skip", flags->skip, "Passes not to run, comma-separated (see --list-passes)");
   app->add_option("--exclude-node", flags->exclude, "Nodes (by name) to keep as they are: not folded, not rewritten");
   app->add_flag("--no-fold", flags->no_fold, "Do not fold constants (--skip fold-constants)");
@@ -80,6 +85,7 @@ Command add_simplify_command(CLI::App& root) {
       "  onnxkit simplify model.onnx out.onnx --input-shape input:1,3,224,224 --report\n"
       "  onnxkit simplify model.onnx out.onnx --skip fuse-bn-into-conv --exclude-node Resize_12\n"
       "  onnxkit simplify exported_with_functions.onnx out.onnx --inline-functions\n"
+      "  onnxkit simplify model_opset13.onnx model_opset18.onnx --target-opset 18\n"
       "  onnxkit simplify model.onnx out.onnx --input image=image.npy --check 3 --verify-each-pass");
   return {app, [app, flags] {
             if (flags->list_passes) {
@@ -107,6 +113,7 @@ Command add_simplify_command(CLI::App& root) {
             options.rtol = flags->rtol;
             options.atol = flags->atol;
             options.verify_each_pass = flags->verify_each_pass;
+            options.target_opset = flags->target_opset;
             for (const std::string& name : split(flags->skip, ','))
               if (!name.empty()) options.simplify.passes.skipped_passes.insert(name);
             for (const std::string& name : split(flags->exclude, ','))

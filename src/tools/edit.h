@@ -176,7 +176,8 @@ size_t replace_prelu(ir::Model& model);
 // input), initializer and declared shape together (the seeds' MXNet fix).
 // Returns how many slopes changed.
 Result<size_t> fix_prelu_slope(ir::Model& model);
-// Converts the default domain to opset `version` with ONNX's version converter.
+// Converts the default domain to opset `version` with ONNX's version converter,
+// then, above its newest opset, with onnxkit's own steps (tools/opset_upgrade.h).
 Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t version);
 
 // The final word before writing: no input left without a producer, nodes in

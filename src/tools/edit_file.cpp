@@ -342,7 +342,7 @@ const std::vector<Entry>& entries() {
       {{"cleanup", "", "remove nodes and initializers that no output needs"}, op_cleanup},
       {{"set-initializer", "NAME=FILE.npy", "replace an initializer's data (same element type)"}, op_set_initializer},
       {{"freeze-initializers", "", "drop initializers from the graph inputs (old exports list every weight there), so runtimes and simplify treat them as constants"}, op_freeze_initializers},
-      {{"opset", "N", "convert to opset N with ONNX's version converter"}, op_opset},
+      {{"opset", "N", "convert to opset N with ONNX's version converter (onnxkit's own steps above 17, up to 21)"}, op_opset},
   };
   return table;
 }

@@ -13,6 +13,7 @@
 
 #include "analysis/checker.h"
 #include "analysis/onnx_inference.h"
+#include "analysis/opset_history.h"
 #include "io/tensor_proto.h"
 #include "passes/eliminate/eliminate_common.h"
 #include "passes/fold.h"
@@ -21,6 +22,7 @@
 #include "tools/edit.h"
 #include "tools/edit_literals.h"
 #include "tools/inputs.h"
+#include "tools/opset_upgrade.h"
 #include "util/text.h"
 
 namespace onnxkit::tools {
@@ -455,13 +457,39 @@ Result<onnx::ModelProto> try_convert(const onnx::ModelProto& proto, int64_t vers
 
 }  // namespace
 
+namespace {
+
+// Above the converter's newest opset: the converter up to it, then onnxkit's own steps.
+Result<std::unique_ptr<ir::Model>> convert_beyond_converter(const ir::Model& model, int64_t version) {
+  const int64_t from = model.opset("");
+  if (from > version)
+    return make_error("converting down from opset {} to {} is not possible here: ONNX's converter in this build knows "
+                      "opsets up to {}", from, version, analysis::libonnx_max_opset());
+  std::unique_ptr<ir::Model> converted;
+  if (from < analysis::libonnx_max_opset()) {
+    ONNXKIT_ASSIGN(converted, convert_opset(model, analysis::libonnx_max_opset()));
+  } else {
+    ONNXKIT_ASSIGN(converted, ir::import_model(ir::export_model(model), model.shared_external_data()));
+    converted->set_source(model.path(), model.file_size());
+  }
+  ONNXKIT_TRY(upgrade_opset_beyond_converter(*converted, version));
+  return converted;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t version) {
   int64_t from = model.opset("");
-  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  int64_t newest = ranges.count("") != 0 ? ranges.at("").second : 0;
-  if (version < 1 || version > newest)
-    return make_error("opset {} is outside what this build's ONNX converts (1 to {})", version, newest);
+  const int64_t newest = analysis::libonnx_max_opset();
+  if (version < 1 || version > kNewestUpgradableOpset)
+    return make_error("opset {} is outside what this build converts (1 to {}: ONNX's converter up to {}, onnxkit's own "
+                      "steps above)",
+                      version, kNewestUpgradableOpset, newest);
   if (from == 0) return make_error("the model does not import the default ONNX domain");
+  if (version > newest) return convert_beyond_converter(model, version);
+  if (from > newest)
+    return make_error("converting down from opset {} is not possible here: ONNX's converter in this build knows opsets up "
+                      "to {}", from, newest);
   auto converted = try_convert(ir::export_model(model), version);
   if (!converted.ok()) {
     // Reported if the second try fails too: it speaks of the model as given.

@@ -150,6 +150,21 @@ std::optional<analysis::CheckProblem> strict_inference_problem(const ir::Model& 
   return report.problems.front();
 }
 
+// Adds a second run of the passes (after --target-opset's conversion) to the first's report.
+void merge_reports(passes::SimplifyReport& into, const passes::SimplifyReport& more) {
+  for (const auto& [pass, n] : more.changes) {
+    auto same = std::find_if(into.changes.begin(), into.changes.end(), [&](const auto& c) { return c.first == pass; });
+    if (same == into.changes.end()) into.changes.emplace_back(pass, n);
+    else same->second += n;
+  }
+  into.notes.insert(into.notes.end(), more.notes.begin(), more.notes.end());
+  for (const std::string& w : more.warnings)
+    if (std::find(into.warnings.begin(), into.warnings.end(), w) == into.warnings.end()) into.warnings.push_back(w);
+  into.iterations += more.iterations;
+  into.hit_iteration_cap = into.hit_iteration_cap || more.hit_iteration_cap;
+  into.removed_nodes += more.removed_nodes;
+}
+
 }  // namespace
 
 Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(const std::string& flag) {
@@ -212,6 +227,15 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   ONNXKIT_ASSIGN(passes::SimplifyReport passed, passes::simplify_model(*model, simplify));
   passed.warnings.insert(passed.warnings.begin(), report.passes.warnings.begin(), report.passes.warnings.end());
   report.passes = std::move(passed);
+  report.opset_before = model->opset("");
+  if (options.target_opset > 0 && options.target_opset != report.opset_before) {
+    auto converted = convert_opset(*model, options.target_opset);
+    if (!converted.ok()) return converted.error().in(fmt::format("--target-opset {}", options.target_opset));
+    model = std::move(converted).value();
+    ONNXKIT_ASSIGN(passes::SimplifyReport again, passes::simplify_model(*model, simplify));
+    merge_reports(report.passes, again);
+  }
+  report.opset_after = model->opset("");
   report.after = summarize(*model);
 
   if (checker) {
@@ -255,6 +279,8 @@ std::string render_simplify_text(const SimplifyToolReport& report, bool details)
     text += fmt::format("  {:<34} {}\n", "dead nodes removed", report.passes.removed_nodes);
     for (const std::string& note : report.passes.notes) text += fmt::format("  - {}\n", note);
   }
+  if (report.opset_after != report.opset_before)
+    text += fmt::format("converted from opset {} to {}\n", report.opset_before, report.opset_after);
   if (report.inlined_calls > 0)
     text += fmt::format("{} call{} of model-local functions expanded\n", report.inlined_calls,
                         report.inlined_calls == 1 ? "" : "s");

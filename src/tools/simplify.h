@@ -45,6 +45,11 @@ struct SimplifyToolOptions {
   runtime::RunLimits check_limits{.max_subgraph_runs = 1 << 20};
   // Check after every pass that changed something, naming the one that broke the numbers.
   bool verify_each_pass = false;
+  // Default-domain opset of the result (0: the model's own). The simplified
+  // model is converted (convert_opset: ONNX's converter, onnxkit's own steps
+  // above its newest opset) and simplified again, so that what the converter
+  // adds folds, before the check compares it with the original.
+  int64_t target_opset = 0;
   io::SaveOptions save;
 };
 
@@ -63,6 +68,7 @@ struct SimplifyToolReport {
   int checks_run = 0;          // input sets the check compared on
   std::string check_inputs;    // what the check's inputs took beyond the defaults ("height, width = 64")
   double max_abs_diff = 0;  // over every output of every check
+  int64_t opset_before = 0, opset_after = 0;  // default domain
 };
 
 // Parses "NAME:1,3,224,224" or "NAME:batch,3,224,224".

@@ -5,7 +5,7 @@ exported into --zoo when missing). The truth is PyTorch's output for the
 same input, Python onnx's checker for validity, and the seeds' expectations
 for what the glue must become.
 
-usage: test_simplify.py --onnxkit PATH --models DIR [--zoo DIR] [unittest args]"""
+usage: test_simplify.py --onnxkit PATH --models DIR [--zoo DIR] [--onnx-python PYTHON] [unittest args]"""
 
 import argparse
 import glob
@@ -315,6 +315,53 @@ class Rewrites(unittest.TestCase):
                 close_to(self, run_inputs(out, {"x": x.numpy()}, os.path.join(tmp, "o")), expected)
 
 
+def check_with_current_onnx(test, path):
+    """Python onnx's full checker on PATH, run by --onnx-python: Debian's onnx
+    1.12 knows opsets up to 17 only. Skips when that interpreter is missing."""
+    if not ARGS.onnx_python or not os.path.exists(ARGS.onnx_python):
+        test.skipTest("no --onnx-python with a current onnx")
+    code = "import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)"
+    proc = subprocess.run([ARGS.onnx_python, "-c", code, path], capture_output=True, text=True, timeout=300)
+    test.assertEqual(proc.returncode, 0, proc.stderr)
+
+
+class TargetOpset(unittest.TestCase):
+    """--target-opset: simplify, convert, check. Opsets above 17 (the newest
+    Debian's libonnx converts to) go through onnxkit's own steps; the truth is
+    Python onnx's checker on the result and PyTorch's output."""
+
+    def test_resnet18_and_bert_encoder_to_opset_18(self):
+        for name in ("resnet18_opset13", "bert_encoder_opset13", "resnet18_opset17"):
+            with self.subTest(model=name), tempfile.TemporaryDirectory() as tmp:
+                src, out = os.path.join(ARGS.models, name + ".onnx"), os.path.join(tmp, "out.onnx")
+                proc = onnxkit("simplify", src, out, "--target-opset", 18)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("converted from opset", proc.stdout)
+                model = onnx.load(out)
+                self.assertEqual([o.version for o in model.opset_import if o.domain in ("", "ai.onnx")], [18])
+                self.assertGreaterEqual(model.ir_version, 8)
+                check_with_current_onnx(self, out)
+                for node in model.graph.node:
+                    if node.op_type.startswith("Reduce") and node.op_type != "ReduceSum":
+                        # opset 18 takes the axes as an input, not an attribute
+                        self.assertNotIn("axes", [a.name for a in node.attribute], node.name)
+                ours = run_model(out, os.path.join(ARGS.models, name + ".input.npy"), os.path.join(tmp, "o"))
+                close_to(self, ours, np.load(os.path.join(ARGS.models, name + ".torch.npy")))
+
+    def test_down_to_opset_14_and_refusals(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src, out = os.path.join(ARGS.models, "resnet18_opset17.onnx"), os.path.join(tmp, "out.onnx")
+            proc = onnxkit("simplify", src, out, "--target-opset", 14)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual(onnx.load(out).opset_import[0].version, 14)
+            onnx.checker.check_model(onnx.load(out), full_check=True)
+            missing = os.path.join(tmp, "never.onnx")
+            proc = onnxkit("simplify", src, missing, "--target-opset", 22)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn("--target-opset 22", proc.stderr)
+            self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+            self.assertFalse(os.path.exists(missing))
+
 class Errors(unittest.TestCase):
     def test_a_failed_check_writes_nothing_and_names_the_output(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -445,6 +492,7 @@ if __name__ == "__main__":
     parser.add_argument("--onnxkit", required=True)
     parser.add_argument("--models", required=True)
     parser.add_argument("--zoo", help="export_zoo's folder (default: zoo beside --models)")
+    parser.add_argument("--onnx-python", help="a Python with a current onnx, whose checker knows opsets above 17")
     ARGS, rest = parser.parse_known_args()
     ARGS.zoo = ARGS.zoo or os.path.join(os.path.dirname(os.path.abspath(ARGS.models)), "zoo")
     unittest.main(argv=[sys.argv[0], *rest])

@@ -314,6 +314,46 @@ class Rewrites(unittest.TestCase):
                 self.assertEqual(list(attrs.get("pads")), [1, 1, 1, 1])
                 close_to(self, run_inputs(out, {"x": x.numpy()}, os.path.join(tmp, "o")), expected)
 
+    def test_peer_rewrites_on_a_torch_export(self):
+        # One module with a pattern of each rewrite ported from onnxoptimizer's
+        # and OnnxSlim's lists; each must go, and torch's numbers stay.
+        class Patterns(torch.nn.Module):
+            def forward(self, x, a, b):
+                r = torch.relu(torch.relu(x))                                  # eliminate-repeated-unary
+                s = r[:, 1:][..., :3]                                          # merge-consecutive-slices
+                c = torch.cat([torch.cat([s, s], 1), s], 1)                    # flatten-nested-concats
+                m = c.mean(dim=2).unsqueeze(2)                                 # fuse-reduce-unsqueeze
+                p = torch.nn.functional.pad(x, (1, 1, 1, 1), value=float("-inf"))
+                q = torch.nn.functional.max_pool2d(p, 3, 1)                     # fuse-pad-into-maxpool
+                e = torch.einsum("bij,bjk->bik", a, b)                         # einsum-as-matmul
+                w = a.reshape(3, 1, 4, 6).transpose(1, 2).reshape(3, 24)        # transpose-as-reshape + merge
+                return m, q, e, w
+        torch.manual_seed(0)
+        inputs = (torch.rand(2, 4, 5, 5) - 0.5, torch.rand(3, 4, 6), torch.rand(3, 6, 2))
+        with torch.no_grad():
+            expected = [t.numpy() for t in Patterns()(*inputs)]
+        for opset in (13, 17):
+            with self.subTest(opset=opset), tempfile.TemporaryDirectory() as tmp:
+                src, out = os.path.join(tmp, "p.onnx"), os.path.join(tmp, "sim.onnx")
+                torch.onnx.export(Patterns(), inputs, src, input_names=["x", "a", "b"], opset_version=opset)
+                proc = onnxkit("simplify", src, out)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                ops = [n.op_type for n in onnx.load(out).graph.node]
+                counts = {op: ops.count(op) for op in ops}
+                for gone in ("Pad", "Einsum", "Unsqueeze", "Transpose"):
+                    self.assertNotIn(gone, counts)
+                self.assertEqual((counts.get("Relu"), counts.get("Slice"), counts.get("Concat")), (1, 1, 1))
+                self.assertEqual(counts.get("Reshape"), 1)
+                os.makedirs(os.path.join(tmp, "o"))
+                flags = []
+                for name, t in zip(("x", "a", "b"), inputs):
+                    np.save(os.path.join(tmp, name + ".npy"), t.numpy())
+                    flags += ["--input", f"{name}={os.path.join(tmp, name + '.npy')}"]
+                proc = onnxkit("run", out, *flags, "--output-dir", os.path.join(tmp, "o"))
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                for i, ref in enumerate(expected):
+                    close_to(self, np.load(os.path.join(tmp, "o", f"output_{i}.npy")), ref)
+
 
 def check_with_current_onnx(test, path):
     """Python onnx's full checker on PATH, run by --onnx-python: Debian's onnx

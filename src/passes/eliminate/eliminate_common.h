@@ -28,6 +28,7 @@ std::unique_ptr<Pass> make_eliminate_noop_slice();
 std::unique_ptr<Pass> make_eliminate_single_concat();
 std::unique_ptr<Pass> make_eliminate_single_split();
 std::unique_ptr<Pass> make_eliminate_squeeze_unsqueeze();
+std::unique_ptr<Pass> make_merge_consecutive_squeezes();
 std::unique_ptr<Pass> make_eliminate_repeated_unary();
 std::unique_ptr<Pass> make_eliminate_where_not();
 std::unique_ptr<Pass> make_merge_consecutive_transposes();

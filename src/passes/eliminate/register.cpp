@@ -19,6 +19,7 @@ void add_elimination_passes(std::vector<std::unique_ptr<Pass>>& passes) {
   passes.push_back(eliminate::make_eliminate_single_concat());
   passes.push_back(eliminate::make_eliminate_single_split());
   passes.push_back(eliminate::make_eliminate_squeeze_unsqueeze());
+  passes.push_back(eliminate::make_merge_consecutive_squeezes());
   passes.push_back(eliminate::make_eliminate_repeated_unary());
   passes.push_back(eliminate::make_eliminate_where_not());
   passes.push_back(eliminate::make_merge_consecutive_transposes());

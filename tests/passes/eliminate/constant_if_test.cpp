@@ -106,7 +106,7 @@ g (float[2] x) => (float[2] y) <bool c = {1}, bool d = {0}> {
 TEST(EliminateFamily, RegisteredInOrderWithSummaries) {
   std::vector<std::unique_ptr<passes::Pass>> passes;
   passes::add_elimination_passes(passes);
-  EXPECT_EQ(passes.size(), 23u);
+  EXPECT_EQ(passes.size(), 24u);
   EXPECT_EQ(passes.front()->name(), "inline-constant-if");
   for (const auto& p : passes) {
     EXPECT_NE(passes::find_pass(p->name()), nullptr) << p->name();

@@ -76,3 +76,61 @@ g (float[2, 3] x, bool c) => (float[2, 3] y) <int64[1] zero = {0}> {
 
 }  // namespace
 }  // namespace onnxkit::testing
+
+namespace onnxkit::testing {
+namespace {
+
+// merge-consecutive-squeezes.
+std::vector<int64_t> axes_input(ir::Model& model, const ir::Node* node) {
+  passes::PassOptions options;
+  passes::PassContext context(model, options);
+  return context.constant_ints(node->input(1)).value_or(std::vector<int64_t>{});
+}
+
+TEST(MergeConsecutiveSqueezes, UnsqueezesAndSqueezesJoin) {
+  // x [a, b]: Unsqueeze [0] gives [1, a, b], then [2] gives [1, a, 1, b]:
+  // [0, 2] at once. Unsqueeze [-1] then [1]: [a, b, 1] then [a, 1, b, 1]:
+  // the first's axis 2 is the third final position not 1, 3: [1, 3].
+  // s [1, c, 1, d, 1]: Squeeze [0] gives [c, 1, d, 1], then [1, -1] removes
+  // x's axes 2 and 4: [0, 2, 4].
+  auto model = model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[a, b] x, float[1, c, 1, d, 1] s) => (float[1, a, 1, b] y, float[a, 1, b, 1] z, float[c, d] w)
+  <int64[1] zero = {0}, int64[1] two = {2}, int64[1] last = {-1}, int64[1] one = {1}, int64[2] both = {1, -1}> {
+  t = Unsqueeze(x, zero)
+  y = Unsqueeze(t, two)
+  u = Unsqueeze(x, last)
+  z = Unsqueeze(u, one)
+  v = Squeeze(s, zero)
+  w = Squeeze(v, both)
+})");
+  auto before = clone(*model);
+  EXPECT_EQ(run_pass("merge-consecutive-squeezes", *model), 3u);
+  model->graph().cleanup();
+  EXPECT_EQ(model->graph().nodes().size(), 3u);
+  EXPECT_EQ(axes_input(*model, model->graph().outputs()[0]->producer()), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(axes_input(*model, model->graph().outputs()[1]->producer()), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(axes_input(*model, model->graph().outputs()[2]->producer()), (std::vector<int64_t>{0, 2, 4}));
+  expect_same_outputs(*before, *model);
+}
+
+TEST(MergeConsecutiveSqueezes, OldOpsetAttributesAndDeclines) {
+  auto model = model_from_text(R"(
+<ir_version: 7, opset_import: ["" : 11]>
+g (float[3] x, float[1, 3, 1] s, float[1, 3, 1] r) => (float[1, 3, 1] y, float[3] w, float[3] q) {
+  t = Unsqueeze <axes = [0]> (x)
+  y = Unsqueeze <axes = [2]> (t)
+  v = Squeeze(s)
+  w = Identity(v)
+  p = Squeeze <axes = [0]> (r)
+  q = Squeeze(p)
+})");
+  auto before = clone(*model);
+  // q's Squeeze has no axes (all ones, which depends on the dims): declined.
+  EXPECT_EQ(run_pass("merge-consecutive-squeezes", *model), 1u);
+  EXPECT_EQ(model->graph().outputs()[0]->producer()->attr_ints("axes"), (std::vector<int64_t>{0, 2}));
+  expect_same_outputs(*before, *model);
+}
+
+}  // namespace
+}  // namespace onnxkit::testing

@@ -17,7 +17,6 @@
 
 #include <fmt/format.h>
 
-#include <numeric>
 
 #include "passes/eliminate/eliminate_common.h"
 #include "runtime/tensor.h"

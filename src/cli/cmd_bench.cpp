@@ -31,18 +31,22 @@ Command add_bench_command(CLI::App& root) {
       ->needs(profile);
   app->add_flag("--json", flags->json, "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb, throughput_per_s...");
   app->footer(
-      "Inputs are random unless given with --input; symbolic dims are 1 unless --shape sets them.\n"
+      "Inputs are random unless given with --input (a file, or a value: sr=16000,\n"
+      "ids=int64:[[1,2,3]]); symbolic dims nothing sets (--dim, --shape, the data of an --input)\n"
+      "are 1, and bench says so. Times under a millisecond print in microseconds.\n"
       "When other work keeps the CPUs busy, runs use one thread for a while (more threads\n"
       "would wait for each other's cores) and bench says so, with how long its threads waited\n"
       "for a core.\n\n"
       "Examples:\n"
       "  onnxkit bench resnet50.onnx --threads 2\n"
       "  onnxkit bench bert.onnx --shape input_ids:1,128 --runs 100 --json\n"
+      "  onnxkit bench gpt.onnx --dim batch=4 --val-range input_ids:0,50256\n"
+      "  onnxkit bench vad.onnx --input sr=16000 --dim samples=512\n"
       "  onnxkit bench resnet50.onnx --batch 8 --threads 2\n"
       "  onnxkit bench bert.onnx --profile --top 0");
   return {app, [app, flags] {
             auto inputs = input_options(flags->inputs);
-            if (!inputs.ok()) return report_error(*app, inputs.error());
+            if (!inputs.ok()) return report_usage_error(*app, inputs.error());
             flags->options.inputs = std::move(inputs).value();
             auto report = tools::bench_model(flags->model, flags->options);
             if (!report.ok()) return report_error(*app, report.error());

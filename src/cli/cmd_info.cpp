@@ -1,7 +1,5 @@
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "cli/commands.h"
 #include "tools/info.h"
 #include "tools/inputs.h"
@@ -43,13 +41,9 @@ Command add_info_command(CLI::App& root) {
               flags->options.shapes.push_back(std::move(shape).value());
             }
             for (const std::string& flag : flags->dims) {
-              const size_t eq = flag.find('=');
-              int64_t value = 0;
-              const char* end = flag.data() + flag.size();
-              if (eq == std::string::npos || eq == 0 ||
-                  std::from_chars(flag.data() + eq + 1, end, value).ptr != end || value < 0)
-                return report_usage_error(*app, make_error("--dim '{}': expected SYMBOL=N, N a number >= 0", flag));
-              flags->options.dims[flag.substr(0, eq)] = value;
+              auto dim = tools::parse_dim_flag(flag);
+              if (!dim.ok()) return report_usage_error(*app, dim.error());
+              flags->options.dims[dim->first] = dim->second;
             }
             auto info = tools::model_info(flags->model, flags->options);
             if (!info.ok()) return report_error(*app, info.error());

@@ -17,12 +17,16 @@ Command add_run_command(CLI::App& root) {
     std::string format = "npy";
     double timeout = 0;
     std::string save_inputs;
+    int warm_runs = -1;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand("run", "Run a model on onnxkit's CPU runtime and save its outputs");
   app->add_option("MODEL", flags->model, "ONNX model file")->required();
   add_input_flags(*app, flags->inputs, true);
-  app->add_option("--threads", flags->threads, "Threads per run (0: one per core)")->check(CLI::Range(0, 1024));
+  app->add_option("--threads", flags->threads, "Threads per run (0, as bench: one per core)")->check(CLI::Range(0, 1024));
+  app->add_option("--warm-runs", flags->warm_runs,
+                  "Runs after the first, timed apart from it (default: 1, none when the first took over 2 s)")
+      ->check(CLI::Range(0, 1 << 20));
   app->add_option("--output-dir", flags->output_dir,
                   "Write output_K.npy (or .pb) and outputs.json here, as ONNX's backend test data does");
   app->add_option("--outputs", flags->outputs,
@@ -34,7 +38,11 @@ Command add_run_command(CLI::App& root) {
                   "Stop the run after SECONDS with an error (checked between nodes and between a Loop's iterations)")
       ->check(CLI::NonNegativeNumber);
   app->footer(
-      "Every input must come from --input or --random; inputs with symbolic dims need --shape.\n"
+      "Every input must come from --input or --random; random inputs with symbolic dims need\n"
+      "--dim SYMBOL=N (every input declaring SYMBOL) or --shape. --input takes a file or a value\n"
+      "typed as edit --freeze-input reads it: a number or [list] of the input's declared type, or\n"
+      "TYPE:[...]. The first run pays one-time costs (memory, packed weights); the warm run\n"
+      "after it shows the steady latency.\n"
       "With --outputs all, every tensor the graph computes is returned (the model file is\n"
       "left as it is): compare them with another framework to find the first layer that differs.\n"
       "numpy has no bfloat16: a bfloat16 input reads uint16 (or int16) data as the bits of its\n"
@@ -42,13 +50,16 @@ Command add_run_command(CLI::App& root) {
       "Examples:\n"
       "  onnxkit run model.onnx --random --shape input:1,3,224,224\n"
       "  onnxkit run model.onnx --input input=image.npy --output-dir out/\n"
+      "  onnxkit run vad.onnx --random --input sr=16000 --dim batch=1 --dim samples=512\n"
+      "  onnxkit run gpt.onnx --input input_ids=int64:[[1,2,3]]\n"
+      "  onnxkit run bert.onnx --random --val-range input_ids:0,30521 --val-range attention_mask:1,1\n"
       "  onnxkit run model.onnx --random --outputs all --output-dir layers/ --format pb\n"
       "  onnxkit run untrusted.onnx --random --timeout 60\n"
       "  onnxkit run model.onnx --random --outputs all --output-dir ref/ --save-inputs ref/inputs.npz\n"
       "  onnxkit compare edited.onnx --reference ref/    # every tensor against this run's");
   return {app, [app, flags] {
             auto inputs = input_options(flags->inputs);
-            if (!inputs.ok()) return report_error(*app, inputs.error());
+            if (!inputs.ok()) return report_usage_error(*app, inputs.error());
             tools::RunOptions options;
             options.inputs = std::move(inputs).value();
             options.threads = flags->threads;
@@ -56,6 +67,7 @@ Command add_run_command(CLI::App& root) {
             options.save_inputs = flags->save_inputs;
             options.format = flags->format == "pb" ? tools::TensorFormat::pb : tools::TensorFormat::npy;
             options.timeout_seconds = flags->timeout;
+            options.warm_runs = flags->warm_runs;
             if (flags->outputs == "all") options.all_outputs = true;
             else if (!flags->outputs.empty()) options.outputs = split(flags->outputs, ',');
             auto report = tools::run_model(flags->model, options);

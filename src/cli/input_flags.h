@@ -1,5 +1,6 @@
 #pragma once
-// The input flags `run` and `bench` share: --input, --shape, --random, --seed.
+// The input flags `run` and `bench` share: --input, --shape, --dim,
+// --val-range, --random, --seed.
 
 #include <CLI/CLI.hpp>
 
@@ -12,8 +13,7 @@
 namespace onnxkit::cli {
 
 struct InputFlags {
-  std::vector<std::string> inputs;
-  std::vector<std::string> shapes;
+  tools::InputFlagTexts texts;
   bool random = false;
   uint64_t seed = 0;
 };

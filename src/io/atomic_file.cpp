@@ -54,6 +54,18 @@ Status check_writable(const fs::path& target) {
   return {};
 }
 
+Status check_writable_folder(const fs::path& dir) {
+  std::error_code ec;
+  fs::path existing = dir;
+  while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  if (!fs::is_directory(existing, ec))
+    return make_error("{}: '{}' is not a folder", dir.string(), existing.string());
+  if (::access(existing.c_str(), W_OK) != 0)
+    return make_error("{}: cannot write in folder '{}': {}", dir.string(), existing.string(), std::strerror(errno));
+  return {};
+}
+
 Result<AtomicFile> AtomicFile::create(const fs::path& target) {
   ONNXKIT_TRY(check_writable(target));
   const fs::path dir = target.parent_path();

@@ -27,6 +27,9 @@ Status check_replaceable(const std::filesystem::path& target);
 // written: commands ask before long work, so a typo in the output path costs
 // nothing.
 Status check_writable(const std::filesystem::path& target);
+// The same for an output folder: `dir` is a folder that may be written, or
+// it can be made in the nearest folder above it that exists.
+Status check_writable_folder(const std::filesystem::path& dir);
 
 // The start of the name of every temporary file AtomicFile makes for
 // `file_name`: ".NAME.tmp-", then six random characters. NAME is shortened

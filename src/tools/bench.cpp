@@ -14,6 +14,7 @@
 #include "runtime/contention.h"
 #include "runtime/session.h"
 #include "tools/edit.h"
+#include "util/text.h"
 
 namespace onnxkit::tools {
 namespace {
@@ -65,8 +66,8 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
 
   InputOptions inputs = options.inputs;
   inputs.random = true;
-  report.notes = default_symbolic_dims(*session, inputs, 1);  // one sample, as `info` counts it
-  ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
+  inputs.unbound_dims = 1;  // one sample, as `info` counts it
+  ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs, &report.notes));
   for (int i = 0; i < options.warmup; ++i) ONNXKIT_TRY(session->run(feeds));
   std::vector<runtime::NodeProfile> before = session->profile();
   const int64_t waited_before = runtime::process_cpu_wait_ns();
@@ -123,9 +124,10 @@ std::string render_bench_text(const BenchReport& r) {
   for (const std::string& w : r.warnings) out += fmt::format("warning: {}\n", w);
   out += fmt::format(
       "runs {}  threads {}\n"
-      "latency  min {:.2f} ms  median {:.2f} ms  p90 {:.2f} ms  mean {:.2f} ms\n"
+      "latency  min {}  median {}  p90 {}  mean {}\n"
       "load {:.1f} ms  session {:.1f} ms  peak RSS {:.1f} MiB\n",
-      r.run_ms.size(), r.threads, r.min_ms, r.median_ms, r.p90_ms, r.mean_ms, r.load_ms, r.session_ms, r.peak_rss_mb);
+      r.run_ms.size(), r.threads, human_ms(r.min_ms), human_ms(r.median_ms), human_ms(r.p90_ms), human_ms(r.mean_ms),
+      r.load_ms, r.session_ms, r.peak_rss_mb);
   if (r.batch > 0) out += fmt::format("batch {}  throughput {:.1f} samples/s (at the median)\n", r.batch, r.throughput);
   return out;
 }

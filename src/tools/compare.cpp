@@ -452,9 +452,8 @@ Result<std::vector<runtime::NamedValues>> make_input_samples(std::shared_ptr<con
     InputOptions inputs = options.inputs;
     inputs.random = true;
     inputs.seed = options.inputs.seed + static_cast<uint64_t>(s);
-    std::vector<std::string> filled = default_symbolic_dims(*session, inputs, 1);
-    if (s == 0 && notes != nullptr) notes->insert(notes->end(), filled.begin(), filled.end());
-    auto feeds = prepare_inputs(*session, inputs);
+    inputs.unbound_dims = 1;
+    auto feeds = prepare_inputs(*session, inputs, s == 0 ? notes : nullptr);
     if (!feeds.ok()) return feeds.error().in("inputs");
     samples.push_back(std::move(feeds).value());
   }
@@ -524,11 +523,8 @@ Result<runtime::NamedValues> feeds_from_reference(const runtime::Session& sessio
     bool from_file = std::any_of(given.files.begin(), given.files.end(), [&](const auto& f) { return f.first == in.name; });
     if (const Value* v = find_reference(sample, in.name); v != nullptr && !from_file) feeds.emplace_back(in.name, *v);
   }
-  if (given.random) {
-    std::vector<std::string> filled = default_symbolic_dims(session, given, 1);
-    if (notes != nullptr) notes->insert(notes->end(), filled.begin(), filled.end());
-  }
-  auto rest = prepare_inputs(session, given);
+  if (given.random) given.unbound_dims = 1;
+  auto rest = prepare_inputs(session, given, notes);
   if (!rest.ok()) return rest.error().in("inputs");
   for (auto& [name, value] : *rest)
     if (std::none_of(feeds.begin(), feeds.end(), [&](const auto& f) { return f.first == name; })) feeds.emplace_back(name, value);

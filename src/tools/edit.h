@@ -105,6 +105,13 @@ Status set_initializer(ir::Value& value, onnx::TensorProto tensor);
 Result<onnx::TensorProto> parse_tensor_literal(std::string_view text);
 // True when `text` starts like a tensor literal ("TYPE:").
 bool looks_like_tensor_literal(std::string_view text);
+// A value typed on the command line for a graph input (edit --freeze-input,
+// run and bench --input): a tensor literal (int64:[[1,2,3]]), or a bare
+// number or [list] taking `elem_type`, the input's declared element type
+// (16000 for an int64 input). One parser, so every command reads the same text.
+Result<onnx::TensorProto> parse_value_literal(std::string_view text, int32_t elem_type);
+// True when `text` reads as such a value rather than a file name.
+bool looks_like_value_literal(std::string_view text);
 
 // --- graph inputs and outputs ----------------------------------------------------
 

@@ -121,15 +121,12 @@ Status op_freeze_input(EditContext& c, const std::string& arg) {
   auto [name, text] = parts;
   ONNXKIT_ASSIGN(ir::Value* input, find_tensor(c.model->graph(), name));
   onnx::TensorProto tensor;
-  if (looks_like_tensor_literal(text)) {
-    ONNXKIT_ASSIGN(tensor, parse_tensor_literal(text));
-  } else if (text.ends_with(".npy")) {
+  if (text.ends_with(".npy")) {
     ONNXKIT_ASSIGN(tensor, io::read_npy(text));
   } else {
-    // A bare number or [list] takes the input's declared element type.
-    if (input->elem_type() == 0)
-      return make_error("input '{}' declares no element type: give one, e.g. int64:{}", name, text);
-    ONNXKIT_ASSIGN(tensor, parse_tensor_literal(fmt::format("{}:{}", io::data_type_name(input->elem_type()), text)));
+    auto parsed = parse_value_literal(text, input->elem_type());
+    if (!parsed.ok()) return parsed.error().in(fmt::format("input '{}'", name));
+    tensor = std::move(parsed).value();
   }
   ONNXKIT_ASSIGN(FreezeInputReport frozen, freeze_input(*c.model, name, std::move(tensor)));
   for (std::string& w : frozen.warnings) c.report.warnings.push_back(std::move(w));

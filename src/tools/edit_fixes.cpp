@@ -187,7 +187,7 @@ Status run_at_new_batch(const ir::Model& model, std::string_view batch, std::str
   ONNXKIT_ASSIGN(std::unique_ptr<runtime::Session> session, runtime::Session::create(borrowed, session_options));
   InputOptions inputs;
   inputs.random = true;
-  default_symbolic_dims(*session, inputs, 2);
+  inputs.unbound_dims = 2;
   ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
   runtime::RunLimits limits;
   limits.timeout = std::chrono::seconds(10);

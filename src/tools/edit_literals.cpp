@@ -1,5 +1,6 @@
 #include "tools/edit_literals.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -292,6 +293,16 @@ Result<onnx::TensorProto> parse_tensor_literal(std::string_view text) {
                          : runtime::dispatch_numeric(*type, [&]<class T>() { return convert_items<T>(reader.items, tensor); });
   if (!converted.ok()) return converted.error().in(quoted_literal(text));
   return runtime::tensor_to_proto(tensor);
+}
+
+bool looks_like_value_literal(std::string_view text) {
+  return looks_like_tensor_literal(text) || literals::is_bracketed(text) || literals::is_float(text);
+}
+
+Result<onnx::TensorProto> parse_value_literal(std::string_view text, int32_t elem_type) {
+  if (looks_like_tensor_literal(text)) return parse_tensor_literal(text);
+  if (elem_type == 0) return make_error("'{}': the input declares no element type: give one, e.g. int64:{}", text, text);
+  return parse_tensor_literal(fmt::format("{}:{}", io::data_type_name(elem_type), literals::trim(text)));
 }
 
 }  // namespace onnxkit::tools

@@ -224,7 +224,7 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
   inputs.seed = options.seed;
   inputs.shapes = options.check_shapes;
   // Symbolic dims take 2 (not 1, which hides batch bugs).
-  (void)default_symbolic_dims(*session, inputs, 2);
+  inputs.unbound_dims = 2;
   ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
   auto expected = session->run(feeds);
   if (!expected.ok()) return make_error("onnxkit's runtime fails on the check's random inputs ({}); convert with --no-check",

@@ -12,6 +12,7 @@
 #include "io/tensor_file.h"
 #include "ir/model.h"
 #include "runtime/tensor_proto.h"
+#include "util/text.h"
 
 namespace onnxkit::tools {
 namespace {
@@ -61,6 +62,9 @@ Result<std::string> write_output(const fs::path& dir, size_t k, const std::strin
 }  // namespace
 
 Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
+  // Before the work: a typo in an output path costs nothing.
+  if (!options.output_dir.empty()) ONNXKIT_TRY(io::check_writable_folder(options.output_dir));
+  if (!options.save_inputs.empty()) ONNXKIT_TRY(io::check_writable(options.save_inputs));
   ONNXKIT_ASSIGN(auto loaded, ir::load_model(path));
   std::shared_ptr<const ir::Model> model(std::move(loaded));
   runtime::SessionOptions session_options;
@@ -74,10 +78,21 @@ Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
   constexpr double kLongest = 1e9;  // seconds: 31 years, and nanoseconds of it still fit in 64 bits
   limits.timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(std::min(options.timeout_seconds, kLongest)));
+  RunReport report;
+  report.threads = session->threads();
   auto start = std::chrono::steady_clock::now();
   ONNXKIT_ASSIGN(std::vector<Value> results, session->run(feeds, limits));
-  RunReport report;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int warm_runs = options.warm_runs;
+  if (warm_runs < 0) {
+    report.warm_skipped = report.seconds > kAutoWarmSeconds;
+    warm_runs = report.warm_skipped ? 0 : 1;
+  }
+  for (int i = 0; i < warm_runs; ++i) {
+    start = std::chrono::steady_clock::now();
+    ONNXKIT_TRY(session->run(feeds, limits));
+    report.warm_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
 
   if (!options.output_dir.empty()) {
     std::error_code ec;
@@ -127,7 +142,16 @@ std::string render_run_text(const RunReport& report) {
     if (!o.file.empty()) out += "  -> " + o.file;
     out += "\n";
   }
-  out += fmt::format("ran in {:.2f} ms\n", report.seconds * 1000);
+  out += fmt::format("first run {}", human_ms(report.seconds * 1000));
+  if (!report.warm_seconds.empty()) {
+    std::vector<double> warm = report.warm_seconds;
+    std::sort(warm.begin(), warm.end());
+    out += fmt::format(", warm {}{}", human_ms(warm[(warm.size() - 1) / 2] * 1000),
+                       warm.size() > 1 ? fmt::format(" (median of {})", warm.size()) : "");
+  } else if (report.warm_skipped) {
+    out += " (no warm run after a long first one: --warm-runs N asks for them)";
+  }
+  out += fmt::format(", {} thread{}\n", report.threads, report.threads == 1 ? "" : "s");
   return out;
 }
 

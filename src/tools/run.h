@@ -28,7 +28,14 @@ struct RunOptions {
   // Write the inputs the run used here as an .npz (empty: not), so the run
   // can be replayed (--input FILE.npz) or compared against (compare --reference).
   std::filesystem::path save_inputs;
+  // Runs after the first on the same inputs, timed apart from it: a first run
+  // pays one-time costs (memory, packed weights, page faults) and can take
+  // many times a warm one. -1: one warm run, unless the first took over
+  // kAutoWarmSeconds, where another would double a long wait.
+  int warm_runs = -1;
 };
+
+inline constexpr double kAutoWarmSeconds = 2.0;
 
 struct OutputSummary {
   std::string name;
@@ -40,7 +47,10 @@ struct OutputSummary {
 
 struct RunReport {
   std::vector<OutputSummary> outputs;
-  double seconds = 0;  // the run alone
+  double seconds = 0;  // the first run alone
+  std::vector<double> warm_seconds;  // each warm run
+  bool warm_skipped = false;         // warm_runs -1 and the first run was long
+  int threads = 0;
 };
 
 Result<RunReport> run_model(const std::filesystem::path& model, const RunOptions& options);

@@ -125,7 +125,9 @@ class Search {
   Status plan() {
     InputOptions files_only;
     files_only.files = options_.inputs.files;
+    files_only.dims = options_.inputs.dims;
     ONNXKIT_ASSIGN(given_, prepare_inputs(session_, files_only));
+    for (const auto& [symbol, value] : options_.inputs.dims) bound_.emplace(symbol, value);
     auto is_given = [&](const std::string& name) {
       return std::any_of(given_.begin(), given_.end(), [&](const auto& f) { return f.first == name; }) ||
              std::any_of(options_.inputs.shapes.begin(), options_.inputs.shapes.end(),

@@ -29,6 +29,11 @@ std::string human_count(uint64_t count, std::string_view unit) {
   return number + (scaled ? "" : " ") + std::string(unit);
 }
 
+std::string human_ms(double ms) {
+  if (ms < 0.9995) return fmt::format("{:.1f} µs", ms * 1000);
+  return fmt::format("{:.2f} ms", ms);
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

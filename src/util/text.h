@@ -17,6 +17,10 @@ std::string human_count(uint64_t count);
 // A count with its unit: "0 MACs", "950 FLOPs", "1.82 GMACs".
 std::string human_count(uint64_t count, std::string_view unit);
 
+// A duration given in milliseconds, at a resolution that shows tiny models'
+// times: "12.3 µs" below 1 ms, else "4.56 ms".
+std::string human_ms(double ms);
+
 // Joins with a separator.
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 // The first `most` parts quoted ('a', 'b', ...), then ", ..." when there are more.

@@ -290,7 +290,7 @@ class Bench(unittest.TestCase):
         proc = run("bench", model, "--runs", "1", "--warmup", "0", "--threads", "1", "--json")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(json.loads(proc.stdout)["notes"],
-                         ["input 'input': symbolic dim 'batch' taken as 1 (set with --shape input:...)"])
+                         ["symbolic dim 'batch' taken as 1 (--dim batch=N sets it)"])
         proc = run("bench", model, "--runs", "1", "--warmup", "0", "--shape", "input:2,3,32,32", "--json")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertNotIn("notes", json.loads(proc.stdout))

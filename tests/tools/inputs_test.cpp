@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 
 #include "io/tensor_file.h"
 #include "support/test_support.h"
@@ -35,10 +36,11 @@ TEST(RandomInputs, IntegersStayBelowTheTablesTheyIndex) {
   ASSERT_TRUE(session.ok()) << session.error().message();
   tools::InputOptions options;
   options.random = true;
-  std::vector<std::string> notes = tools::default_symbolic_dims(**session, options, 5);
+  options.unbound_dims = 5;
+  std::vector<std::string> notes;
+  auto feeds = tools::prepare_inputs(**session, options, &notes);
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0], "input 'small_ids': symbolic dim 'batch' taken as 5 (set with --shape small_ids:...)");
-  auto feeds = tools::prepare_inputs(**session, options);
+  EXPECT_EQ(notes[0], "symbolic dim 'batch' taken as 5 (--dim batch=N sets it)");
   ASSERT_TRUE(feeds.ok()) << feeds.error().message();
   ASSERT_EQ(feeds->size(), 3u);
   const auto& ids = (*feeds)[0].second.tensor();
@@ -108,6 +110,103 @@ TEST(FileInputs, ABfloat16InputReads16BitIntegersAsItsBits) {
   auto out = (*session)->run(*feeds);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("input 'x': wrong element type"), std::string::npos) << out.error().message();
+}
+
+// --val-range: integers cover LO..HI inclusive (both ends drawn), floats
+// stay in [LO, HI); a range names its input or every input; bad ones are refused.
+TEST(RandomInputs, ValueRangesBoundEveryElement) {
+  std::shared_ptr<const ir::Model> model(testing::model_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (int64[1000] ids, float[1000] x, uint8[10] u) => (int64[1000] a, float[1000] b, uint8[10] c) {
+      a = Identity (ids)
+      b = Identity (x)
+      c = Identity (u)
+    }
+  )"));
+  auto session = runtime::Session::create(model);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  tools::InputOptions options;
+  options.random = true;
+  ASSERT_TRUE(tools::parse_input_flags({.ranges = {"ids:-3,4", "-2.5,-2"}}).ok());
+  options.ranges = tools::parse_input_flags({.ranges = {"ids:-3,4", "-2.5,-2"}})->ranges;
+  options.ranges.push_back({"u", {250, 255}});
+  auto feeds = tools::prepare_inputs(**session, options);
+  ASSERT_TRUE(feeds.ok()) << feeds.error().message();
+  std::set<int64_t> ids;
+  for (int64_t v : (*feeds)[0].second.tensor().values<int64_t>()) ids.insert(v);
+  EXPECT_EQ(ids, (std::set<int64_t>{-3, -2, -1, 0, 1, 2, 3, 4}));
+  for (float v : (*feeds)[1].second.tensor().values<float>()) EXPECT_TRUE(v >= -2.5f && v < -2.0f) << v;
+  for (uint8_t v : (*feeds)[2].second.tensor().values<uint8_t>()) EXPECT_GE(v, 250);
+
+  options.ranges = {{"u", {0, 256}}};
+  auto wide = tools::prepare_inputs(**session, options);
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.error().message().find("leaves the range of uint8"), std::string::npos) << wide.error().message();
+  options.ranges = {{"ids", {0.5, 3}}};
+  EXPECT_FALSE(tools::prepare_inputs(**session, options).ok());
+  options.ranges = {{"idz", {0, 3}}};
+  auto unknown = tools::prepare_inputs(**session, options);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message().find("did you mean 'ids'"), std::string::npos) << unknown.error().message();
+  for (const char* bad : {"ids:3,1", "ids:1", "ids:a,b", "ids:0,inf", ":0,1"})
+    EXPECT_FALSE(tools::parse_range_flag(bad).ok()) << bad;
+}
+
+// --dim binds a symbol in every input; data fed to one input binds its
+// symbols for the others; a literal number fills a one-element input.
+TEST(RandomInputs, DimsBindEveryInputAndLiteralsAreTyped) {
+  std::shared_ptr<const ir::Model> model(testing::model_from_text(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch, samples] audio, float[batch, 4] state, int64[1] sr) => (float[batch, samples] y, int64[1] r) {
+      y = Identity (audio)
+      r = Identity (sr)
+    }
+  )"));
+  auto session = runtime::Session::create(model);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  tools::InputOptions options;
+  options.random = true;
+  options.files = {{"sr", "16000"}};
+  options.dims = {{"batch", 3}, {"samples", 7}};
+  auto feeds = tools::prepare_inputs(**session, options);
+  ASSERT_TRUE(feeds.ok()) << feeds.error().message();
+  ASSERT_EQ(feeds->size(), 3u);
+  EXPECT_EQ((*feeds)[0].first, "sr");
+  EXPECT_EQ((*feeds)[0].second.tensor().dtype(), runtime::DataType::int64);
+  EXPECT_EQ((*feeds)[0].second.tensor().shape(), (runtime::Shape{1}));
+  EXPECT_EQ((*feeds)[0].second.tensor().values<int64_t>()[0], 16000);
+  EXPECT_EQ((*feeds)[1].second.tensor().shape(), (runtime::Shape{3, 7}));
+  EXPECT_EQ((*feeds)[2].second.tensor().shape(), (runtime::Shape{3, 4}));
+
+  // Data for audio fixes batch for state; nothing is left to note.
+  options.dims = {};
+  options.unbound_dims = 1;
+  options.files = {{"sr", "int64:[8000]"}, {"audio", "float:[[1,2],[3,4]]"}};
+  std::vector<std::string> notes;
+  feeds = tools::prepare_inputs(**session, options, &notes);
+  ASSERT_TRUE(feeds.ok()) << feeds.error().message();
+  EXPECT_EQ((*feeds)[2].second.tensor().shape(), (runtime::Shape{2, 4}));
+  EXPECT_TRUE(notes.empty());
+
+  options.dims = {{"batch", 5}};
+  auto contradicted = tools::prepare_inputs(**session, options);
+  ASSERT_FALSE(contradicted.ok());
+  EXPECT_NE(contradicted.error().message().find("--dim batch=5 contradicts --input audio"), std::string::npos)
+      << contradicted.error().message();
+  options.dims = {{"bacth", 5}};
+  auto misspelled = tools::prepare_inputs(**session, options);
+  ASSERT_FALSE(misspelled.ok());
+  EXPECT_NE(misspelled.error().message().find("did you mean 'batch'"), std::string::npos) << misspelled.error().message();
+
+  // Unbound without a default: the error names --dim.
+  tools::InputOptions bare;
+  bare.random = true;
+  auto unbound = tools::prepare_inputs(**session, bare);
+  ASSERT_FALSE(unbound.ok());
+  EXPECT_NE(unbound.error().message().find("--dim batch=N"), std::string::npos) << unbound.error().message();
+  EXPECT_FALSE(tools::parse_dim_flag("batch").ok());
+  EXPECT_FALSE(tools::parse_dim_flag("batch=-1").ok());
+  EXPECT_FALSE(tools::parse_input_flags({.dims = {"batch=1", "batch=2"}}).ok());
 }
 
 }  // namespace

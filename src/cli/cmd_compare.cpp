@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/progress_line.h"
 #include "cli/input_flags.h"
 #include "tools/compare.h"
 
@@ -21,6 +22,7 @@ Command add_compare_command(CLI::App& root) {
     bool all_tensors = false;
     bool no_local = false;
     int threads = 0;
+    bool quiet = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand(
@@ -47,6 +49,7 @@ Command add_compare_command(CLI::App& root) {
   app->add_flag("--all-tensors", flags->all_tensors, "List every compared tensor, not only the outputs and the first divergent one");
   app->add_flag("--no-local", flags->no_local, "Do not re-run B's nodes on A's inputs (faster; no culprit)");
   app->add_option("--threads", flags->threads, "Threads per run (0: one per core)");
+  add_quiet_flag(*app, flags->quiet);
   app->footer(
       "Both models run on the same inputs with every intermediate tensor kept in memory.\n"
       "Tensors pair by name, then graph inputs and outputs by position, then by structure\n"
@@ -58,7 +61,10 @@ Command add_compare_command(CLI::App& root) {
       "Random inputs respect declared shapes (symbolic dims as 1 unless --shape) and keep\n"
       "integer inputs within the tables they index. Exit code: 0 when every output is within\n"
       "tolerance, 1 when not (or on a bad model or file), 2 on a usage error.\n\n"
+      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
+      "when piped or with --quiet).\n\n"
       "Examples:\n"
+      "  onnxkit compare big.onnx big.sim.onnx --quiet   # no progress line, even on a terminal\n"
       "  onnxkit compare model.onnx model.sim.onnx\n"
       "  onnxkit compare fp32.onnx edited.onnx --input input=image.npy --rtol 1e-3 --atol 1e-4\n"
       "  onnxkit compare model.onnx --reference torch_dump/          # NAME.npy per tensor\n"
@@ -86,10 +92,13 @@ Command add_compare_command(CLI::App& root) {
             options.fail_fast = flags->fail_fast;
             options.local_errors = !flags->no_local;
             options.threads = flags->threads;
+            ProgressLine progress(*app, flags->quiet);
+            options.progress = progress.callback();
             auto report = reference
                               ? tools::compare_with_reference(flags->models[0],
                                                               {flags->reference.begin(), flags->reference.end()}, options)
                               : tools::compare_models(flags->models[0], flags->models[1], options);
+            progress.finish();
             if (!report.ok()) return report_error(*app, report.error());
             if (flags->json)
               fmt::print("{}\n", tools::compare_report_json(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));

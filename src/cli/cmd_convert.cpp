@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/progress_line.h"
 #include "tools/convert.h"
 #include "tools/inputs.h"
 #include "tools/pytorch_convert.h"
@@ -24,6 +25,7 @@ Command add_convert_command(CLI::App& root) {
     std::vector<std::string> keep_ops, inputs;
     uint64_t seed = 0;
     double max_rel_diff = 0.05;
+    bool quiet = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand("convert", "Re-serialize a model (weights into or out of external data), or turn it into PyTorch source");
@@ -58,6 +60,7 @@ Command add_convert_command(CLI::App& root) {
                 "run the model before and after on the same inputs and print how far apart (default: on)");
   app->add_flag("--no-check", flags->no_check, "--to pytorch, --dtype: write without the check")->excludes("--check");
   app->add_option("--python", flags->python, "--to pytorch: the Python interpreter for the check (default: python3)");
+  add_quiet_flag(*app, flags->quiet);
   app->footer(
       "With --to pytorch, OUT is a folder that gets model.py (one torch.nn.Module: weighted layers as\n"
       "nn.Conv2d, nn.Linear, nn.LSTM... named after their ONNX nodes, the rest as torch calls, one per\n"
@@ -68,8 +71,11 @@ Command add_convert_command(CLI::App& root) {
       "model runs on, or --input) and the largest difference is printed; an output that overflows\n"
       "16 bits, or differs by more than --max-rel-diff of its largest value, is an error and nothing\n"
       "is written.\n\n"
+      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
+      "when piped or with --quiet).\n\n"
       "Examples:\n"
       "  onnxkit convert big.onnx big-ext.onnx --external-data      # weights to big-ext.onnx.data\n"
+      "  onnxkit convert big.onnx big.ext.onnx --external-data --quiet\n"
       "  onnxkit convert big-ext.onnx inline.onnx                  # everything back in one file\n"
       "  onnxkit convert resnet18.onnx r16.onnx --dtype fp16 --keep-io-types   # half weights, float32 I/O\n"
       "  onnxkit convert resnet18.onnx --to pytorch resnet18_torch  # resnet18_torch/model.py + weights\n"
@@ -97,7 +103,10 @@ Command add_convert_command(CLI::App& root) {
                 options.source.shapes.push_back(*shape);
                 options.check_shapes.push_back(*shape);
               }
+              ProgressLine progress(*app, flags->quiet);
+              options.progress = progress.callback();
               auto report = tools::convert_to_pytorch(flags->in, flags->out, options);
+              progress.finish();
               if (!report.ok()) return report_error(*app, report.error());
               fmt::print("{}", tools::render_pytorch_text(*report));
               return 0;
@@ -136,7 +145,9 @@ Command add_convert_command(CLI::App& root) {
                 options.check_inputs.shapes.push_back(*shape);
               }
             }
-            auto report = tools::convert_model(flags->in, flags->out, options);
+            ProgressLine progress(*app, flags->quiet);
+            auto report = tools::convert_model(flags->in, flags->out, options, progress.callback());
+            progress.finish();
             if (!report.ok()) return report_error(*app, report.error());
             const io::SaveSummary& saved = report->saved;
             std::string line = fmt::format("wrote {} ({})", flags->out, human_bytes(saved.model_bytes));

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/progress_line.h"
 #include "tools/draw.h"
 
 namespace onnxkit::cli {
@@ -9,6 +10,7 @@ Command add_draw_command(CLI::App& root) {
   struct Flags {
     std::string model, out, rankdir = "TB", subgraphs = "expand";
     bool no_weights = false;
+    bool quiet = false;
     tools::DrawFileOptions options;
   };
   auto flags = std::make_shared<Flags>();
@@ -27,12 +29,16 @@ Command add_draw_command(CLI::App& root) {
                   fmt::format("Colour nodes by the \"{}\" of each node entry of a compare --json report",
                               tools::kOverlayErrorField));
   app->add_option("--rankdir", flags->rankdir, "TB (top to bottom) or LR (left to right)");
+  add_quiet_flag(*app, flags->quiet);
   app->footer(
       "Each node shows its op type and short attributes; weights and constants are listed in\n"
       "the box of the node reading them; edges carry the tensor's type when it is known.\n"
       "The HTML page needs no network: drag or arrow keys pan, the wheel or +/- zoom, 0 fits,\n"
       "/ searches node and tensor names, a click opens a node's attributes and inputs.\n\n"
+      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
+      "when piped or with --quiet).\n\n"
       "Examples:\n"
+      "  onnxkit draw big.onnx -o big.html --quiet   # no progress line, even on a terminal\n"
       "  onnxkit draw model.onnx -o model.html --shapes\n"
       "  onnxkit draw model.onnx -o model.svg --collapse 2          # one box per /layer1/layer1.0\n"
       "  onnxkit simplify model.onnx sim.onnx && onnxkit draw model.onnx -o diff.html --diff sim.onnx\n"
@@ -57,7 +63,10 @@ Command add_draw_command(CLI::App& root) {
             options.draw.left_right = flags->rankdir == "LR";
             options.draw.subgraphs =
                 flags->subgraphs == "collapse" ? tools::SubgraphDrawing::collapse : tools::SubgraphDrawing::expand;
+            ProgressLine progress(*app, flags->quiet);
+            options.progress = progress.callback();
             auto drawing = tools::draw_file(flags->model, flags->out, options);
+            progress.finish();
             if (!drawing.ok()) return report_error(*app, drawing.error());
             if (!drawing->warning.empty()) fmt::print(stderr, "warning: {}\n", drawing->warning);
             fmt::print("wrote {}: {} boxes, {} edges\n", flags->out, drawing->boxes, drawing->edges);

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/progress_line.h"
 #include "passes/fold.h"
 #include "passes/pass.h"
 #include "tools/simplify.h"
@@ -29,6 +30,7 @@ Command add_simplify_command(CLI::App& root) {
     uint64_t threshold = 1024;
     bool report = false;
     bool list_passes = false;
+    bool quiet = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand(
@@ -69,6 +71,7 @@ Command add_simplify_command(CLI::App& root) {
   add_external_threshold_option(*app, flags->threshold);
   app->add_flag("--report", flags->report, "Also print what each pass changed, node by node");
   app->add_flag("--list-passes", flags->list_passes, "List the passes in the order they run, and exit");
+  add_quiet_flag(*app, flags->quiet);
   app->footer(
       "Shapes are inferred, constants folded and passes run until nothing changes. Symbolic\n"
       "dims stay symbolic unless --input-shape sets them, and shape glue that depends on them is\n"
@@ -80,7 +83,10 @@ Command add_simplify_command(CLI::App& root) {
       "and reshapes accept (the batch as 2, else 1); an integer scalar compared with constants\n"
       "(Equal(sample_rate, 16000)) takes those values, one input set each, and a random one.\n"
       "If none runs, the error says what was tried: give --input or --input-shape then.\n\n"
+      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
+      "when piped or with --quiet).\n\n"
       "Examples:\n"
+      "  onnxkit simplify big.onnx out.onnx --quiet   # no progress line, even on a terminal\n"
       "  onnxkit simplify model.onnx model.sim.onnx\n"
       "  onnxkit simplify model.onnx out.onnx --input-shape input:1,3,224,224 --report\n"
       "  onnxkit simplify model.onnx out.onnx --skip fuse-bn-into-conv --exclude-node Resize_12\n"
@@ -125,7 +131,10 @@ Command add_simplify_command(CLI::App& root) {
             options.simplify.passes.folding.size_limit = flags->fold_limit;
             options.save.external = flags->external ? io::ExternalDataPolicy::all : io::ExternalDataPolicy::keep;
             options.save.threshold = flags->threshold;
+            ProgressLine progress(*app, flags->quiet);
+            options.progress = progress.callback();
             auto report = tools::simplify_file(flags->in, flags->out, options);
+            progress.finish();
             if (!report.ok()) return report_error(*app, report.error());
             fmt::print("{}", tools::render_simplify_text(*report, flags->report));
             return 0;

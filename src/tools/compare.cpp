@@ -429,13 +429,19 @@ Result<CompareReport> compare_models_on(std::shared_ptr<const ir::Model> a, std:
                                         const std::vector<runtime::NamedValues>& samples, const CompareOptions& options) {
   Comparison comparison(*b, a.get(), options);
   ONNXKIT_TRY(comparison.prepare());
+  Progress progress(options.progress);
+  for (const ir::Model* m : {a.get(), b.get()}) progress.size_up(m->file_size(), m->graph().nodes().size());
   for (size_t s = 0; s < samples.size(); ++s) {
+    const std::string of = samples.size() > 1 ? fmt::format(", input set {} of {}", s + 1, samples.size()) : "";
     // One model at a time: A's session goes before B's is built.
+    progress.step("running A" + of);
     auto va = run_all_values(a, samples[s], options.threads);
     if (!va.ok()) return va.error().in("A fails to run");
     ONNXKIT_ASSIGN(runtime::NamedValues feeds_b, feeds_for(*a, *b, samples[s]));
+    progress.step("running B" + of);
     auto vb = run_all_values(b, feeds_b, options.threads);
     if (!vb.ok()) return vb.error().in("B fails to run");
+    progress.step("comparing" + of);
     ONNXKIT_TRY(comparison.compare_sample(*va, *vb, static_cast<int>(s)));
     if (options.fail_fast && comparison.report.first_divergent) break;
   }
@@ -545,8 +551,13 @@ Result<CompareReport> compare_with_reference(const fs::path& model_path, const s
   ONNXKIT_ASSIGN(auto model, load(model_path));
   Comparison comparison(*model, nullptr, options);
   ONNXKIT_TRY(comparison.prepare());
+  Progress progress(options.progress);
+  progress.size_up(model->file_size(), model->graph().nodes().size());
   std::vector<std::string> inputs, notes;
   for (size_t s = 0; s < reference.samples.size(); ++s) {
+    progress.step(reference.samples.size() > 1
+                      ? fmt::format("running the model, input set {} of {}", s + 1, reference.samples.size())
+                      : "running the model");
     runtime::NamedValues feeds;
     {
       ONNXKIT_ASSIGN(auto session, runtime::Session::create(model));

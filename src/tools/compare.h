@@ -25,6 +25,7 @@
 #include "runtime/session.h"
 #include "runtime/value.h"
 #include "tools/inputs.h"
+#include "util/progress.h"
 #include "util/result.h"
 
 namespace onnxkit::tools {
@@ -143,6 +144,7 @@ struct CompareOptions {
   int threads = 0;
   bool local_errors = true;  // re-run B's nodes on A's inputs
   bool fail_fast = false;    // stop at the first divergent tensor (and its node's local error)
+  ProgressFn progress;       // told each step of the work on a big model (util/progress.h)
 };
 
 // A values of the runs, by tensor name. Values share their buffers with the

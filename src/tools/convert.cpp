@@ -84,13 +84,19 @@ Status compare_output(const std::string& name, const runtime::Value& expected, c
 }  // namespace
 
 Result<ConvertReport> convert_model(const std::filesystem::path& in, const std::filesystem::path& out,
-                                    const ConvertOptions& options) {
+                                    const ConvertOptions& options, const ProgressFn& progress_fn) {
   ONNXKIT_TRY(io::check_writable(out));
+  Progress progress(progress_fn);
+  std::error_code ec;
+  progress.size_up(std::filesystem::file_size(in, ec), 0);
+  progress.step("reading the model");
   ONNXKIT_ASSIGN(auto model, ir::load_model(in));
+  progress.size_up(model->file_size(), model->graph().nodes().size());
   ConvertReport report;
   if (options.precision) {
     std::optional<RunnableInputs> reference;
     if (options.check) {
+      progress.step("running the float32 model");
       ONNXKIT_ASSIGN(auto session, runtime::Session::create(borrow(*model)));
       RunnableInputOptions search;
       search.inputs = options.check_inputs;
@@ -101,8 +107,10 @@ Result<ConvertReport> convert_model(const std::filesystem::path& in, const std::
                           found.error().message());
       reference = std::move(*found);
     }
+    progress.step(fmt::format("converting to {}", to_string(options.precision->type)));
     ONNXKIT_ASSIGN(report.precision, lower_float_precision(*model, *options.precision));
     if (reference) {
+      progress.step(fmt::format("running the {} model", to_string(options.precision->type)));
       auto session = runtime::Session::create(borrow(*model));
       if (!session.ok()) return session.error().in(fmt::format("the {} model", to_string(options.precision->type)));
       PrecisionCheck check;
@@ -133,6 +141,7 @@ Result<ConvertReport> convert_model(const std::filesystem::path& in, const std::
       report.check = check;
     }
   }
+  progress.step("writing");
   ONNXKIT_ASSIGN(report.saved, ir::save_model(*model, out, options.save));
   return report;
 }

@@ -9,6 +9,7 @@
 #include "io/model_file.h"
 #include "tools/convert_precision.h"
 #include "tools/inputs.h"
+#include "util/progress.h"
 #include "util/result.h"
 
 namespace onnxkit::tools {
@@ -40,8 +41,9 @@ struct ConvertReport {
   std::optional<PrecisionCheck> check;
 };
 
+// `progress` is told each step of the work on a big model (util/progress.h).
 Result<ConvertReport> convert_model(const std::filesystem::path& in, const std::filesystem::path& out,
-                                    const ConvertOptions& options);
+                                    const ConvertOptions& options, const ProgressFn& progress = {});
 
 // The lines `convert` prints after "wrote ...": the precision change and its check.
 std::string render_precision_text(const ConvertReport& report, LowFloat type);

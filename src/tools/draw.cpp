@@ -71,7 +71,12 @@ Result<Drawing> draw_file(const std::filesystem::path& model_path, const std::fi
                           DrawFileOptions options) {
   ONNXKIT_ASSIGN(options.draw.format, draw_format_for(out));
   ONNXKIT_TRY(io::check_writable(out));
+  Progress progress(options.progress);
+  std::error_code ec;
+  progress.size_up(std::filesystem::file_size(model_path, ec), 0);
+  progress.step("reading the model");
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(model_path));
+  progress.size_up(model->file_size(), model->graph().nodes().size());
   std::unique_ptr<ir::Model> other;
   if (!options.diff.empty()) {
     ONNXKIT_ASSIGN(other, ir::load_model(options.diff));
@@ -82,11 +87,14 @@ Result<Drawing> draw_file(const std::filesystem::path& model_path, const std::fi
   }
   std::string warning;
   if (options.infer_shapes) {
+    progress.step("inferring shapes");
     warning = analysis::apply_inferred_types(*model);
     if (other != nullptr) analysis::apply_inferred_types(*other);
   }
   if (options.draw.title.empty()) options.draw.title = model_path.filename().string();
+  progress.step("laying out the graph");
   ONNXKIT_ASSIGN(Drawing drawing, draw_graph(model->graph(), options.draw));
+  progress.step("writing");
   ONNXKIT_TRY(io::write_file_atomically(out, drawing.text));
   drawing.warning = std::move(warning);
   return drawing;

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/graph.h"
+#include "util/progress.h"
 #include "util/result.h"
 
 namespace onnxkit::tools {
@@ -70,6 +71,7 @@ struct DrawFileOptions {
   bool infer_shapes = false;   // run shape inference first (--shapes)
   std::filesystem::path diff;  // --diff OTHER.onnx
   std::filesystem::path overlay;  // --overlay COMPARE.json
+  ProgressFn progress;  // told each step of the work on a big model (util/progress.h)
 };
 
 // .svg or .html (.htm); an error naming the extension otherwise.

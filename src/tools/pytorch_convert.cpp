@@ -330,7 +330,12 @@ Result<PytorchConvertReport> convert_to_pytorch(const fs::path& path, const fs::
   fs::path parent = out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path();
   if (!fs::is_directory(parent, ec)) return make_error("{}: folder '{}' does not exist", out_dir.string(), parent.string());
 
+  Progress progress(options.progress);
+  progress.size_up(fs::file_size(path, ec), 0);
+  progress.step("reading the model");
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(path));
+  progress.size_up(model->file_size(), model->graph().nodes().size());
+  progress.step("writing PyTorch source");
   analysis::apply_inferred_types(*model);
   PytorchSourceOptions source_options = options.source;
   if (source_options.source_name.empty()) source_options.source_name = path.filename().string();
@@ -362,6 +367,7 @@ Result<PytorchConvertReport> convert_to_pytorch(const fs::path& path, const fs::
   if (check) {
     if (options.check == PytorchCheck::on && !python_has_torch(options.python))
       return make_error("--check: '{}' cannot import torch", options.python);
+    progress.step("checking the module in Python");
     Status checked = check_in_python(*model, source, staged.path(), options, report);
     if (!checked.ok()) return checked.error().in(fmt::format("{}: check failed, nothing written", path.string()));
   }

@@ -22,6 +22,7 @@
 
 #include "ir/model.h"
 #include "runtime/tensor.h"
+#include "util/progress.h"
 #include "util/result.h"
 
 namespace onnxkit::tools {
@@ -67,6 +68,7 @@ struct PytorchConvertOptions {
   std::vector<std::pair<std::string, std::vector<int64_t>>> check_shapes;
   uint64_t seed = 0;
   std::chrono::seconds timeout{600};
+  ProgressFn progress;  // told each step of the work on a big model (util/progress.h)
 };
 
 // One output of the check: the generated module's against onnxkit's runtime.

@@ -180,7 +180,12 @@ Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(
 Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out, const SimplifyToolOptions& options) {
   SimplifyToolReport report;
   ONNXKIT_TRY(io::check_writable(out));
+  Progress progress(options.progress);
+  std::error_code size_error;
+  progress.size_up(fs::file_size(in, size_error), 0);  // 0 when unknown: the load then says what is wrong
+  progress.step("reading the model");
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
+  progress.size_up(model->file_size(), model->graph().nodes().size());
   if (options.inline_functions && model->header().functions_size() > 0) {
     onnx::ModelProto proto = ir::export_model(*model);
     // As a session would: the result then computes what the original does.
@@ -215,15 +220,18 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
     ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> original, ir::load_model(in));
     ONNXKIT_TRY(override_input_shapes(*original, options));
     checker.emplace(std::shared_ptr<const ir::Model>(std::move(original)), options);
+    progress.step("finding inputs the original runs on");
     ONNXKIT_ASSIGN(report.check_inputs, checker->prepare());
   }
   passes::SimplifyOptions simplify = options.simplify;
-  if (options.verify_each_pass && checker) {
-    simplify.after_change = [&](const ir::Model& current, std::string_view) -> Status {
-      double ignored = 0;
-      return checker->check(borrow(current), ignored);
-    };
-  }
+  const bool verify = options.verify_each_pass && checker;
+  simplify.after_change = [&](const ir::Model& current, std::string_view pass) -> Status {
+    progress.step(fmt::format("simplifying (after {})", pass));
+    if (!verify) return {};
+    double ignored = 0;
+    return checker->check(borrow(current), ignored);
+  };
+  progress.step("simplifying");
   ONNXKIT_ASSIGN(passes::SimplifyReport passed, passes::simplify_model(*model, simplify));
   passed.warnings.insert(passed.warnings.begin(), report.passes.warnings.begin(), report.passes.warnings.end());
   report.passes = std::move(passed);
@@ -239,6 +247,7 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   report.after = summarize(*model);
 
   if (checker) {
+    progress.step("checking the result");
     Status checked = checker->check(borrow(*model), report.max_abs_diff);
     if (!checked.ok()) return checked.error().in("check failed, nothing written");
     report.checks_run = static_cast<int>(checker->sets());
@@ -250,6 +259,7 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
                         options.input_shapes.empty() ? "" : "; the input shapes given may not suit a branch the "
                                                             "numeric check did not run");
   }
+  progress.step("writing");
   ONNXKIT_ASSIGN(io::SaveSummary saved, ir::save_model(*model, out, options.save));
   report.after.file_bytes = files_size(out, saved.external_file);
   return report;

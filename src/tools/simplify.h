@@ -14,6 +14,7 @@
 #include "passes/simplify.h"
 #include "runtime/session.h"
 #include "tools/inputs.h"
+#include "util/progress.h"
 #include "util/result.h"
 
 namespace onnxkit::tools {
@@ -51,6 +52,8 @@ struct SimplifyToolOptions {
   // adds folds, before the check compares it with the original.
   int64_t target_opset = 0;
   io::SaveOptions save;
+  // Told each step of the work on a big model (util/progress.h).
+  ProgressFn progress;
 };
 
 struct ModelSummary {

@@ -591,6 +591,10 @@ class BadInput(unittest.TestCase):
         self.assertIn("not in range", self.usage_error("run", model, "--threads", "-1"))
         self.assertIn("not in range", self.usage_error("bench", model, "--batch", "my batch"))
         self.assertIn("--top requires --profile", self.usage_error("bench", model, "--top", "3"))
+        self.assertIn("LO is above HI", self.usage_error("run", model, "--random", "--val-range", "input:1,0"))
+        self.assertIn("expected SYMBOL=N", self.usage_error("bench", model, "--dim", "batch"))
+        self.assertIn("not in range", self.usage_error("run", model, "--random", "--warm-runs", "-1"))
+        self.assertIn("expected NAME=FILE or NAME=VALUE", self.usage_error("run", model, "--input", "image.npy"))
         for command in ("convert", "simplify", "edit"):
             self.assertIn("cannot be negative", self.usage_error(command, model, "out.onnx", "--external-threshold", "-5"))
         # Refusals that need the model read: exit 1, the flag and the value named.
@@ -630,6 +634,58 @@ class BadInput(unittest.TestCase):
         for command in ("info", "check", "convert"):
             proc = run(command, "--help", check=0)
             self.assertIn("Examples:", proc.stdout)
+
+
+def run_on_terminal(*args):
+    """Runs onnxkit with stderr on a pseudo-terminal; returns (exit code, stdout, what the terminal got)."""
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([ARGS.onnxkit, *map(str, args)], stdout=subprocess.PIPE, stderr=slave,
+                            stdin=subprocess.DEVNULL)
+    os.close(slave)
+    terminal = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO once the child has gone
+            break
+        if not chunk:
+            break
+        terminal += chunk
+    os.close(master)
+    stdout = proc.stdout.read().decode()
+    proc.stdout.close()
+    return proc.wait(timeout=600), stdout, terminal.decode(errors="replace")
+
+
+class ProgressLine(unittest.TestCase):
+    """Long work on a big model (resnet50: 102 MB) shows its steps on a
+    terminal, on one line wiped at the end; never in a pipe or with --quiet."""
+
+    def test_shown_on_a_terminal_only(self):
+        model = os.path.join(ARGS.models, "resnet50_opset17.onnx")
+        small = os.path.join(ARGS.models, "resnet18_opset17.onnx")
+        with tempfile.TemporaryDirectory() as tmp:
+            svg = os.path.join(tmp, "g.svg")
+            for command in (("draw", model, "-o", svg), ("convert", model, os.path.join(tmp, "c.onnx"))):
+                code, stdout, terminal = run_on_terminal(*command)
+                self.assertEqual(code, 0, terminal)
+                self.assertIn(f"\ronnxkit {command[0]}: reading the model...", terminal.replace("\x1b[K", ""))
+                self.assertTrue(terminal.endswith("\r\x1b[K"), repr(terminal[-40:]))  # wiped before the results
+                self.assertIn("wrote", stdout)
+                code, _, terminal = run_on_terminal(*command, "--quiet")
+                self.assertEqual((code, terminal), (0, ""))
+                proc = run(*command, check=0)
+                self.assertEqual(proc.stderr, "")
+            code, _, terminal = run_on_terminal("draw", small, "-o", svg)
+            self.assertEqual((code, terminal), (0, ""), "a small model's work is over before a line could be read")
+            code, _, terminal = run_on_terminal("simplify", model, os.path.join(tmp, "s.onnx"))
+            self.assertEqual(code, 0, terminal)
+            for step in ("reading the model", "finding inputs the original runs on", "checking the result", "writing"):
+                self.assertIn(f"onnxkit simplify: {step}...", terminal)
+            code, _, terminal = run_on_terminal("compare", model, model, "--no-local")
+            self.assertEqual(code, 0, terminal)
+            self.assertIn("onnxkit compare: running B...", terminal)
 
 
 def main():

@@ -49,14 +49,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return report_usage_error(app, e, args);
   }
+  std::string prefix = "onnxkit";  // "onnxkit CMD", as every error starts
   try {
-    for (const Command& c : commands)
-      if (c.app->parsed()) return c.run();
+    for (const Command& c : commands) {
+      if (!c.app->parsed()) continue;
+      prefix += " " + c.app->get_name();
+      return c.run();
+    }
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "onnxkit: error: out of memory\n");
+    std::fprintf(stderr, "%s: error: out of memory\n", prefix.c_str());
     return kExitFailure;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "onnxkit: internal error: %s\n", e.what());
+    std::fprintf(stderr, "%s: error: internal error: %s\n", prefix.c_str(), e.what());
     return kExitFailure;
   }
   return kExitUsage;

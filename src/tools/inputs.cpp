@@ -77,7 +77,7 @@ Result<Value> read_literal(const std::string& text, const runtime::ValueInfo& in
   return Value(bfloat16_from_bits(std::move(t), input));
 }
 
-Result<Value> read_value_file(const std::string& file, const runtime::ValueInfo& input) {
+Result<Value> read_value(const std::string& file, const runtime::ValueInfo& input) {
   if (looks_like_value_literal(file)) return read_literal(file, input);
   if (ends_with(file, ".npy")) {
     ONNXKIT_ASSIGN(auto proto, io::read_npy(file));
@@ -428,7 +428,7 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
     const runtime::ValueInfo* info = find(name);
     if (info == nullptr) return unknown(name, "--input");
     if (fed(name)) return make_error("--input: '{}' is given twice", name);
-    auto value = read_value_file(file, *info);
+    auto value = read_value(file, *info);
     if (!value.ok()) return value.error().in(fmt::format("--input {}", name));
     feeds.emplace_back(name, std::move(value).value());
   }

@@ -64,7 +64,10 @@ Result<std::string> write_output(const fs::path& dir, size_t k, const std::strin
 Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
   // Before the work: a typo in an output path costs nothing.
   if (!options.output_dir.empty()) ONNXKIT_TRY(io::check_writable_folder(options.output_dir));
-  if (!options.save_inputs.empty()) ONNXKIT_TRY(io::check_writable(options.save_inputs));
+  if (!options.save_inputs.empty()) {  // its folder may be --output-dir, made later
+    ONNXKIT_TRY(io::check_writable_folder(options.save_inputs.parent_path()));
+    ONNXKIT_TRY(io::check_replaceable(options.save_inputs));
+  }
   ONNXKIT_ASSIGN(auto loaded, ir::load_model(path));
   std::shared_ptr<const ir::Model> model(std::move(loaded));
   runtime::SessionOptions session_options;
@@ -94,10 +97,11 @@ Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
     report.warm_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
 
-  if (!options.output_dir.empty()) {
+  for (const fs::path& dir : {options.output_dir, options.save_inputs.parent_path()}) {
+    if (dir.empty()) continue;
     std::error_code ec;
-    fs::create_directories(options.output_dir, ec);
-    if (ec) return make_error("{}: cannot create the folder: {}", options.output_dir.string(), ec.message());
+    fs::create_directories(dir, ec);
+    if (ec) return make_error("{}: cannot create the folder: {}", dir.string(), ec.message());
   }
   if (!options.save_inputs.empty()) {
     std::vector<std::pair<std::string, onnx::TensorProto>> arrays;

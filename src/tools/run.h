@@ -26,7 +26,8 @@ struct RunOptions {
   // runtime::RunLimits.
   double timeout_seconds = 0;
   // Write the inputs the run used here as an .npz (empty: not), so the run
-  // can be replayed (--input FILE.npz) or compared against (compare --reference).
+  // can be replayed (--input FILE.npz) or compared against (compare --reference);
+  // its folder is made when missing, as output_dir is.
   std::filesystem::path save_inputs;
   // Runs after the first on the same inputs, timed apart from it: a first run
   // pays one-time costs (memory, packed weights, page faults) and can take

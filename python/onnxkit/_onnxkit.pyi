@@ -59,6 +59,8 @@ def compare(
     label: str = "<model>",
     inputs: List[str] = ...,
     shapes: List[str] = ...,
+    dims: List[str] = ...,
+    val_ranges: List[str] = ...,
     seed: int = 0,
     iterations: int = 1,
     rtol: float = 1e-4,
@@ -71,7 +73,8 @@ def compare(
 ) -> str:
     """tools::compare_models, as `onnxkit compare A B` calls it, on paths or
     models' bytes (named `label` in the report); inputs as --input takes
-    them (NAME=FILE), shapes as --shape (NAME:D0,D1,...). Returns the
+    them (NAME=FILE or NAME=VALUE), shapes as --shape (NAME:D0,D1,...),
+    dims as --dim (SYMBOL=N), val_ranges as --val-range (NAME:LO,HI). Returns the
     `compare --json` object as JSON text; the GIL is released while the
     models run."""
 

@@ -307,6 +307,8 @@ def compare(
     *,
     inputs: Optional[Mapping[str, Any]] = None,
     shapes: Optional[Mapping[str, Sequence[int]]] = None,
+    dims: Optional[Mapping[str, int]] = None,
+    val_ranges: Optional[Mapping[Optional[str], Tuple[float, float]]] = None,
     seed: int = 0,
     iterations: int = 1,
     rtol: float = 1e-4,
@@ -329,7 +331,10 @@ def compare(
 
     inputs {name: array} feeds those inputs (as --input); the rest are random
     (seeds seed, seed+1, ... for iterations samples), symbolic dims taken
-    from shapes {name: dims} (as --shape), else as 1. rtol, atol, stat
+    from shapes {name: dims} (as --shape) and dims {symbol: n} (as --dim,
+    every input declaring the symbol), else as 1; val_ranges {name: (lo, hi)}
+    (as --val-range; the name None: every input) bounds random values,
+    integers inclusive. rtol, atol, stat
     ('elemwise', 'max', 'mean', 'median' or 'quantile') and quantile are the
     tolerance, as the flags take them. top keeps the first top ranked nodes
     in result["nodes"] (None: all, as --json prints them); fail_fast stops at
@@ -354,6 +359,8 @@ def compare(
                 label=_IN_MEMORY,
                 inputs=flags,
                 shapes=_shape_flags(shapes, "shapes"),
+                dims=[f"{symbol}={n}" for symbol, n in (dims or {}).items()],
+                val_ranges=[f"{'' if name is None else name + ':'}{lo!r},{hi!r}" for name, (lo, hi) in (val_ranges or {}).items()],
                 seed=seed,
                 iterations=iterations,
                 rtol=rtol,

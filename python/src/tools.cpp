@@ -208,6 +208,8 @@ py::dict simplify(const std::string& in, const std::string& out, const SimplifyA
 struct CompareArguments {
   std::vector<std::string> inputs;  // as --input: NAME=FILE
   std::vector<std::string> shapes;  // as --shape: NAME:D0,D1,...
+  std::vector<std::string> dims;    // as --dim: SYMBOL=N
+  std::vector<std::string> ranges;  // as --val-range: NAME:LO,HI
   uint64_t seed = 0;
   int iterations = 1;
   double rtol = 1e-4, atol = 1e-5;
@@ -221,10 +223,8 @@ struct CompareArguments {
 // What cmd_compare.cpp does with its flags.
 tools::CompareOptions compare_options(const CompareArguments& a) {
   tools::CompareOptions options;
-  for (const std::string& flag : a.inputs)
-    options.inputs.files.push_back(value_or_raise(tools::parse_input_flag(flag), ErrorKind::invalid_argument));
-  for (const std::string& flag : a.shapes)
-    options.inputs.shapes.push_back(value_or_raise(tools::parse_shape_flag(flag), ErrorKind::invalid_argument));
+  options.inputs = value_or_raise(tools::parse_input_flags({a.inputs, a.shapes, a.dims, a.ranges}),
+                                  ErrorKind::invalid_argument);
   options.inputs.seed = a.seed;
   if (a.iterations < 1)
     raise(ErrorKind::invalid_argument, fmt::format("iterations must be at least 1 (got {})", a.iterations));
@@ -317,14 +317,16 @@ void add_tools(py::module_& module) {
   module.def(
       "compare",
       [](py::object a, py::object b, std::string label, std::vector<std::string> inputs,
-         std::vector<std::string> shapes, uint64_t seed, int iterations, double rtol, double atol, std::string stat,
-         double quantile, bool fail_fast, bool local, int threads) {
+         std::vector<std::string> shapes, std::vector<std::string> dims, std::vector<std::string> val_ranges,
+         uint64_t seed, int iterations, double rtol, double atol, std::string stat, double quantile, bool fail_fast,
+         bool local, int threads) {
         return compare(a, b, label,
-                       {std::move(inputs), std::move(shapes), seed, iterations, rtol, atol, std::move(stat), quantile,
-                        fail_fast, local, threads});
+                       {std::move(inputs), std::move(shapes), std::move(dims), std::move(val_ranges), seed, iterations,
+                        rtol, atol, std::move(stat), quantile, fail_fast, local, threads});
       },
       py::arg("a"), py::arg("b"), py::kw_only(), py::arg("label") = "<model>",
       py::arg("inputs") = std::vector<std::string>{}, py::arg("shapes") = std::vector<std::string>{},
+      py::arg("dims") = std::vector<std::string>{}, py::arg("val_ranges") = std::vector<std::string>{},
       py::arg("seed") = 0, py::arg("iterations") = 1, py::arg("rtol") = 1e-4, py::arg("atol") = 1e-5,
       py::arg("stat") = "elemwise", py::arg("quantile") = 0.99, py::arg("fail_fast") = false, py::arg("local") = true,
       py::arg("threads") = 0,

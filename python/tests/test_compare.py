@@ -131,3 +131,19 @@ def test_the_gil_is_released_while_it_compares(models):
     # Python ran throughout: no gap in the ticks of more than a fifth of the call.
     gaps = np.diff([start, *ticks])
     assert len(ticks) > 20 and gaps.max() < 0.2 * elapsed, (len(ticks), gaps.max(), elapsed)
+
+
+def test_dims_and_value_ranges_as_the_flags_take_them(models):
+    # seed002 declares its batch 'batch': dims binds it (the report's input
+    # line shows the shape); val_ranges reaches the inputs (a misspelled
+    # name is refused there, as --val-range's is) and bad bounds are refused.
+    path = models / "seed002_opset17.onnx"
+    report = onnxkit.compare(path, path, dims={"batch": 3}, val_ranges={"input": (5.0, 6.0)})
+    assert report["passed"] is True
+    assert report["inputs"] == ["input float32[3,3,32,32] (random, seed 0)"], report["inputs"]
+    with pytest.raises(onnxkit.Error, match="did you mean 'input'"):
+        onnxkit.compare(path, path, val_ranges={"inptu": (0.0, 1.0)})
+    with pytest.raises(onnxkit.InvalidArgument, match="LO is above HI"):
+        onnxkit.compare(path, path, val_ranges={None: (1.0, 0.0)})
+    with pytest.raises(onnxkit.Error, match="did you mean 'batch'"):
+        onnxkit.compare(path, path, dims={"bacth": 3})

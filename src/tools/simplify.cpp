@@ -70,23 +70,29 @@ std::shared_ptr<const ir::Model> borrow(const ir::Model& model) {
   return std::shared_ptr<const ir::Model>(std::shared_ptr<const ir::Model>{}, &model);
 }
 
-// Runs models on the same inputs and compares them with a reference.
+// The original's outputs on the check's inputs, and the comparison of models
+// with them. The original is run once, before the passes change it, and is
+// not kept: the simplified model shares its weights (and the memory they
+// take) instead of a second copy of the file standing by. Only to explain a
+// failure is the original loaded again.
 class Checker {
  public:
-  Checker(std::shared_ptr<const ir::Model> original, const SimplifyToolOptions& options)
-      : original_(std::move(original)), options_(options) {}
+  Checker(fs::path original_path, const SimplifyToolOptions& options)
+      : original_path_(std::move(original_path)), options_(options) {}
 
-  // Makes the inputs of each check run and the original's outputs on them:
+  // Makes the inputs of each check run and `original`'s outputs on them:
   // inputs the original runs on, found by trying (tools/runnable_inputs.h).
-  // Returns what was chosen beyond the defaults, for the report.
-  Result<std::string> prepare() {
+  // Returns what was chosen beyond the defaults, for the report. The session
+  // (and the weights its kernels prepack) is gone when this returns.
+  Result<std::string> prepare(const ir::Model& original) {
     runtime::SessionOptions session_options;
-    ONNXKIT_ASSIGN(reference_, runtime::Session::create(original_, session_options));
+    ONNXKIT_ASSIGN(std::unique_ptr<runtime::Session> reference, runtime::Session::create(borrow(original), session_options));
+    for (const runtime::ValueInfo& output : reference->outputs()) output_names_.push_back(output.name);
     RunnableInputOptions search;
     search.inputs = options_.check_inputs;
     search.sets = options_.check_runs;
     search.limits = options_.check_limits;
-    auto found = find_runnable_inputs(*reference_, search);
+    auto found = find_runnable_inputs(*reference, search);
     if (!found.ok())
       return make_error("the original model does not run on the check's inputs: {}; give real inputs with --input "
                         "NAME=FILE, fix shapes with --input-shape NAME:D0,D1,..., or turn the check off with --check 0",
@@ -106,8 +112,9 @@ class Checker {
         Difference d = compare_values(expected_[run][i], (*actual)[i], options_.rtol, options_.atol);
         max_abs_diff = std::max(max_abs_diff, d.max_abs_diff);
         if (d.close) continue;
-        return make_error("output '{}' differs from the original's ({}; max abs diff {:g}){}",
-                          reference_->outputs()[i].name, d.detail, d.max_abs_diff, divergence(candidate, feeds_[run]));
+        session.reset();  // its prepacked weights: the original is loaded again below
+        return make_error("output '{}' differs from the original's ({}; max abs diff {:g}){}", output_names_[i],
+                          d.detail, d.max_abs_diff, divergence(std::move(candidate), feeds_[run]));
       }
     }
     return {};
@@ -117,20 +124,25 @@ class Checker {
   size_t sets() const { return feeds_.size(); }
 
  private:
-  // "; first divergent tensor 'x' from Conv node 'c1' ...; culprit ...": compare's own report on these inputs.
+  // "; first divergent tensor 'x' from Conv node 'c1' ...; culprit ...":
+  // compare's own report on these inputs, against the original as loaded
+  // (with the same input shapes).
   std::string divergence(std::shared_ptr<const ir::Model> candidate, const runtime::NamedValues& feeds) const {
+    auto original = ir::load_model(original_path_);
+    if (!original.ok() || !override_input_shapes(**original, options_).ok()) return "";
     CompareOptions options;
     options.tolerance.rtol = options_.rtol;
     options.tolerance.atol = options_.atol;
-    auto report = compare_models_on(original_, std::move(candidate), {feeds}, options);
+    auto report = compare_models_on(std::shared_ptr<const ir::Model>(std::move(*original)), std::move(candidate),
+                                    {feeds}, options);
     if (!report.ok()) return "";
     std::string text = summarize_divergence(*report);
     return text.empty() ? "" : "; " + text;
   }
 
-  std::shared_ptr<const ir::Model> original_;
+  fs::path original_path_;
   const SimplifyToolOptions& options_;
-  std::unique_ptr<runtime::Session> reference_;
+  std::vector<std::string> output_names_;
   std::vector<runtime::NamedValues> feeds_;
   std::vector<std::vector<runtime::Value>> expected_;
 };
@@ -203,6 +215,13 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   ONNXKIT_TRY(override_input_shapes(*model, options));
   for (const std::string& name : options.simplify.passes.excluded_nodes)
     if (auto node = find_node(model->graph(), name); !node.ok()) return node.error().in("--exclude-node");
+  std::optional<Checker> checker;
+  if (options.check_runs > 0) {
+    // The reference is the model as loaded (with the same input shapes), before the passes touch it.
+    checker.emplace(in, options);
+    progress.step("finding inputs the original runs on");
+    ONNXKIT_ASSIGN(report.check_inputs, checker->prepare(*model));
+  }
   if (options.freeze_initializers) {
     report.frozen_initializers = freeze_initializers(*model);
   } else if (std::string weights = describe_initializer_inputs(*model); !weights.empty()) {
@@ -214,15 +233,6 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   report.before = summarize(*model);
   report.before.file_bytes = model->file_size();
 
-  std::optional<Checker> checker;
-  if (options.check_runs > 0) {
-    // The reference is the file as loaded (with the same input shapes), untouched by the passes.
-    ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> original, ir::load_model(in));
-    ONNXKIT_TRY(override_input_shapes(*original, options));
-    checker.emplace(std::shared_ptr<const ir::Model>(std::move(original)), options);
-    progress.step("finding inputs the original runs on");
-    ONNXKIT_ASSIGN(report.check_inputs, checker->prepare());
-  }
   passes::SimplifyOptions simplify = options.simplify;
   const bool verify = options.verify_each_pass && checker;
   simplify.after_change = [&](const ir::Model& current, std::string_view pass) -> Status {

@@ -39,6 +39,15 @@ struct SessionOptions {
   // Run chains such as torch's five-node GELU or MatMul -> Add as one kernel
   // (see runtime/fusion.h), and Conv -> Relu or Clip as one oneDNN primitive.
   bool fuse = true;
+  // Kernels may keep constant weights in the layout they run fastest on, a
+  // copy beside the model's (oneDNN's reordered convolution weights,
+  // Winograd transforms, transposed MatMul weights). false: they read the
+  // weights where the model holds them (its memory or the mapped side
+  // file), slower but without a second copy: for runs that must not double
+  // the memory a large model takes (simplify's check). Implies plain
+  // activations (blocked_layout false): blocked convolutions need their
+  // weights reordered.
+  bool prepack_weights = true;
 };
 
 // Limits of one run, each an error naming the node where it was reached.

@@ -10,6 +10,7 @@
 #include "runtime/kernels/common.h"
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/math/math.h"
+#include "runtime/session.h"
 
 namespace onnxkit::runtime::math {
 namespace {
@@ -125,7 +126,8 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
   g.c_exact = info.opset() < 7 && info.attr_int("broadcast", 0) == 0;
   std::optional<Tensor> b_transposed;
   const Tensor* constant_b = info.constant_input(1);
-  if (!g.trans_b && constant_b != nullptr && transposing_pays(*constant_b)) b_transposed = transposed_matrix(*constant_b);
+  if (!g.trans_b && constant_b != nullptr && info.options().prepack_weights && transposing_pays(*constant_b))
+    b_transposed = transposed_matrix(*constant_b);
   return ComputeFn([g, b_transposed = std::move(b_transposed)](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
     ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
@@ -201,13 +203,16 @@ Status compute_matmul(KernelContext& ctx) {
 }
 
 // MatMul's B when it is a constant float matrix: transposed once at build
-// when that pays (transposing_pays), else read where it is.
+// when that pays (transposing_pays) and copies are allowed
+// (SessionOptions::prepack_weights), else read where it is.
 class ConstantWeights {
  public:
   static bool applies(const Tensor& b) { return b.dtype() == DataType::float32 && b.rank() == 2; }
 
-  explicit ConstantWeights(const Tensor& b)
-      : shape_(b.shape()), transposed_(transposing_pays(b)), weights_(transposed_ ? transposed_matrix(b) : b) {}
+  ConstantWeights(const Tensor& b, bool may_copy)
+      : shape_(b.shape()),
+        transposed_(may_copy && transposing_pays(b)),
+        weights_(transposed_ ? transposed_matrix(b) : b) {}
 
   // Output 0 = input 0 times B.
   Result<Tensor*> multiply(KernelContext& ctx) const {
@@ -234,7 +239,7 @@ class ConstantWeights {
 Result<ComputeFn> build_matmul(const KernelInfo& info) {
   const Tensor* b = info.constant_input(1);
   if (b == nullptr || !ConstantWeights::applies(*b)) return ComputeFn(compute_matmul);
-  return ComputeFn([product = ConstantWeights(*b)](KernelContext& ctx) -> Status {
+  return ComputeFn([product = ConstantWeights(*b, info.options().prepack_weights)](KernelContext& ctx) -> Status {
     ONNXKIT_TRY(product.multiply(ctx));
     return {};
   });
@@ -317,12 +322,13 @@ Status compute_matmul_integer(KernelContext& ctx) {
 
 KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
   return make_kernel([weights = std::move(weights), bias = std::move(bias),
-                      gelu](const KernelInfo&) -> Result<ComputeFn> {
+                      gelu](const KernelInfo& info) -> Result<ComputeFn> {
     if (!ConstantWeights::applies(weights) || bias.dtype() != DataType::float32 || bias.numel() != weights.dim(1))
       return make_error("the fused MatMul+Add takes a float matrix B and one float bias per column, got B {} {} and "
                         "bias {} {}", to_string(weights.dtype()), shape_to_string(weights.shape()),
                         to_string(bias.dtype()), shape_to_string(bias.shape()));
-    return ComputeFn([product = ConstantWeights(weights), bias, gelu](KernelContext& ctx) -> Status {
+    return ComputeFn([product = ConstantWeights(weights, info.options().prepack_weights), bias,
+                      gelu](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(Tensor * out, product.multiply(ctx));
       // One pass over the product while it is still in cache: + bias, then GELU.
       float* y = out->mutable_data<float>();

@@ -11,6 +11,7 @@
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/parallel.h"
+#include "runtime/session.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -269,7 +270,7 @@ KernelFactory conv_kernel() {
     if (w != nullptr && w->dtype() == DataType::float32 && (!info.has_input(2) || b != nullptr))
       dnnl = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
                                              b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
-                                             activation, ActivationLayout::plain);
+                                             activation, ActivationLayout::plain, info.options().prepack_weights);
     std::optional<size_t> residual_input;
     if (activation.add_residual) residual_input = FusedActivation::kResidualInput;
     return ComputeFn([attrs, fixed, dnnl, activation, residual_input](KernelContext& ctx) -> Status {

@@ -101,7 +101,7 @@ TrimmedConv trim_dead_taps(const ConvParams& p, const Tensor& w) {
 struct DnnlConv::State {
   dnnl::convolution_forward primitive;
   dnnl::convolution_forward::primitive_desc pd;
-  dnnl::memory weights;  // in the primitive's layout, owned here
+  dnnl::memory weights;  // in the primitive's layout: owned here, or W itself when not reordered
   dnnl::memory bias;     // empty when there is none
   dnnl::memory::desc src_md, dst_md;
   bool binary_residual = false;  // else run() copies the residual into y for a sum post-op
@@ -120,12 +120,14 @@ DnnlConv::~DnnlConv() = default;
 
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor& w, const Tensor* bias,
                                            FusedActivation activation, ActivationLayout layout,
-                                           const DnnlConv* sibling) {
+                                           const DnnlConv* sibling, bool reorder_weights) {
   if (w.dtype() != DataType::float32 || conv.window.rank() < 1 || conv.window.rank() > 3) return nullptr;
   const TrimmedConv trimmed = trim_dead_taps(conv, w);
   const ConvParams& p = trimmed.params;
   const void* weights = trimmed.weights.empty() ? w.raw() : trimmed.weights.data();
-  std::unique_ptr<State> state = make_state(p, weights, bias, activation, layout, sibling);
+  // Trimmed weights are a local copy: the primitive needs its own.
+  const bool reorder = reorder_weights || !trimmed.weights.empty();
+  std::unique_ptr<State> state = make_state(p, weights, bias, activation, layout, sibling, reorder);
   if (state == nullptr) return nullptr;
   // oneDNN's reference kernel for a dilated convolution with wide pads
   // (conv_padding.h): the same convolution on a padded copy of the input
@@ -134,7 +136,7 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
   const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d > 1; });
   if (dilated && runs_reference(*state))
     if (std::optional<ConvParams> padded = pads_in_input(p)) {
-      std::unique_ptr<State> jit = make_state(*padded, weights, bias, activation, layout, sibling);
+      std::unique_ptr<State> jit = make_state(*padded, weights, bias, activation, layout, sibling, reorder);
       if (jit != nullptr && !runs_reference(*jit)) {
         jit->pads_in_run = p;
         state = std::move(jit);
@@ -145,7 +147,7 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
 
 std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const void* weights, const Tensor* bias,
                                                       FusedActivation activation, ActivationLayout layout,
-                                                      const DnnlConv* sibling) {
+                                                      const DnnlConv* sibling, bool reorder_weights) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   try {
@@ -169,7 +171,8 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     } else {
       user_w_md = dnnl::memory::desc(dims_of(w_shape), dt::f32, plain_tag(rank));
     }
-    dnnl::memory::desc any_w_md(dims_of(w_shape), dt::f32, tag::any);
+    const dnnl::memory::desc any_w_md =
+        reorder_weights ? dnnl::memory::desc(dims_of(w_shape), dt::f32, tag::any) : user_w_md;
     dnnl::memory::desc bias_md;
     if (bias != nullptr) bias_md = dnnl::memory::desc({p.out_channels}, dt::f32, tag::a);
 
@@ -216,6 +219,12 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     if (sibling != nullptr && sibling->state_->pd.weights_desc() == state->pd.weights_desc()) {
       state->weights = sibling->state_->weights;  // a handle: the buffer is shared
       state->bias = sibling->state_->bias;
+    } else if (!reorder_weights) {
+      state->weights = dnnl::memory(user_w_md, engine, const_cast<void*>(weights));
+      if (bias != nullptr) {
+        state->bias = dnnl::memory(bias_md, engine);
+        std::memcpy(state->bias.get_data_handle(), bias->raw(), bias->nbytes());
+      }
     } else {
       dnnl::stream stream(engine);
       dnnl::memory user_w(user_w_md, engine, const_cast<void*>(weights));
@@ -290,7 +299,8 @@ std::shared_ptr<const DnnlConv> DnnlConvCache::get(const ConvParams& p) {
   for (const auto& [key, made] : cache_)
     if (key.first == x && made != nullptr) sibling = made.get();
   const ThreadLimit limit(threads);
-  std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling);
+  std::shared_ptr<const DnnlConv> conv =
+      DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling, reorder_weights_);
   cache_.emplace(std::make_pair(x, threads), conv);
   return conv;
 }

@@ -42,11 +42,13 @@ class DnnlConv {
   // the work for the OpenMP threads there are when the primitive is made,
   // and uses that many on every run. `sibling`, made for the same
   // parameters and another thread count, lends its reordered weights where
-  // the layouts agree.
+  // the layouts agree. With `reorder_weights` false the primitive reads `w`
+  // where it lies, in its plain layout (no copy; `w` must outlive the
+  // result), unless trimming dead taps made a new tensor anyway.
   static std::unique_ptr<DnnlConv> create(const ConvParams& params, const Tensor& w, const Tensor* bias,
                                           FusedActivation activation = {},
                                           ActivationLayout layout = ActivationLayout::plain,
-                                          const DnnlConv* sibling = nullptr);
+                                          const DnnlConv* sibling = nullptr, bool reorder_weights = true);
   ~DnnlConv();
 
   // y = act(conv(x) + bias [+ residual]), all in the layout the primitive
@@ -62,7 +64,7 @@ class DnnlConv {
   // or null when oneDNN has none.
   static std::unique_ptr<State> make_state(const ConvParams& p, const void* weights, const Tensor* bias,
                                            FusedActivation activation, ActivationLayout layout,
-                                           const DnnlConv* sibling);
+                                           const DnnlConv* sibling, bool reorder_weights);
   std::unique_ptr<State> state_;
 };
 
@@ -72,9 +74,11 @@ class DnnlConv {
 // by concurrent runs.
 class DnnlConvCache {
  public:
+  // `reorder_weights`: as DnnlConv::create (SessionOptions::prepack_weights).
   DnnlConvCache(std::shared_ptr<const Tensor> w, std::shared_ptr<const Tensor> bias, FusedActivation activation,
-                ActivationLayout layout)
-      : w_(std::move(w)), bias_(std::move(bias)), activation_(activation), layout_(layout) {}
+                ActivationLayout layout, bool reorder_weights = true)
+      : w_(std::move(w)), bias_(std::move(bias)), activation_(activation), layout_(layout),
+        reorder_weights_(reorder_weights) {}
 
   // The primitive for `p`, or null when oneDNN cannot run it.
   std::shared_ptr<const DnnlConv> get(const ConvParams& p);
@@ -84,6 +88,7 @@ class DnnlConvCache {
   std::shared_ptr<const Tensor> w_, bias_;
   FusedActivation activation_;
   ActivationLayout layout_;
+  bool reorder_weights_;
   std::mutex mutex_;
   std::map<std::pair<Shape, int>, std::shared_ptr<const DnnlConv>> cache_;  // by (input shape, threads)
 };

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "passes/eliminate/eliminate_common.h"
+#include "runtime/tensor_proto.h"
 
 namespace onnxkit::passes::eliminate {
 namespace {
@@ -23,6 +24,18 @@ struct Constant {
   ir::Value* value;
   runtime::Tensor data;
 };
+
+// The initializer's data where it lies (raw_data in place, external data
+// mapped): the buckets hold every initializer at once, and copies would
+// double the model's memory. The views stay valid through the pass, which
+// redirects readers but neither replaces nor drops an initializer.
+std::optional<runtime::Tensor> view_constant(const ir::Value& value, const PassContext& context) {
+  if (value.initializer() == nullptr || value.is_graph_input()) return std::nullopt;
+  const std::shared_ptr<const void> borrowed(std::shared_ptr<const void>{}, value.initializer());
+  auto tensor = runtime::tensor_from_proto(*value.initializer(), context.model().external_data(), borrowed);
+  if (!tensor.ok()) return std::nullopt;
+  return std::move(tensor).value();
+}
 
 bool same_data(const runtime::Tensor& a, const runtime::Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
@@ -40,7 +53,7 @@ class EliminateDuplicateInitializers final : public Pass {
     const std::vector<ir::Value*> initializers = graph.initializers();  // replace_value may rename
     for (ir::Value* value : initializers) {
       if (!value->is_used()) continue;  // cleanup's job
-      auto data = context.constant(value);
+      auto data = view_constant(*value, context);
       if (!data || data->dtype() == runtime::DataType::string) continue;
       const std::string_view bytes(static_cast<const char*>(data->raw()), data->nbytes());
       const size_t key = std::hash<std::string_view>{}(bytes) ^ (static_cast<size_t>(data->dtype()) << 1) ^

@@ -9,7 +9,15 @@ Peers come from the project's venv (never needed by onnxkit itself):
   .venv/bin/pip install -U onnx onnxsim onnxslim   # -U: the peers need a newer onnx than Debian's
 Models are the ones the test build exports (build/test-models).
 
-usage: bench/simplify_bench.py [--runs 3] [--models DIR]"""
+With --memory: peak RSS against the model's size (file plus side file) on
+big models, and the issue-23 bound 1.5x size + 64 MiB: resnet50 from
+build/test-models, a VGG-11 exported into build/bench-models, and a 2.2 GiB
+transformer with external data written there by bench/make_transformer.py
+(the peers need a venv without Debian's packages, --peers-venv):
+  /usr/bin/python3 -m venv build/venv-peers && build/venv-peers/bin/pip install onnxsim onnxslim
+
+usage: bench/simplify_bench.py [--runs 3] [--models DIR]
+       bench/simplify_bench.py --memory [--peers-venv build/venv-peers]"""
 
 import argparse
 import json
@@ -18,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import DEBIAN_PYTHON, ROOT, interleaved, onnxkit_binary
+from common import DEBIAN_PYTHON, ROOT, export_torchvision, interleaved, measure, onnxkit_binary
 
 GLUE = {"Shape", "Gather", "Concat", "Unsqueeze", "Slice", "Constant", "ConstantOfShape", "Cast"}
 MODELS = ["seed002_opset13", "resnet18_opset17", "resnet50_opset17", "mobilenet_v2_opset17",
@@ -35,11 +43,60 @@ def node_summary(path):
     return tuple(json.loads(out))
 
 
+def memory_models(args):
+    """(name, model, files it takes) of the memory section, made when missing."""
+    out = os.path.join(ROOT, "build", "bench-models")
+    os.makedirs(out, exist_ok=True)
+    resnet = os.path.join(args.models, "resnet50_opset17.onnx")
+    vgg = export_torchvision("vgg11", os.path.join(out, "vgg11.onnx"), opset=17)
+    transformer = os.path.join(out, "transformer_2g.onnx")
+    if not os.path.exists(transformer + ".data"):
+        subprocess.run([DEBIAN_PYTHON, os.path.join(ROOT, "bench", "make_transformer.py"), transformer,
+                        "--size-gib", "2.2"], check=True)
+    return [("resnet50", resnet, [resnet]), ("vgg11", vgg, [vgg]),
+            ("transformer 2.2 GiB", transformer, [transformer, transformer + ".data"])]
+
+
+def memory(args):
+    """One run per tool and model (peak RSS hardly varies); peers only where
+    installed, and only on models under protobuf's 2 GiB (onnxsim cannot load
+    the rest in one message, onnxslim may: a failure prints as such)."""
+    tmp = tempfile.mkdtemp()
+    peers = {tool: os.path.join(args.peers_venv, "bin", tool) for tool in ("onnxsim", "onnxslim")}
+    peers = {tool: path for tool, path in peers.items() if os.path.exists(path)}
+    print(f"{'model':<20} {'size MiB':>8} {'bound MiB':>9} {'tool':<9} {'RSS MiB':>8} {'RSS/size':>8} {'in bound':>8}"
+          f" {'onnxkit/peer':>12}")
+    for name, model, files in memory_models(args):
+        size = sum(os.path.getsize(f) for f in files) / (1 << 20)
+        bound = 1.5 * size + 64
+        out = os.path.join(tmp, os.path.basename(model))
+        _, ours = measure([onnxkit_binary(), "simplify", model, out])
+        print(f"{name:<20} {size:>8.0f} {bound:>9.0f} {'onnxkit':<9} {ours:>8.0f} {ours / size:>8.2f}"
+              f" {'yes' if ours <= bound else 'NO':>8}")
+        for tool, path in peers.items():
+            cmd = [path, model, os.path.join(tmp, f"{tool}.onnx")]
+            if tool == "onnxsim" and len(files) > 1:
+                cmd.append("--save-as-external-data")
+            try:
+                _, rss = measure(cmd)
+            except RuntimeError as e:
+                print(f"{'':<20} {'':>8} {'':>9} {tool:<9} failed: {str(e).splitlines()[-1][:60]}")
+                continue
+            print(f"{'':<20} {'':>8} {'':>9} {tool:<9} {rss:>8.0f} {rss / size:>8.2f} {'':>8} {ours / rss:>12.2f}")
+        for f in os.listdir(tmp):
+            os.remove(os.path.join(tmp, f))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--models", default=os.path.join(ROOT, "build", "test-models"))
+    p.add_argument("--memory", action="store_true", help="peak RSS against model size on big models")
+    p.add_argument("--peers-venv", default=os.path.join(ROOT, "build", "venv-peers"))
     args = p.parse_args()
+    if args.memory:
+        memory(args)
+        return
     venv_bin = os.path.join(ROOT, ".venv", "bin")
     tmp = tempfile.mkdtemp()
     print(f"{'model':<22} {'tool':<9} {'nodes':>6} {'glue':>5} {'time s':>7} {'RSS MiB':>8} {'time ratio':>10} {'RSS ratio':>9}")

@@ -527,6 +527,72 @@ class Errors(unittest.TestCase):
             self.assertIn("Reshape node '/Reshape'", proc.stdout)
 
 
+# A ~200 MB conv net with inline weights, written by a child process (see
+# peak_rss_mib): 3x3 convolutions over 512 channels, then a MatMul whose
+# weight the runtime would store transposed (N a multiple of 1024).
+CONV_NET = """
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+rng = np.random.default_rng(0)
+nodes, inits, h = [], [], "x"
+for i in range(20):
+    w = (rng.standard_normal((512, 512, 3, 3), dtype=np.float32) * 0.02).astype(np.float32)
+    inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(np.full(512, 0.01, np.float32), f"b{i}")]
+    nodes += [helper.make_node("Conv", [h, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1]),
+              helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+    h = f"r{i}"
+inits.append(numpy_helper.from_array((rng.standard_normal((512, 4096), dtype=np.float32) * 0.02), "fc"))
+nodes += [helper.make_node("GlobalAveragePool", [h], ["pooled"]), helper.make_node("Flatten", ["pooled"], ["flat"]),
+          helper.make_node("MatMul", ["flat", "fc"], ["y"])]
+graph = helper.make_graph(nodes, "convnet",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 512, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4096])], inits)
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+"""
+
+
+def peak_rss_mib(cmd):
+    """Peak RSS of the command, from wait4. The test process never holds a
+    model: a child's high-water mark can start from its parent's size."""
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return os.waitstatus_to_exitcode(status), proc.stderr.read().decode(), usage.ru_maxrss / 1024
+
+
+class SimplifyMemory(unittest.TestCase):
+    """Peak RSS of simplify, check included, stays within 1.5x the model's
+    files + 64 MiB: one load, weights shared with the check's runs, never
+    copied (issue 23). A bound on memory, not on time."""
+
+    def assert_within_bound(self, model, files):
+        size_mib = sum(os.path.getsize(f) for f in files) / (1 << 20)
+        self.assertGreater(size_mib, 150)  # the bound is meant for big models
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "simple.onnx")
+            code, err, rss = peak_rss_mib([ARGS.onnxkit, "simplify", model, out])
+            self.assertEqual(code, 0, err)
+            self.assertTrue(os.path.exists(out))
+        bound = 1.5 * size_mib + 64
+        self.assertLessEqual(rss, bound, f"{os.path.basename(model)}: peak RSS {rss:.0f} MiB for {size_mib:.0f} MiB "
+                                         f"of model, over the bound {bound:.0f} MiB")
+
+    def test_inline_weights(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "convnet.onnx")
+            subprocess.run([sys.executable, "-c", CONV_NET, model], check=True)
+            self.assert_within_bound(model, [model])
+
+    def test_external_data(self):
+        make = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "make_transformer.py")
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "transformer.onnx")
+            subprocess.run([sys.executable, make, model, "--size-gib", "0.19", "--hidden", "1024", "--heads", "8"],
+                           check=True, capture_output=True)
+            self.assert_within_bound(model, [model, model + ".data"])
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--onnxkit", required=True)

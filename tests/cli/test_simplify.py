@@ -527,8 +527,8 @@ class Errors(unittest.TestCase):
             self.assertIn("Reshape node '/Reshape'", proc.stdout)
 
 
-# A ~200 MB conv net with inline weights, written by a child process (see
-# peak_rss_mib): 3x3 convolutions over 512 channels, then a MatMul whose
+# A ~200 MB conv net with inline weights, written by a child process (this
+# one stays small): 3x3 convolutions over 512 channels, then a MatMul whose
 # weight the runtime would store transposed (N a multiple of 1024).
 CONV_NET = """
 import sys
@@ -554,11 +554,13 @@ onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
 
 
 def peak_rss_mib(cmd):
-    """Peak RSS of the command, from wait4. The test process never holds a
-    model: a child's high-water mark can start from its parent's size."""
-    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    return os.waitstatus_to_exitcode(status), proc.stderr.read().decode(), usage.ru_maxrss / 1024
+    """(exit code, stderr, peak RSS in MiB) of the command, measured by
+    /usr/bin/time: a child forked straight from this process (which holds
+    other tests' models) would count this process's size in its peak."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *map(str, cmd)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return proc.returncode, proc.stderr, int(rss.read().split()[-1]) / 1024
 
 
 class SimplifyMemory(unittest.TestCase):

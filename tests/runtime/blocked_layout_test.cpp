@@ -191,5 +191,44 @@ g (float[N,16,8,8] x) => (float[N,80,8,8] cat1, float[N,64,8,8] cat2, float[N,32
   }
 }
 
+// SessionOptions::prepack_weights false: convolutions read their weights in
+// the model's layout and MatMul/Gemm never transpose theirs (N = 1024 would),
+// with the same results as the default run, which is checked by the plain
+// unfused run above and conformance data.
+TEST(BlockedLayout, WeightsReadInPlaceGiveWhatPrepackedWeightsGive) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,16,12,12] x) => (float[2,1024] y, float[2,1024] z, float[2,24,12,12] d) {
+  c1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (x, w1, b1)
+  r1 = Relu(c1)
+  c2 = Conv <kernel_shape = [3,3], pads = [2,2,2,2], dilations = [2,2], group = 4> (r1, w2)
+  d = Conv <kernel_shape = [1,1]> (c2, w3, b3)
+  g = GlobalAveragePool(d)
+  f = Flatten(g)
+  m = MatMul(f, fc)
+  y = Add(m, fcb)
+  z = Gemm(f, fc, fcb)
+})",
+                            {{"w1", {32, 16, 3, 3}}, {"b1", {32}}, {"w2", {32, 8, 3, 3}}, {"w3", {24, 32, 1, 1}},
+                             {"b3", {24}}, {"fc", {24, 1024}}, {"fcb", {1024}}});
+  ASSERT_NE(model, nullptr);
+  const Tensor x = random_tensor({2, 16, 12, 12}, 11);
+  auto prepacked = runtime::Session::create(model, {.threads = 2});
+  auto in_place = runtime::Session::create(model, {.threads = 2, .prepack_weights = false});
+  ASSERT_TRUE(prepacked.ok()) << prepacked.error().message();
+  ASSERT_TRUE(in_place.ok()) << in_place.error().message();
+  auto want = (*prepacked)->run({{"x", x}});
+  auto got = (*in_place)->run({{"x", x}});
+  ASSERT_TRUE(want.ok()) << want.error().message();
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    SCOPED_TRACE((*in_place)->outputs()[i].name);
+    testing::expect_tensor_near((*got)[i].tensor(), (*want)[i].tensor(), 1e-5, 1e-5);
+  }
+  // Blocked convolutions need reordered weights: the in-place session runs plain.
+  EXPECT_EQ(count_steps(**in_place, "ToBlocked") + count_steps(**in_place, "ToPlain"), 0u);
+}
+
 }  // namespace
 }  // namespace onnxkit

@@ -43,6 +43,24 @@ std::optional<int64_t> DimExpr::constant_value() const {
   return std::nullopt;
 }
 
+bool DimExpr::at_least(int64_t k) const {
+  int64_t constant = 0;
+  for (const auto& [mono, coef] : terms_) {
+    if (mono.empty()) constant = coef;
+    else if (coef < 0) return false;
+  }
+  return constant >= k;
+}
+
+bool DimExpr::at_most(int64_t k) const {
+  int64_t constant = 0;
+  for (const auto& [mono, coef] : terms_) {
+    if (mono.empty()) constant = coef;
+    else if (coef > 0) return false;
+  }
+  return constant <= k;
+}
+
 std::string DimExpr::to_string() const {
   if (terms_.empty()) return "0";
   std::string out;

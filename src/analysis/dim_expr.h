@@ -27,6 +27,11 @@ class DimExpr {
   std::optional<int64_t> constant_value() const;
   bool is_constant() const { return constant_value().has_value(); }
   std::string to_string() const;
+  // Whether the expression is >= k (at_least) or <= k (at_most) for every
+  // non-negative value of its symbols, as dims are: batch + 1 >= 1, so it
+  // never equals -1. False when it depends on the values.
+  bool at_least(int64_t k) const;
+  bool at_most(int64_t k) const;
 
   // nullopt on int64 overflow of a coefficient.
   static std::optional<DimExpr> add(const DimExpr& a, const DimExpr& b);

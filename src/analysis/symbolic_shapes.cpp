@@ -60,6 +60,18 @@ std::optional<DimExpr> product(const SymbolicDims& dims, size_t begin, size_t en
   return p;
 }
 
+// The numbers of a shape whose every dim is one.
+std::optional<std::vector<int64_t>> static_dims(const SymbolicDims* dims) {
+  if (dims == nullptr) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const DimExpr& d : *dims) {
+    auto v = d.constant_value();
+    if (!v || *v < 0) return std::nullopt;
+    out.push_back(*v);
+  }
+  return out;
+}
+
 // Constants of an int vector, when every entry is one.
 std::optional<std::vector<int64_t>> numbers(const SymbolicInts* ints) {
   if (ints == nullptr) return std::nullopt;
@@ -100,6 +112,29 @@ const std::set<std::string_view>& reduce_ops() {
 }
 
 bool is_int_type(int32_t t) { return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32; }
+
+// The numbers of a small int64/int32 tensor.
+std::optional<std::vector<int64_t>> ints_of(const onnx::TensorProto& t) {
+  if (!is_int_type(t.data_type())) return std::nullopt;
+  auto bytes = io::inline_bytes(t);
+  if (!bytes.ok()) return std::nullopt;
+  const size_t width = t.data_type() == onnx::TensorProto::INT64 ? 8 : 4;
+  const size_t n = bytes->size() / width;
+  if (n > kMaxTrackedInts) return std::nullopt;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t v = 0;
+    if (width == 8) {
+      std::memcpy(&v, bytes->data() + 8 * i, 8);
+    } else {
+      int32_t w = 0;
+      std::memcpy(&w, bytes->data() + 4 * i, 4);
+      v = w;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -160,6 +195,13 @@ struct Rules {
     const std::string& op = node.op_type();
     if (v && (op == "Identity" || (op == "Cast" && is_int_type(static_cast<int32_t>(node.attr_int("to", 0))))))
       ints = *v;
+    if (v && op == "Not") {
+      ints = SymbolicInts{{}, v->scalar};
+      for (const DimExpr& e : v->values) {
+        auto b = e.constant_value();
+        ints->values.push_back(b ? num(*b == 0 ? 1 : 0) : fresh(s));
+      }
+    }
     if (v && op == "Neg") {
       ints = SymbolicInts{{}, v->scalar};
       for (const DimExpr& e : v->values) {
@@ -174,7 +216,7 @@ struct Rules {
     std::vector<const SymbolicDims*> shapes;
     for (size_t i = 0; i < node.inputs().size(); ++i) shapes.push_back(in_shape(i));
     auto out = broadcast(shapes, s, &Rules::fresh);
-    if (out && out->size() <= 1) int_arithmetic();
+    if (out) int_arithmetic();  // evaluate drops a result whose count is not the output's
     if (!out) return std::nullopt;
     return Outputs{*out};
   }
@@ -206,21 +248,47 @@ struct Rules {
       } else if (args.size() == 2) {
         const DimExpr &a = at(0, i), &b = at(1, i);
         auto x = a.constant_value(), y = b.constant_value();
+        // Comparisons by the sign of a - b, which symbols (dims, >= 0)
+        // often fix: batch == -1 is false, max(batch + 1, 1) is batch + 1.
+        auto d = DimExpr::sub(a, b);
+        const bool ge = d && d->at_least(0), gt = d && d->at_least(1), le = d && d->at_most(0),
+                   lt = d && d->at_most(-1);
+        auto truth = [](bool yes, bool no) -> std::optional<DimExpr> {
+          if (yes || no) return num(yes ? 1 : 0);
+          return std::nullopt;
+        };
         if (op == "Add") r = DimExpr::add(a, b);
-        else if (op == "Sub") r = DimExpr::sub(a, b);
+        else if (op == "Sub") r = d;
         else if (op == "Mul") r = DimExpr::mul(a, b);
         else if (op == "Div") r = DimExpr::div_trunc(a, b);
-        else if (op == "Equal") r = a == b ? std::optional(num(1)) : (x && y ? std::optional(num(0)) : std::nullopt);
-        else if ((op == "Max" || op == "Min") && a == b) r = a;
-        else if (op == "Max" && x && y) r = num(std::max(*x, *y));
-        else if (op == "Min" && x && y) r = num(std::min(*x, *y));
-        else if (op == "Mod" && x && y && *y > 0 && *x >= 0) r = num(*x % *y);
-        else if (op == "Less" && x && y) r = num(*x < *y);
-        else if (op == "Greater" && x && y) r = num(*x > *y);
+        else if (op == "Mod") r = modulo(a, b);
+        else if (op == "Equal") r = truth(ge && le, gt || lt);
+        else if (op == "Less") r = truth(lt, ge);
+        else if (op == "LessOrEqual") r = truth(le, gt);
+        else if (op == "Greater") r = truth(gt, le);
+        else if (op == "GreaterOrEqual") r = truth(ge, lt);
+        else if (op == "Max") r = ge ? std::optional(a) : le ? std::optional(b) : std::nullopt;
+        else if (op == "Min") r = le ? std::optional(a) : ge ? std::optional(b) : std::nullopt;
+        else if ((op == "And" || op == "Or") && x && y) r = num(op == "And" ? (*x && *y) : (*x || *y));
       }
       out.values.push_back(r ? *r : fresh(s));
     }
     ints = std::move(out);
+  }
+
+  // Mod as ONNX defines it on integers: the sign of the divisor (Python's
+  // %) unless fmod = 1 (C's). Zero where b divides a as polynomials.
+  std::optional<DimExpr> modulo(const DimExpr& a, const DimExpr& b) {
+    auto x = a.constant_value(), y = b.constant_value();
+    if (y && *y == 0) return std::nullopt;
+    if (x && y) {
+      if (*x == INT64_MIN && *y == -1) return num(0);
+      int64_t r = *x % *y;
+      if (node.attr_int("fmod", 0) == 0 && r != 0 && (r < 0) != (*y < 0)) r += *y;
+      return num(r);
+    }
+    if (DimExpr::div_exact(a, b)) return num(0);
+    return std::nullopt;
   }
 
   std::optional<Outputs> shape() {
@@ -253,7 +321,7 @@ struct Rules {
     out.insert(out.end(), data->begin() + *axis + 1, data->end());
     const SymbolicInts* v = in_ints(0);
     auto idx = in_numbers(1);
-    if (v && !v->scalar && idx && *axis == 0) {
+    if (v && data->size() == 1 && idx && *axis == 0) {
       SymbolicInts picked{{}, indices->empty()};
       const int64_t n = static_cast<int64_t>(v->values.size());
       for (int64_t i : *idx) {
@@ -297,7 +365,7 @@ struct Rules {
       for (size_t i = 0; i < x->size(); ++i)
         if (!removed[i]) out.push_back((*x)[i]);
     }
-    if (const SymbolicInts* v = in_ints(0); v && out.size() <= 1) ints = SymbolicInts{v->values, out.empty()};
+    if (const SymbolicInts* v = in_ints(0)) ints = SymbolicInts{v->values, out.empty()};
     return Outputs{out};
   }
 
@@ -390,15 +458,26 @@ struct Rules {
       }
     }
     const SymbolicInts* v = in_ints(0);
-    if (v && !v->scalar && x->size() == 1 && x->front().constant_value() == static_cast<int64_t>(v->values.size())) {
+    auto dims = static_dims(x);
+    if (v && !v->scalar && dims && product(*x, 0, x->size()) == num(static_cast<int64_t>(v->values.size()))) {
+      // The kept indices per axis, then every combination of them, row-major.
+      std::vector<std::vector<size_t>> kept(dims->size());
+      for (size_t ax = 0; ax < dims->size(); ++ax) {
+        const auto [b, e] = numeric[ax].value_or(std::pair<int64_t, int64_t>(0, (*dims)[ax]));
+        const int64_t step = numeric[ax] ? step_of[ax] : 1;
+        for (int64_t i = b; step > 0 ? i < e : i > e; i += step) kept[ax].push_back(static_cast<size_t>(i));
+      }
       SymbolicInts picked;
-      if (numeric[0]) {
-        const auto [b, e] = *numeric[0];
-        const int64_t step = step_of[0];
-        for (int64_t i = b; step > 0 ? i < e : i > e; i += step)
-          picked.values.push_back(v->values[static_cast<size_t>(i)]);
-      } else {
-        picked.values = v->values;  // not sliced along its only axis
+      std::vector<size_t> index(dims->size(), 0);
+      bool empty = false;
+      for (const auto& k : kept) empty = empty || k.empty();
+      while (!empty) {
+        size_t at = 0;
+        for (size_t ax = 0; ax < dims->size(); ++ax) at = at * static_cast<size_t>((*dims)[ax]) + kept[ax][index[ax]];
+        picked.values.push_back(v->values[at]);
+        size_t ax = dims->size();
+        while (ax-- > 0 && ++index[ax] == kept[ax].size()) index[ax] = 0;
+        if (ax == static_cast<size_t>(-1)) break;
       }
       ints = std::move(picked);
     }
@@ -431,8 +510,7 @@ struct Rules {
       std::optional<DimExpr> q = total && rest ? DimExpr::div_exact(*total, *rest) : std::nullopt;
       out[*infer] = q ? *q : fresh(s);
     }
-    const SymbolicInts* v = in_ints(0);
-    if (v && out.size() <= 1) ints = SymbolicInts{v->values, out.empty()};
+    if (const SymbolicInts* v = in_ints(0)) ints = SymbolicInts{v->values, out.empty()};
     return Outputs{out};
   }
 
@@ -444,10 +522,32 @@ struct Rules {
       for (size_t i = x->size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
     if (perm.size() != x->size()) return std::nullopt;
     SymbolicDims out;
+    std::vector<size_t> axes;
     for (int64_t p : perm) {
       auto a = normalize_axis(p, x->size());
       if (!a) return std::nullopt;
-      out.push_back((*x)[static_cast<size_t>(*a)]);
+      axes.push_back(static_cast<size_t>(*a));
+      out.push_back((*x)[axes.back()]);
+    }
+    const SymbolicInts* v = in_ints(0);
+    auto dims = static_dims(x);
+    if (v && dims) {
+      // Output entry i reads the input at the permuted multi-index.
+      std::vector<size_t> stride(dims->size(), 1);
+      for (size_t k = dims->size(); k-- > 1;) stride[k - 1] = stride[k] * static_cast<size_t>((*dims)[k]);
+      std::vector<size_t> index(axes.size(), 0);
+      SymbolicInts moved{{}, v->scalar};
+      for (size_t i = 0; i < v->values.size(); ++i) {
+        size_t at = 0;
+        for (size_t k = 0; k < axes.size(); ++k) at += index[k] * stride[axes[k]];
+        if (at >= v->values.size()) return Outputs{out};
+        moved.values.push_back(v->values[at]);
+        for (size_t k = axes.size(); k-- > 0;) {  // the next output index, row-major
+          if (++index[k] < static_cast<size_t>((*dims)[axes[k]])) break;
+          index[k] = 0;
+        }
+      }
+      ints = std::move(moved);
     }
     return Outputs{out};
   }
@@ -474,6 +574,16 @@ struct Rules {
   std::optional<Outputs> constant_of_shape() {
     const SymbolicInts* target = in_ints(0);
     if (!target) return std::nullopt;
+    const ir::Attribute* value = node.attribute("value");
+    auto count = product(target->values, 0, target->values.size());
+    auto n = count ? count->constant_value() : std::nullopt;
+    if (n && *n >= 0 && static_cast<size_t>(*n) <= kMaxTrackedInts) {
+      if (value == nullptr) {
+        // value defaults to a float 0: not an int tensor
+      } else if (auto fill = ints_of(value->proto.t()); fill && fill->size() == 1) {
+        ints = SymbolicInts{SymbolicDims(static_cast<size_t>(*n), num(fill->front())), target->values.empty()};
+      }
+    }
     return Outputs{target->values};
   }
 
@@ -786,24 +896,11 @@ std::optional<SymbolicDims> SymbolicShapes::shape_from_type(const ir::Value* val
 
 std::optional<SymbolicInts> SymbolicShapes::ints_from_constant(const ir::Value* value) const {
   const onnx::TensorProto* t = value->constant_tensor();
-  if (t == nullptr || t->dims_size() > 1 || !is_int_type(t->data_type())) return std::nullopt;
-  auto bytes = io::inline_bytes(*t);
-  if (!bytes.ok()) return std::nullopt;
-  const size_t width = t->data_type() == onnx::TensorProto::INT64 ? 8 : 4;
-  const size_t n = bytes->size() / width;
-  if (n > kMaxTrackedInts) return std::nullopt;
+  if (t == nullptr) return std::nullopt;
+  auto numbers = ints_of(*t);
+  if (!numbers) return std::nullopt;
   SymbolicInts out{{}, t->dims_size() == 0};
-  for (size_t i = 0; i < n; ++i) {
-    int64_t v = 0;
-    if (width == 8) {
-      std::memcpy(&v, bytes->data() + 8 * i, 8);
-    } else {
-      int32_t w = 0;
-      std::memcpy(&w, bytes->data() + 4 * i, 4);
-      v = w;
-    }
-    out.values.push_back(num(v));
-  }
+  for (int64_t v : *numbers) out.values.push_back(num(v));
   return out;
 }
 
@@ -846,10 +943,15 @@ void SymbolicShapes::evaluate(const ir::Node& node) {
       }
     }
     shapes_[out] = merged;
-    if (i == 0 && out_ints && merged && merged->size() <= 1) {
-      if (merged->size() == 1 && (*merged)[0].is_constant() &&
-          *(*merged)[0].constant_value() != static_cast<int64_t>(out_ints->values.size()))
-        continue;  // the rule and the type disagree: trust neither
+    if (i == 0 && out_ints && merged) {
+      // Kept only when the count agrees with the shape (rank 2 and more
+      // must be static); otherwise the rule and the type disagree.
+      const auto n = static_cast<int64_t>(out_ints->values.size());
+      std::optional<int64_t> count;
+      if (merged->size() == 1 && !(*merged)[0].is_constant()) count = n;
+      else if (auto p = product(*merged, 0, merged->size())) count = p->constant_value();
+      if (count != n) continue;
+      out_ints->scalar = merged->empty();
       ints_[out] = out_ints;
     }
   }

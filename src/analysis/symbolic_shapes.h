@@ -23,7 +23,9 @@ namespace onnxkit::analysis {
 
 using SymbolicDims = std::vector<DimExpr>;
 
-// The contents of a small int64/int32 tensor of rank 0 or 1.
+// The contents of a small int64/int32 tensor, row-major. Tensors of rank 2
+// and more are tracked only with a static shape (shape() says it): the
+// [n, 2] pads torch's F.pad export reverses with Reshape, Slice, Transpose.
 struct SymbolicInts {
   SymbolicDims values;
   bool scalar = false;

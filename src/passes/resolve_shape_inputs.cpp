@@ -188,7 +188,13 @@ class ResolveShapeInputs final : public Pass {
       for (const DimExpr& d : v->values)
         if (auto n = d.constant_value()) values.push_back(*n);
       if (values.size() != v->values.size()) continue;
-      runtime::Tensor data = v->scalar ? runtime::Tensor::from<int64_t>({}, values) : int64_vector(values);
+      // Tracked contents of rank 2 and more come with a static shape.
+      std::vector<int64_t> dims;
+      const analysis::SymbolicDims* shape = eval.shape(out);
+      if (!v->scalar && (shape == nullptr || shape->size() == 1)) dims = {static_cast<int64_t>(values.size())};
+      else if (!v->scalar)
+        for (const DimExpr& d : *shape) dims.push_back(*d.constant_value());
+      runtime::Tensor data = runtime::Tensor::from<int64_t>(dims, values);
       ir::Value* constant = context.add_constant(graph, out->name() + "_resolved", data);
       if (!replace_value(graph, out, constant)) continue;
       context.note(fmt::format("{}: output written as constant {}", node->describe(), runtime::shape_to_string(values)));

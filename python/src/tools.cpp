@@ -85,9 +85,10 @@ py::tuple check(py::handle model, bool full) {
 }
 
 py::dict infer_shapes(const std::string& in, const std::string& out, const std::string& external) {
-  io::SaveOptions save = save_options(external);
+  tools::ShapesOptions options;
+  options.save = save_options(external);
   tools::ShapesReport report =
-      value_or_raise(without_gil([&] { return tools::infer_shapes_file(in, out, save); }), ErrorKind::error);
+      value_or_raise(without_gil([&] { return tools::infer_shapes_file(in, out, options); }), ErrorKind::error);
   py::dict d;
   d["values"] = report.values;
   d["with_shape"] = report.with_shape;

@@ -3,13 +3,23 @@
 #include "analysis/onnx_inference.h"
 #include "io/atomic_file.h"
 #include "ir/model.h"
+#include "tools/edit.h"
 
 namespace onnxkit::tools {
 
 Result<ShapesReport> infer_shapes_file(const std::filesystem::path& in, const std::filesystem::path& out,
-                                       const io::SaveOptions& save) {
+                                       const ShapesOptions& options) {
   ONNXKIT_TRY(io::check_writable(out));
   ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> model, ir::load_model(in));
+  for (const auto& [name, dims] : options.input_shapes) {
+    Status set = set_input_shape(*model, name, dims);
+    if (!set.ok()) return make_error("--input-shape: {}", set.error().message());
+  }
+  // The outputs' declared shapes were worked out from the old input shapes.
+  if (!options.input_shapes.empty())
+    for (ir::Value* v : model->graph().outputs())
+      if (v->has_type() && v->type().has_tensor_type())
+        v->mutable_info().mutable_type()->mutable_tensor_type()->clear_shape();
   ShapesReport report;
   ir::Graph& graph = model->graph();
   graph.clear_value_info();
@@ -27,7 +37,7 @@ Result<ShapesReport> infer_shapes_file(const std::filesystem::path& in, const st
       for (int64_t d : *dims) all_static = all_static && d >= 0;
       report.fully_static += all_static;
     }
-  ONNXKIT_TRY(ir::save_model(*model, out, save));
+  ONNXKIT_TRY(ir::save_model(*model, out, options.save));
   return report;
 }
 

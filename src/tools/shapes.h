@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "io/model_file.h"
 #include "util/result.h"
@@ -17,7 +19,14 @@ struct ShapesReport {
   std::string warning;       // when inference stopped early
 };
 
+struct ShapesOptions {
+  // Input name -> its dims, each a number or a symbol ("N", "3", "224"),
+  // declared before inference in place of what the model says.
+  std::vector<std::pair<std::string, std::vector<std::string>>> input_shapes;
+  io::SaveOptions save;
+};
+
 Result<ShapesReport> infer_shapes_file(const std::filesystem::path& in, const std::filesystem::path& out,
-                                       const io::SaveOptions& save = {});
+                                       const ShapesOptions& options = {});
 
 }  // namespace onnxkit::tools

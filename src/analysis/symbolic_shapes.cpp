@@ -962,8 +962,9 @@ namespace {
 int32_t output_elem_type(const ir::Node& node, size_t index) {
   const std::string& op = node.op_type();
   if (op == "Shape" || op == "Size" || op == "NonZero" || op == "ArgMax" || op == "ArgMin" ||
-      (op == "TopK" && index == 1))
+      ((op == "TopK" || op == "MaxPool") && index == 1))
     return onnx::TensorProto::INT64;
+  if (op == "Dropout" && index == 1) return onnx::TensorProto::BOOL;  // the mask
   if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" ||
       op == "And" || op == "Or" || op == "Xor" || op == "Not" || op == "IsNaN" || op == "IsInf")
     return onnx::TensorProto::BOOL;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <type_traits>
 
 #include "runtime/broadcast.h"
@@ -29,10 +30,11 @@ inline constexpr OpTraits kBlockedBinaryZeroPreserving{.blocked = OpTraits::Bloc
 // costs more than it saves (measured on BERT's [128, 256] bias adds).
 inline constexpr int64_t kParallelBinaryElements = 1 << 17;
 
-// body(begin, end) over [0, n) in one chunk per thread when n is large.
+// body(begin, end) over [0, n) in one chunk per thread when n is at least
+// `parallel_from`.
 template <class Body>
-void map_chunks(int64_t n, Body body) {
-  if (n < kParallelWork) {
+void map_chunks(int64_t n, Body body, int64_t parallel_from = kParallelWork) {
+  if (n < parallel_from) {
     body(0, n);
     return;
   }
@@ -65,9 +67,65 @@ inline bool is_trailing_block(const Shape& inner, const Shape& outer) {
                     outer.end() - static_cast<std::ptrdiff_t>(rank));
 }
 
+// How `part` broadcast to `out` repeats: each of its rows of `inner`
+// elements over `repeated` rows of out, for `outer` such groups. A
+// squeeze-excitation gate [N, C, 1, 1] over [N, C, H, W] is (N*C, H*W, 1);
+// over blocked activations, [N, C/16, 1, 1, 16] over [N, C/16, H, W, 16],
+// (N*C/16, H*W, 16): runs of 16 that the general walk pays a visit each for.
+struct MiddleBroadcast {
+  int64_t outer = 1, repeated = 1, inner = 1;
+};
+
+// The MiddleBroadcast of `part` to `out`, when part's broadcast dims (dims
+// of 1 where out's are not) are contiguous; nullopt otherwise or when none.
+inline std::optional<MiddleBroadcast> middle_broadcast(const Shape& part, const Shape& out) {
+  if (part.size() > out.size()) return std::nullopt;
+  const size_t lead = out.size() - part.size();
+  MiddleBroadcast m;
+  enum { before, within, after } at = before;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    const bool repeats = d < lead || part[d - lead] == 1;
+    if (repeats && at == after) return std::nullopt;
+    if (repeats) at = within;
+    else if (at == within) at = after;
+    (at == before ? m.outer : at == within ? m.repeated : m.inner) *= out[d];
+  }
+  if (at == before) return std::nullopt;
+  return m;
+}
+
+// out[o, r, i] = f(whole[o, r, i], part[o, i]) over m's dims, f taking the
+// operands in the order `Whole` / `Part` give (see map_binary).
+template <class Whole, class Part, class Out, class F>
+void map_middle_broadcast(const Whole* whole, const Part* part, Out* out, const MiddleBroadcast& m, F f) {
+  const int64_t n = m.outer * m.repeated * m.inner;
+  if (m.inner == 1) {  // one gate value per row: split the elements, not the (maybe few) rows
+    auto elements = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end;) {
+        const int64_t o = i / m.repeated, stop = std::min(end, (o + 1) * m.repeated);
+        const Part g = part[o];
+        for (; i < stop; ++i) out[i] = f(whole[i], g);
+      }
+    };
+    map_chunks(n, elements, kParallelBinaryElements);
+    return;
+  }
+#pragma omp parallel for collapse(2) if (n >= kParallelBinaryElements) schedule(static)
+  for (int64_t o = 0; o < m.outer; ++o)
+    for (int64_t r = 0; r < m.repeated; ++r) {
+      const Part* g = part + o * m.inner;
+      const int64_t row = (o * m.repeated + r) * m.inner;
+      const Whole* x = whole + row;
+      Out* z = out + row;
+      for (int64_t i = 0; i < m.inner; ++i) z[i] = f(x[i], g[i]);
+    }
+}
+
 // out = f(a, b) with broadcasting, into `out` of the broadcast shape. The
-// common cases (same shapes, a scalar, a row broadcast over rows) run flat
-// and in parallel when large; the rest walk the broadcast runs.
+// common cases (same shapes, a scalar, a row broadcast over rows, a per-row
+// or per-channel operand) run flat and in parallel when large; the rest walk
+// the broadcast runs.
 template <class A, class B, class Out, class F>
 void map_binary(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   const A* pa = a.data<A>();
@@ -100,6 +158,18 @@ void map_binary(const Tensor& a, const Tensor& b, Tensor& out, F f) {
       for (int64_t i = 0; i < na; ++i) z[i] = static_cast<Out>(f(CA(pa[i]), CB(y[i])));
     }
     return;
+  }
+  if (na == n && nb > 0) {
+    if (auto m = middle_broadcast(b.shape(), out.shape())) {
+      map_middle_broadcast(pa, pb, po, *m, [&](A x, B y) { return static_cast<Out>(f(CA(x), CB(y))); });
+      return;
+    }
+  }
+  if (nb == n && na > 0) {
+    if (auto m = middle_broadcast(a.shape(), out.shape())) {
+      map_middle_broadcast(pb, pa, po, *m, [&](B y, A x) { return static_cast<Out>(f(CA(x), CB(y))); });
+      return;
+    }
   }
   for_each_broadcast_run<2>(out.shape(), {&a.shape(), &b.shape()},
                             [&](int64_t o, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& step, int64_t n) {

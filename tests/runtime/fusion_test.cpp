@@ -208,6 +208,92 @@ TEST(Fusion, ConvThenClipIsOneOneDnnPrimitive) {
   }
 }
 
+// x = -8..8 (stepped by 1/2) through a 1x1 Conv to `channels` channels,
+// weights 2 and -1 and biases 1 and 0 in turn (even channels 2x + 1, odd
+// ones -x), then `activation`: HardSwish, HardSigmoid, Sigmoid, or "Swish"
+// for Sigmoid -> Mul(conv, sigmoid) with the Conv's output as Mul input
+// `swish_conv_at`. With `sigmoid_seen` the Sigmoid's output is a graph output
+// too, which keeps it unfused. At 16 channels every node runs blocked; at 2
+// only the Conv and the zero-preserving HardSwish do.
+std::shared_ptr<const ir::Model> conv_activation_model(const std::string& activation, int64_t channels,
+                                                       size_t swish_conv_at = 0, bool sigmoid_seen = false) {
+  auto model = empty_model(17);
+  ir::Graph& g = model->graph();
+  ir::Value* x = g.add_input("x", float_type({1, 1, 3, 11}));
+  std::vector<float> weights, biases;
+  for (int64_t c = 0; c < channels; ++c) {
+    weights.push_back(c % 2 == 0 ? 2.0f : -1.0f);
+    biases.push_back(c % 2 == 0 ? 1.0f : 0.0f);
+  }
+  ir::Value* w = g.add_initializer("w", runtime::tensor_to_proto(Tensor::from<float>({channels, 1, 1, 1}, weights)));
+  ir::Value* b = g.add_initializer("b", runtime::tensor_to_proto(Tensor::from<float>({channels}, biases)));
+  ir::Value* conv = g.add_node("Conv", {x, w, b}, {"conv"})->output(0);
+  if (activation != "Swish") {
+    ir::Node* node = g.add_node(activation, {conv}, {"y"});
+    if (activation == "HardSigmoid") {
+      node->set_attribute(attr("alpha", 0.25f));
+      node->set_attribute(attr("beta", 0.375f));
+    }
+    g.add_output(node->output(0));
+    return model;
+  }
+  ir::Value* gate = g.add_node("Sigmoid", {conv}, {"gate"})->output(0);
+  ir::Value* y = g.add_node("Mul", swish_conv_at == 0 ? std::vector{conv, gate} : std::vector{gate, conv}, {"y"})->output(0);
+  g.add_output(y);
+  if (sigmoid_seen) g.add_output(gate);
+  return model;
+}
+
+TEST(Fusion, ConvThenHardSwishHardSigmoidSigmoidOrSwishIsOneStep) {
+  std::vector<float> x;
+  for (int i = 0; i < 33; ++i) x.push_back(-8.0f + 0.5f * static_cast<float>(i));
+  const std::vector<std::pair<std::string, double (*)(double)>> cases = {
+      {"HardSwish", [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }},
+      {"HardSigmoid", [](double v) { return std::clamp(0.25 * v + 0.375, 0.0, 1.0); }},
+      {"Sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"Swish", [](double v) { return v / (1 + std::exp(-v)); }},
+  };
+  for (const auto& [activation, f] : cases)
+    for (int64_t channels : {2, 16}) {
+      std::vector<float> expected;
+      for (int64_t c = 0; c < channels; ++c)
+        for (float v : x) expected.push_back(static_cast<float>(c % 2 == 0 ? f(2.0 * v + 1) : f(-v)));
+      for (size_t conv_at : {0, 1}) {
+        if (activation != "Swish" && conv_at == 1) continue;
+        for (int threads : {1, 2}) {
+          auto session = runtime::Session::create(conv_activation_model(activation, channels, conv_at),
+                                                  {.threads = threads, .profile = true});
+          ASSERT_TRUE(session.ok()) << session.error().message();
+          auto out = (*session)->run({{"x", Tensor::from<float>({1, 1, 3, 11}, x)}});
+          ASSERT_TRUE(out.ok()) << out.error().message();
+          SCOPED_TRACE(activation + ", " + std::to_string(channels) + " channels, conv at " + std::to_string(conv_at) +
+                       ", threads " + std::to_string(threads));
+          expect_tensor_near((*out)[0].tensor(), Tensor::from<float>({1, channels, 3, 11}, expected), 1e-6, 1e-5);
+          const std::vector<std::string> kinds = step_kinds(**session);
+          const auto fused = std::count(kinds.begin(), kinds.end(), "(fused into Conv)");
+          EXPECT_EQ(fused, activation == "Swish" ? 2 : 1);
+        }
+      }
+    }
+}
+
+TEST(Fusion, SwishWhoseSigmoidIsSeenStaysUnfused) {
+  std::vector<float> x(33, 0.5f);
+  auto session = runtime::Session::create(conv_activation_model("Swish", 2, 0, true), {.threads = 1, .profile = true});
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  auto out = (*session)->run({{"x", Tensor::from<float>({1, 1, 3, 11}, x)}});
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  // Channel 0 is 2 * 0.5 + 1 = 2, channel 1 is -0.5.
+  const double s0 = 1 / (1 + std::exp(-2.0)), s1 = 1 / (1 + std::exp(0.5));
+  std::vector<float> gate(33, static_cast<float>(s0)), y(33, static_cast<float>(2 * s0));
+  gate.insert(gate.end(), 33, static_cast<float>(s1));
+  y.insert(y.end(), 33, static_cast<float>(-0.5 * s1));
+  expect_tensor_near((*out)[0].tensor(), Tensor::from<float>({1, 2, 3, 11}, y), 1e-6, 1e-5);
+  expect_tensor_near((*out)[1].tensor(), Tensor::from<float>({1, 2, 3, 11}, gate), 1e-6, 1e-5);
+  const std::vector<std::string> kinds = step_kinds(**session);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "(fused into Conv)"), 0);
+}
+
 // y = LayerNormalization(a + b) over the last axis of [2, 3, 8]; b is
 // [2, 3, 8] or, to be broadcast, [8].
 std::shared_ptr<const ir::Model> add_norm_model(bool broadcast) {

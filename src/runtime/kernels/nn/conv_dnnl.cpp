@@ -197,10 +197,20 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
       dnnl::post_ops ops;
       if (activation.add_residual && binary_residual) ops.append_binary(dnnl::algorithm::binary_add, state->dst_md);
       if (activation.add_residual && !binary_residual) ops.append_sum(1.0f);
-      if (activation.kind == FusedActivation::Kind::relu)
-        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      else if (activation.kind == FusedActivation::Kind::clip)
-        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, activation.min, activation.max);
+      using Kind = FusedActivation::Kind;
+      using alg = dnnl::algorithm;
+      switch (activation.kind) {
+        case Kind::none: break;
+        case Kind::relu: ops.append_eltwise(1.0f, alg::eltwise_relu, 0.0f, 0.0f); break;
+        case Kind::clip: ops.append_eltwise(1.0f, alg::eltwise_clip, activation.min, activation.max); break;
+        case Kind::hard_swish: ops.append_eltwise(1.0f, alg::eltwise_hardswish, 0.0f, 0.0f); break;
+        case Kind::sigmoid: ops.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f); break;
+        case Kind::swish: ops.append_eltwise(1.0f, alg::eltwise_swish, 1.0f, 0.0f); break;
+        case Kind::hard_sigmoid:  // this oneDNN has no hardsigmoid: alpha x + beta, then [0, 1]
+          ops.append_eltwise(1.0f, alg::eltwise_linear, activation.alpha, activation.beta);
+          ops.append_eltwise(1.0f, alg::eltwise_clip, 0.0f, 1.0f);
+          break;
+      }
       attr.set_post_ops(ops);
       return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
     };

@@ -8,13 +8,26 @@
 namespace onnxkit::runtime::nn {
 namespace {
 
+using Kind = FusedActivation::Kind;
+
 // The activation `node` applies to its input 0, when a Conv's kernel can
-// apply it: Relu, and Clip with constant float bounds.
+// apply it: Relu, HardSwish, HardSigmoid, Sigmoid, and Clip with constant
+// float bounds.
 std::optional<FusedActivation> activation_of(const ir::Node& node, int64_t opset, const ConstantOf& constant_of) {
-  if (!node.in_onnx_domain()) return std::nullopt;
-  if (node.op_type() == "Relu" && node.inputs().size() == 1) return FusedActivation{FusedActivation::Kind::relu};
-  if (node.op_type() != "Clip") return std::nullopt;
-  FusedActivation clip{FusedActivation::Kind::clip, -std::numeric_limits<float>::infinity(),
+  if (!node.in_onnx_domain() || node.inputs().empty()) return std::nullopt;
+  const std::string& op = node.op_type();
+  if (op != "Clip" && node.inputs().size() != 1) return std::nullopt;
+  if (op == "Relu") return FusedActivation{Kind::relu};
+  if (op == "HardSwish") return FusedActivation{Kind::hard_swish};
+  if (op == "Sigmoid") return FusedActivation{Kind::sigmoid};
+  if (op == "HardSigmoid") {
+    FusedActivation a{Kind::hard_sigmoid};
+    a.alpha = node.attr_float("alpha", 0.2f);
+    a.beta = node.attr_float("beta", 0.5f);
+    return a;
+  }
+  if (op != "Clip") return std::nullopt;
+  FusedActivation clip{Kind::clip, -std::numeric_limits<float>::infinity(),
                        std::numeric_limits<float>::infinity()};
   if (opset < 11) {
     clip.min = node.attr_float("min", -std::numeric_limits<float>::max());
@@ -41,6 +54,25 @@ const ir::Node* activation_after(const ir::Node* node, int64_t opset, const Cons
   return after;
 }
 
+// Conv -> Sigmoid -> Mul(Conv, Sigmoid): the Sigmoid and the Mul alone read
+// the Conv's output, the Mul alone the Sigmoid's, and neither is returned.
+// The Mul, or null.
+const ir::Node* swish_after(const ir::Node* conv, const IsReturned& is_returned) {
+  const ir::Value* y = conv->output(0);
+  if (conv->outputs().size() != 1 || is_returned(y) || y->is_any_graph_output() || y->uses().size() != 2)
+    return nullptr;
+  for (const auto& use : y->uses()) {
+    const ir::Node* sigmoid = use.node;
+    if (sigmoid->graph() != y->owner() || !sigmoid->is_onnx_op("Sigmoid") || sigmoid->outputs().size() != 1) continue;
+    const ir::Node* mul = sole_reader(sigmoid, is_returned);
+    if (mul == nullptr || !mul->is_onnx_op("Mul") || mul->outputs().size() != 1 ||
+        ir::other_operand(*mul, sigmoid->output(0)) != y)
+      continue;
+    return mul;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 FusedActivation fused_activation(const KernelInfo& info) {
@@ -61,6 +93,13 @@ ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t o
     if (const ir::Node* after = activation_after(conv, opset, constant_of, is_returned, activation)) {
       f.pass_through[after] = 0;
       f.producers[conv] = {activation, 0, {}};
+      continue;
+    }
+    if (const ir::Node* mul = swish_after(conv, is_returned)) {
+      const size_t y_at = mul->input(0) == conv->output(0) ? 0 : 1;
+      f.pass_through[mul->input(1 - y_at)->producer()] = 0;  // the Sigmoid
+      f.pass_through[mul] = y_at;
+      f.producers[conv] = {FusedActivation{Kind::swish}, 0, {}};
       continue;
     }
     const ir::Node* next = sole_reader(conv, is_returned);

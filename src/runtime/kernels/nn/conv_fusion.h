@@ -1,10 +1,14 @@
 #pragma once
-// What a Conv's kernel takes over from the nodes after it: Conv -> Relu or
-// Clip with constant bounds (ReLU6), and Conv -> Add(residual) [-> Relu or
+// What a Conv's kernel takes over from the nodes after it: Conv -> Relu,
+// Clip with constant bounds (ReLU6), HardSwish, HardSigmoid or Sigmoid
+// (MobileNetV3's and EfficientNet's activations and squeeze-excitation
+// gates); Conv -> Sigmoid -> Mul(the Conv's output) (SiLU, as torch exports
+// it: the Conv's output read by both); and Conv -> Add(residual) [-> Relu or
 // Clip] when the residual has the Conv's shape and is computed before it
 // (ResNet's blocks). The session finds these with find_conv_fusions; the
 // Conv kernels (conv.cpp, blocked.cpp) read them with fused_activation.
 
+#include <cmath>
 #include <cstddef>
 #include <unordered_set>
 #include <vector>
@@ -18,19 +22,39 @@ namespace onnxkit::runtime::nn {
 // With `add_residual`, a residual Add came first: the kernel reads one more
 // input, input kResidualInput (after X, W and B, whether B is given or not),
 // of output 0's shape and layout, and adds it before the activation (ResNet's
-// conv -> add -> relu). Clip carries its bounds.
+// conv -> add -> relu). Clip carries its bounds, HardSigmoid its alpha and
+// beta; HardSwish is x * HardSigmoid(x) with alpha 1/6 and beta 1/2, swish
+// x * Sigmoid(x).
 struct FusedActivation {
   static constexpr size_t kResidualInput = 3;
-  enum class Kind { none, relu, clip };
+  enum class Kind { none, relu, clip, hard_sigmoid, hard_swish, sigmoid, swish };
   Kind kind = Kind::none;
-  float min = 0, max = 0;  // clip's
+  float min = 0, max = 0;      // clip's
+  float alpha = 0, beta = 0;  // hard_sigmoid's
   bool add_residual = false;
   // In the element's own precision; NaN goes through.
   template <class T>
   T apply(T v) const {
-    if (kind == Kind::relu) return v < T(0) ? T(0) : v;
-    if (kind == Kind::clip) return v < T(min) ? T(min) : (v > T(max) ? T(max) : v);
+    switch (kind) {
+      case Kind::none: return v;
+      case Kind::relu: return v < T(0) ? T(0) : v;
+      case Kind::clip: return v < T(min) ? T(min) : (v > T(max) ? T(max) : v);
+      case Kind::hard_sigmoid: return unit_clamp(T(alpha) * v + T(beta));
+      case Kind::hard_swish: return v * unit_clamp(v / T(6) + T(0.5));
+      case Kind::sigmoid: return logistic(v);
+      case Kind::swish: return v * logistic(v);
+    }
     return v;
+  }
+
+ private:
+  template <class T>
+  static T unit_clamp(T v) {
+    return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
+  }
+  template <class T>
+  static T logistic(T v) {  // never exp of a large positive number
+    return v >= T(0) ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
   }
 };
 

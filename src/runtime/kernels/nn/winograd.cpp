@@ -234,6 +234,8 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
   auto all_ones = [](const std::vector<int64_t>& v) {
     return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; });
   };
+  using Kind = FusedActivation::Kind;
+  if (activation.kind != Kind::none && activation.kind != Kind::relu && activation.kind != Kind::clip) return nullptr;
   if (!cpu_has_avx2_fma() || attrs.group != 1 || w.dtype() != DataType::float32 || w.rank() != 4 || w.dim(2) != 3 ||
       w.dim(3) != 3 || !all_ones(win.strides) || !all_ones(win.dilations) ||
       (!win.kernel_shape.empty() && win.kernel_shape != std::vector<int64_t>{3, 3}))

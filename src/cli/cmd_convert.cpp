@@ -24,7 +24,7 @@ Command add_convert_command(CLI::App& root) {
     bool keep_io_types = false;
     std::vector<std::string> keep_ops, inputs;
     uint64_t seed = 0;
-    double max_rel_diff = 0.05;
+    double max_rel_diff = 0;
     bool quiet = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -49,7 +49,8 @@ Command add_convert_command(CLI::App& root) {
                   "--dtype: NAME=FILE (.npy/.npz/.pb) input for the check, instead of random data (repeatable)");
   app->add_option("--seed", flags->seed, "--dtype: seed of the check's random inputs (0)");
   app->add_option("--max-rel-diff", flags->max_rel_diff,
-                  "--dtype: the check fails above this difference, as a fraction of an output's largest value (0.05)")
+                  "--dtype: the check fails above this difference, as a fraction of an output's largest value "
+                  "(default: only an overflow fails it; above 0.05 is a warning)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--shape", flags->shapes,
                   "NAME:D0,D1,... dims of an input with symbolic dims, for the check (--dtype, --to pytorch) and "
@@ -68,9 +69,9 @@ Command add_convert_command(CLI::App& root) {
       "weights, forward() takes the graph's inputs in order, `python model.py` runs it on random inputs.\n"
       "An operator with no PyTorch form is one line naming it and its node, and nothing is written.\n\n"
       "With --dtype, the float32 model and the converted one run on the same inputs (random ones the\n"
-      "model runs on, or --input) and the largest difference is printed; an output that overflows\n"
-      "16 bits, or differs by more than --max-rel-diff of its largest value, is an error and nothing\n"
-      "is written.\n\n"
+      "model runs on, or --input) and the largest difference is printed (a warning above 5% of an\n"
+      "output's largest value); an output that overflows 16 bits, or differs by more than\n"
+      "--max-rel-diff, is an error and nothing is written.\n\n"
       "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
       "when piped or with --quiet).\n\n"
       "Examples:\n"
@@ -131,7 +132,7 @@ Command add_convert_command(CLI::App& root) {
               precision.keep_ops = flags->keep_ops;
               options.precision = precision;
               options.check = !flags->no_check;
-              options.max_rel_diff = flags->max_rel_diff;
+              if (app->count("--max-rel-diff") > 0) options.max_rel_diff = flags->max_rel_diff;
               options.check_inputs.random = true;
               options.check_inputs.seed = flags->seed;
               for (const std::string& flag : flags->inputs) {

@@ -78,7 +78,7 @@ class ConvertDtype(unittest.TestCase):
         outputs = onnx.load(model, load_external_data=False).graph.output
         return [np.load(os.path.join(folder, f"output_{k}.npy")) for k in range(len(outputs))]
 
-    def check_against_torch(self, model, stem, flags, tolerance, half_io):
+    def check_against_torch(self, model, stem, flags, tolerance, half_io, mean_tolerance=None):
         out, _ = self.convert(model, *flags)
         converted = onnx.load(out)
         want_io = TensorProto.FLOAT16 if half_io else TensorProto.FLOAT
@@ -97,6 +97,9 @@ class ConvertDtype(unittest.TestCase):
         if want_io == TensorProto.BFLOAT16:  # written as its bits
             y = (y.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
         expected = np.load(stem + ".torch.npy")
+        if mean_tolerance is not None:
+            mean = float(np.mean(np.abs(y.astype(np.float64) - expected)) / np.mean(np.abs(expected)))
+            self.assertLess(mean, mean_tolerance)
         self.assertLess(relative_error(y, expected), tolerance)
         return out, feed_x, expected
 
@@ -150,8 +153,11 @@ class ConvertDtype(unittest.TestCase):
 
     def test_zoo_models(self):
         # An LSTM, a scripted If/Loop, a segmenter with Resize: float16 through
-        # recurrences, sub-graphs and float32-only inputs.
-        for name in ["lstm", "control_flow", "lraspp_mobilenet_v3_large"]:
+        # recurrences, sub-graphs and float32-only inputs. LR-ASPP's MobileNetV3
+        # loses most (its errors grow layer by layer, hardswish and SE gates
+        # included): 0.11 of its largest logit at worst, a mean error of 1e-2.
+        for name, worst, mean in [("lstm", 2e-2, None), ("control_flow", 2e-2, None),
+                                  ("lraspp_mobilenet_v3_large", 0.2, 2e-2)]:
             with self.subTest(model=name):
                 model = os.path.join(ARGS.zoo, name + ".onnx")
                 if not os.path.exists(model):
@@ -159,7 +165,7 @@ class ConvertDtype(unittest.TestCase):
                 stem = os.path.join(ARGS.zoo, name)
                 if not os.path.exists(stem + ".input.npy") or not os.path.exists(stem + ".torch.npy"):
                     continue  # several inputs or outputs: the check inside convert covers it
-                self.check_against_torch(model, stem, ["--dtype", "fp16", "--keep-io-types"], 2e-2, False)
+                self.check_against_torch(model, stem, ["--dtype", "fp16", "--keep-io-types"], worst, False, mean)
 
     def test_overflow_and_loss_are_errors_and_nothing_is_written(self):
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
@@ -184,19 +190,22 @@ class ConvertDtype(unittest.TestCase):
         r = onnxkit("convert", overflow, out, "--dtype", "fp16", "--keep-op", "Mul", "--keep-io-types")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("kept in float32: 2 Mul nodes (asked with --keep-op)", r.stdout)
+        self.assertNotIn("warning", r.stdout)
         os.remove(out)
 
-        # x * 1e5 + x: the weight saturates to 65504, a loss of a third.
+        # x * 1e5 + x: the weight saturates to 65504, a loss of a third:
+        # a warning, or an error under --max-rel-diff.
         big = helper.make_tensor("big", TensorProto.FLOAT, [1], [1e5])
         lossy = save("lossy.onnx", [helper.make_node("Mul", ["x", "big"], ["t"]), helper.make_node("Add", ["t", "x"], ["y"])],
                      [big])
-        r = onnxkit("convert", lossy, out, "--dtype", "fp16")
+        r = onnxkit("convert", lossy, out, "--dtype", "fp16", "--max-rel-diff", "0.1")
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("off by 0.3", r.stderr)
         self.assertFalse(os.path.exists(out))
-        r = onnxkit("convert", lossy, out, "--dtype", "fp16", "--no-check")
+        r = onnxkit("convert", lossy, out, "--dtype", "fp16")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("1 weight beyond float16's range set to +-65504", r.stdout)
+        self.assertIn("warning: that is more than 0.05", r.stdout)
 
     def test_usage_errors(self):
         model = os.path.join(ARGS.models, "resnet18_opset13.onnx")

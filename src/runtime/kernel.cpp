@@ -184,6 +184,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_text_kernels(r);
     register_random_kernels(r);
     register_ml_kernels(r);
+    register_image_kernels(r);
     return r;
   }();
   return registry;

@@ -249,5 +249,6 @@ void register_signal_kernels(KernelRegistry& registry);
 void register_text_kernels(KernelRegistry& registry);
 void register_random_kernels(KernelRegistry& registry);
 void register_ml_kernels(KernelRegistry& registry);
+void register_image_kernels(KernelRegistry& registry);
 
 }  // namespace onnxkit::runtime

@@ -1,0 +1,34 @@
+#pragma once
+// The image family: ImageDecoder (opset 20), decoding encoded image bytes
+// into (height, width, channels) uint8 pixels. Each codec (jpeg.cpp and
+// png.cpp on Debian's libjpeg-turbo and libpng; bmp.cpp and pnm.cpp, simple
+// uncompressed formats, written here) decodes to 8-bit RGB, or to 8-bit
+// gray when the image itself is gray; image_decoder.cpp detects the format
+// from the magic bytes and makes the asked pixel format.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "runtime/kernels/common.h"
+
+namespace onnxkit::runtime::image {
+
+// Decoded pixels, row-major, `channels` interleaved bytes per pixel.
+struct Pixels {
+  int64_t height = 0, width = 0;
+  int channels = 0;  // 3 (RGB) or 1 (gray)
+  std::vector<uint8_t> data;
+};
+
+// Each an error (never a crash, never an exit) on corrupt or truncated
+// bytes; a warning of the codec about damaged data is an error too.
+Result<Pixels> decode_jpeg(std::span<const uint8_t> bytes);
+Result<Pixels> decode_png(std::span<const uint8_t> bytes);
+Result<Pixels> decode_bmp(std::span<const uint8_t> bytes);
+Result<Pixels> decode_pnm(std::span<const uint8_t> bytes);
+
+void register_image_decoder(KernelRegistry& registry);  // ImageDecoder (opset 20+)
+
+}  // namespace onnxkit::runtime::image

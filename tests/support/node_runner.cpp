@@ -42,7 +42,7 @@ Result<NodeSession> make_node_session(const NodeSpec& spec) {
   for (size_t i = 0; i < spec.num_outputs; ++i) outputs.push_back("out" + std::to_string(i));
   ir::Node* node = g.add_node(spec.op_type, inputs, outputs, spec.domain);
   node->set_name("under_test");
-  for (const auto& a : spec.attributes) node->set_attribute(a);
+  for (const auto& a : spec.attributes) ONNXKIT_TRY(ir::import_attribute(*node, a));  // graph attributes too
   for (ir::Value* v : node->outputs()) g.add_output(v);
   runtime::SessionOptions options;
   options.threads = spec.threads;

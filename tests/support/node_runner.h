@@ -27,7 +27,7 @@ struct NodeSpec {
   std::string domain;
   int64_t opset = 17;
   std::vector<NodeInput> inputs;
-  std::vector<onnx::AttributeProto> attributes;
+  std::vector<onnx::AttributeProto> attributes;  // graph-valued ones become sub-graphs of the node
   size_t num_outputs = 1;
   int threads = 1;
 };

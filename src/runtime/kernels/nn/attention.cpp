@@ -563,6 +563,37 @@ KernelFactory attention_kernel() {
 
 }  // namespace
 
+Status fused_attention_4d(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y) {
+  Attributes attrs;
+  attrs.scale = scale;
+  ONNXKIT_ASSIGN(const Geometry g, read_geometry(attrs, q, k, v, nullptr, nullptr));
+  const bool wide = q.dtype() == DataType::float64;
+  const DataType compute = wide ? DataType::float64 : DataType::float32;
+  std::deque<Tensor> keep;
+  const Tensor* cq = widened(&q, compute, keep);
+  const Tensor* ck = widened(&k, compute, keep);
+  const Tensor* cv = widened(&v, compute, keep);
+  if (y.dtype() != q.dtype() || y.shape() != Shape{g.batch, g.q_heads, g.q_len, g.v_head_size})
+    return make_error("internal: the output of fused attention has the wrong type or shape");
+  Tensor* cy = &y;
+  if (y.dtype() != compute) cy = &keep.emplace_back(compute, y.shape());
+  auto run = [&]<class C>() {
+    Problem<C> p;
+    p.g = g;
+    p.attrs = attrs;
+    p.q = cq->data<C>();
+    p.k = ck->data<C>();
+    p.v = cv->data<C>();
+    p.valid_keys.assign(static_cast<size_t>(g.batch), g.total);
+    p.offsets.assign(static_cast<size_t>(g.batch), 0);
+    p.y = cy->mutable_data<C>();
+    attend(p);
+  };
+  wide ? run.template operator()<double>() : run.template operator()<float>();
+  if (cy != &y) from_float32(*cy, y);
+  return {};
+}
+
 void register_attention(KernelRegistry& r) { r.add("", "Attention", 23, kLatestOpset, attention_kernel()); }
 
 }  // namespace onnxkit::runtime::nn

@@ -34,6 +34,13 @@ void register_softmax(KernelRegistry& registry);
 void register_rotary_embedding(KernelRegistry& registry);
 void register_linear_attention(KernelRegistry& registry);
 void register_attention(KernelRegistry& registry);
+// Attention's fused kernel over 4-D Q (batch, q heads, q length, head size),
+// K and V (batch, kv heads, kv length, head or v head size) of one float
+// type, without mask, cache or causal frontier: y = softmax(Q K^T * scale) V,
+// in float (double for double inputs); y is of Q's type and shape (batch,
+// q heads, q length, v head size).
+Status fused_attention_4d(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y);
+void register_flex_attention(KernelRegistry& registry);  // FlexAttention (ai.onnx.preview, opset 1)
 void register_dropout(KernelRegistry& registry);
 void register_loss(KernelRegistry& registry);
 

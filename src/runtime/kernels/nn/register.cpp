@@ -1,5 +1,6 @@
 // The neural-network family: convolutions, pooling, normalizations, softmax,
-// rotary embeddings, attention, linear attention, dropout and losses.
+// rotary embeddings, attention (and FlexAttention), linear attention, dropout
+// and losses.
 
 #include "runtime/kernels/nn/nn.h"
 
@@ -15,6 +16,7 @@ void register_nn_kernels(KernelRegistry& registry) {
   nn::register_rotary_embedding(registry);
   nn::register_linear_attention(registry);
   nn::register_attention(registry);
+  nn::register_flex_attention(registry);
   nn::register_dropout(registry);
   nn::register_loss(registry);
 }

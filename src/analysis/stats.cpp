@@ -286,6 +286,8 @@ const std::unordered_map<std::string, CostFn>& cost_models() {
         {"GRU", recurrent_cost(8, std::nullopt)},
         {"RNN", recurrent_cost(1, std::nullopt)},
         {"Attention", attention_cost},
+        // FlexAttention's 4-D form is Attention's; its modifier sub-graphs are not counted.
+        {"FlexAttention", attention_cost},
         {"Resize", resize_cost},
         {"Upsample", resize_cost},
         {"GridSample", grid_sample_cost},

@@ -13,7 +13,7 @@ namespace onnxkit::python {
 namespace py = pybind11;
 using runtime::DataType;
 using runtime::Tensor;
-using runtime::Value;
+using runtime::Datum;
 
 namespace {
 
@@ -202,17 +202,17 @@ std::optional<py::dtype> numpy_dtype(DataType type) {
   }
 }
 
-Value value_from_python(py::handle object, const std::string& name, const runtime::ValueInfo* declared) {
+Datum value_from_python(py::handle object, const std::string& name, const runtime::ValueInfo* declared) {
   if (declared != nullptr && declared->type.has_optional_type()) {
     const onnx::TypeProto& inner = declared->type.optional_type().elem_type();
     runtime::Optional optional{nullptr, inner.has_sequence_type(), element_type(inner)};
     if (!object.is_none()) {
       runtime::ValueInfo inner_info{declared->name, inner};
-      optional.value = std::make_shared<const Value>(value_from_python(object, name, &inner_info));
+      optional.value = std::make_shared<const Datum>(value_from_python(object, name, &inner_info));
     }
-    return Value(std::move(optional));
+    return Datum(std::move(optional));
   }
-  if (declared != nullptr && declared->type.has_map_type()) return Value(map_from_python(object, name, declared->type));
+  if (declared != nullptr && declared->type.has_map_type()) return Datum(map_from_python(object, name, declared->type));
   if (declared != nullptr && declared->type.has_sequence_type()) {
     if (!py::isinstance<py::list>(object) && !py::isinstance<py::tuple>(object))
       raise(ErrorKind::invalid_argument,
@@ -222,12 +222,12 @@ Value value_from_python(py::handle object, const std::string& name, const runtim
     for (py::handle item : object) sequence.items.push_back(tensor_from(item, name, &item_info));
     if (sequence.elem_type == DataType::undefined && !sequence.items.empty())
       sequence.elem_type = sequence.items[0].dtype();
-    return Value(std::move(sequence));
+    return Datum(std::move(sequence));
   }
-  return Value(tensor_from(object, name, declared));
+  return Datum(tensor_from(object, name, declared));
 }
 
-py::object value_to_python(const Value& value, const std::string& name) {
+py::object value_to_python(const Datum& value, const std::string& name) {
   if (value.is_tensor()) return tensor_to_python(value.tensor(), name);
   if (value.is_map()) return map_to_python(value.map(), name);
   if (value.is_sequence() && value.sequence().of_maps) {

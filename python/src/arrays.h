@@ -12,7 +12,7 @@
 #include <string>
 
 #include "runtime/session.h"
-#include "runtime/value.h"
+#include "runtime/datum.h"
 
 namespace onnxkit::python {
 
@@ -24,10 +24,10 @@ std::optional<pybind11::dtype> numpy_dtype(runtime::DataType type);
 // session then says so). Sequences take a list or tuple, optionals take None.
 // Anything else goes through numpy.asarray, with the declared element type
 // when it is not an array yet, as ONNX Runtime does.
-runtime::Value value_from_python(pybind11::handle object, const std::string& name, const runtime::ValueInfo* declared);
+runtime::Datum value_from_python(pybind11::handle object, const std::string& name, const runtime::ValueInfo* declared);
 
 // A result as Python: an array, a list of arrays for a sequence, None for an
 // empty optional.
-pybind11::object value_to_python(const runtime::Value& value, const std::string& name);
+pybind11::object value_to_python(const runtime::Datum& value, const std::string& name);
 
 }  // namespace onnxkit::python

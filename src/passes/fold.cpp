@@ -63,14 +63,14 @@ size_t fold_graph(ir::Graph& graph, PassContext& context) {
   size_t folded = 0;
   for (ir::Node* node : *order) {
     if (context.excluded(*node) || never_folded(*node)) continue;
-    std::vector<runtime::Value> outputs;
+    std::vector<runtime::Datum> outputs;
     if ((node->op_type() == "Shape" || node->op_type() == "Size") && node->outputs().size() == 1) {
       auto shape = shape_from_type(*node);
       if (!shape) continue;
       outputs.emplace_back(std::move(*shape));
     } else {
       if (node->inputs().empty() && node->op_type() != "Constant") continue;
-      std::vector<runtime::Value> inputs;
+      std::vector<runtime::Datum> inputs;
       uint64_t input_bytes = 0, input_elements = 0;
       bool all_known = true;
       for (const ir::Value* in : node->inputs()) {
@@ -96,7 +96,7 @@ size_t fold_graph(ir::Graph& graph, PassContext& context) {
         continue;
       }
       bool fits = true;
-      for (const runtime::Value& v : *evaluated) {
+      for (const runtime::Datum& v : *evaluated) {
         if (v.empty()) continue;
         if (!v.is_tensor()) fits = false;  // sequences and optionals cannot be initializers
         else if (node->op_type() != "Constant" && byte_size(v.tensor()) > options.size_limit &&

@@ -4,7 +4,7 @@
 
 namespace onnxkit::runtime {
 
-Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& model, const std::vector<Value>& inputs,
+Result<std::vector<Datum>> evaluate_node(const ir::Node& node, const ir::Model& model, const std::vector<Datum>& inputs,
                                          const RunLimits& limits, const KernelRegistry& registry) {
   if (!node.subgraphs().empty()) return make_error("{}: nodes with sub-graphs are not evaluated alone", node.describe());
   const int64_t opset = model.opset(node.domain());
@@ -12,9 +12,9 @@ Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& 
   ONNXKIT_TRY(check_node_arity(node, opset));
 
   std::vector<const Tensor*> constants;
-  std::vector<const Value*> args;
+  std::vector<const Datum*> args;
   for (size_t i = 0; i < node.inputs().size(); ++i) {
-    const Value* v = i < inputs.size() && !inputs[i].empty() ? &inputs[i] : nullptr;
+    const Datum* v = i < inputs.size() && !inputs[i].empty() ? &inputs[i] : nullptr;
     args.push_back(v);
     constants.push_back(v != nullptr && v->is_tensor() ? &v->tensor() : nullptr);
   }
@@ -30,7 +30,7 @@ Result<std::vector<Value>> evaluate_node(const ir::Node& node, const ir::Model& 
   Frame frame{empty_plan, {}, {}, RunControl(limits)};
   std::vector<bool> wanted;
   for (const ir::Value* v : node.outputs()) wanted.push_back(v != nullptr);
-  std::vector<Value> results(node.outputs().size());
+  std::vector<Datum> results(node.outputs().size());
   KernelContext ctx(std::move(args), results, wanted, frame, 1);
   ONNXKIT_TRY(run_kernel(*kernel, ctx, node));
   return results;

@@ -94,7 +94,7 @@ class PlanBuilder {
       auto tensor = tensor_from_proto(*v->initializer(), context_.model.external_data(),
                                       std::shared_ptr<const void>(context_.owner, v->initializer()));
       if (!tensor.ok()) return tensor.error().in(fmt::format("initializer '{}'", v->name()));
-      plan_->constants.emplace_back(slot(v), Value(std::move(tensor).value()));
+      plan_->constants.emplace_back(slot(v), Datum(std::move(tensor).value()));
       if (!v->is_graph_input()) known_.emplace(v, plan_->constants.back().second);  // an input's is only a default
     }
     if (!graph_.sparse_initializers().empty())
@@ -116,14 +116,14 @@ class PlanBuilder {
         if (v != nullptr) slot(v);
     for (ir::Node* node : all_nodes) {
       const ir::Value* out = node->output(0);
-      std::optional<Value> value;
+      std::optional<Datum> value;
       if (out == nullptr || node->outputs().size() != 1) {
         // not a value-producing node of the two kinds
       } else if (const onnx::TensorProto* proto = node->is_onnx_op("Constant") ? out->constant_tensor() : nullptr) {
         auto tensor = tensor_from_proto(*proto, context_.model.external_data(),
                                         std::shared_ptr<const void>(context_.owner, proto));
         if (!tensor.ok()) return tensor.error().in(node->describe());
-        value = Value(std::move(tensor).value());
+        value = Datum(std::move(tensor).value());
       } else if (node->is_onnx_op("Identity") && known_.count(node->input(0))) {
         value = known_.at(node->input(0));
       }
@@ -393,7 +393,7 @@ class PlanBuilder {
   const PlanContext& context_;
   std::shared_ptr<GraphPlan> plan_;
 
-  std::unordered_map<const ir::Value*, Value> known_;  // values fixed at build
+  std::unordered_map<const ir::Value*, Datum> known_;  // values fixed at build
   std::vector<ir::Node*> order_;                       // the nodes that get steps
   std::unordered_set<int> returned_slots_;
   std::unordered_map<int, const Tensor*> constant_by_slot_;
@@ -440,9 +440,9 @@ void RunControl::charge_elements(uint64_t elements) const {
     throw BudgetExceeded(fmt::format("its outputs would take the run past its budget of {} elements", limits_.max_elements));
 }
 
-Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads,
+Result<std::vector<Datum>> run_plan(const GraphPlan& plan, std::vector<Datum> inputs, const Frame* parent, int threads,
                                     const RunControl& control) {
-  Frame frame{plan, std::vector<Value>(plan.slot_count), std::vector<Tensor>(plan.shared_buffers),
+  Frame frame{plan, std::vector<Datum>(plan.slot_count), std::vector<Tensor>(plan.shared_buffers),
               parent != nullptr ? parent->control : control};
   if (parent != nullptr) ONNXKIT_TRY(frame.control.count_subgraph_run());
   // Also here, for bodies with no steps that a Loop runs over and over.
@@ -457,10 +457,10 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
     const GraphPlan::Step& step = plan.steps[k];
     if (Status go = frame.control.check_time(); !go.ok()) return go.error().in(step.node->describe());
     auto started = plan.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    std::vector<const Value*> args;
+    std::vector<const Datum*> args;
     args.reserve(step.inputs.size());
     for (int s : step.inputs) args.push_back(s >= 0 ? &frame.slots[s] : nullptr);
-    std::vector<Value> results(step.outputs.size());
+    std::vector<Datum> results(step.outputs.size());
     SharedOutput shared;
     if (step.shared_buffer >= 0)
       shared = {step.part.get(), &frame.shared_buffers[static_cast<size_t>(step.shared_buffer)]};
@@ -473,7 +473,7 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
                           step.node->output(i)->name());
       frame.slots[step.outputs[i]] = std::move(results[i]);
     }
-    for (int s : step.release) frame.slots[s] = Value();
+    for (int s : step.release) frame.slots[s] = Datum();
     // Its output holds the buffer now, and goes when no longer read.
     if (step.last_writer) frame.shared_buffers[static_cast<size_t>(step.shared_buffer)] = Tensor();
     if (plan.profile) {
@@ -481,7 +481,7 @@ Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> in
       ++plan.step_calls[k];
     }
   }
-  std::vector<Value> out;
+  std::vector<Datum> out;
   out.reserve(plan.outputs.size());
   for (int s : plan.outputs) out.push_back(frame.slots[s]);
   return out;

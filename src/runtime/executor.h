@@ -42,7 +42,7 @@ struct GraphPlan {
   std::unordered_map<const ir::Value*, int> slots;
   std::vector<int> inputs;                       // the graph's inputs, in order
   std::vector<int> outputs;                      // what a run returns, in order
-  std::vector<std::pair<int, Value>> constants;  // initializers
+  std::vector<std::pair<int, Datum>> constants;  // initializers
   std::vector<std::pair<int, int>> captures;     // (slot here, slot in the parent plan)
   std::vector<Step> steps;
   size_t shared_buffers = 0;  // buffers several steps of a run write into
@@ -86,7 +86,7 @@ struct BudgetExceeded : std::runtime_error {
 // The values of one run of a plan.
 struct Frame {
   const GraphPlan& plan;
-  std::vector<Value> slots;
+  std::vector<Datum> slots;
   std::vector<Tensor> shared_buffers;  // GraphPlan::shared_buffers, allocated by the first step to write one
   RunControl control;                  // the run's, shared by its sub-graphs' frames
 };
@@ -103,7 +103,7 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
                                               const std::vector<const ir::Value*>& returned, const PlanContext& context);
 
 // Sub-graphs (parent set) run under their parent frame's control.
-Result<std::vector<Value>> run_plan(const GraphPlan& plan, std::vector<Value> inputs, const Frame* parent, int threads,
+Result<std::vector<Datum>> run_plan(const GraphPlan& plan, std::vector<Datum> inputs, const Frame* parent, int threads,
                                     const RunControl& control = {});
 
 }  // namespace onnxkit::runtime

@@ -66,11 +66,11 @@ Tensor& KernelContext::output(size_t i, DataType type, Shape shape) {
   frame_.control.charge_elements(elements);
   std::optional<Tensor> placed =
       i == 0 && shared_.part != nullptr ? shared_.part->place(*shared_.buffer, type, shape) : std::nullopt;
-  outputs_[i] = Value(placed ? std::move(*placed) : Tensor(type, std::move(shape)));
+  outputs_[i] = Datum(placed ? std::move(*placed) : Tensor(type, std::move(shape)));
   return outputs_[i].tensor();
 }
 
-Result<std::vector<Value>> KernelContext::run_subgraph(const GraphPlan& plan, std::vector<Value> inputs) const {
+Result<std::vector<Datum>> KernelContext::run_subgraph(const GraphPlan& plan, std::vector<Datum> inputs) const {
   return run_plan(plan, std::move(inputs), &frame_, threads_);
 }
 

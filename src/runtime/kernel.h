@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/value.h"
+#include "runtime/datum.h"
 #include "util/result.h"
 
 namespace onnxkit::runtime {
@@ -105,7 +105,7 @@ struct SharedOutput {
 // What a kernel sees when it computes.
 class KernelContext {
  public:
-  KernelContext(std::vector<const Value*> inputs, std::vector<Value>& outputs, const std::vector<bool>& wanted,
+  KernelContext(std::vector<const Datum*> inputs, std::vector<Datum>& outputs, const std::vector<bool>& wanted,
                 const Frame& frame, int threads, SharedOutput shared = {})
       : inputs_(std::move(inputs)), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads),
         shared_(shared) {}
@@ -113,7 +113,7 @@ class KernelContext {
   size_t num_inputs() const { return inputs_.size(); }
   // Given, and not an omitted optional.
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr && !inputs_[i]->empty(); }
-  const Value& input_value(size_t i) const { return *inputs_[i]; }
+  const Datum& input_value(size_t i) const { return *inputs_[i]; }
   // Input i as a tensor; an error (naming the input) if it is absent or not a tensor.
   Result<const Tensor*> tensor(size_t i) const;
   // For inputs the kernel has checked with has_input (or that are required
@@ -124,23 +124,23 @@ class KernelContext {
   bool wants_output(size_t i) const { return i < wanted_.size() && wanted_[i]; }
   // Allocates output i.
   Tensor& output(size_t i, DataType type, Shape shape);
-  void set_output(size_t i, Value value) { outputs_[i] = std::move(value); }
+  void set_output(size_t i, Datum value) { outputs_[i] = std::move(value); }
 
   int threads() const { return threads_; }
 
   // The same context with other inputs, for kernels that adapt their inputs
   // before handing them to another kernel.
-  KernelContext with_inputs(std::vector<const Value*> inputs) const {
+  KernelContext with_inputs(std::vector<const Datum*> inputs) const {
     return KernelContext(std::move(inputs), outputs_, wanted_, frame_, threads_, shared_);
   }
 
   // Runs a sub-graph (If/Loop/Scan body) with this node's scope as its outer
   // scope; returns its outputs in order.
-  Result<std::vector<Value>> run_subgraph(const GraphPlan& plan, std::vector<Value> inputs) const;
+  Result<std::vector<Datum>> run_subgraph(const GraphPlan& plan, std::vector<Datum> inputs) const;
 
  private:
-  std::vector<const Value*> inputs_;
-  std::vector<Value>& outputs_;
+  std::vector<const Datum*> inputs_;
+  std::vector<Datum>& outputs_;
   const std::vector<bool>& wanted_;
   const Frame& frame_;
   int threads_;

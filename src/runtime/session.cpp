@@ -19,7 +19,7 @@ namespace {
 
 // Checks a fed value against the declared type: kind, element type, rank,
 // and every fixed dim.
-Status check_feed(const ValueInfo& info, const Value& value) {
+Status check_feed(const ValueInfo& info, const Datum& value) {
   const onnx::TypeProto& type = info.type;
   auto mismatch = [&](const std::string& what) {
     return make_error("input '{}': {}; got {}, the model expects {}", info.name, what, value.describe(), io::type_text(type));
@@ -121,8 +121,8 @@ Result<std::unique_ptr<Session>> Session::create(std::shared_ptr<const ir::Model
   return session;
 }
 
-Status Session::validate(const NamedValues& feeds, std::vector<Value>& ordered) const {
-  ordered.assign(inputs_.size(), Value());
+Status Session::validate(const NamedValues& feeds, std::vector<Datum>& ordered) const {
+  ordered.assign(inputs_.size(), Datum());
   std::vector<bool> fed(inputs_.size(), false);
   for (const auto& [name, value] : feeds) {
     size_t i = 0;
@@ -164,8 +164,8 @@ class RunInProgress {
 
 }  // namespace
 
-Result<std::vector<Value>> Session::run(const NamedValues& feeds, const RunLimits& limits) const {
-  std::vector<Value> ordered;
+Result<std::vector<Datum>> Session::run(const NamedValues& feeds, const RunLimits& limits) const {
+  std::vector<Datum> ordered;
   ONNXKIT_TRY(validate(feeds, ordered));
   const RunInProgress run;
   // One thread per core was asked for: concurrent runs share the cores

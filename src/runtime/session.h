@@ -13,7 +13,7 @@
 
 #include "ir/inline_functions.h"
 #include "ir/model.h"
-#include "runtime/value.h"
+#include "runtime/datum.h"
 #include "util/result.h"
 
 namespace onnxkit::runtime {
@@ -79,7 +79,7 @@ struct ValueInfo {
   bool has_default = false;  // an input backed by an initializer: feeding it is optional
 };
 
-using NamedValues = std::vector<std::pair<std::string, Value>>;
+using NamedValues = std::vector<std::pair<std::string, Datum>>;
 
 // How a session expands the calls of model-local functions: every call but
 // those of an op `registry` has a kernel for at `model`'s opset, which run
@@ -103,14 +103,14 @@ class Session {
   // Runs the model; the result follows outputs(). Feeds are checked against
   // the declared inputs: an unknown or missing name, or a wrong element type,
   // rank or fixed dim, is an error naming the input.
-  Result<std::vector<Value>> run(const NamedValues& feeds, const RunLimits& limits = {}) const;
+  Result<std::vector<Datum>> run(const NamedValues& feeds, const RunLimits& limits = {}) const;
 
   // Per-node times, in plan order (empty unless options.profile).
   std::vector<NodeProfile> profile() const;
 
  private:
   Session() = default;
-  Status validate(const NamedValues& feeds, std::vector<Value>& ordered) const;
+  Status validate(const NamedValues& feeds, std::vector<Datum>& ordered) const;
 
   std::shared_ptr<const ir::Model> model_;
   SessionOptions options_;

@@ -175,7 +175,7 @@ onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name)
   return proto;
 }
 
-Result<Value> value_from_proto(const onnx::SequenceProto& proto) {
+Result<Datum> value_from_proto(const onnx::SequenceProto& proto) {
   Sequence seq;
   seq.elem_type = DataType::undefined;
   if (proto.elem_type() != onnx::SequenceProto::TENSOR && proto.elem_type() != onnx::SequenceProto::UNDEFINED)
@@ -185,23 +185,23 @@ Result<Value> value_from_proto(const onnx::SequenceProto& proto) {
     seq.elem_type = tensor.dtype();
     seq.items.push_back(std::move(tensor));
   }
-  return Value(std::move(seq));
+  return Datum(std::move(seq));
 }
 
-Result<Value> value_from_proto(const onnx::OptionalProto& proto) {
+Result<Datum> value_from_proto(const onnx::OptionalProto& proto) {
   Optional opt;
   switch (proto.elem_type()) {
     case onnx::OptionalProto::TENSOR: {
       ONNXKIT_ASSIGN(Tensor t, tensor_from_proto(proto.tensor_value()));
       opt.elem_type = t.dtype();
-      opt.value = std::make_shared<Value>(std::move(t));
+      opt.value = std::make_shared<Datum>(std::move(t));
       break;
     }
     case onnx::OptionalProto::SEQUENCE: {
-      ONNXKIT_ASSIGN(Value v, value_from_proto(proto.sequence_value()));
+      ONNXKIT_ASSIGN(Datum v, value_from_proto(proto.sequence_value()));
       opt.is_sequence = true;
       opt.elem_type = v.sequence().elem_type;
-      opt.value = std::make_shared<Value>(std::move(v));
+      opt.value = std::make_shared<Datum>(std::move(v));
       break;
     }
     case onnx::OptionalProto::UNDEFINED:
@@ -209,7 +209,7 @@ Result<Value> value_from_proto(const onnx::OptionalProto& proto) {
     default:
       return make_error("optional '{}': only optional tensors and sequences are supported", proto.name());
   }
-  return Value(std::move(opt));
+  return Datum(std::move(opt));
 }
 
 onnx::SequenceProto sequence_to_proto(const Sequence& sequence, const std::string& name) {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "io/external_data.h"
-#include "runtime/value.h"
+#include "runtime/datum.h"
 #include "util/result.h"
 
 namespace onnxkit::runtime {
@@ -23,8 +23,8 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const io::Exter
 // A TensorProto with raw_data (typed string_data for strings).
 onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name = "");
 
-Result<Value> value_from_proto(const onnx::SequenceProto& proto);
-Result<Value> value_from_proto(const onnx::OptionalProto& proto);
+Result<Datum> value_from_proto(const onnx::SequenceProto& proto);
+Result<Datum> value_from_proto(const onnx::OptionalProto& proto);
 // A sequence of maps becomes a SequenceProto of MapProtos.
 onnx::SequenceProto sequence_to_proto(const Sequence& sequence, const std::string& name = "");
 // Each value a 0-D tensor, as onnx.numpy_helper.from_dict writes them.

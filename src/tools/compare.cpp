@@ -22,7 +22,7 @@ namespace onnxkit::tools {
 namespace {
 
 namespace fs = std::filesystem;
-using runtime::Value;
+using runtime::Datum;
 
 // The worse of two verdicts on the same tensor: not comparable, then
 // failing, then the lower signal-to-noise ratio.
@@ -32,7 +32,7 @@ bool worse(const TensorStats& x, const TensorStats& y) {
   return x.snr_db < y.snr_db;
 }
 
-std::string value_text(const std::string& name, const Value& v) { return name + " " + v.describe(); }
+std::string value_text(const std::string& name, const Datum& v) { return name + " " + v.describe(); }
 
 int64_t elements(const NamedTensors& values, const std::string& name) {
   auto it = values.find(name);
@@ -133,7 +133,7 @@ struct Comparison {
   }
 
   // A value B's node reads when re-run: its constants as B has them, the rest as A computed them.
-  Result<Value> local_input(const ir::Value* v, const NamedTensors& va, const NamedTensors& vb, bool& from_b) const {
+  Result<Datum> local_input(const ir::Value* v, const NamedTensors& va, const NamedTensors& vb, bool& from_b) const {
     from_b = false;
     if (holds_constant(v)) {
       if (auto it = vb.find(v->name()); it != vb.end()) return it->second;
@@ -141,7 +141,7 @@ struct Comparison {
       if (proto == nullptr) return make_error("constant '{}' has no data the runtime reads", v->name());
       auto owner = std::shared_ptr<const void>(std::shared_ptr<const void>{}, &model_b);
       ONNXKIT_ASSIGN(runtime::Tensor t, runtime::tensor_from_proto(*proto, model_b.external_data(), owner));
-      return Value(std::move(t));
+      return Datum(std::move(t));
     }
     if (const std::string* a = pairs.a_name(v)) {
       if (auto it = va.find(*a); it != va.end()) return it->second;
@@ -151,18 +151,18 @@ struct Comparison {
     if (v->initializer() != nullptr) {  // an input with a default nobody fed
       ONNXKIT_ASSIGN(runtime::Tensor t, runtime::tensor_from_proto(*v->initializer(), model_b.external_data(),
                                                                    std::shared_ptr<const void>(std::shared_ptr<const void>{}, &model_b)));
-      return Value(std::move(t));
+      return Datum(std::move(t));
     }
     return make_error("no value for '{}'", v->name());
   }
 
   // A node holding sub-graphs (If, Loop, Scan) runs as a model of its own:
   // its inputs, and the outer values its bodies read, as graph inputs.
-  Result<std::vector<Value>> run_with_subgraphs(const ir::Node& node, const std::vector<Value>& inputs, const NamedTensors& va,
+  Result<std::vector<Datum>> run_with_subgraphs(const ir::Node& node, const std::vector<Datum>& inputs, const NamedTensors& va,
                                                 const NamedTensors& vb) const {
     runtime::NamedValues feeds;
     std::vector<std::string> names, outputs;
-    auto feed = [&](const ir::Value* v, const Value& value) {
+    auto feed = [&](const ir::Value* v, const Datum& value) {
       if (holds_constant(v) || std::find(names.begin(), names.end(), v->name()) != names.end()) return;
       names.push_back(v->name());
       feeds.emplace_back(v->name(), value);
@@ -173,7 +173,7 @@ struct Comparison {
       for (const ir::Value* v : sub->outer_values_used()) {
         if (v->owner() != &model_b.graph() || holds_constant(v)) continue;
         bool from_b = false;
-        ONNXKIT_ASSIGN(Value value, local_input(v, va, vb, from_b));
+        ONNXKIT_ASSIGN(Datum value, local_input(v, va, vb, from_b));
         feed(v, value);
       }
     for (const ir::Value* v : node.outputs())
@@ -181,8 +181,8 @@ struct Comparison {
     ONNXKIT_ASSIGN(auto alone, cut_model(model_b, names, outputs));
     std::shared_ptr<const ir::Model> shared(std::move(alone));
     ONNXKIT_ASSIGN(NamedTensors values, run_all_values(shared, feeds, options.threads));
-    std::vector<Value> results;
-    for (const ir::Value* v : node.outputs()) results.push_back(v != nullptr && values.count(v->name()) ? values.at(v->name()) : Value());
+    std::vector<Datum> results;
+    for (const ir::Value* v : node.outputs()) results.push_back(v != nullptr && values.count(v->name()) ? values.at(v->name()) : Datum());
     return results;
   }
 
@@ -190,7 +190,7 @@ struct Comparison {
   void local_error(size_t k, const NamedTensors& va, const NamedTensors& vb, int sample) {
     const ir::Node& node = *node_b[k];
     NodeReport& n = report.nodes[k];
-    std::vector<Value> inputs;
+    std::vector<Datum> inputs;
     std::vector<std::string> input_text, from_b_names;
     for (const ir::Value* v : node.inputs()) {
       if (v == nullptr) {
@@ -229,7 +229,7 @@ struct Comparison {
       n.sample = sample;
       n.outputs.clear();
       for (const ir::Value* out : node.outputs())
-        if (out != nullptr) n.outputs.push_back(value_text(out->name(), vb.count(out->name()) ? vb.at(out->name()) : Value()));
+        if (out != nullptr) n.outputs.push_back(value_text(out->name(), vb.count(out->name()) ? vb.at(out->name()) : Datum()));
     }
   }
 
@@ -418,7 +418,7 @@ Result<NamedTensors> run_all_values(std::shared_ptr<const ir::Model> model, cons
   options.all_outputs = true;
   options.threads = threads;
   ONNXKIT_ASSIGN(auto session, runtime::Session::create(model, options));
-  ONNXKIT_ASSIGN(std::vector<Value> results, session->run(feeds));
+  ONNXKIT_ASSIGN(std::vector<Datum> results, session->run(feeds));
   NamedTensors values;
   for (size_t i = 0; i < results.size(); ++i) values.emplace(session->outputs()[i].name, std::move(results[i]));
   for (const auto& [name, value] : feeds) values.emplace(name, value);
@@ -487,7 +487,7 @@ Result<CompareReport> compare_models(const fs::path& a, const fs::path& b, const
   return report;
 }
 
-const runtime::Value* find_reference(const NamedTensors& reference, const std::string& name) {
+const runtime::Datum* find_reference(const NamedTensors& reference, const std::string& name) {
   auto it = reference.find(name);
   if (it == reference.end()) it = reference.find(tensor_file_stem(name));
   return it == reference.end() ? nullptr : &it->second;
@@ -527,7 +527,7 @@ Result<runtime::NamedValues> feeds_from_reference(const runtime::Session& sessio
   runtime::NamedValues feeds;
   for (const runtime::ValueInfo& in : session.inputs()) {
     bool from_file = std::any_of(given.files.begin(), given.files.end(), [&](const auto& f) { return f.first == in.name; });
-    if (const Value* v = find_reference(sample, in.name); v != nullptr && !from_file) feeds.emplace_back(in.name, *v);
+    if (const Datum* v = find_reference(sample, in.name); v != nullptr && !from_file) feeds.emplace_back(in.name, *v);
   }
   if (given.random) given.unbound_dims = 1;
   auto rest = prepare_inputs(session, given, notes);

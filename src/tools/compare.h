@@ -23,7 +23,7 @@
 
 #include "ir/model.h"
 #include "runtime/session.h"
-#include "runtime/value.h"
+#include "runtime/datum.h"
 #include "tools/inputs.h"
 #include "util/progress.h"
 #include "util/result.h"
@@ -68,7 +68,7 @@ struct TensorStats {
 
 TensorStats compare_tensor_stats(const runtime::Tensor& expected, const runtime::Tensor& actual, const Tolerance& tolerance);
 // Tensors, sequences (element by element, the worst kept) and optionals.
-TensorStats compare_value_stats(const runtime::Value& expected, const runtime::Value& actual, const Tolerance& tolerance);
+TensorStats compare_value_stats(const runtime::Datum& expected, const runtime::Datum& actual, const Tolerance& tolerance);
 
 struct Difference {
   bool close = true;
@@ -77,7 +77,7 @@ struct Difference {
 };
 
 // compare_value_stats, elementwise, in short.
-Difference compare_values(const runtime::Value& expected, const runtime::Value& actual, double rtol, double atol);
+Difference compare_values(const runtime::Datum& expected, const runtime::Datum& actual, double rtol, double atol);
 
 // --- two runs ----------------------------------------------------------------------
 
@@ -149,7 +149,7 @@ struct CompareOptions {
 
 // A values of the runs, by tensor name. Values share their buffers with the
 // run that made them: nothing is copied.
-using NamedTensors = std::unordered_map<std::string, runtime::Value>;
+using NamedTensors = std::unordered_map<std::string, runtime::Datum>;
 
 // Runs two models on the same inputs and compares every paired tensor.
 Result<CompareReport> compare_models(const std::filesystem::path& a, const std::filesystem::path& b,
@@ -187,7 +187,7 @@ Result<runtime::NamedValues> feeds_from_reference(const runtime::Session& sessio
 
 // The tensor of `reference` for tensor `name` of a model: the same name, or
 // the file stem a folder would give it (tensor_file_stem).
-const runtime::Value* find_reference(const NamedTensors& reference, const std::string& name);
+const runtime::Datum* find_reference(const NamedTensors& reference, const std::string& name);
 
 // Runs A and B on `feeds` (named as A's inputs) and gives A's values under
 // the names of the B tensors they pair with (graph inputs included).

@@ -216,7 +216,7 @@ TensorStats compare_tensor_stats(const runtime::Tensor& expected, const runtime:
   return s;
 }
 
-TensorStats compare_value_stats(const runtime::Value& expected, const runtime::Value& actual, const Tolerance& tolerance) {
+TensorStats compare_value_stats(const runtime::Datum& expected, const runtime::Datum& actual, const Tolerance& tolerance) {
   auto unlike = [&] {
     TensorStats s;
     s.passed = s.comparable = false;
@@ -250,7 +250,7 @@ TensorStats compare_value_stats(const runtime::Value& expected, const runtime::V
   return unlike();
 }
 
-Difference compare_values(const runtime::Value& expected, const runtime::Value& actual, double rtol, double atol) {
+Difference compare_values(const runtime::Datum& expected, const runtime::Datum& actual, double rtol, double atol) {
   Tolerance tolerance;
   tolerance.rtol = rtol;
   tolerance.atol = atol;

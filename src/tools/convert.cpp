@@ -45,7 +45,7 @@ runtime::Tensor narrowed(const runtime::Tensor& x, runtime::DataType type) {
 }
 
 // Compares one output of the lowered model with the float32 model's.
-Status compare_output(const std::string& name, const runtime::Value& expected, const runtime::Value& actual,
+Status compare_output(const std::string& name, const runtime::Datum& expected, const runtime::Datum& actual,
                       LowFloat type, PrecisionCheck& check) {
   if (!expected.is_tensor() || !actual.is_tensor()) return {};
   const runtime::Tensor &e = expected.tensor(), &a = actual.tensor();
@@ -121,7 +121,7 @@ Result<ConvertReport> convert_model(const std::filesystem::path& in, const std::
           for (const runtime::ValueInfo& input : (*session)->inputs())
             if (input.name == name && value.is_tensor() && value.tensor().dtype() == runtime::DataType::float32 &&
                 input.type.tensor_type().elem_type() != onnx::TensorProto::FLOAT)
-              value = runtime::Value(narrowed(value.tensor(), static_cast<runtime::DataType>(input.type.tensor_type().elem_type())));
+              value = runtime::Datum(narrowed(value.tensor(), static_cast<runtime::DataType>(input.type.tensor_type().elem_type())));
         auto outputs = (*session)->run(feeds);
         if (!outputs.ok())
           return make_error("the {} model fails to run ({}); nothing written", to_string(options.precision->type),

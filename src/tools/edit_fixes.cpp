@@ -196,7 +196,7 @@ Status run_at_new_batch(const ir::Model& model, std::string_view batch, std::str
   if (ran.ok()) {
     const int64_t expected = is_number(batch) ? std::stoll(std::string(batch)) : 2;
     for (size_t i = 0; i < ran->size(); ++i) {
-      const runtime::Value& out = (*ran)[i];
+      const runtime::Datum& out = (*ran)[i];
       if (!out.is_tensor() || out.tensor().shape().empty() || out.tensor().shape()[0] == expected) continue;
       return make_error("output '{}' comes out as {} when the batch is {}: something inside keeps the old batch",
                         session->outputs()[i].name, out.describe(), expected);

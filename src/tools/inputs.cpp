@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using runtime::DataType;
 using runtime::Tensor;
-using runtime::Value;
+using runtime::Datum;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -62,7 +62,7 @@ std::optional<std::vector<int64_t>> static_dims(const runtime::ValueInfo& input)
 
 // A literal typed for `input`; one number fills an input declared with one
 // element (an exporter's int64[1] sample rate takes sr=16000).
-Result<Value> read_literal(const std::string& text, const runtime::ValueInfo& input) {
+Result<Datum> read_literal(const std::string& text, const runtime::ValueInfo& input) {
   ONNXKIT_ASSIGN(onnx::TensorProto proto, parse_value_literal(text, declared_elem_type(input)));
   ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
   if (auto dims = static_dims(input); t.shape().empty() && dims && !dims->empty()) {
@@ -74,15 +74,15 @@ Result<Value> read_literal(const std::string& text, const runtime::ValueInfo& in
       t = std::move(shaped);
     }
   }
-  return Value(bfloat16_from_bits(std::move(t), input));
+  return Datum(bfloat16_from_bits(std::move(t), input));
 }
 
-Result<Value> read_value(const std::string& file, const runtime::ValueInfo& input) {
+Result<Datum> read_value(const std::string& file, const runtime::ValueInfo& input) {
   if (looks_like_value_literal(file)) return read_literal(file, input);
   if (ends_with(file, ".npy")) {
     ONNXKIT_ASSIGN(auto proto, io::read_npy(file));
     ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
-    return Value(bfloat16_from_bits(std::move(t), input));
+    return Datum(bfloat16_from_bits(std::move(t), input));
   }
   if (ends_with(file, ".pb")) {
     if (input.type.has_sequence_type()) {
@@ -95,7 +95,7 @@ Result<Value> read_value(const std::string& file, const runtime::ValueInfo& inpu
     }
     ONNXKIT_ASSIGN(auto proto, io::read_pb<onnx::TensorProto>(file));
     ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
-    return Value(bfloat16_from_bits(std::move(t), input));
+    return Datum(bfloat16_from_bits(std::move(t), input));
   }
   return make_error("'{}' is neither a tensor file (.npy, .npz, .pb) nor a literal such as 16000, [1,2] or "
                     "int64:[[1,2,3]]", file);
@@ -187,7 +187,7 @@ Result<InputOptions> parse_input_flags(const InputFlagTexts& flags) {
   return options;
 }
 
-Result<Value> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed,
+Result<Datum> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed,
                            int64_t limit, const ValueRange* range) {
   if (!input.type.has_tensor_type())
     return make_error("input '{}' is not a tensor; give it with --input", input.name);
@@ -246,7 +246,7 @@ Result<Value> random_value(const runtime::ValueInfo& input, const std::vector<in
     });
   }
   if (!filled.ok()) return filled.error().in(fmt::format("input '{}'", input.name));
-  return Value(std::move(t));
+  return Datum(std::move(t));
 }
 
 std::vector<std::pair<std::string, int64_t>> integer_input_limits(const ir::Graph& graph) {
@@ -305,7 +305,7 @@ class DimBindings {
   }
 
   // Symbols `input`'s data fixes; an error when it contradicts --dim.
-  Status bind_data(const runtime::ValueInfo& input, const Value& value) {
+  Status bind_data(const runtime::ValueInfo& input, const Datum& value) {
     if (!value.is_tensor() || !input.type.has_tensor_type() || !input.type.tensor_type().has_shape()) return {};
     const auto& dims = input.type.tensor_type().shape().dim();
     const runtime::Shape& shape = value.tensor().shape();
@@ -421,7 +421,7 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
         const runtime::ValueInfo* info = find(target);
         if (info == nullptr) return unknown(target, file);
         ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
-        feeds.emplace_back(target, Value(bfloat16_from_bits(std::move(t), *info)));
+        feeds.emplace_back(target, Datum(bfloat16_from_bits(std::move(t), *info)));
       }
       continue;
     }

@@ -71,7 +71,7 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
 // integers in [0, min(10, limit)) (valid as indices and token ids for any
 // table of 10 or more), bools either way; `range` replaces that. Symbolic
 // dims take their value from `shape`.
-Result<runtime::Value> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed,
+Result<runtime::Datum> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed,
                                     int64_t limit = 10, const ValueRange* range = nullptr);
 
 // For each integer input of `graph` read as Gather indices (directly or

@@ -155,7 +155,7 @@ Result<runtime::Tensor> tensor_of(const io::SafetensorsEntry& e) {
 
 // The one place the check compares an output: compare's element rule, plus
 // the mean squared error the seeds judge conversions by (1e-7).
-PytorchOutputCheck compare_output(const std::string& name, const runtime::Value& expected, const runtime::Tensor& actual,
+PytorchOutputCheck compare_output(const std::string& name, const runtime::Datum& expected, const runtime::Tensor& actual,
                                   const std::vector<const runtime::Tensor*>& referees = {}) {
   PytorchOutputCheck check;
   check.name = name;
@@ -174,7 +174,7 @@ PytorchOutputCheck compare_output(const std::string& name, const runtime::Value&
     (void)st;
     if (ref.numel() > 0) check.mse = squares / static_cast<double>(ref.numel());
   }
-  Difference d = compare_values(expected, runtime::Value(actual), 0.0, 1e-4 * std::max(1.0, max_ref));
+  Difference d = compare_values(expected, runtime::Datum(actual), 0.0, 1e-4 * std::max(1.0, max_ref));
   auto shapes_agree = [&] { return ref.dtype() == actual.dtype() && ref.shape() == actual.shape(); };
   check.max_abs_diff = d.max_abs_diff;
   check.close = d.close && check.mse < 1e-7;
@@ -257,7 +257,7 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
   std::vector<std::tuple<size_t, size_t, runtime::Tensor>> actuals;  // (report index, output index, output)
   for (size_t k = 0; k < expected->size(); ++k) {
     const std::string& name = session->outputs()[k].name;
-    const runtime::Value& ref = (*expected)[k];
+    const runtime::Datum& ref = (*expected)[k];
     auto it = std::find_if(produced.begin(), produced.end(), [&](const auto& e) { return e.name == fmt::format("output_{}", k); });
     if (!ref.is_tensor()) {
       report.outputs.push_back({name, ref.describe(), false});
@@ -268,7 +268,7 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
     if (source.random) {  // other numbers by design: the type and shape must still agree
       PytorchOutputCheck check{name, ref.describe(), false};
       check.close = ref.tensor().dtype() == actual.dtype() && ref.tensor().shape() == actual.shape();
-      if (!check.close) check.detail = fmt::format("got {}", runtime::Value(actual).describe());
+      if (!check.close) check.detail = fmt::format("got {}", runtime::Datum(actual).describe());
       report.outputs.push_back(check);
       continue;
     }

@@ -26,7 +26,7 @@ namespace onnxkit::tools {
 namespace {
 
 namespace fs = std::filesystem;
-using runtime::Value;
+using runtime::Datum;
 
 // The node of `graph` that holds `node` (itself, or the node whose sub-graph it is in).
 const ir::Node* top_level(const ir::Node* node, const ir::Graph& graph) {
@@ -212,7 +212,7 @@ class Reducer {
         for (const ir::Node& node : model_->graph().nodes())
           for (const ir::Value* v : node.outputs())
             if (v != nullptr)
-              if (const Value* r = find_reference(files->samples[s], v->name())) values.emplace(v->name(), *r);
+              if (const Datum* r = find_reference(files->samples[s], v->name())) values.emplace(v->name(), *r);
       } else {
         // An external judge: cut tensors take the model's own values.
         auto own = run_all_values(model_, feeds[s], options_.compare.threads);
@@ -353,7 +353,7 @@ class Reducer {
     if (!freeze) return copy;
     ir::Graph& graph = copy->graph();
     for (const ir::Value* side : c.side_inputs) {
-      const Value& value = truth_[0].at(side->name());
+      const Datum& value = truth_[0].at(side->name());
       if (!value.is_tensor()) continue;  // a sequence stays an input
       ir::Value* v = graph.find_value(side->name());
       for (size_t i = 0; i < graph.inputs().size(); ++i)
@@ -433,7 +433,7 @@ class Reducer {
     std::vector<std::pair<std::string, onnx::TensorProto>> arrays;
     for (const ir::Value* v : candidate->graph().inputs()) {
       if (v->is_constant()) continue;
-      const Value& value = truth_[0].at(v->name());
+      const Datum& value = truth_[0].at(v->name());
       if (value.is_tensor()) arrays.emplace_back(v->name(), runtime::tensor_to_proto(value.tensor(), v->name()));
     }
     ONNXKIT_TRY(io::write_npz(inputs_path, arrays));

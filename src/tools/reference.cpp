@@ -16,14 +16,14 @@ namespace onnxkit::tools {
 namespace {
 
 namespace fs = std::filesystem;
-using runtime::Value;
+using runtime::Datum;
 
 // A name -> value map that remembers which file gave each name.
 struct Gathered {
-  std::unordered_map<std::string, Value> values;
+  std::unordered_map<std::string, Datum> values;
   std::unordered_map<std::string, std::string> origin;
 
-  Status add(const std::string& name, Value value, const std::string& file) {
+  Status add(const std::string& name, Datum value, const std::string& file) {
     auto [it, added] = origin.emplace(name, file);
     if (!added) return make_error("reference tensor '{}' is given twice: by {} and by {}", name, it->second, file);
     values.emplace(name, std::move(value));
@@ -32,24 +32,24 @@ struct Gathered {
 };
 
 // The proto stays alive as long as the tensor viewing its raw_data.
-Result<Value> tensor_value(onnx::TensorProto proto, const std::string& file) {
+Result<Datum> tensor_value(onnx::TensorProto proto, const std::string& file) {
   auto holder = std::make_shared<onnx::TensorProto>(std::move(proto));
   auto tensor = runtime::tensor_from_proto(*holder, nullptr, holder);
   if (!tensor.ok()) return tensor.error().in(file);
-  return Value(std::move(tensor).value());
+  return Datum(std::move(tensor).value());
 }
 
 Status add_npz(const fs::path& path, Gathered& into) {
   ONNXKIT_ASSIGN(auto arrays, io::read_npz(path));
   for (auto& [name, proto] : arrays) {
-    ONNXKIT_ASSIGN(Value v, tensor_value(std::move(proto), path.string()));
+    ONNXKIT_ASSIGN(Datum v, tensor_value(std::move(proto), path.string()));
     ONNXKIT_TRY(into.add(name, std::move(v), path.string()));
   }
   return {};
 }
 
 // `kind` as outputs.json's "type" says: sequences and optionals are not TensorProtos.
-Result<Value> read_pb_value(const fs::path& path, const std::string& kind, std::string* name) {
+Result<Datum> read_pb_value(const fs::path& path, const std::string& kind, std::string* name) {
   if (kind.rfind("seq(", 0) == 0) {
     ONNXKIT_ASSIGN(auto proto, io::read_pb<onnx::SequenceProto>(path));
     if (name != nullptr) *name = proto.name();
@@ -70,12 +70,12 @@ Status add_file(const fs::path& path, const std::string& listed_name, const std:
   if (ext == ".npz") return add_npz(path, into);
   if (ext == ".npy") {
     ONNXKIT_ASSIGN(auto proto, io::read_npy(path));
-    ONNXKIT_ASSIGN(Value v, tensor_value(std::move(proto), path.string()));
+    ONNXKIT_ASSIGN(Datum v, tensor_value(std::move(proto), path.string()));
     return into.add(listed_name.empty() ? path.stem().string() : listed_name, std::move(v), path.string());
   }
   if (ext == ".pb") {
     std::string stored;
-    ONNXKIT_ASSIGN(Value v, read_pb_value(path, kind, &stored));
+    ONNXKIT_ASSIGN(Datum v, read_pb_value(path, kind, &stored));
     std::string name = !listed_name.empty() ? listed_name : !stored.empty() ? stored : path.stem().string();
     return into.add(name, std::move(v), path.string());
   }
@@ -157,7 +157,7 @@ Result<Reference> load_reference(const std::vector<fs::path>& paths) {
       if (iterations.size() < arrays.iterations.size()) iterations.resize(arrays.iterations.size());
       for (size_t i = 0; i < arrays.iterations.size(); ++i)
         for (auto& [name, proto] : arrays.iterations[i]) {
-          ONNXKIT_ASSIGN(Value v, tensor_value(std::move(proto), path.string()));
+          ONNXKIT_ASSIGN(Datum v, tensor_value(std::move(proto), path.string()));
           ONNXKIT_TRY(iterations[i].add(name, std::move(v), path.string()));
         }
       continue;
@@ -166,7 +166,7 @@ Result<Reference> load_reference(const std::vector<fs::path>& paths) {
   }
   const size_t count = std::max<size_t>(1, iterations.size());
   for (size_t i = 0; i < count; ++i) {
-    std::unordered_map<std::string, Value> sample = shared.values;
+    std::unordered_map<std::string, Datum> sample = shared.values;
     if (i < iterations.size()) {
       for (auto& [name, value] : iterations[i].values) {
         if (shared.origin.count(name))

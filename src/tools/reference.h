@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/value.h"
+#include "runtime/datum.h"
 #include "util/result.h"
 
 namespace onnxkit::tools {
@@ -18,7 +18,7 @@ namespace onnxkit::tools {
 struct Reference {
   // Per sample, tensor name -> value. Files without iterations are sample 0
   // of every sample (they merge into each).
-  std::vector<std::unordered_map<std::string, runtime::Value>> samples;
+  std::vector<std::unordered_map<std::string, runtime::Datum>> samples;
   std::vector<std::string> notes;  // which runner a Polygraphy file gave, files skipped
 };
 

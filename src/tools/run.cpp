@@ -19,9 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using runtime::Tensor;
-using runtime::Value;
+using runtime::Datum;
 
-void summarize(const Value& value, OutputSummary& s) {
+void summarize(const Datum& value, OutputSummary& s) {
   s.type = value.describe();
   if (!value.is_tensor() || value.tensor().numel() == 0) return;
   const Tensor& t = value.tensor();
@@ -43,7 +43,7 @@ void summarize(const Value& value, OutputSummary& s) {
 }
 
 // Writes output `k`; returns the file name used.
-Result<std::string> write_output(const fs::path& dir, size_t k, const std::string& name, const Value& value, TensorFormat format) {
+Result<std::string> write_output(const fs::path& dir, size_t k, const std::string& name, const Datum& value, TensorFormat format) {
   if (value.is_tensor() && format == TensorFormat::npy) {
     std::string file = fmt::format("output_{}.npy", k);
     ONNXKIT_TRY(io::write_npy(dir / file, runtime::tensor_to_proto(value.tensor(), name)));
@@ -84,7 +84,7 @@ Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
   RunReport report;
   report.threads = session->threads();
   auto start = std::chrono::steady_clock::now();
-  ONNXKIT_ASSIGN(std::vector<Value> results, session->run(feeds, limits));
+  ONNXKIT_ASSIGN(std::vector<Datum> results, session->run(feeds, limits));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   int warm_runs = options.warm_runs;
   if (warm_runs < 0) {

@@ -71,13 +71,13 @@ struct Attempt {
 };
 
 // A tensor like `like` holding `value` everywhere.
-runtime::Value filled_like(const runtime::Tensor& like, int64_t value) {
+runtime::Datum filled_like(const runtime::Tensor& like, int64_t value) {
   runtime::Tensor t(like.dtype(), like.shape());
   (void)runtime::dispatch_numeric(t.dtype(), [&]<class T>() -> Status {
     std::fill(t.mutable_data<T>(), t.mutable_data<T>() + t.numel(), static_cast<T>(value));
     return {};
   });
-  return runtime::Value(std::move(t));
+  return runtime::Datum(std::move(t));
 }
 
 class Search {

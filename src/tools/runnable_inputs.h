@@ -37,7 +37,7 @@ struct RunnableInputOptions {
 
 struct RunnableInputs {
   std::vector<runtime::NamedValues> feeds;
-  std::vector<std::vector<runtime::Value>> outputs;  // the session's outputs on each of `feeds`
+  std::vector<std::vector<runtime::Datum>> outputs;  // the session's outputs on each of `feeds`
   // What was chosen, when anything was ("symbolic dims 'height', 'width' as 64").
   std::string chosen;
 };

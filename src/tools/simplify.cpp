@@ -152,7 +152,7 @@ class Checker {
   const SimplifyToolOptions& options_;
   std::vector<std::string> output_names_;
   std::vector<runtime::NamedValues> feeds_;
-  std::vector<std::vector<runtime::Value>> expected_;
+  std::vector<std::vector<runtime::Datum>> expected_;
 };
 
 

@@ -58,7 +58,7 @@ void expect_same_outputs(const ir::Model& before, const ir::Model& after, double
     runtime::Tensor t = value->tensor();  // shares the buffer, which is ours alone
     if (t.dtype() == runtime::DataType::float32)
       for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = t.data<float>()[i] * 2 - 1;
-    feeds.emplace_back(in.name, runtime::Value(std::move(t)));
+    feeds.emplace_back(in.name, runtime::Datum(std::move(t)));
   }
   auto out_a = (*a)->run(feeds);
   auto out_b = (*b)->run(feeds);

@@ -254,7 +254,7 @@ NodeSpec spec_of(const Case& c, const Inputs& in) {
 void check(const Case& c, double tolerance = 2e-5) {
   const Inputs in = make_inputs(c);
   const Expected want = reference(c, in);
-  const std::vector<runtime::Value> got = testing::run_node(spec_of(c, in));
+  const std::vector<runtime::Datum> got = testing::run_node(spec_of(c, in));
   const int64_t total = c.past_len + c.kv_len;
   ASSERT_FALSE(got.empty());
   expect_tensor_near(got[0].tensor(),

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 using namespace onnxkit;
 using runtime::DataType;
 using runtime::Tensor;
-using runtime::Value;
+using runtime::Datum;
 
 namespace {
 
@@ -46,7 +46,7 @@ std::string flatten(std::string s) {
   return s.size() > 300 ? s.substr(0, 300) + "..." : s;
 }
 
-Result<Value> read_value(const fs::path& file, const onnx::TypeProto& type) {
+Result<Datum> read_value(const fs::path& file, const onnx::TypeProto& type) {
   if (type.has_sequence_type()) {
     ONNXKIT_ASSIGN(auto proto, io::read_pb<onnx::SequenceProto>(file));
     return runtime::value_from_proto(proto);
@@ -61,7 +61,7 @@ Result<Value> read_value(const fs::path& file, const onnx::TypeProto& type) {
   if (proto.data_type() == onnx::TensorProto::UINT16 && type.tensor_type().elem_type() == onnx::TensorProto::BFLOAT16)
     proto.set_data_type(onnx::TensorProto::BFLOAT16);
   ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
-  return Value(std::move(t));
+  return Datum(std::move(t));
 }
 
 double as_double(const Tensor& t, int64_t i) {
@@ -113,7 +113,7 @@ std::string compare_tensors(const Tensor& expected, const Tensor& actual) {
   return "";
 }
 
-std::string compare_values(const Value& expected, const Value& actual) {
+std::string compare_values(const Datum& expected, const Datum& actual) {
   if (expected.is_tensor()) {
     if (!actual.is_tensor()) return "got " + actual.describe() + ", expected a tensor";
     return compare_tensors(expected.tensor(), actual.tensor());

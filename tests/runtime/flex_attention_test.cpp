@@ -95,7 +95,7 @@ Doubles definition(const Case& c, const Doubles& q, const Doubles& k, const Doub
   return y;
 }
 
-Result<std::vector<runtime::Value>> run(const Case& c, const Doubles& q, const Doubles& k, const Doubles& v) {
+Result<std::vector<runtime::Datum>> run(const Case& c, const Doubles& q, const Doubles& k, const Doubles& v) {
   return try_run_node({.op_type = "FlexAttention",
                        .domain = "ai.onnx.preview",
                        .opset = 1,

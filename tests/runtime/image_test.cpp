@@ -73,7 +73,7 @@ Bytes encode_jpeg(const Bytes& pixels, int width, int height, int components) {
   return out;
 }
 
-Result<std::vector<runtime::Value>> decode(const Bytes& bytes, const char* pixel_format = "RGB") {
+Result<std::vector<runtime::Datum>> decode(const Bytes& bytes, const char* pixel_format = "RGB") {
   return try_run_node({.op_type = "ImageDecoder",
                        .opset = 20,
                        .inputs = {{"data", Tensor::from<uint8_t>({static_cast<int64_t>(bytes.size())}, bytes)}},
@@ -84,7 +84,7 @@ Tensor pixels(int64_t height, int64_t width, int64_t channels, const Bytes& valu
   return Tensor::from<uint8_t>({height, width, channels}, values);
 }
 
-void expect_error(const Result<std::vector<runtime::Value>>& out, const std::string& fragment) {
+void expect_error(const Result<std::vector<runtime::Datum>>& out, const std::string& fragment) {
   ASSERT_FALSE(out.ok()) << "expected an error";
   EXPECT_NE(out.error().message().find(fragment), std::string::npos) << out.error().message();
   EXPECT_NE(out.error().message().find("ImageDecoder"), std::string::npos) << out.error().message();

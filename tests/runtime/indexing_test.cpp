@@ -40,7 +40,7 @@ std::vector<float> wavy(size_t n, float phase) {
   return v;
 }
 
-void expect_error(const Result<std::vector<runtime::Value>>& out, const std::vector<std::string>& fragments) {
+void expect_error(const Result<std::vector<runtime::Datum>>& out, const std::vector<std::string>& fragments) {
   ASSERT_FALSE(out.ok()) << "expected an error";
   for (const std::string& f : fragments)
     EXPECT_NE(out.error().message().find(f), std::string::npos) << "'" << f << "' not in: " << out.error().message();

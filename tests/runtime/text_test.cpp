@@ -28,7 +28,7 @@ Tensor strings(runtime::Shape shape, const std::vector<std::string>& values) {
   return Tensor::from<std::string>(std::move(shape), values);
 }
 
-void expect_error(const Result<std::vector<runtime::Value>>& out, const std::string& fragment) {
+void expect_error(const Result<std::vector<runtime::Datum>>& out, const std::string& fragment) {
   ASSERT_FALSE(out.ok()) << "expected an error";
   EXPECT_NE(out.error().message().find(fragment), std::string::npos) << out.error().message();
 }
@@ -145,7 +145,7 @@ TEST(TfIdfVectorizer, RefusesInconsistentAttributesAndInputs) {
 
 // --- StringNormalizer --------------------------------------------------------------
 
-Result<std::vector<runtime::Value>> normalize(const Tensor& x, std::vector<onnx::AttributeProto> attributes) {
+Result<std::vector<runtime::Datum>> normalize(const Tensor& x, std::vector<onnx::AttributeProto> attributes) {
   return try_run_node({.op_type = "StringNormalizer", .opset = 10, .inputs = {{"x", x}}, .attributes = std::move(attributes)});
 }
 
@@ -219,7 +219,7 @@ TEST(StringConcat, RefusesNonStringsAndMismatchedShapes) {
 
 // --- StringSplit -------------------------------------------------------------------
 
-std::vector<runtime::Value> split(const Tensor& x, std::vector<onnx::AttributeProto> attributes) {
+std::vector<runtime::Datum> split(const Tensor& x, std::vector<onnx::AttributeProto> attributes) {
   return run_node({.op_type = "StringSplit", .opset = 20, .inputs = {{"x", x}}, .attributes = std::move(attributes), .num_outputs = 2});
 }
 

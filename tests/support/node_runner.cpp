@@ -50,15 +50,15 @@ Result<NodeSession> make_node_session(const NodeSpec& spec) {
   return NodeSession{std::move(session), std::move(feeds)};
 }
 
-Result<std::vector<runtime::Value>> try_run_node(const NodeSpec& spec) {
+Result<std::vector<runtime::Datum>> try_run_node(const NodeSpec& spec) {
   ONNXKIT_ASSIGN(NodeSession node, make_node_session(spec));
   return node.session->run(node.feeds);
 }
 
-std::vector<runtime::Value> run_node(const NodeSpec& spec) {
+std::vector<runtime::Datum> run_node(const NodeSpec& spec) {
   auto out = try_run_node(spec);
   EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message());
-  return out.ok() ? std::move(out).value() : std::vector<runtime::Value>(spec.num_outputs);
+  return out.ok() ? std::move(out).value() : std::vector<runtime::Datum>(spec.num_outputs);
 }
 
 onnx::AttributeProto attr(const std::string& name, int64_t value) {

@@ -41,9 +41,9 @@ struct NodeSession {
 Result<NodeSession> make_node_session(const NodeSpec& spec);
 
 // The node's outputs, or the session's error (build or run).
-Result<std::vector<runtime::Value>> try_run_node(const NodeSpec& spec);
+Result<std::vector<runtime::Datum>> try_run_node(const NodeSpec& spec);
 // Same, failing the test on an error.
-std::vector<runtime::Value> run_node(const NodeSpec& spec);
+std::vector<runtime::Datum> run_node(const NodeSpec& spec);
 
 onnx::AttributeProto attr(const std::string& name, int64_t value);
 onnx::AttributeProto attr(const std::string& name, int value);

@@ -107,7 +107,7 @@ constexpr const char* kModel = R"(
 std::shared_ptr<const ir::Model> shared(std::unique_ptr<ir::Model> m) { return std::shared_ptr<const ir::Model>(std::move(m)); }
 
 runtime::NamedValues feeds() {
-  return {{"x", runtime::Value(Tensor::from<float>({2, 3}, {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f}))}};
+  return {{"x", runtime::Datum(Tensor::from<float>({2, 3}, {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f}))}};
 }
 
 TEST(CompareModels, TheAlteredNodeIsTheCulpritAndItsConsumersAreClean) {

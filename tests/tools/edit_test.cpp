@@ -389,7 +389,7 @@ g (float[2, 3, 4, 5] x) => (float[2, 3, 4, 5] y) <float[3, 1, 1] s = {0.1, 0.2, 
 
 TEST(EditModel, ReplacePReluIsExact) {
   auto model = model_from_text(kPRelu);
-  runtime::NamedValues feeds = {{"x", runtime::Value(testing::random_tensor({2, 3, 4, 5}, 7))}};
+  runtime::NamedValues feeds = {{"x", runtime::Datum(testing::random_tensor({2, 3, 4, 5}, 7))}};
   std::vector<float> before = run_one(*model, feeds);
   EXPECT_EQ(tools::replace_prelu(*model), 1u);
   EXPECT_TRUE(tools::find_nodes_by_op(model->graph(), "PRelu").empty());

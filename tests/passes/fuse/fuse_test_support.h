@@ -41,7 +41,7 @@ inline runtime::Tensor run_on(const ir::Model& model, const std::string& name, r
   EXPECT_TRUE(session.ok()) << (session.ok() ? "" : session.error().message());
   if (!session.ok()) return {};
   runtime::NamedValues feeds;
-  feeds.emplace_back(name, runtime::Value(std::move(input)));
+  feeds.emplace_back(name, runtime::Datum(std::move(input)));
   auto out = (*session)->run(feeds);
   EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message());
   if (!out.ok()) return {};

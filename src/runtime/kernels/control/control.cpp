@@ -10,7 +10,7 @@
 namespace onnxkit::runtime {
 namespace {
 
-Result<bool> condition_of(const Value& v, const char* what) {
+Result<bool> condition_of(const Datum& v, const char* what) {
   if (!v.is_tensor() || v.tensor().dtype() != DataType::boolean || v.tensor().numel() != 1)
     return make_error("{} must be a single bool, got {}", what, v.describe());
   return v.tensor().data<bool>()[0];
@@ -66,7 +66,7 @@ KernelFactory if_kernel() {
         return make_error("a branch returns {} values for {} outputs", plan->outputs.size(), info.num_outputs());
     return ComputeFn([then_plan, else_plan](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(bool taken, condition_of(ctx.input_value(0), "the condition"));
-      ONNXKIT_ASSIGN(std::vector<Value> results, ctx.run_subgraph(taken ? *then_plan : *else_plan, {}));
+      ONNXKIT_ASSIGN(std::vector<Datum> results, ctx.run_subgraph(taken ? *then_plan : *else_plan, {}));
       for (size_t i = 0; i < results.size(); ++i) ctx.set_output(i, std::move(results[i]));
       return {};
     });
@@ -97,15 +97,15 @@ KernelFactory loop_kernel() {
       if (ctx.has_input(1)) {
         ONNXKIT_ASSIGN(keep_going, condition_of(ctx.input_value(1), "cond"));
       }
-      std::vector<Value> state;
-      for (size_t i = 0; i < carried; ++i) state.push_back(ctx.has_input(i + 2) ? ctx.input_value(i + 2) : Value());
+      std::vector<Datum> state;
+      for (size_t i = 0; i < carried; ++i) state.push_back(ctx.has_input(i + 2) ? ctx.input_value(i + 2) : Datum());
       std::vector<std::vector<Tensor>> scanned(scans);
       for (int64_t i = 0; keep_going && (!trip_limit || i < *trip_limit); ++i) {
-        std::vector<Value> inputs;
+        std::vector<Datum> inputs;
         inputs.emplace_back(Tensor::from<int64_t>({}, {i}));
         inputs.emplace_back(Tensor::from<bool>({}, {keep_going}));
         inputs.insert(inputs.end(), state.begin(), state.end());
-        ONNXKIT_ASSIGN(std::vector<Value> out, ctx.run_subgraph(*body, std::move(inputs)));
+        ONNXKIT_ASSIGN(std::vector<Datum> out, ctx.run_subgraph(*body, std::move(inputs)));
         ONNXKIT_ASSIGN(keep_going, condition_of(out[0], "the body's condition output"));
         for (size_t k = 0; k < carried; ++k) state[k] = std::move(out[1 + k]);
         for (size_t k = 0; k < scans; ++k) {
@@ -150,8 +150,8 @@ Result<ScanConfig> scan_config(const KernelInfo& info, const GraphPlan& body, si
 
 // One Scan (opset 9 form) over tensors: returns the final states then the
 // stacked scan outputs.
-Result<std::vector<Value>> run_scan(KernelContext& ctx, const GraphPlan& body, const ScanConfig& c,
-                                    std::vector<Value> states, const std::vector<const Tensor*>& inputs) {
+Result<std::vector<Datum>> run_scan(KernelContext& ctx, const GraphPlan& body, const ScanConfig& c,
+                                    std::vector<Datum> states, const std::vector<const Tensor*>& inputs) {
   int64_t length = -1;
   std::vector<size_t> axes;
   for (size_t j = 0; j < c.scan_inputs; ++j) {
@@ -163,17 +163,17 @@ Result<std::vector<Value>> run_scan(KernelContext& ctx, const GraphPlan& body, c
   }
   std::vector<std::vector<Tensor>> scanned(c.scan_outputs);
   for (int64_t i = 0; i < length; ++i) {
-    std::vector<Value> body_inputs = states;
+    std::vector<Datum> body_inputs = states;
     for (size_t j = 0; j < c.scan_inputs; ++j)
       body_inputs.emplace_back(slice_at(*inputs[j], axes[j], c.input_directions[j] ? length - 1 - i : i));
-    ONNXKIT_ASSIGN(std::vector<Value> out, ctx.run_subgraph(body, std::move(body_inputs)));
+    ONNXKIT_ASSIGN(std::vector<Datum> out, ctx.run_subgraph(body, std::move(body_inputs)));
     for (size_t k = 0; k < c.states; ++k) states[k] = std::move(out[k]);
     for (size_t k = 0; k < c.scan_outputs; ++k) {
       if (!out[c.states + k].is_tensor()) return make_error("scan output {} is not a tensor", k);
       scanned[k].push_back(out[c.states + k].tensor());
     }
   }
-  std::vector<Value> results = std::move(states);
+  std::vector<Datum> results = std::move(states);
   for (size_t k = 0; k < c.scan_outputs; ++k) {
     if (c.output_directions[k]) std::reverse(scanned[k].begin(), scanned[k].end());
     ONNXKIT_ASSIGN(Tensor stacked, stack(scanned[k], c.output_axes[k], declared_type(body, c.states + k)));
@@ -187,14 +187,14 @@ KernelFactory scan_kernel() {
     ONNXKIT_ASSIGN(auto body, info.subgraph("body"));
     ONNXKIT_ASSIGN(ScanConfig config, scan_config(info, *body, 0));
     return ComputeFn([body, config](KernelContext& ctx) -> Status {
-      std::vector<Value> states;
+      std::vector<Datum> states;
       for (size_t i = 0; i < config.states; ++i) states.push_back(ctx.input_value(i));
       std::vector<const Tensor*> inputs;
       for (size_t j = 0; j < config.scan_inputs; ++j) {
         ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(config.states + j));
         inputs.push_back(t);
       }
-      ONNXKIT_ASSIGN(std::vector<Value> results, run_scan(ctx, *body, config, std::move(states), inputs));
+      ONNXKIT_ASSIGN(std::vector<Datum> results, run_scan(ctx, *body, config, std::move(states), inputs));
       for (size_t i = 0; i < results.size() && i < ctx.num_outputs(); ++i) ctx.set_output(i, std::move(results[i]));
       return {};
     });
@@ -216,9 +216,9 @@ KernelFactory scan8_kernel() {
         all.push_back(t);
       }
       const int64_t batch = all[0]->dim(0);
-      std::vector<std::vector<Value>> per_batch;
+      std::vector<std::vector<Datum>> per_batch;
       for (int64_t b = 0; b < batch; ++b) {
-        std::vector<Value> states;
+        std::vector<Datum> states;
         std::vector<Tensor> slices;
         for (size_t i = 0; i < all.size(); ++i) {
           if (all[i]->dim(0) != batch) return make_error("inputs disagree on the batch size");
@@ -227,7 +227,7 @@ KernelFactory scan8_kernel() {
         for (size_t i = 0; i < config.states; ++i) states.emplace_back(slices[i]);
         std::vector<const Tensor*> inputs;
         for (size_t j = 0; j < config.scan_inputs; ++j) inputs.push_back(&slices[config.states + j]);
-        ONNXKIT_ASSIGN(std::vector<Value> results, run_scan(ctx, *body, config, std::move(states), inputs));
+        ONNXKIT_ASSIGN(std::vector<Datum> results, run_scan(ctx, *body, config, std::move(states), inputs));
         per_batch.push_back(std::move(results));
       }
       for (size_t k = 0; k < ctx.num_outputs(); ++k) {

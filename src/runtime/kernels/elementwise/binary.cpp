@@ -138,7 +138,7 @@ class LegacyBroadcast final : public Kernel {
       return make_error("B {} does not fit A {} at axis {}", shape_to_string(b->shape()), shape_to_string(a->shape()), axis);
     Shape aligned(static_cast<size_t>(rank_a), 1);
     for (int64_t i = 0; i < rank_b; ++i) aligned[static_cast<size_t>(axis + i)] = b->dim(static_cast<size_t>(i));
-    Value b_aligned(b->reshaped(aligned));
+    Datum b_aligned(b->reshaped(aligned));
     KernelContext adapted = ctx.with_inputs({&ctx.input_value(0), &b_aligned});
     return modern_->compute(adapted);
   }

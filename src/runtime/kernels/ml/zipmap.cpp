@@ -27,7 +27,7 @@ Result<ComputeFn> build_zipmap(const KernelInfo& info) {
       // A copy: X's buffer may be reused once this step is done.
       out.maps.push_back(Map{keys, x->part(i * rows.c, {rows.c}).clone()});
     }
-    ctx.set_output(0, Value(std::move(out)));
+    ctx.set_output(0, Datum(std::move(out)));
     return {};
   });
 }

@@ -96,9 +96,9 @@ std::vector<C> elements_as(const Tensor& t) {
 Result<Tensor> apply(KernelContext& ctx, const GraphPlan& plan, Tensor x, const char* name) {
   const Shape shape = x.shape();
   const DataType type = x.dtype();
-  std::vector<Value> in;
+  std::vector<Datum> in;
   in.emplace_back(std::move(x));
-  ONNXKIT_ASSIGN(std::vector<Value> out, ctx.run_subgraph(plan, std::move(in)));
+  ONNXKIT_ASSIGN(std::vector<Datum> out, ctx.run_subgraph(plan, std::move(in)));
   if (out.size() != 1 || !out[0].is_tensor() || out[0].tensor().shape() != shape || out[0].tensor().dtype() != type)
     return make_error("{} must return one {} tensor of its input's shape {}, got {}", name, to_string(type),
                       shape_to_string(shape), out.empty() ? std::string("nothing") : out[0].describe());

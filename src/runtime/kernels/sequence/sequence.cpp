@@ -196,9 +196,9 @@ Result<ComputeFn> sequence_map(const KernelInfo& info) {
       results[k].elem_type = t ? static_cast<DataType>(t) : DataType::float32;
     }
     for (size_t i = 0; i < n; ++i) {
-      std::vector<Value> inputs;
+      std::vector<Datum> inputs;
       for (size_t j = 0; j < ctx.num_inputs(); ++j) {
-        const Value& v = ctx.input_value(j);
+        const Datum& v = ctx.input_value(j);
         if (v.is_sequence()) {
           if (v.sequence().items.size() != n) return make_error("input sequences differ in length");
           inputs.emplace_back(v.sequence().items[i]);
@@ -206,7 +206,7 @@ Result<ComputeFn> sequence_map(const KernelInfo& info) {
           inputs.push_back(v);
         }
       }
-      ONNXKIT_ASSIGN(std::vector<Value> out, ctx.run_subgraph(*body, std::move(inputs)));
+      ONNXKIT_ASSIGN(std::vector<Datum> out, ctx.run_subgraph(*body, std::move(inputs)));
       for (size_t k = 0; k < outputs; ++k) {
         if (!out[k].is_tensor()) return make_error("body output {} is not a tensor", k);
         results[k].elem_type = out[k].tensor().dtype();
@@ -227,11 +227,11 @@ Result<ComputeFn> optional_kernel(const KernelInfo& info) {
       ctx.set_output(0, empty);
       return {};
     }
-    const Value& v = ctx.input_value(0);
+    const Datum& v = ctx.input_value(0);
     Optional o;
     o.is_sequence = v.is_sequence();
     o.elem_type = v.is_tensor() ? v.tensor().dtype() : v.is_sequence() ? v.sequence().elem_type : DataType::undefined;
-    o.value = std::make_shared<Value>(v);
+    o.value = std::make_shared<Datum>(v);
     ctx.set_output(0, std::move(o));
     return {};
   });
@@ -240,7 +240,7 @@ Result<ComputeFn> optional_kernel(const KernelInfo& info) {
 Status optional_has_element(KernelContext& ctx) {
   bool has = false;
   if (ctx.has_input(0)) {
-    const Value& v = ctx.input_value(0);
+    const Datum& v = ctx.input_value(0);
     has = v.is_optional() ? v.optional().value != nullptr : true;  // opset 18 also takes plain values
   }
   ctx.set_output(0, Tensor::from<bool>({}, {has}));
@@ -249,7 +249,7 @@ Status optional_has_element(KernelContext& ctx) {
 
 Status optional_get_element(KernelContext& ctx) {
   if (!ctx.has_input(0)) return make_error("input is missing");
-  const Value& v = ctx.input_value(0);
+  const Datum& v = ctx.input_value(0);
   if (!v.is_optional()) {  // opset 18: a plain tensor or sequence passes through
     ctx.set_output(0, v);
     return {};

@@ -1,7 +1,7 @@
 #pragma once
 // What flows along the runtime's edges: a tensor, a sequence of tensors (or
 // of maps), a map, or an optional that may hold a tensor or a sequence (or
-// nothing).
+// nothing). A Datum is data; the edge it flows along is an ir::Value.
 
 #include <memory>
 #include <variant>
@@ -27,23 +27,23 @@ struct Sequence {
   std::vector<Map> maps;
 };
 
-class Value;
+class Datum;
 
 // An optional value: `value` is null when the optional is empty. Its type is
 // kept so an empty optional still says what it would hold.
 struct Optional {
-  std::shared_ptr<const Value> value;
+  std::shared_ptr<const Datum> value;
   bool is_sequence = false;
   DataType elem_type = DataType::undefined;
 };
 
-class Value {
+class Datum {
  public:
-  Value() = default;  // nothing: an omitted optional input or output
-  Value(Tensor t) : v_(std::move(t)) {}  // NOLINT: implicit by design
-  Value(Sequence s) : v_(std::move(s)) {}  // NOLINT
-  Value(Optional o) : v_(std::move(o)) {}  // NOLINT
-  Value(Map m) : v_(std::move(m)) {}  // NOLINT
+  Datum() = default;  // nothing: an omitted optional input or output
+  Datum(Tensor t) : v_(std::move(t)) {}  // NOLINT: implicit by design
+  Datum(Sequence s) : v_(std::move(s)) {}  // NOLINT
+  Datum(Optional o) : v_(std::move(o)) {}  // NOLINT
+  Datum(Map m) : v_(std::move(m)) {}  // NOLINT
 
   bool empty() const { return std::holds_alternative<std::monostate>(v_); }
   bool is_tensor() const { return std::holds_alternative<Tensor>(v_); }

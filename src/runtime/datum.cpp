@@ -1,10 +1,10 @@
-#include "runtime/value.h"
+#include "runtime/datum.h"
 
 #include <fmt/format.h>
 
 namespace onnxkit::runtime {
 
-std::string Value::describe() const {
+std::string Datum::describe() const {
   if (is_tensor()) return to_string(tensor().dtype()) + shape_to_string(tensor().shape());
   if (is_sequence() && sequence().of_maps) return fmt::format("seq(map) of {}", sequence().maps.size());
   if (is_sequence()) return fmt::format("seq({}) of {}", to_string(sequence().elem_type), sequence().items.size());

@@ -96,7 +96,8 @@ Result<std::vector<SafetensorsEntry>> read_safetensors(const std::filesystem::pa
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [name, spec] : header.items()) {
     if (name == "__metadata__") continue;
-    auto where = [&](std::string_view what) { return make_error("{}: tensor '{}': {}", path.string(), name, what); };
+    const std::string& tensor = name;  // clang 14 cannot capture a structured binding
+    auto where = [&](std::string_view what) { return make_error("{}: tensor '{}': {}", path.string(), tensor, what); };
     if (!spec.is_object() || !spec.contains("dtype") || !spec.contains("shape") || !spec.contains("data_offsets"))
       return where("needs dtype, shape and data_offsets");
     if (!spec["dtype"].is_string() || !spec["shape"].is_array() || !spec["data_offsets"].is_array() ||

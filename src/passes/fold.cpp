@@ -26,9 +26,9 @@ std::optional<runtime::Tensor> shape_from_type(const ir::Node& node) {
   if (!dims || std::any_of(dims->begin(), dims->end(), [](int64_t d) { return d < 0; })) return std::nullopt;
   const int64_t rank = static_cast<int64_t>(dims->size());
   if (node.op_type() == "Size") {
-    int64_t size = 1;
-    for (int64_t d : *dims) size *= d;
-    return runtime::Tensor::from<int64_t>({}, {size});
+    auto size = runtime::checked_shape_size(*dims);  // declared dims may multiply past int64
+    if (!size.ok()) return std::nullopt;
+    return runtime::Tensor::from<int64_t>({}, {*size});
   }
   auto clamp_axis = [rank](int64_t axis) { return std::clamp(axis < 0 ? axis + rank : axis, int64_t{0}, rank); };
   int64_t start = clamp_axis(node.attr_int("start", 0));

@@ -60,10 +60,9 @@ Result<const Tensor*> KernelContext::tensor(size_t i) const {
 }
 
 Tensor& KernelContext::output(size_t i, DataType type, Shape shape) {
-  uint64_t elements = 1;  // saturating: the limit is what matters, not the exact count
-  for (int64_t d : shape)
-    elements = d <= 0 ? 0 : (elements > UINT64_MAX / static_cast<uint64_t>(d) ? UINT64_MAX : elements * static_cast<uint64_t>(d));
-  frame_.control.charge_elements(elements);
+  auto elements = checked_shape_size(shape);
+  if (!elements.ok()) throw ShapeError(elements.error().in(fmt::format("output {}", i)).message());
+  frame_.control.charge_elements(static_cast<uint64_t>(*elements));
   std::optional<Tensor> placed =
       i == 0 && shared_.part != nullptr ? shared_.part->place(*shared_.buffer, type, shape) : std::nullopt;
   outputs_[i] = Datum(placed ? std::move(*placed) : Tensor(type, std::move(shape)));

@@ -122,7 +122,9 @@ class KernelContext {
 
   size_t num_outputs() const { return outputs_.size(); }
   bool wants_output(size_t i) const { return i < wanted_.size() && wanted_[i]; }
-  // Allocates output i.
+  // Allocates output i. A shape checked_shape_size refuses (a negative dim,
+  // too many elements) throws ShapeError, which run_kernel reports with the
+  // node: no kernel can allocate from an unchecked shape.
   Tensor& output(size_t i, DataType type, Shape shape);
   void set_output(size_t i, Datum value) { outputs_[i] = std::move(value); }
 
@@ -167,8 +169,9 @@ KernelFactory make_kernel(ComputeFn compute);
 Result<std::unique_ptr<Kernel>> build_kernel(const KernelFactory& create, const KernelInfo& info);
 
 // kernel.compute(ctx), with errors naming `node`. What the libraries a kernel
-// calls throw (the allocator, oneDNN) and the run's BudgetExceeded become
-// errors too: kernels themselves return theirs.
+// calls throw (the allocator, oneDNN), the run's BudgetExceeded and the
+// ShapeError of an output or tensor shape become errors too: kernels
+// themselves return theirs.
 Status run_kernel(const Kernel& kernel, KernelContext& ctx, const ir::Node& node);
 
 // The data of a value fixed when a plan is built (an initializer, a

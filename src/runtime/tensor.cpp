@@ -399,7 +399,37 @@ int64_t shape_size(const Shape& shape) {
 
 std::string shape_to_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
 
-Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape)), numel_(shape_size(shape_)) {
+Result<int64_t> checked_shape_size(const Shape& shape) {
+  // The other dims of an empty shape count too: strides and offsets are
+  // computed from them.
+  int64_t n = 1;
+  bool empty = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t d = shape[i];
+    if (d < 0) return make_error("shape {}: dim {} is negative", shape_to_string(shape), i);
+    if (d == 0) {
+      empty = true;
+    } else if (n > kMaxElements / d) {
+      return make_error("shape {} has more than {} elements, too many to allocate", shape_to_string(shape),
+                        kMaxElements);
+    } else {
+      n *= d;
+    }
+  }
+  return empty ? 0 : n;
+}
+
+namespace {
+
+int64_t checked_numel(const Shape& shape) {
+  auto n = checked_shape_size(shape);
+  if (!n.ok()) throw ShapeError(n.error().message());
+  return *n;
+}
+
+}  // namespace
+
+Tensor::Tensor(DataType type, Shape shape) : type_(type), shape_(std::move(shape)), numel_(checked_numel(shape_)) {
   if (type_ == DataType::string) {
     auto* strings = new std::string[static_cast<size_t>(std::max<int64_t>(numel_, 1))];
     storage_ = std::shared_ptr<std::string>(strings, std::default_delete<std::string[]>());
@@ -415,7 +445,7 @@ Tensor Tensor::view(DataType type, Shape shape, const void* data, std::shared_pt
   Tensor t;
   t.type_ = type;
   t.shape_ = std::move(shape);
-  t.numel_ = shape_size(t.shape_);
+  t.numel_ = checked_numel(t.shape_);
   t.storage_ = std::move(owner);
   t.data_ = const_cast<void*>(data);
   return t;
@@ -424,14 +454,14 @@ Tensor Tensor::view(DataType type, Shape shape, const void* data, std::shared_pt
 Tensor Tensor::reshaped(Shape shape) const {
   Tensor t = *this;
   t.shape_ = std::move(shape);
-  t.numel_ = shape_size(t.shape_);
+  t.numel_ = checked_numel(t.shape_);
   return t;
 }
 
 Tensor Tensor::part(int64_t first, Shape shape) const {
   Tensor t = *this;
   t.shape_ = std::move(shape);
-  t.numel_ = shape_size(t.shape_);
+  t.numel_ = checked_numel(t.shape_);
   if (type_ == DataType::string || first < 0 || first + t.numel_ > numel_)
     throw std::out_of_range("Tensor::part: elements outside the tensor");
   t.data_ = static_cast<char*>(data_) + static_cast<size_t>(first) * element_size(type_);

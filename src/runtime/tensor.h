@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -215,14 +216,35 @@ template <> constexpr DataType data_type_of<UInt2>() { return DataType::uint2; }
 
 using Shape = std::vector<int64_t>;
 
-// Product of the dims (1 for a scalar).
+// Product of the dims (1 for a scalar), for shapes already checked (those of
+// tensors that exist).
 int64_t shape_size(const Shape& shape);
+
+// The most elements a tensor may hold: terabytes, beyond any real model,
+// while a corrupt or hostile one easily asks for more, or for a count that
+// wraps around int64 to something small.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+// The element count of `shape`, or an error quoting it when a dim is
+// negative or the count is above kMaxElements (found without overflowing;
+// the other dims of an empty shape are held to the limit too, as strides are
+// computed from them). The one check of every shape that becomes a buffer:
+// Tensor's constructor, a kernel's outputs, the inputs a run makes.
+Result<int64_t> checked_shape_size(const Shape& shape);
+
+// What Tensor's constructor, reshaped() and part() throw for a shape that
+// checked_shape_size refuses. A kernel's throw becomes an error naming its
+// node (run_kernel); code that takes shapes from outside checks them first.
+struct ShapeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 std::string shape_to_string(const Shape& shape);  // "[1,3,224,224]"
 
 class Tensor {
  public:
   Tensor() = default;  // undefined: no type, no data
-  // Allocates an uninitialized tensor (strings are empty).
+  // Allocates an uninitialized tensor (strings are empty); throws ShapeError
+  // for a shape checked_shape_size refuses.
   Tensor(DataType type, Shape shape);
   // A tensor viewing `data`, kept valid by `owner`. Read-only by contract.
   static Tensor view(DataType type, Shape shape, const void* data, std::shared_ptr<const void> owner);

@@ -210,6 +210,7 @@ Result<Datum> random_value(const runtime::ValueInfo& input, const std::vector<in
       dims.push_back(d.dim_value());
     }
   }
+  if (auto n = runtime::checked_shape_size(dims); !n.ok()) return n.error().in(fmt::format("input '{}'", input.name));
   auto type = static_cast<DataType>(tt.elem_type());
   Tensor t(type, dims);
   std::mt19937_64 rng(seed);

@@ -79,16 +79,8 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
 }
 
 Result<int64_t> checked_size(const Shape& shape, std::string_view what) {
-  for (int64_t d : shape)
-    if (d < 0) return make_error("{} shape {} has a negative dim", what, shape_to_string(shape));
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return int64_t{0};
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (n > kMaxElements / d)
-      return make_error("{} shape {} has more than {} elements, too many to allocate", what, shape_to_string(shape),
-                        kMaxElements);
-    n *= d;
-  }
+  auto n = checked_shape_size(shape);
+  if (!n.ok()) return n.error().in(what);
   return n;
 }
 

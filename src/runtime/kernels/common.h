@@ -72,15 +72,9 @@ Status compute_in_float(const std::vector<const Tensor*>& inputs, Tensor& y, F&&
 // Work (elements touched) below which a kernel stays on one thread.
 inline constexpr int64_t kParallelWork = 1 << 15;
 
-// The most elements a tensor computed from a model's values may hold:
-// terabytes, beyond any real model, while a corrupt one easily asks for
-// more (and an overflowing count would wrap to something small). Every
-// check of an output or buffer size uses it, through checked_size.
-inline constexpr int64_t kMaxElements = int64_t{1} << 40;
-
-// The element count of an output shape, or an error naming `what` when a dim
-// is negative or the count is above kMaxElements (an empty shape is fine
-// whatever its other dims).
+// checked_shape_size (tensor.h: negative dims, kMaxElements) with the error
+// naming `what`, for a kernel that sizes a buffer or loop before it asks
+// for its output (whose shape KernelContext::output checks in any case).
 Result<int64_t> checked_size(const Shape& shape, std::string_view what);
 
 // Attribute and scalar-input values that become dims or offsets (pads,

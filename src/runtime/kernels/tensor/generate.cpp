@@ -18,9 +18,12 @@ void register_generators(KernelRegistry& r) {
             double s = static_cast<double>(start->data<T>()[0]), l = static_cast<double>(limit->data<T>()[0]),
                    d = static_cast<double>(delta->data<T>()[0]);
             if (d == 0) return make_error("delta is 0");
-            double count = std::ceil((l - s) / d);
-            int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-            if (n > kMaxElements) return make_error("Range would have {} elements", n);
+            const double count = std::ceil((l - s) / d);
+            // in double, before the cast: 2^63 and more (or NaN) do not fit int64
+            if (!(count <= static_cast<double>(kMaxElements)))
+              return make_error("Range from {} to {} by {} would have {} elements, more than {}", s, l, d, count,
+                                kMaxElements);
+            const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
             Tensor& y = ctx.output(0, start->dtype(), {n});
             T* p = y.mutable_data<T>();
             T value = start->data<T>()[0];
@@ -43,8 +46,6 @@ void register_generators(KernelRegistry& r) {
           return ComputeFn([value](KernelContext& ctx) -> Status {
             ONNXKIT_ASSIGN(const Tensor* shape_t, ctx.tensor(0));
             ONNXKIT_ASSIGN(std::vector<int64_t> dims, read_int64s(*shape_t));
-            for (int64_t d : dims)
-              if (d < 0) return make_error("shape has a negative dim");
             Tensor& y = ctx.output(0, value.dtype(), Shape(dims.begin(), dims.end()));
             auto fill = [&]<class T>() -> Status {
               std::fill_n(y.mutable_data<T>(), y.numel(), value.data<T>()[0]);

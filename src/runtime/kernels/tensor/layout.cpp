@@ -260,11 +260,14 @@ void register_layout_ops(KernelRegistry& r) {
           std::vector<int64_t> strides;
           std::vector<int64_t> s = contiguous_strides(x->shape());
           for (size_t i = 0; i < repeats.size(); ++i) {
-            if (repeats[i] < 0) return make_error("repeats[{}] is negative", i);
-            out_shape.push_back(repeats[i] * x->dim(i));
+            if (repeats[i] < 0) return make_error("repeats[{}] is negative ({})", i, repeats[i]);
             view_shape.insert(view_shape.end(), {repeats[i], x->dim(i)});
             strides.insert(strides.end(), {0, s[i]});
           }
+          // The view's count is the output's: checked, the products below cannot overflow.
+          ONNXKIT_TRY(checked_size(view_shape, fmt::format("repeats {} of input shape {}", shape_to_string(repeats),
+                                                           shape_to_string(x->shape()))));
+          for (size_t i = 0; i < repeats.size(); ++i) out_shape.push_back(repeats[i] * x->dim(i));
           Tensor& y = ctx.output(0, x->dtype(), out_shape);
           Tensor view = y.reshaped(view_shape);
           copy_strided(*x, 0, strides, view);

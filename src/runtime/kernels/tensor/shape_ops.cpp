@@ -17,7 +17,7 @@ Tensor scalar_int64(int64_t v) { return Tensor::from<int64_t>({}, {v}); }
 // Reshape's target: 0 copies the input dim (unless allowzero), -1 is inferred.
 Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& target, bool allowzero) {
   Shape out(target.begin(), target.end());
-  int64_t known = 1;
+  Shape known_dims;  // all but the -1
   int inferred = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 0 && !allowzero) {
@@ -30,9 +30,14 @@ Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& target
     } else if (out[i] < 0) {
       return make_error("shape {} has a negative dim", shape_to_string(Shape(target.begin(), target.end())));
     } else {
-      known *= out[i];
+      known_dims.push_back(out[i]);
     }
   }
+  auto counted = checked_shape_size(known_dims);  // a product that wraps could match the input's count
+  if (!counted.ok())
+    return make_error("cannot reshape {} to {}: {}", shape_to_string(in), shape_to_string(Shape(target.begin(), target.end())),
+                      counted.error().message());
+  const int64_t known = *counted;
   int64_t total = shape_size(in);
   if (inferred >= 0) {
     if (known == 0 || total % known != 0)

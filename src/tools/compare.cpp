@@ -396,7 +396,7 @@ std::string input_text(const runtime::NamedValues& feeds, const InputOptions& op
   std::vector<std::string> parts;
   for (const auto& [name, value] : feeds) {
     bool from_file = std::any_of(options.files.begin(), options.files.end(),
-                                 [&](const auto& f) { return f.first == name || f.first.empty(); });
+                                 [&name = name](const auto& f) { return f.first == name || f.first.empty(); });
     parts.push_back(fmt::format("{} ({})", value_text(name, value), from_file ? "file" : source));
   }
   return join(parts, ", ");
@@ -533,7 +533,8 @@ Result<runtime::NamedValues> feeds_from_reference(const runtime::Session& sessio
   auto rest = prepare_inputs(session, given, notes);
   if (!rest.ok()) return rest.error().in("inputs");
   for (auto& [name, value] : *rest)
-    if (std::none_of(feeds.begin(), feeds.end(), [&](const auto& f) { return f.first == name; })) feeds.emplace_back(name, value);
+    if (std::none_of(feeds.begin(), feeds.end(), [&name = name](const auto& f) { return f.first == name; }))
+      feeds.emplace_back(name, value);
   std::vector<std::string> missing;
   for (const runtime::ValueInfo& in : session.inputs())
     if (!in.has_default && std::none_of(feeds.begin(), feeds.end(), [&](const auto& f) { return f.first == in.name; }))

@@ -160,7 +160,7 @@ class Search {
       }
     }
     for (auto& [name, values] : compared_constants(session_.model().graph()))
-      if (std::none_of(given_.begin(), given_.end(), [&](const auto& f) { return f.first == name; }))
+      if (std::none_of(given_.begin(), given_.end(), [&name = name](const auto& f) { return f.first == name; }))
         scalars_.emplace_back(name, std::move(values));
     return {};
   }

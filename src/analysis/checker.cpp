@@ -88,6 +88,25 @@ class Checker {
           default_opset_, libonnx_max_opset()));
   }
 
+  // libonnx's checker lets a declared dim be negative (-5 is no "unknown"),
+  // or dims multiply past int64: no tensor can have such a shape.
+  void check_dims(const std::string& where, const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    const auto& dims = vi.type().tensor_type().shape().dim();
+    int64_t product = 1;
+    bool overflows = false;
+    for (int i = 0; i < dims.size(); ++i) {
+      if (!dims[i].has_dim_value()) continue;
+      const int64_t d = dims[i].dim_value();
+      if (d < 0) {
+        add(where, fmt::format("dim {} is negative ({})", i, d));
+        return;
+      }
+      if (d != 0 && __builtin_mul_overflow(product, d, &product)) overflows = true;
+    }
+    if (overflows) add(where, "the product of its dims overflows int64");
+  }
+
   bool out_of_date(const onnx::NodeProto& node) const {
     return ir::canonical_domain(node.domain()).empty() && changed_since_libonnx(node.op_type(), default_opset_);
   }
@@ -98,12 +117,15 @@ class Checker {
     checker::LexicalScopeContext lex(parent);
     for (const auto& vi : graph.input()) {
       try_check(fmt::format("graph input '{}'", vi.name()), [&] { checker::check_value_info(vi, ctx_); });
+      check_dims(fmt::format("graph input '{}'", vi.name()), vi);
       if (lex.this_graph_has(vi.name())) add(fmt::format("graph input '{}'", vi.name()), "is listed twice");
       lex.add(vi.name());
     }
     std::set<std::string> initializers;
-    for (const auto& vi : graph.output())
+    for (const auto& vi : graph.output()) {
       try_check(fmt::format("graph output '{}'", vi.name()), [&] { checker::check_value_info(vi, ctx_); });
+      check_dims(fmt::format("graph output '{}'", vi.name()), vi);
+    }
     for (const auto& t : graph.initializer()) {
       if (check_tensors_)
         try_check(fmt::format("initializer '{}'", t.name()), [&] { checker::check_tensor(t, ctx_); });

@@ -197,6 +197,18 @@ class HostileSizes(unittest.TestCase):
                     self.assertIn(proc.returncode, (0, 1), f"check {name}: a crash? {proc.stdout}{proc.stderr}")
                     self.assertNotIn("internal error", proc.stdout + proc.stderr, name)
 
+    def test_check_names_declared_dims_no_tensor_can_have(self):
+        for dims, problem in (([-5, 3], "dim 0 is negative (-5)"), ([BIG, BIG], "the product of its dims overflows")):
+            with self.subTest(dims=dims), tempfile.TemporaryDirectory() as tmp:
+                graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+                path = os.path.join(tmp, "m.onnx")
+                onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+                proc = run("check", path)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertIn(f"graph input 'x': {problem}", proc.stdout)
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

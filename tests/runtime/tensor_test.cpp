@@ -28,6 +28,24 @@ Tensor iota(runtime::Shape shape) {
   return Tensor::from<float>(std::move(shape), v);
 }
 
+TEST(Tensor, CheckedShapeSizeRefusesNegativeAndOverflowingShapes) {
+  using runtime::checked_shape_size;
+  const int64_t big = int64_t{1} << 32;  // two make 2^64, which wraps to 0
+  EXPECT_EQ(*checked_shape_size({}), 1);
+  EXPECT_EQ(*checked_shape_size({0, 5}), 0);
+  EXPECT_EQ(*checked_shape_size({1 << 20, 1 << 20}), runtime::kMaxElements);
+  EXPECT_FALSE(checked_shape_size({1 << 20, 1 << 20, 2}).ok());
+  EXPECT_FALSE(checked_shape_size({big, big}).ok());
+  EXPECT_FALSE(checked_shape_size({std::numeric_limits<int64_t>::max()}).ok());
+  EXPECT_FALSE(checked_shape_size({0, big, big}).ok());  // strides of the other dims would overflow
+  auto negative = checked_shape_size({2, -5, 3});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.error().message(), "shape [2,-5,3]: dim 1 is negative");
+  EXPECT_THROW(Tensor(DataType::float32, {big, big}), runtime::ShapeError);
+  EXPECT_THROW(Tensor(DataType::float32, {-5, 3}), runtime::ShapeError);
+  EXPECT_THROW((void)Tensor(DataType::float32, {0}).reshaped({big, big, 0}), runtime::ShapeError);
+}
+
 TEST(Tensor, SplitNumOutputsMakesTheLastPartSmaller) {
   auto out = run_node({.op_type = "Split", .opset = 18, .inputs = {{"x", iota({7})}},
                        .attributes = {attr("num_outputs", 3)}, .num_outputs = 3});

@@ -21,7 +21,7 @@ void register_generators(KernelRegistry& r) {
             const double count = std::ceil((l - s) / d);
             // in double, before the cast: 2^63 and more (or NaN) do not fit int64
             if (!(count <= static_cast<double>(kMaxElements)))
-              return make_error("Range from {} to {} by {} would have {} elements, more than {}", s, l, d, count,
+              return make_error("from {} to {} by {}: {} elements, more than {}", s, l, d, count,
                                 kMaxElements);
             const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
             Tensor& y = ctx.output(0, start->dtype(), {n});

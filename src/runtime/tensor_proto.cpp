@@ -79,66 +79,92 @@ Result<Tensor> from_raw_data(const onnx::TensorProto& proto, DataType type, Shap
   return t;
 }
 
+// How many values the typed fields hold for `type` (the packed 4- and 2-bit
+// types excepted: their int32_data are bytes).
+uint64_t typed_entries(const onnx::TensorProto& proto, DataType type) {
+  switch (type) {
+    case DataType::float32: return proto.float_data_size();
+    case DataType::float64: return proto.double_data_size();
+    case DataType::int64: return proto.int64_data_size();
+    case DataType::uint64:
+    case DataType::uint32: return proto.uint64_data_size();
+    case DataType::int32:
+    case DataType::int16:
+    case DataType::uint16:
+    case DataType::int8:
+    case DataType::uint8:
+    case DataType::boolean:
+    case DataType::float16:
+    case DataType::bfloat16:
+    case DataType::float8e4m3fn:
+    case DataType::float8e4m3fnuz:
+    case DataType::float8e5m2:
+    case DataType::float8e5m2fnuz:
+    case DataType::float8e8m0: return proto.int32_data_size();
+    case DataType::string: return proto.string_data_size();
+    case DataType::complex64: return proto.float_data_size() / 2;
+    case DataType::complex128: return proto.double_data_size() / 2;
+    default: return 0;
+  }
+}
+
 // Data in the typed fields (float_data, int32_data...): `count` values, `bytes` as stored.
+// The fields are counted before the tensor is allocated: a few bytes of
+// dims can ask for gigabytes that the fields do not hold.
 Result<Tensor> from_typed_fields(const onnx::TensorProto& proto, DataType type, Shape shape, uint64_t count,
                                  uint64_t bytes) {
+  std::string packed;
+  if (is_packed_in_proto(type)) {
+    ONNXKIT_ASSIGN(packed, io::inline_bytes(proto));  // a packed byte per int32_data entry
+    if (packed.size() != bytes)
+      return make_error("{}: holds {} packed bytes but its dims give {} elements ({} bytes)", io::describe_tensor(proto),
+                        packed.size(), count, bytes);
+  } else if (const uint64_t entries = typed_entries(proto, type); entries != count) {
+    return make_error("{}: holds {} values but its dims give {}", io::describe_tensor(proto), entries, count);
+  }
   Tensor t(type, std::move(shape));
-  uint64_t entries = 0;
   switch (type) {
-    case DataType::float32: decode_field<float>(proto.float_data(), t); entries = proto.float_data_size(); break;
-    case DataType::float64: decode_field<double>(proto.double_data(), t); entries = proto.double_data_size(); break;
-    case DataType::int64: decode_field<int64_t>(proto.int64_data(), t); entries = proto.int64_data_size(); break;
-    case DataType::uint64: decode_field<uint64_t>(proto.uint64_data(), t); entries = proto.uint64_data_size(); break;
-    case DataType::uint32: decode_field<uint32_t>(proto.uint64_data(), t); entries = proto.uint64_data_size(); break;
-    case DataType::int32: decode_field<int32_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::int16: decode_field<int16_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::uint16: decode_field<uint16_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::int8: decode_field<int8_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::uint8: decode_field<uint8_t>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::boolean: decode_field<bool>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::float16: decode_field<Float16>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::bfloat16: decode_field<BFloat16>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::float8e4m3fn: decode_field<Float8E4M3FN>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::float8e4m3fnuz: decode_field<Float8E4M3FNUZ>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::float8e5m2: decode_field<Float8E5M2>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::float8e5m2fnuz: decode_field<Float8E5M2FNUZ>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
-    case DataType::float8e8m0: decode_field<Float8E8M0>(proto.int32_data(), t); entries = proto.int32_data_size(); break;
+    case DataType::float32: decode_field<float>(proto.float_data(), t); break;
+    case DataType::float64: decode_field<double>(proto.double_data(), t); break;
+    case DataType::int64: decode_field<int64_t>(proto.int64_data(), t); break;
+    case DataType::uint64: decode_field<uint64_t>(proto.uint64_data(), t); break;
+    case DataType::uint32: decode_field<uint32_t>(proto.uint64_data(), t); break;
+    case DataType::int32: decode_field<int32_t>(proto.int32_data(), t); break;
+    case DataType::int16: decode_field<int16_t>(proto.int32_data(), t); break;
+    case DataType::uint16: decode_field<uint16_t>(proto.int32_data(), t); break;
+    case DataType::int8: decode_field<int8_t>(proto.int32_data(), t); break;
+    case DataType::uint8: decode_field<uint8_t>(proto.int32_data(), t); break;
+    case DataType::boolean: decode_field<bool>(proto.int32_data(), t); break;
+    case DataType::float16: decode_field<Float16>(proto.int32_data(), t); break;
+    case DataType::bfloat16: decode_field<BFloat16>(proto.int32_data(), t); break;
+    case DataType::float8e4m3fn: decode_field<Float8E4M3FN>(proto.int32_data(), t); break;
+    case DataType::float8e4m3fnuz: decode_field<Float8E4M3FNUZ>(proto.int32_data(), t); break;
+    case DataType::float8e5m2: decode_field<Float8E5M2>(proto.int32_data(), t); break;
+    case DataType::float8e5m2fnuz: decode_field<Float8E5M2FNUZ>(proto.int32_data(), t); break;
+    case DataType::float8e8m0: decode_field<Float8E8M0>(proto.int32_data(), t); break;
     case DataType::int4:
     case DataType::uint4:
     case DataType::float4e2m1:
     case DataType::int2:
-    case DataType::uint2: {
-      ONNXKIT_ASSIGN(std::string packed, io::inline_bytes(proto));  // a packed byte per int32_data entry
-      if (packed.size() != bytes)
-        return make_error("{}: holds {} packed bytes but its dims give {} elements ({} bytes)", io::describe_tensor(proto),
-                          packed.size(), count, bytes);
-      unpack_sub_byte(packed, t);
-      entries = count;
-      break;
-    }
+    case DataType::uint2: unpack_sub_byte(packed, t); break;
     case DataType::string: {
       std::string* dst = t.mutable_data<std::string>();
       for (int i = 0; i < proto.string_data_size() && i < t.numel(); ++i) dst[i] = proto.string_data(i);
-      entries = proto.string_data_size();
       break;
     }
     case DataType::complex64: {
       auto* dst = reinterpret_cast<float*>(t.mutable_raw());
       for (int i = 0; i < proto.float_data_size() && i < 2 * t.numel(); ++i) dst[i] = proto.float_data(i);
-      entries = proto.float_data_size() / 2;
       break;
     }
     case DataType::complex128: {
       auto* dst = reinterpret_cast<double*>(t.mutable_raw());
       for (int i = 0; i < proto.double_data_size() && i < 2 * t.numel(); ++i) dst[i] = proto.double_data(i);
-      entries = proto.double_data_size() / 2;
       break;
     }
     default:
       break;
   }
-  if (entries != count)
-    return make_error("{}: holds {} values but its dims give {}", io::describe_tensor(proto), entries, count);
   return t;
 }
 
@@ -153,6 +179,8 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const io::Exter
   if (proto.has_segment()) return make_error("{}: segmented tensors are not supported", io::describe_tensor(proto));
   ONNXKIT_ASSIGN(uint64_t count, io::element_count(proto));
   Shape shape(proto.dims().begin(), proto.dims().end());
+  // The runtime's limit, stricter than the file format's (element_count).
+  if (auto n = checked_shape_size(shape); !n.ok()) return n.error().in(io::describe_tensor(proto));
   const uint64_t bytes = io::data_byte_size(proto.data_type(), count);  // as stored, 4-bit types packed
   if (io::is_external(proto)) return from_external(proto, type, std::move(shape), bytes, external);
   if (proto.has_raw_data() && type != DataType::string)

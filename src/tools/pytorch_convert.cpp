@@ -147,6 +147,7 @@ std::string last_line(const std::string& output) {
 }
 
 Result<runtime::Tensor> tensor_of(const io::SafetensorsEntry& e) {
+  if (auto n = runtime::checked_shape_size(e.shape); !n.ok()) return n.error().in(fmt::format("output '{}'", e.name));
   runtime::Tensor t(static_cast<runtime::DataType>(e.data_type), e.shape);
   if (t.nbytes() != e.bytes.size()) return make_error("output '{}': size does not match its shape", e.name);
   if (!e.bytes.empty()) std::memcpy(t.mutable_raw(), e.bytes.data(), e.bytes.size());

@@ -81,7 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto slice = store.slice(tensor);
   if (!slice.ok()) return 0;
   std::error_code ec;
-  const fs::path file = fs::weakly_canonical(folder.model / slice->location, ec);
+  // Folded first, as the resolver folds it: "<300 bytes>/../w.bin" is
+  // w.bin, but weakly_canonical fails on the long name (ENAMETOOLONG).
+  const fs::path file = fs::weakly_canonical(folder.model / fs::path(slice->location).lexically_normal(), ec);
   const std::string inside = fs::canonical(folder.model, ec).string() + "/";
   require(file.string().rfind(inside, 0) == 0, "a slice of a file outside the folder");
   struct stat st {};

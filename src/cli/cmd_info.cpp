@@ -8,14 +8,14 @@ namespace onnxkit::cli {
 
 Command add_info_command(CLI::App& root) {
   struct Flags {
-    std::string model;
+    std::vector<std::string> models;
     bool json = false;
     tools::InfoOptions options;
     std::vector<std::string> shapes, dims;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand("info", "Summarize a model: opsets, inputs/outputs, operators, parameters, MACs/FLOPs");
-  app->add_option("MODEL", flags->model, "ONNX model file")->required();
+  app->add_option("MODEL", flags->models, "ONNX model file; several: side by side, one column each")->required();
   app->add_flag("--json", flags->json, "Print one JSON object (schema: docs/info-json.md)");
   app->add_flag("--nodes", flags->options.nodes, "List every node with its inputs, outputs, attributes and cost");
   app->add_option("--shape", flags->shapes, "NAME:D0,D1,...: an input's shape for the cost (repeatable)");
@@ -33,6 +33,7 @@ Command add_info_command(CLI::App& root) {
       "  onnxkit info gpt.onnx --symbolic --dim batch=1   # MACs as a function of the sequence length\n"
       "  onnxkit info bert.onnx --shape input_ids:1,128\n"
       "  onnxkit info model.onnx --nodes          # attributes and inputs of every node\n"
+      "  onnxkit info model.onnx simplified.onnx  # side by side; '*' marks rows that differ\n"
       "  onnxkit info model.onnx --json | jq .compute.macs");
   return {app, [app, flags] {
             for (const std::string& flag : flags->shapes) {
@@ -45,12 +46,21 @@ Command add_info_command(CLI::App& root) {
               if (!dim.ok()) return report_usage_error(*app, dim.error());
               flags->options.dims[dim->first] = dim->second;
             }
-            auto info = tools::model_info(flags->model, flags->options);
-            if (!info.ok()) return report_error(*app, info.error());
+            if (flags->models.size() > 1 && flags->options.nodes)
+              return report_usage_error(*app, Error("--nodes lists one model's nodes: give one MODEL"));
+            std::vector<nlohmann::json> infos;
+            for (const std::string& model : flags->models) {
+              auto info = tools::model_info(model, flags->options);
+              if (!info.ok()) return report_error(*app, info.error());
+              infos.push_back(std::move(info).value());
+            }
+            const nlohmann::json shown = infos.size() == 1 ? infos[0] : nlohmann::json(infos);
             if (flags->json)
-              fmt::print("{}\n", info->dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+              fmt::print("{}\n", shown.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+            else if (infos.size() == 1)
+              fmt::print("{}", tools::render_info_text(infos[0]));
             else
-              fmt::print("{}", tools::render_info_text(*info));
+              fmt::print("{}", tools::render_info_comparison(infos));
             return 0;
           }};
 }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -656,6 +658,85 @@ std::string render_info_text(const json& info) {
   }
   if (info.contains("warnings"))
     for (const auto& w : info["warnings"]) out += "warning: " + w.get<std::string>() + "\n";
+  return out;
+}
+
+std::string render_info_comparison(const std::vector<json>& infos) {
+  using Row = std::pair<std::string, std::vector<std::string>>;
+  std::vector<Row> rows;
+  auto add = [&](std::string label, const std::function<std::string(const json&)>& cell) {
+    std::vector<std::string> cells;
+    for (const json& info : infos) cells.push_back(cell(info));
+    rows.emplace_back(std::move(label), std::move(cells));
+  };
+  add("model", [](const json& i) { return std::filesystem::path(i["file"]["path"].get<std::string>()).filename().string(); });
+  add("file size", [](const json& i) {
+    std::string size = human_bytes(i["file"]["size_bytes"].get<uint64_t>());
+    if (uint64_t external = i["file"]["external_data_bytes"].get<uint64_t>(); external > 0) size += " + " + human_bytes(external);
+    return size;
+  });
+  add("ir_version", [](const json& i) { return std::to_string(i["ir_version"].get<int64_t>()); });
+  add("opsets", [](const json& i) {
+    std::vector<std::string> opsets;
+    for (const auto& op : i["opsets"]) {
+      const std::string domain = op["domain"].get<std::string>();
+      opsets.push_back(fmt::format("{} {}", domain.empty() ? "ai.onnx" : domain, op["version"].get<int64_t>()));
+    }
+    return join(opsets, ", ");
+  });
+  add("nodes", [](const json& i) { return std::to_string(i["graph"]["nodes"].get<size_t>()); });
+  add("parameters", [](const json& i) { return human_count(i["parameters"]["elements"].get<uint64_t>()); });
+  add("weights", [](const json& i) { return human_bytes(i["parameters"]["bytes"].get<uint64_t>()); });
+  add("MACs", [](const json& i) {
+    const auto& c = i["compute"];
+    const bool partial = c["nodes_without_shapes"].get<size_t>() + c["nodes_without_cost_model"].get<size_t>() > 0;
+    return (partial ? ">= " : "") + human_count(c["macs"].get<uint64_t>());
+  });
+  // Inputs and outputs by position, operators by name over every model.
+  for (const char* side : {"inputs", "outputs"}) {
+    size_t most = 0;
+    for (const json& info : infos) most = std::max(most, info[side].size());
+    for (size_t k = 0; k < most; ++k)
+      add(fmt::format("{} {}", std::string_view(side).substr(0, std::string_view(side).size() - 1), k), [&](const json& i) {
+        return k < i[side].size() ? value_text(i[side][k]) : std::string("-");
+      });
+  }
+  std::vector<std::string> ops;
+  for (const json& info : infos)
+    for (const auto& op : info["operators"]) {
+      std::string name = op["op_type"].get<std::string>();
+      if (!op["domain"].get<std::string>().empty()) name = op["domain"].get<std::string>() + ":" + name;
+      if (std::find(ops.begin(), ops.end(), name) == ops.end()) ops.push_back(name);
+    }
+  for (const std::string& name : ops)
+    add("  " + name, [&](const json& i) {
+      for (const auto& op : i["operators"]) {
+        std::string n = op["op_type"].get<std::string>();
+        if (!op["domain"].get<std::string>().empty()) n = op["domain"].get<std::string>() + ":" + n;
+        if (n == name) return std::to_string(op["count"].get<size_t>());
+      }
+      return std::string("-");
+    });
+
+  size_t label_width = 0;
+  std::vector<size_t> widths(infos.size(), 0);
+  for (const auto& [label, cells] : rows) {
+    label_width = std::max(label_width, label.size());
+    for (size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], cells[c].size());
+  }
+  std::string out;
+  bool operators_heading = false;
+  for (const auto& [label, cells] : rows) {
+    if (!operators_heading && label.starts_with("  ")) {
+      out += "operators\n";
+      operators_heading = true;
+    }
+    const bool differ = label != "model" && std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return c != cells[0]; });
+    std::string line = fmt::format("{}{:<{}}", differ ? "* " : "  ", label, label_width);
+    for (size_t c = 0; c < cells.size(); ++c) line += fmt::format("  {:<{}}", cells[c], widths[c]);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
   return out;
 }
 

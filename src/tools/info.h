@@ -34,6 +34,10 @@ Result<nlohmann::json> model_info(const std::filesystem::path& path, const InfoO
 Result<nlohmann::json> model_info(const ir::Model& model, const InfoOptions& options);
 
 std::string render_info_text(const nlohmann::json& info);
+// Several reports side by side, one column per model (OnnxSlim's --inspect):
+// size, opsets, nodes, parameters, compute, inputs, outputs and every
+// operator's count; rows where the models differ are marked with '*'.
+std::string render_info_comparison(const std::vector<nlohmann::json>& infos);
 
 // The pieces of the report, for other reports (draw's side panel):
 // {"dtype", "dims", "values" (small inline tensors only), "external"}.

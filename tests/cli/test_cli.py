@@ -95,6 +95,31 @@ class Info(unittest.TestCase):
                 checked += 1
         self.assertGreater(checked, 0)
 
+    def test_models_side_by_side(self):
+        a = os.path.join(ARGS.models, "resnet18_opset13.onnx")
+        b = os.path.join(ARGS.models, "squeezenet1_1_opset13.onnx")
+        text = run("info", a, b, check=0).stdout
+        rows = {line[2:].split()[0]: line for line in text.splitlines() if line[2:].strip() and not line.startswith("  " * 2)}
+        ops = {}
+        for line in text.splitlines():
+            if line[2:].startswith("  "):
+                name, *counts = line[2:].split()
+                ops[name] = (line.startswith("*"), counts)
+        truth = [onnx.load(m).graph for m in (a, b)]
+        # Node counts and operator counts as Python's onnx counts them; '*' where they differ.
+        self.assertTrue(rows["nodes"].startswith("* "), rows["nodes"])
+        self.assertEqual(rows["nodes"].split()[-2:], [str(len(g.node)) for g in truth])
+        every_op = {n.op_type for g in truth for n in g.node}
+        self.assertEqual(set(ops), every_op)
+        for op in every_op:
+            counts = [str(sum(n.op_type == op for n in g.node)) for g in truth]
+            counts = ["-" if c == "0" else c for c in counts]
+            self.assertEqual(ops[op], (counts[0] != counts[1], counts), op)
+        self.assertTrue(rows["opsets"].startswith("  "), "the same opsets: not marked")
+        both = json.loads(run("info", "--json", a, b, check=0).stdout)
+        self.assertEqual([r["graph"]["nodes"] for r in both], [len(g.node) for g in truth])
+        self.assertEqual(run("info", "--nodes", a, b).returncode, 2)
+
     def test_a_dynamic_batch_is_counted_per_sample_unless_set(self):
         model = os.path.join(ARGS.models, "resnet18_opset17.onnx")
         expected = load_expected(model)["macs"]  # torch's hooks, batch 1

@@ -162,66 +162,96 @@ void add_legacy_broadcast(KernelRegistry& r, const char* op) {
   }, traits);
 }
 
+Status compute_div(KernelContext& ctx) {
+  return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+    return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
+      ONNXKIT_TRY(check_no_zero_divisor<T>(b));
+      map_binary<T, T, T>(a, b, out, [](auto x, auto y) { return divide(x, y); });
+      return {};
+    });
+  });
+}
+
+Result<ComputeFn> build_mod(const KernelInfo& info) {
+  bool fmod = info.attr_int("fmod", 0) != 0;
+  return ComputeFn([fmod](KernelContext& ctx) -> Status {
+    return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+      return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
+        ONNXKIT_TRY(check_no_zero_divisor<T>(b));
+        map_binary<T, T, T>(a, b, out, [fmod](auto x, auto y) {
+          using C = decltype(x);
+          if constexpr (std::is_floating_point_v<C>) {
+            C m = std::fmod(x, y);
+            // Python's sign rule (sign of the divisor) unless fmod=1.
+            if (!fmod && m != 0 && ((m < 0) != (y < 0))) m += y;
+            return m;
+          } else {
+            C m = remainder(x, y);
+            if constexpr (std::is_signed_v<C>)
+              if (!fmod && m != 0 && ((m < 0) != (y < 0))) m = static_cast<C>(m + y);
+            return m;
+          }
+        });
+        return {};
+      });
+    });
+  });
+}
+
+// The exponent may have a type of its own.
+Status compute_pow(KernelContext& ctx) {
+  ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
+  ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
+  ONNXKIT_ASSIGN(Shape shape, binary_shape(*a, *b));
+  Tensor& out = ctx.output(0, a->dtype(), std::move(shape));
+  return dispatch_numeric(a->dtype(), [&]<class T>() -> Status {
+    return dispatch_numeric(b->dtype(), [&]<class E>() -> Status {
+      map_binary<T, E, T>(*a, *b, out, [](auto x, auto y) {
+        using C = decltype(x);
+        if constexpr (std::is_integral_v<C> && std::is_integral_v<decltype(y)>) {
+          return integer_power<C>(x, y);
+        } else {
+          return static_cast<C>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+        }
+      });
+      return {};
+    });
+  });
+}
+
+Result<ComputeFn> build_bit_shift(const KernelInfo& info) {
+  std::string direction = info.attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return make_error("attribute 'direction' must be LEFT or RIGHT, got '{}'", direction);
+  bool left = direction == "LEFT";
+  return ComputeFn([left](KernelContext& ctx) -> Status {
+    return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+      return dispatch_integer(a.dtype(), [&]<class T>() -> Status {
+        // A shift by a negative amount or by the width or more
+        // leaves what the sign extension alone gives (opset 28's
+        // wording, and C++ leaves it undefined): -1 for a right
+        // shift of a negative X, 0 otherwise.
+        map_binary<T, T, T>(a, b, out, [left](T x, T y) {
+          bool out_of_range = y >= static_cast<T>(sizeof(T) * 8);
+          if constexpr (std::is_signed_v<T>) out_of_range = out_of_range || y < T(0);
+          if (out_of_range) return !left && x < T(0) ? T(-1) : T(0);
+          return static_cast<T>(left ? x << y : x >> y);
+        });
+        return {};
+      });
+    });
+  });
+}
+
 }  // namespace
 
 void register_binary(KernelRegistry& r) {
   add_arithmetic(r, "Add", [](auto x, auto y) { return x + y; }, kBlockedBinaryZeroPreserving);
   add_arithmetic(r, "Sub", [](auto x, auto y) { return x - y; }, kBlockedBinaryZeroPreserving);
   add_arithmetic(r, "Mul", [](auto x, auto y) { return x * y; }, kBlockedBinaryZeroPreserving);
-  r.add("", "Div", 7, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
-            return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
-              ONNXKIT_TRY(check_no_zero_divisor<T>(b));
-              map_binary<T, T, T>(a, b, out, [](auto x, auto y) { return divide(x, y); });
-              return {};
-            });
-          });
-        }));
-  r.add("", "Mod", 10, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          bool fmod = info.attr_int("fmod", 0) != 0;
-          return ComputeFn([fmod](KernelContext& ctx) -> Status {
-            return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
-              return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
-                ONNXKIT_TRY(check_no_zero_divisor<T>(b));
-                map_binary<T, T, T>(a, b, out, [fmod](auto x, auto y) {
-                  using C = decltype(x);
-                  if constexpr (std::is_floating_point_v<C>) {
-                    C m = std::fmod(x, y);
-                    // Python's sign rule (sign of the divisor) unless fmod=1.
-                    if (!fmod && m != 0 && ((m < 0) != (y < 0))) m += y;
-                    return m;
-                  } else {
-                    C m = remainder(x, y);
-                    if constexpr (std::is_signed_v<C>)
-                      if (!fmod && m != 0 && ((m < 0) != (y < 0))) m = static_cast<C>(m + y);
-                    return m;
-                  }
-                });
-                return {};
-              });
-            });
-          });
-        }));
-  // Pow: the exponent may have a type of its own.
-  r.add("", "Pow", 7, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
-          ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
-          ONNXKIT_ASSIGN(Shape shape, binary_shape(*a, *b));
-          Tensor& out = ctx.output(0, a->dtype(), std::move(shape));
-          return dispatch_numeric(a->dtype(), [&]<class T>() -> Status {
-            return dispatch_numeric(b->dtype(), [&]<class E>() -> Status {
-              map_binary<T, E, T>(*a, *b, out, [](auto x, auto y) {
-                using C = decltype(x);
-                if constexpr (std::is_integral_v<C> && std::is_integral_v<decltype(y)>) {
-                  return integer_power<C>(x, y);
-                } else {
-                  return static_cast<C>(std::pow(static_cast<double>(x), static_cast<double>(y)));
-                }
-              });
-              return {};
-            });
-          });
-        }));
+  r.add("", "Div", 7, kLatestOpset, make_kernel(compute_div));
+  r.add("", "Mod", 10, kLatestOpset, make_kernel(build_mod));
+  r.add("", "Pow", 7, kLatestOpset, make_kernel(compute_pow));
 
   add_comparison(r, "Equal", 7, [](const auto& x, const auto& y) { return x == y; });
   add_comparison(r, "Less", 7, [](const auto& x, const auto& y) { return x < y; });
@@ -236,29 +266,7 @@ void register_binary(KernelRegistry& r) {
   add_bitwise(r, "BitwiseAnd", 18, [](auto x, auto y) { return x & y; });
   add_bitwise(r, "BitwiseOr", 18, [](auto x, auto y) { return x | y; });
   add_bitwise(r, "BitwiseXor", 18, [](auto x, auto y) { return x ^ y; });
-  r.add("", "BitShift", 11, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          std::string direction = info.attr_string("direction", "");
-          if (direction != "LEFT" && direction != "RIGHT")
-            return make_error("attribute 'direction' must be LEFT or RIGHT, got '{}'", direction);
-          bool left = direction == "LEFT";
-          return ComputeFn([left](KernelContext& ctx) -> Status {
-            return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
-              return dispatch_integer(a.dtype(), [&]<class T>() -> Status {
-                // A shift by a negative amount or by the width or more
-                // leaves what the sign extension alone gives (opset 28's
-                // wording, and C++ leaves it undefined): -1 for a right
-                // shift of a negative X, 0 otherwise.
-                map_binary<T, T, T>(a, b, out, [left](T x, T y) {
-                  bool out_of_range = y >= static_cast<T>(sizeof(T) * 8);
-                  if constexpr (std::is_signed_v<T>) out_of_range = out_of_range || y < T(0);
-                  if (out_of_range) return !left && x < T(0) ? T(-1) : T(0);
-                  return static_cast<T>(left ? x << y : x >> y);
-                });
-                return {};
-              });
-            });
-          });
-        }));
+  r.add("", "BitShift", 11, kLatestOpset, make_kernel(build_bit_shift));
 
   r.add("", "Where", 9, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
           ONNXKIT_ASSIGN(const Tensor* c, ctx.tensor(0));

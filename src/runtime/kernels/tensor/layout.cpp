@@ -201,119 +201,141 @@ Status space_to_depth(KernelContext& ctx, int64_t block, bool crd) {
   return {};
 }
 
+Result<ComputeFn> build_transpose(const KernelInfo& info) {
+  std::vector<int64_t> perm = info.attr_ints("perm");
+  return ComputeFn([perm](KernelContext& ctx) { return transpose(ctx, perm); });
+}
+
+Result<ComputeFn> build_concat(const KernelInfo& info) {
+  if (!info.has_attr("axis")) return make_error("attribute 'axis' is required");
+  int64_t axis = info.attr_int("axis", 0);
+  return ComputeFn([axis](KernelContext& ctx) { return concat(ctx, axis); });
+}
+
+Result<ComputeFn> build_split_v2(const KernelInfo& info) {
+  int64_t axis = info.attr_int("axis", 0);
+  std::vector<int64_t> sizes = info.attr_ints("split");
+  return ComputeFn([=](KernelContext& ctx) { return split(ctx, axis, sizes, 0); });
+}
+
+Result<ComputeFn> build_split_v13(const KernelInfo& info) {
+  int64_t axis = info.attr_int("axis", 0);
+  int64_t num_outputs = info.attr_int("num_outputs", 0);
+  if (info.opset() >= 18 && num_outputs > 0 && info.has_input(1))
+    return make_error("takes either a split input or num_outputs, not both");
+  return ComputeFn([=](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(std::vector<int64_t> sizes, optional_int64s(ctx, 1));
+    return split(ctx, axis, sizes, num_outputs);
+  });
+}
+
+Result<ComputeFn> build_slice_v1(const KernelInfo& info) {
+  auto starts = info.attr_ints("starts"), ends = info.attr_ints("ends"), axes = info.attr_ints("axes");
+  return ComputeFn([=](KernelContext& ctx) { return slice(ctx, starts, ends, axes, {}); });
+}
+
+Status compute_slice_v10(KernelContext& ctx) {
+  ONNXKIT_ASSIGN(std::vector<int64_t> starts, optional_int64s(ctx, 1));
+  ONNXKIT_ASSIGN(std::vector<int64_t> ends, optional_int64s(ctx, 2));
+  ONNXKIT_ASSIGN(std::vector<int64_t> axes, optional_int64s(ctx, 3));
+  ONNXKIT_ASSIGN(std::vector<int64_t> steps, optional_int64s(ctx, 4));
+  return slice(ctx, std::move(starts), std::move(ends), std::move(axes), std::move(steps));
+}
+
+Status compute_expand(KernelContext& ctx) {
+  ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+  ONNXKIT_ASSIGN(const Tensor* shape_t, ctx.tensor(1));
+  ONNXKIT_ASSIGN(std::vector<int64_t> dims, read_int64s(*shape_t));
+  Shape target(dims.begin(), dims.end());
+  ONNXKIT_ASSIGN(Shape shape, broadcast_shapes({&x->shape(), &target}));
+  Tensor& y = ctx.output(0, x->dtype(), shape);
+  copy_strided(*x, 0, broadcast_strides(x->shape(), shape), y);
+  return {};
+}
+
+Status compute_tile(KernelContext& ctx) {
+  ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+  ONNXKIT_ASSIGN(const Tensor* repeats_t, ctx.tensor(1));
+  ONNXKIT_ASSIGN(std::vector<int64_t> repeats, read_int64s(*repeats_t));
+  if (repeats.size() != x->rank()) return make_error("repeats has {} entries for rank {}", repeats.size(), x->rank());
+  // Output [r0, d0, r1, d1, ...] read with stride 0 along the repeats.
+  Shape out_shape, view_shape;
+  std::vector<int64_t> strides;
+  std::vector<int64_t> s = contiguous_strides(x->shape());
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    if (repeats[i] < 0) return make_error("repeats[{}] is negative ({})", i, repeats[i]);
+    view_shape.insert(view_shape.end(), {repeats[i], x->dim(i)});
+    strides.insert(strides.end(), {0, s[i]});
+  }
+  // The view's count is the output's: checked, the products below cannot overflow.
+  ONNXKIT_TRY(checked_size(view_shape, fmt::format("repeats {} of input shape {}", shape_to_string(repeats),
+                                                   shape_to_string(x->shape()))));
+  for (size_t i = 0; i < repeats.size(); ++i) out_shape.push_back(repeats[i] * x->dim(i));
+  Tensor& y = ctx.output(0, x->dtype(), out_shape);
+  Tensor view = y.reshaped(view_shape);
+  copy_strided(*x, 0, strides, view);
+  return {};
+}
+
+Result<ComputeFn> build_depth_to_space(const KernelInfo& info) {
+  int64_t block = info.attr_int("blocksize", 0);
+  bool crd = info.attr_string("mode", "DCR") == "CRD";
+  return ComputeFn([=](KernelContext& ctx) { return depth_to_space(ctx, block, crd); });
+}
+
+Result<ComputeFn> build_space_to_depth(const KernelInfo& info) {
+  int64_t block = info.attr_int("blocksize", 0);
+  // mode came with opset 28; DCR is the order of every version before.
+  const std::string mode = info.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return make_error("attribute 'mode' is '{}'; it must be DCR or CRD", mode);
+  const bool crd = mode == "CRD";
+  return ComputeFn([=](KernelContext& ctx) { return space_to_depth(ctx, block, crd); });
+}
+
+Result<ComputeFn> build_trilu(const KernelInfo& info) {
+  bool upper = info.attr_int("upper", 1) != 0;
+  return ComputeFn([upper](KernelContext& ctx) -> Status {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    if (x->rank() < 2) return make_error("input must have rank >= 2, got {}", x->rank());
+    int64_t k = 0;
+    if (ctx.has_input(1)) {
+      ONNXKIT_ASSIGN(const Tensor* kt, ctx.tensor(1));
+      ONNXKIT_ASSIGN(std::vector<int64_t> kv, read_int64s(*kt));
+      if (kv.size() != 1) return make_error("k must be a scalar");
+      k = kv[0];
+    }
+    Tensor& y = ctx.output(0, x->dtype(), x->shape());
+    copy_elements(*x, 0, y, 0, x->numel());
+    const int64_t rows = x->dim(x->rank() - 2), cols = x->dim(x->rank() - 1);
+    const int64_t matrices = rows * cols == 0 ? 0 : x->numel() / (rows * cols);
+    return dispatch_all(x->dtype(), [&]<class T>() -> Status {
+      T* p = y.mutable_data<T>();
+      for (int64_t m = 0; m < matrices; ++m)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j) {
+            bool keep = upper ? j - i >= k : j - i <= k;
+            if (!keep) p[(m * rows + i) * cols + j] = T();
+          }
+      return {};
+    });
+  });
+}
+
 }  // namespace
 
 void register_layout_ops(KernelRegistry& r) {
-  r.add("", "Transpose", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          std::vector<int64_t> perm = info.attr_ints("perm");
-          return ComputeFn([perm](KernelContext& ctx) { return transpose(ctx, perm); });
-        }));
+  r.add("", "Transpose", 1, kLatestOpset, make_kernel(build_transpose));
   // Concat along channels of blocked activations has a kernel of its own (nn/blocked.h).
-  r.add("", "Concat", 4, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          if (!info.has_attr("axis")) return make_error("attribute 'axis' is required");
-          int64_t axis = info.attr_int("axis", 0);
-          return ComputeFn([axis](KernelContext& ctx) { return concat(ctx, axis); });
-        }), {.blocked = OpTraits::Blocked::own_kernel});
-  r.add("", "Split", 2, 12, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          int64_t axis = info.attr_int("axis", 0);
-          std::vector<int64_t> sizes = info.attr_ints("split");
-          return ComputeFn([=](KernelContext& ctx) { return split(ctx, axis, sizes, 0); });
-        }));
-  r.add("", "Split", 13, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          int64_t axis = info.attr_int("axis", 0);
-          int64_t num_outputs = info.attr_int("num_outputs", 0);
-          if (info.opset() >= 18 && num_outputs > 0 && info.has_input(1))
-            return make_error("takes either a split input or num_outputs, not both");
-          return ComputeFn([=](KernelContext& ctx) -> Status {
-            ONNXKIT_ASSIGN(std::vector<int64_t> sizes, optional_int64s(ctx, 1));
-            return split(ctx, axis, sizes, num_outputs);
-          });
-        }));
-  r.add("", "Slice", 1, 9, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          auto starts = info.attr_ints("starts"), ends = info.attr_ints("ends"), axes = info.attr_ints("axes");
-          return ComputeFn([=](KernelContext& ctx) { return slice(ctx, starts, ends, axes, {}); });
-        }));
-  r.add("", "Slice", 10, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(std::vector<int64_t> starts, optional_int64s(ctx, 1));
-          ONNXKIT_ASSIGN(std::vector<int64_t> ends, optional_int64s(ctx, 2));
-          ONNXKIT_ASSIGN(std::vector<int64_t> axes, optional_int64s(ctx, 3));
-          ONNXKIT_ASSIGN(std::vector<int64_t> steps, optional_int64s(ctx, 4));
-          return slice(ctx, std::move(starts), std::move(ends), std::move(axes), std::move(steps));
-        }));
-  r.add("", "Expand", 8, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-          ONNXKIT_ASSIGN(const Tensor* shape_t, ctx.tensor(1));
-          ONNXKIT_ASSIGN(std::vector<int64_t> dims, read_int64s(*shape_t));
-          Shape target(dims.begin(), dims.end());
-          ONNXKIT_ASSIGN(Shape shape, broadcast_shapes({&x->shape(), &target}));
-          Tensor& y = ctx.output(0, x->dtype(), shape);
-          copy_strided(*x, 0, broadcast_strides(x->shape(), shape), y);
-          return {};
-        }));
-  r.add("", "Tile", 6, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-          ONNXKIT_ASSIGN(const Tensor* repeats_t, ctx.tensor(1));
-          ONNXKIT_ASSIGN(std::vector<int64_t> repeats, read_int64s(*repeats_t));
-          if (repeats.size() != x->rank()) return make_error("repeats has {} entries for rank {}", repeats.size(), x->rank());
-          // Output [r0, d0, r1, d1, ...] read with stride 0 along the repeats.
-          Shape out_shape, view_shape;
-          std::vector<int64_t> strides;
-          std::vector<int64_t> s = contiguous_strides(x->shape());
-          for (size_t i = 0; i < repeats.size(); ++i) {
-            if (repeats[i] < 0) return make_error("repeats[{}] is negative ({})", i, repeats[i]);
-            view_shape.insert(view_shape.end(), {repeats[i], x->dim(i)});
-            strides.insert(strides.end(), {0, s[i]});
-          }
-          // The view's count is the output's: checked, the products below cannot overflow.
-          ONNXKIT_TRY(checked_size(view_shape, fmt::format("repeats {} of input shape {}", shape_to_string(repeats),
-                                                           shape_to_string(x->shape()))));
-          for (size_t i = 0; i < repeats.size(); ++i) out_shape.push_back(repeats[i] * x->dim(i));
-          Tensor& y = ctx.output(0, x->dtype(), out_shape);
-          Tensor view = y.reshaped(view_shape);
-          copy_strided(*x, 0, strides, view);
-          return {};
-        }));
-  r.add("", "DepthToSpace", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          int64_t block = info.attr_int("blocksize", 0);
-          bool crd = info.attr_string("mode", "DCR") == "CRD";
-          return ComputeFn([=](KernelContext& ctx) { return depth_to_space(ctx, block, crd); });
-        }));
-  r.add("", "SpaceToDepth", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          int64_t block = info.attr_int("blocksize", 0);
-          // mode came with opset 28; DCR is the order of every version before.
-          const std::string mode = info.attr_string("mode", "DCR");
-          if (mode != "DCR" && mode != "CRD") return make_error("attribute 'mode' is '{}'; it must be DCR or CRD", mode);
-          const bool crd = mode == "CRD";
-          return ComputeFn([=](KernelContext& ctx) { return space_to_depth(ctx, block, crd); });
-        }));
-  r.add("", "Trilu", 14, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          bool upper = info.attr_int("upper", 1) != 0;
-          return ComputeFn([upper](KernelContext& ctx) -> Status {
-            ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-            if (x->rank() < 2) return make_error("input must have rank >= 2, got {}", x->rank());
-            int64_t k = 0;
-            if (ctx.has_input(1)) {
-              ONNXKIT_ASSIGN(const Tensor* kt, ctx.tensor(1));
-              ONNXKIT_ASSIGN(std::vector<int64_t> kv, read_int64s(*kt));
-              if (kv.size() != 1) return make_error("k must be a scalar");
-              k = kv[0];
-            }
-            Tensor& y = ctx.output(0, x->dtype(), x->shape());
-            copy_elements(*x, 0, y, 0, x->numel());
-            const int64_t rows = x->dim(x->rank() - 2), cols = x->dim(x->rank() - 1);
-            const int64_t matrices = rows * cols == 0 ? 0 : x->numel() / (rows * cols);
-            return dispatch_all(x->dtype(), [&]<class T>() -> Status {
-              T* p = y.mutable_data<T>();
-              for (int64_t m = 0; m < matrices; ++m)
-                for (int64_t i = 0; i < rows; ++i)
-                  for (int64_t j = 0; j < cols; ++j) {
-                    bool keep = upper ? j - i >= k : j - i <= k;
-                    if (!keep) p[(m * rows + i) * cols + j] = T();
-                  }
-              return {};
-            });
-          });
-        }));
+  r.add("", "Concat", 4, kLatestOpset, make_kernel(build_concat), {.blocked = OpTraits::Blocked::own_kernel});
+  r.add("", "Split", 2, 12, make_kernel(build_split_v2));
+  r.add("", "Split", 13, kLatestOpset, make_kernel(build_split_v13));
+  r.add("", "Slice", 1, 9, make_kernel(build_slice_v1));
+  r.add("", "Slice", 10, kLatestOpset, make_kernel(compute_slice_v10));
+  r.add("", "Expand", 8, kLatestOpset, make_kernel(compute_expand));
+  r.add("", "Tile", 6, kLatestOpset, make_kernel(compute_tile));
+  r.add("", "DepthToSpace", 1, kLatestOpset, make_kernel(build_depth_to_space));
+  r.add("", "SpaceToDepth", 1, kLatestOpset, make_kernel(build_space_to_depth));
+  r.add("", "Trilu", 14, kLatestOpset, make_kernel(build_trilu));
 }
 
 }  // namespace onnxkit::runtime::tensor_ops

@@ -5,6 +5,7 @@ coefficients, evaluated in double) against Python's math library.
 
   exp(r), |r| <= ln(2)/2             degree 6   (exp(x) = 2^n exp(r))
   erf(x) / x as N(x^2) / D(x^2), x < 3.92  degrees 5 and 5 in x^2, D(0) = 1
+  tanh(x) / x as T(x^2), |x| < 0.625   degree 5 in x^2 (past it, from exp)
 
 The exp polynomial interpolates at Chebyshev points (numpy), in double. The
 erf quotient is a near-minimax fit of relative error: linear least squares
@@ -24,6 +25,8 @@ erf = np.vectorize(math.erf)
 
 # erf(3.92) rounds to 1 in float: past it the quotient is clamped.
 ERF_LAST = 3.92
+# Below it tanh is the polynomial; above, 1 - 2 / (e^2x + 1) loses no digits.
+TANH_SMALL = 0.625
 
 
 def fit(f, lo, hi, degree):
@@ -79,14 +82,25 @@ def main():
     u = xs * xs
     erf_error = worst(xs * P.polyval(u, as_float(numerator)) / P.polyval(u, as_float(denominator)), erf(xs))
 
+    def tanh_over_root(u):
+        r = np.sqrt(np.where(u > 0, u, 1))
+        return np.where(u > 0, np.tanh(r) / r, 1.0)
+
+    tanh_coefs = fit(tanh_over_root, 0, TANH_SMALL * TANH_SMALL, 5)
+    xs = np.linspace(1e-6, TANH_SMALL, 100001)
+    tanh_error = worst(xs * P.polyval(xs * xs, as_float(tanh_coefs)), np.tanh(xs))
+
     def array(name, coefs):
         return f"inline constexpr float {name}[{len(coefs)}] = {{" + ", ".join(f"{c:.9e}f" for c in coefs) + "};"
 
-    print(f"// scripts/fit_fast_math.py; largest relative errors: exp {exp_error:.1e}, erf {erf_error:.1e}")
+    print(f"// scripts/fit_fast_math.py; largest relative errors: exp {exp_error:.1e}, erf {erf_error:.1e}, "
+          f"tanh {tanh_error:.1e}")
     print(array("kExp", exp_coefs))
     print(array("kErfNumerator", numerator))
     print(array("kErfDenominator", denominator))
     print(f"inline constexpr float kErfLast = {ERF_LAST:.2f}f;")
+    print(array("kTanh", tanh_coefs))
+    print(f"inline constexpr float kTanhSmall = {TANH_SMALL:.3f}f;")
 
 
 if __name__ == "__main__":

@@ -297,6 +297,30 @@ TEST(Elementwise, FastExpIsWithinAFewUlpsOfTheCLibrary) {
   EXPECT_TRUE(std::isnan(fast_exp(std::nanf(""))));
 }
 
+TEST(Elementwise, FastTanhIsWithinAFewUlpsOfTheCLibrary) {
+  // What the recurrent cells use; both sides of the switch at 0.625, the
+  // tiny values where 1 - 2 / (e^2x + 1) would cancel, and saturation.
+  std::vector<float> xs = {0.0f, -0.0f, 1e-30f, -1e-20f, 1e-4f, 0.6249f, 0.625f, 0.6251f, 9.0f, -40.0f, 1e30f};
+  for (int i = -20000; i <= 20000; ++i) xs.push_back(static_cast<float>(i) * 1e-3f);
+  std::vector<float> ys(xs.size());
+  runtime::tanh_floats(xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double expected = std::tanh(static_cast<double>(xs[i]));
+    EXPECT_EQ(std::signbit(ys[i]), std::signbit(expected)) << xs[i];
+    if (expected == 0) {
+      EXPECT_EQ(ys[i], 0.0f);
+      continue;
+    }
+    worst = std::max(worst, std::abs(ys[i] - expected) / std::abs(expected));
+  }
+  EXPECT_LT(worst, 4e-7);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(runtime::fast_tanh(inf), 1.0f);
+  EXPECT_EQ(runtime::fast_tanh(-inf), -1.0f);
+  EXPECT_TRUE(std::isnan(runtime::fast_tanh(std::nanf(""))));
+}
+
 // Ops and forms newer than the backend data (opset 18-20), against values
 // computed by hand or with Python's math module (mish: x * tanh(log1p(exp(x))),
 // gelu: 0.5 x (1 + erf(x / sqrt 2)) and its tanh form).

@@ -26,6 +26,10 @@ ONNXKIT_VECTOR_CLONES void sigmoid_floats(const float* x, float* y, int64_t n) {
   }
 }
 
+ONNXKIT_VECTOR_CLONES void tanh_floats(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fast_tanh(x[i]);
+}
+
 ONNXKIT_VECTOR_CLONES void hard_sigmoid_floats(const float* x, float* y, int64_t n, float alpha, float beta,
                                                bool times_x) {
   // Written as selects that a NaN fails, so that it goes through.

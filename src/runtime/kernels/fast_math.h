@@ -15,11 +15,13 @@
 namespace onnxkit::runtime {
 
 namespace fast_math_constants {
-// scripts/fit_fast_math.py; largest relative errors: exp 2.0e-08, erf 5.9e-08
+// scripts/fit_fast_math.py; largest relative errors: exp 2.0e-08, erf 5.9e-08, tanh 8.1e-09
 inline constexpr float kExp[7] = {1.000000000e+00f, 1.000000038e+00f, 5.000000047e-01f, 1.666641551e-01f, 4.166635290e-02f, 8.375126398e-03f, 1.394110847e-03f};
 inline constexpr float kErfNumerator[6] = {1.128379146e+00f, 1.904067215e-01f, 5.274875263e-02f, 3.765626197e-03f, 2.848825915e-04f, 2.050080762e-06f};
 inline constexpr float kErfDenominator[6] = {1.000000000e+00f, 5.020763044e-01f, 1.141092129e-01f, 1.496923619e-02f, 1.162537082e-03f, 3.809164121e-05f};
 inline constexpr float kErfLast = 3.92f;
+inline constexpr float kTanh[6] = {9.999999960e-01f, -3.333325986e-01f, 1.333111406e-01f, -5.372010766e-02f, 2.058819147e-02f, -5.657135192e-03f};
+inline constexpr float kTanhSmall = 0.625f;
 }  // namespace fast_math_constants
 
 // e^x for x <= 88.7 (callers pass x - max; larger x gives e^88.7). Below
@@ -62,6 +64,20 @@ inline float fast_erf(float x) {
   return x != x ? x : std::copysign(y, x);
 }
 
+// tanh(x): x T(x^2) below 0.625, where 1 - 2 / (e^2|x| + 1) would lose
+// the digits of small x to cancellation, that form above; NaN goes through.
+inline float fast_tanh(float x) {
+  using namespace fast_math_constants;
+  const float a = std::fabs(x);
+  const float u = a * a;
+  const float small = a * (((kTanh[0] + kTanh[1] * u) + (u * u) * (kTanh[2] + kTanh[3] * u)) +
+                           (u * u) * (u * u) * (kTanh[4] + kTanh[5] * u));
+  // fast_exp saturates at e^88.7, so that large |x| gives exactly 1.
+  const float large = 1.0f - 2.0f / (fast_exp(2.0f * a) + 1.0f);
+  const float y = a < kTanhSmall ? small : large;
+  return x != x ? x : std::copysign(y, x);
+}
+
 // Over arrays, built for AVX2 and FMA as well where the compiler can,
 // picked at load time by the CPU (fast_math.cpp).
 
@@ -70,6 +86,9 @@ void erf_floats(const float* x, float* y, int64_t n);
 
 // y[i] = 1 / (1 + e^-x[i]), from e^-|x| so that no exp overflows. y may be x.
 void sigmoid_floats(const float* x, float* y, int64_t n);
+
+// y[i] = fast_tanh(x[i]). y may be x.
+void tanh_floats(const float* x, float* y, int64_t n);
 
 // y[i] = clamp(alpha x[i] + beta, 0, 1), HardSigmoid, times x[i] when
 // `times_x` (HardSwish: alpha 1/6, beta 1/2). NaN goes through. y may be x.

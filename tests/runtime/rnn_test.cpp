@@ -273,6 +273,22 @@ Cases common_cases(Cell cell) {
     c.lengths = {4, 2, 3};
     c.initial_states = true;
   });
+  // A batch of one or two takes the row-times-matrix product instead of a
+  // GEMM: a hidden size off any vector width, and rows dropping out.
+  add("batch 1, hidden 37", [](RnnCase& c) {
+    c.batch = 1;
+    c.seq = 5;
+    c.input = 7;
+    c.hidden = 37;
+    c.initial_states = true;
+  });
+  add("batch 2, bidirectional, hidden 19, short sequence_lens", [](RnnCase& c) {
+    c.batch = 2;
+    c.seq = 5;
+    c.hidden = 19;
+    c.direction = "bidirectional";
+    c.lengths = {5, 2};
+  });
   return cases;
 }
 

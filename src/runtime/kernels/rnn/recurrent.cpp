@@ -3,7 +3,10 @@
 // Per direction the work is: one product X * W^T for every time step at
 // once (both directions share it: W is one [directions * gates * hidden,
 // input] matrix), then for each step one product h * R^T for the whole batch
-// and the gate arithmetic row by row. Sequences shorter than X (sequence_lens)
+// and all gates, and the gate arithmetic row by row. R is kept transposed,
+// [hidden, gates * hidden], so that a batch of one (the common case, where a
+// step is a few microseconds) runs the product as a row times a matrix read
+// once, without the setup of a GEMM. Sequences shorter than X (sequence_lens)
 // stop updating their row after their last step, so the final states are
 // those of each sequence's own last step; Y is zero past the end.
 //
@@ -19,6 +22,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/rnn/rnn.h"
 #include "runtime/parallel.h"
@@ -31,6 +35,10 @@ enum Input : size_t { kX = 0, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, k
 
 // Elements of gate arithmetic per step below which the rows stay on one thread.
 constexpr int64_t kParallelGateWork = 1 << 14;
+// Rows of a step's recurrent product up to which each row is its own
+// row-times-matrix product (R^T read once per row, from cache) rather than
+// one GEMM, whose setup costs more than such a step.
+constexpr int64_t kRowProductRows = 2;
 
 const char* op_name(Cell cell) { return cell == Cell::lstm ? "LSTM" : cell == Cell::gru ? "GRU" : "RNN"; }
 int64_t gate_count(Cell cell) { return cell == Cell::lstm ? 4 : cell == Cell::gru ? 3 : 1; }
@@ -107,15 +115,15 @@ struct Weights {
   int64_t hidden = 0, input = 0;
   DataType type = DataType::undefined;  // of W, R, B and P
   const C* w = nullptr;                 // [directions * gates * hidden, input]
-  const C* r = nullptr;                 // [directions, gates * hidden, hidden]
+  std::vector<C> r_t;                   // [directions, hidden, gates * hidden]: R^T per direction
   // Wb + Rb per direction and gate; for GRU under linear_before_reset the
   // hidden gate's Rb is kept apart, since the reset gate multiplies it.
   std::vector<C> bias;        // [directions, gates * hidden]
   std::vector<C> reset_bias;  // [directions, hidden], GRU with linear_before_reset only
   std::vector<C> peephole;    // [directions, 3 * hidden] (i, o, f), empty without P
-  // What w and r point into.
-  Tensor w_tensor, r_tensor;
-  std::vector<C> w_copy, r_copy;
+  // What w points into.
+  Tensor w_tensor;
+  std::vector<C> w_copy;
 };
 
 template <class C>
@@ -153,10 +161,17 @@ Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const 
   out->input = w.dim(2);
   out->type = w.dtype();
   out->w_tensor = w;
-  out->r_tensor = r;
   out->w = as_compute(w, out->w_copy);
-  out->r = as_compute(r, out->r_copy);
   const int64_t gh = gates * hidden;
+  {
+    std::vector<C> copy;
+    const C* rp = as_compute(r, copy);
+    out->r_t.resize(static_cast<size_t>(dirs * gh * hidden));
+    for (int64_t d = 0; d < dirs; ++d)
+      for (int64_t j = 0; j < gh; ++j)
+        for (int64_t k = 0; k < hidden; ++k)
+          out->r_t[static_cast<size_t>((d * hidden + k) * gh + j)] = rp[(d * gh + j) * hidden + k];
+  }
   const bool split_reset = cfg.cell == Cell::gru && cfg.linear_before_reset;
   out->bias.assign(static_cast<size_t>(dirs * gh), C(0));
   if (split_reset) out->reset_bias.assign(static_cast<size_t>(dirs * hidden), C(0));
@@ -215,7 +230,7 @@ class DirectionRun {
         gh_(gate_count(p.cfg.cell) * p.w.hidden),
         backward_(p.cfg.reverse || d == 1),
         act_(p.cfg.activations.data() + d * p.cfg.activations_per_direction()),
-        r_(p.w.r + d * gh_ * hidden_),
+        r_t_(p.w.r_t.data() + d * hidden_ * gh_),
         bias_(p.w.bias.data() + d * gh_),
         reset_bias_(p.w.reset_bias.empty() ? nullptr : p.w.reset_bias.data() + d * hidden_),
         peephole_(p.w.peephole.empty() ? nullptr : p.w.peephole.data() + d * 3 * hidden_),
@@ -289,7 +304,7 @@ class DirectionRun {
     const bool split = cfg_.cell == Cell::gru && !cfg_.linear_before_reset;
     // h * R^T for all gates, or for z and r only when the hidden gate needs
     // the reset applied to h first.
-    gemm(false, true, rows, split ? 2 * H : gh_, H, C(1), h_, H, r_, H, C(0), gates_, gh_);
+    recurrent_product(rows, split ? 2 * H : gh_, h_, r_t_, gates_);
     switch (cfg_.cell) {
       case Cell::lstm:
         for_rows(s, rows, true, [&](int64_t b, const C* x) { lstm_row(b, x); });
@@ -302,11 +317,25 @@ class DirectionRun {
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_row(b, x); });
         } else {
           for_rows(s, rows, false, [&](int64_t b, const C* x) { gru_update_reset(b, x); });
-          gemm(false, true, rows, H, H, C(1), scratch_, H, r_ + 2 * H * H, H, C(0), gates_ + 2 * H, gh_);
+          recurrent_product(rows, H, scratch_, r_t_ + 2 * H, gates_ + 2 * H);
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_hidden(b, x); });
         }
         break;
     }
+  }
+
+  // out = a * (columns of R^T from `r_t` on, n wide) for `rows` rows of a
+  // (hidden apart) into rows of out (gates * hidden apart).
+  void recurrent_product(int64_t rows, int64_t n, const C* a, const C* r_t, C* out) const {
+    const int64_t H = hidden_;
+    if constexpr (std::is_same_v<C, float>) {
+      if (rows <= kRowProductRows) {
+        for (int64_t b = 0; b < rows; ++b)
+          row_product_floats(false, a + b * H, r_t, gh_, H, n, 1.0f, 0.0f, out + b * gh_);
+        return;
+      }
+    }
+    gemm(false, false, rows, n, H, C(1), a, H, r_t, gh_, C(0), out, gh_);
   }
 
   // Gates i, o, f, c (the spec's order), with peepholes P = (Pi, Po, Pf).
@@ -409,7 +438,7 @@ class DirectionRun {
   const int64_t d_, hidden_, gh_;
   const bool backward_;
   const Activation* act_;
-  const C* r_;
+  const C* r_t_;
   const C* bias_;
   const C* reset_bias_;
   const C* peephole_;

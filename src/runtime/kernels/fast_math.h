@@ -1,5 +1,5 @@
 #pragma once
-// exp and erf for float, written so that the compiler vectorizes loops over
+// exp, erf and tanh for float, written so that the compiler vectorizes loops over
 // them (no tables, no branches: every lane computes every form and selects;
 // the file using them needs -fno-trapping-math for GCC to if-convert the
 // selects), within a few float ulps of the C library. Softmax and GELU spend

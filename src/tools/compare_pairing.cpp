@@ -30,6 +30,19 @@ namespace {
 
 bool same_domain(const ir::Node& a, const ir::Node& b) { return a.in_onnx_domain() ? b.in_onnx_domain() : a.domain() == b.domain(); }
 
+// Ops that only rearrange their input's elements stand for one another when
+// their output types agree: simplify turns a Transpose that moves size-1
+// axes into a Reshape, and a Reshape pair into one.
+bool is_view(const ir::Node& node) {
+  static const std::unordered_set<std::string> views = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+  return node.in_onnx_domain() && views.count(node.op_type()) != 0;
+}
+
+bool same_op(const ir::Node& a, const ir::Node& b) {
+  if (!same_domain(a, b)) return false;
+  return a.op_type() == b.op_type() || (is_view(a) && is_view(b));
+}
+
 bool is_commutative(const ir::Node& node) {
   static const std::unordered_set<std::string> ops = {"Add", "Mul", "Max", "Min", "Sum", "Mean", "Equal", "And", "Or", "Xor"};
   return node.in_onnx_domain() && ops.count(node.op_type()) != 0;
@@ -189,8 +202,7 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
       std::vector<const ir::Node*> found;
       for (const ir::Use& use : via_a->uses()) {
         const ir::Node* na = use.node;
-        if (na->graph() != &a || na->op_type() != nb->op_type() || !same_domain(*na, *nb) ||
-            na->outputs().size() != nb->outputs().size() || !same_inputs(*na, *nb, pairs, fixed_a, fixed_b, {inputs[0], via_a}) ||
+        if (na->graph() != &a || !same_op(*na, *nb) || na->outputs().size() != nb->outputs().size() || !same_inputs(*na, *nb, pairs, fixed_a, fixed_b, {inputs[0], via_a}) ||
             std::find(found.begin(), found.end(), na) != found.end())
           continue;
         bool fits = true;
@@ -223,6 +235,22 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
       if (!candidates.empty()) {
         pairs.used_a.erase(*first);
         pairs.add(inputs[0], through->name(), Pairing::structure);
+      }
+    }
+    // None, and B's node only rearranges elements: it may stand for a chain
+    // of such nodes of A that simplify merged (Reshape, then a Transpose of
+    // unit axes, become one Reshape): the one whose output B's matches.
+    if (candidates.empty() && is_view(*nb) && nb->outputs().size() == 1 && nb->output(0) != nullptr) {
+      const ir::Value* at = first_a;
+      for (int step = 0; step < 4; ++step) {
+        if (at->uses().size() != 1 || at->is_graph_output()) break;
+        const ir::Node* next = at->uses()[0].node;
+        if (next->graph() != &a || !is_view(*next) || next->output(0) == nullptr) break;
+        at = next->output(0);
+        if (!pairs.used_a.count(at->name()) && type_of(va_values, at->name()) == type_of(vb_values, nb->output(0)->name())) {
+          candidates.push_back(next);
+          break;
+        }
       }
     }
     if (candidates.size() > 1) {

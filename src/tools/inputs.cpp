@@ -216,9 +216,9 @@ Result<Datum> random_value(const runtime::ValueInfo& input, const std::vector<in
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const bool floating = runtime::is_floating(type);
-  ValueRange r = range != nullptr ? *range
-                 : floating       ? ValueRange{0, 1}
-                                  : ValueRange{0, static_cast<double>(std::clamp<int64_t>(limit, 1, 10) - 1)};
+  ValueRange r = range != nullptr                ? *range
+                 : floating || type == DataType::boolean ? ValueRange{0, 1}
+                                                         : ValueRange{0, static_cast<double>(std::clamp<int64_t>(limit, 1, 10) - 1)};
   if (!floating && (r.lo != std::floor(r.lo) || r.hi != std::floor(r.hi)))
     return make_error("input '{}' is {}: its --val-range needs whole numbers, not {},{}", input.name,
                       runtime::to_string(type), r.lo, r.hi);

@@ -41,6 +41,7 @@ const std::map<std::string, std::string>& unconvertible_ops() {
       {"StringSplit", "torch has no string tensors"},
       {"TfIdfVectorizer", "works on strings and n-gram tables, which torch has no operator for"},
       {"RegexFullMatch", "torch has no string tensors"},
+      {"ImageDecoder", "decodes encoded image bytes, which no torch operator does (torchvision.io is outside torch)"},
       {"RMSNormalization", newer},
       {"RotaryEmbedding", newer},
       {"Swish", newer},

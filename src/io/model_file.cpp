@@ -5,6 +5,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -12,6 +14,7 @@
 #include "io/atomic_file.h"
 #include "io/fd.h"
 #include "io/mapped_file.h"
+#include "io/model_parse.h"
 #include "io/replace_pair.h"
 #include "io/tensor_proto.h"
 #include "io/tensor_walk.h"
@@ -262,14 +265,32 @@ Status check_size(uint64_t size, const std::string& name) {
   return {};
 }
 
-Result<LoadedModel> parse_stream(pb::io::ZeroCopyInputStream& stream, uint64_t size, const fs::path& base_dir,
-                                 const std::string& name) {
-  LoadedModel loaded;
+// protobuf alone: the judge of input the walk of io/model_parse.h declines.
+Status parse_protobuf(pb::io::ZeroCopyInputStream& stream, onnx::ModelProto& proto, const std::string& name) {
   pb::io::CodedInputStream input(&stream);
   input.SetTotalBytesLimit(static_cast<int>(kProtobufLimit));
-  if (!loaded.proto.ParseFromCodedStream(&input) || !input.ConsumedEntireMessage())
+  if (!proto.ParseFromCodedStream(&input) || !input.ConsumedEntireMessage())
     return make_error("{}: not an ONNX model (the protobuf is truncated, corrupt or nested too deeply)", name);
-  if (!loaded.proto.has_graph()) return make_error("{}: not an ONNX model (it has no graph)", name);
+  return {};
+}
+
+// Parses with the initializers' raw_data read apart, or, where that declines,
+// with protobuf alone from the start of the input, which `restart` gives.
+Result<onnx::ModelProto> parse_input(ForwardReader& in, const std::function<Status(onnx::ModelProto&)>& restart) {
+  onnx::ModelProto proto;
+  ONNXKIT_ASSIGN(bool parsed, parse_model_proto(in, proto));
+  if (!parsed) {
+    proto.Clear();
+    ONNXKIT_TRY(restart(proto));
+  }
+  return proto;
+}
+
+Result<LoadedModel> finish_loading(onnx::ModelProto proto, uint64_t size, const fs::path& base_dir,
+                                   const std::string& name) {
+  if (!proto.has_graph()) return make_error("{}: not an ONNX model (it has no graph)", name);
+  LoadedModel loaded;
+  loaded.proto = std::move(proto);
   auto store = std::make_shared<ExternalDataStore>(base_dir);
   Status valid = validate_tensors(loaded.proto, *store);
   if (!valid.ok()) return valid.error().in(name);
@@ -282,20 +303,30 @@ Result<LoadedModel> parse_stream(pb::io::ZeroCopyInputStream& stream, uint64_t s
 
 Result<LoadedModel> parse_model(std::span<const std::byte> bytes, const fs::path& base_dir, const std::string& name) {
   ONNXKIT_TRY(check_size(bytes.size(), name));
-  pb::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
-  return parse_stream(stream, bytes.size(), base_dir, name);
+  ForwardReader in(bytes);
+  ONNXKIT_ASSIGN(onnx::ModelProto proto, parse_input(in, [&](onnx::ModelProto& p) {
+    pb::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+    return parse_protobuf(stream, p, name);
+  }));
+  return finish_loading(std::move(proto), bytes.size(), base_dir, name);
 }
 
 Result<LoadedModel> load_model(const fs::path& path) {
-  // Read, not mapped: protobuf copies every byte into the message anyway, and
-  // a mapping would hold a second copy of the file in memory while it does.
+  // Read, not mapped: the weights are copied into the message anyway, and a
+  // mapping would hold a second copy of the file in memory while they are.
   UniqueFd fd(::open(path.c_str(), kReadFlags));
   if (!fd) return make_error("{}: {}", path.string(), std::strerror(errno));
   ONNXKIT_ASSIGN(uint64_t size, regular_file_size(fd, path));
   ONNXKIT_TRY(check_size(size, path.string()));
-  pb::io::FileInputStream stream(fd.get(), 1 << 20);
+  ForwardReader in(fd.get(), size, path.string());
+  ONNXKIT_ASSIGN(onnx::ModelProto proto, parse_input(in, [&](onnx::ModelProto& p) -> Status {
+    if (::lseek(fd.get(), 0, SEEK_SET) != 0) return make_error("{}: {}", path.string(), std::strerror(errno));
+    pb::io::FileInputStream stream(fd.get(), 1 << 20);
+    return parse_protobuf(stream, p, path.string());
+  }));
   fs::path dir = path.parent_path();
-  ONNXKIT_ASSIGN(LoadedModel loaded, parse_stream(stream, size, dir.empty() ? fs::path(".") : dir, path.string()));
+  ONNXKIT_ASSIGN(LoadedModel loaded, finish_loading(std::move(proto), size, dir.empty() ? fs::path(".") : dir,
+                                                    path.string()));
   loaded.path = path;
   return loaded;
 }

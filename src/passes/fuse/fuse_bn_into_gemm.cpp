@@ -26,7 +26,9 @@ namespace {
 bool fuse_once(ir::Node& gemm, PassContext& context) {
   ir::Value* gemm_out = gemm.output(0);
   ir::Node* bn = sole_consumer(gemm_out);
-  if (bn == nullptr || context.excluded(*bn) || bn->input(0) != gemm_out) return false;
+  // Checked before B is read: reading copies it, and B may be most of the model.
+  if (bn == nullptr || !bn->is_onnx_op("BatchNormalization") || context.excluded(*bn) || bn->input(0) != gemm_out)
+    return false;
 
   // Before opset 7 a per-feature C needs Gemm's `broadcast` attribute; not worth the case.
   if (context.opset() < 7) return false;

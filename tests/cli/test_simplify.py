@@ -552,6 +552,19 @@ graph = helper.make_graph(nodes, "convnet",
 onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
 """
 
+WIDE_MATMUL = """
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+w = np.random.default_rng(0).standard_normal((2500, 21000), dtype=np.float32) * 0.02
+graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "wide",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2500])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 21000])],
+                          [numpy_helper.from_array(w, "w")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+"""
+
 
 def peak_rss_mib(cmd):
     """(exit code, stderr, peak RSS in MiB) of the command, measured by
@@ -584,6 +597,14 @@ class SimplifyMemory(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             model = os.path.join(tmp, "convnet.onnx")
             subprocess.run([sys.executable, "-c", CONV_NET, model], check=True)
+            self.assert_within_bound(model, [model])
+
+    def test_one_large_inline_weight(self):
+        # 210 MB of raw_data in one tensor: read by appending, as protobuf
+        # does past its 50 MB reservation, it doubles to 400 MB and is copied.
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "wide.onnx")
+            subprocess.run([sys.executable, "-c", WIDE_MATMUL, model], check=True)
             self.assert_within_bound(model, [model])
 
     def test_external_data(self):

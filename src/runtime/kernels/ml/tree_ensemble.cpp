@@ -412,28 +412,34 @@ inline uint32_t find_leaf(const Forest& f, uint32_t i, const T* x) {
   return i;
 }
 
+// Adds leaf weights [begin, end) to row r's scores as `agg` combines them.
+inline void add_leaf_weights(const Forest& f, uint32_t begin, uint32_t end, int64_t r, Aggregate agg, double* scores,
+                             uint8_t* has) {
+  const int64_t k = f.targets;
+  for (uint32_t w = begin; w < end; ++w) {
+    const int64_t slot = r * k + f.weight_target[w];
+    const double v = f.weight_value[w];
+    double& s = scores[slot];
+    switch (agg) {
+      case Aggregate::sum:
+      case Aggregate::average: s += v; break;
+      case Aggregate::min: s = has[slot] && s <= v ? s : v; break;
+      case Aggregate::max: s = has[slot] && s >= v ? s : v; break;
+    }
+    has[slot] = 1;
+  }
+}
+
 // Adds every tree's leaf weights for rows [r0, r1) into scores [N, targets]
 // (has: whether a weight reached the slot).
 template <Mode M, bool Missing, class T>
 void accumulate_rows(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, Aggregate agg, double* scores,
                      uint8_t* has) {
   const FlatNode* nodes = f.nodes.data();
-  const int64_t k = f.targets;
   for (uint32_t root : f.roots) {
     for (int64_t r = r0; r < r1; ++r) {
       const FlatNode& leaf = nodes[find_leaf<M, Missing>(f, root, x + r * c)];
-      for (uint32_t w = leaf.yes; w < leaf.no; ++w) {
-        const int64_t slot = r * k + f.weight_target[w];
-        const double v = f.weight_value[w];
-        double& s = scores[slot];
-        switch (agg) {
-          case Aggregate::sum:
-          case Aggregate::average: s += v; break;
-          case Aggregate::min: s = has[slot] && s <= v ? s : v; break;
-          case Aggregate::max: s = has[slot] && s >= v ? s : v; break;
-        }
-        has[slot] = 1;
-      }
+      add_leaf_weights(f, leaf.yes, leaf.no, r, agg, scores, has);
     }
   }
 }
@@ -444,7 +450,6 @@ template <bool Lt, bool Missing, class T>
 void accumulate_rows_compact(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, Aggregate agg,
                              double* scores, uint8_t* has) {
   const Forest::CompactNode* nodes = f.compact.data();
-  const int64_t k = f.targets;
   const int64_t rows = r1 - r0;
   const T* xb = x + r0 * c;
   uint32_t at[kCompactBlock];
@@ -464,19 +469,7 @@ void accumulate_rows_compact(const Forest& f, const T* x, int64_t c, int64_t r0,
     for (int64_t j = 0; j < rows; ++j) {
       const uint32_t begin = nodes[at[j]].aux;
       const uint32_t end = f.weights_per_leaf != 0 ? begin + f.weights_per_leaf : f.nodes[at[j]].no;
-      const int64_t r = r0 + j;
-      for (uint32_t w = begin; w < end; ++w) {
-        const int64_t slot = r * k + f.weight_target[w];
-        const double v = f.weight_value[w];
-        double& s = scores[slot];
-        switch (agg) {
-          case Aggregate::sum:
-          case Aggregate::average: s += v; break;
-          case Aggregate::min: s = has[slot] && s <= v ? s : v; break;
-          case Aggregate::max: s = has[slot] && s >= v ? s : v; break;
-        }
-        has[slot] = 1;
-      }
+      add_leaf_weights(f, begin, end, r0 + j, agg, scores, has);
     }
   }
 }

@@ -18,11 +18,6 @@ std::shared_ptr<const ir::Model> borrow(const ir::Model& model) {
   return std::shared_ptr<const ir::Model>(std::shared_ptr<const ir::Model>{}, &model);
 }
 
-bool is_float(runtime::DataType t) {
-  using runtime::DataType;
-  return t == DataType::float32 || t == DataType::float64 || t == DataType::float16 || t == DataType::bfloat16;
-}
-
 double element(const runtime::Tensor& t, int64_t i) {
   using runtime::DataType;
   switch (t.dtype()) {
@@ -52,7 +47,7 @@ Status compare_output(const std::string& name, const runtime::Datum& expected, c
   if (e.shape() != a.shape())
     return make_error("output '{}' has shape {} after the conversion, {} before", name, runtime::shape_to_string(a.shape()),
                       runtime::shape_to_string(e.shape()));
-  if (!is_float(e.dtype()) || !is_float(a.dtype())) {
+  if (!runtime::is_floating(e.dtype()) || !runtime::is_floating(a.dtype())) {
     if (e.dtype() == a.dtype() && e.dtype() != runtime::DataType::string)
       for (int64_t i = 0; i < e.numel(); ++i)
         check.differing_integers +=

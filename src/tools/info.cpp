@@ -541,6 +541,26 @@ Result<json> model_info(const std::filesystem::path& path, const InfoOptions& op
   return model_info(*model, options);
 }
 
+namespace {
+
+// "ai.onnx 17, ai.onnx.ml 3"
+std::string opsets_text(const json& info) {
+  std::vector<std::string> opsets;
+  for (const auto& op : info["opsets"]) {
+    const std::string domain = op["domain"].get<std::string>();
+    opsets.push_back(fmt::format("{} {}", domain.empty() ? "ai.onnx" : domain, op["version"].get<int64_t>()));
+  }
+  return join(opsets, ", ");
+}
+
+// An entry of "operators" by name: "Conv", "ai.onnx.ml:ZipMap".
+std::string operator_label(const json& op) {
+  const std::string domain = op["domain"].get<std::string>();
+  return domain.empty() ? op["op_type"].get<std::string>() : domain + ":" + op["op_type"].get<std::string>();
+}
+
+}  // namespace
+
 std::string render_info_text(const json& info) {
   std::string out;
   auto line = [&](std::string_view label, const std::string& text) { out += fmt::format("{:<13}{}\n", label, text); };
@@ -553,12 +573,7 @@ std::string render_info_text(const json& info) {
   if (!info["producer"]["version"].get<std::string>().empty()) producer += " " + info["producer"]["version"].get<std::string>();
   line("ir_version", std::to_string(info["ir_version"].get<int64_t>()));
   if (!producer.empty()) line("producer", producer);
-  std::vector<std::string> opsets;
-  for (const auto& op : info["opsets"]) {
-    std::string domain = op["domain"].get<std::string>();
-    opsets.push_back(fmt::format("{} {}", domain.empty() ? "ai.onnx" : domain, op["version"].get<int64_t>()));
-  }
-  line("opsets", join(opsets, ", "));
+  line("opsets", opsets_text(info));
   for (const auto& [key, value] : info["metadata"].items()) line("metadata", key + " = " + value.get<std::string>());
   if (info["functions"].get<int>() > 0) {
     line("functions", std::to_string(info["functions"].get<int>()));
@@ -630,11 +645,7 @@ std::string render_info_text(const json& info) {
   out += "outputs\n";
   for (const auto& v : info["outputs"]) out += "  " + value_text(v) + "\n";
   out += "operators\n";
-  for (const auto& op : info["operators"]) {
-    std::string name = op["op_type"].get<std::string>();
-    if (!op["domain"].get<std::string>().empty()) name = op["domain"].get<std::string>() + ":" + name;
-    out += fmt::format("  {:<28}{:>6}\n", name, op["count"].get<size_t>());
-  }
+  for (const auto& op : info["operators"]) out += fmt::format("  {:<28}{:>6}\n", operator_label(op), op["count"].get<size_t>());
   if (info.contains("nodes")) {
     out += "nodes\n";
     for (const auto& n : info["nodes"]) {
@@ -676,14 +687,7 @@ std::string render_info_comparison(const std::vector<json>& infos) {
     return size;
   });
   add("ir_version", [](const json& i) { return std::to_string(i["ir_version"].get<int64_t>()); });
-  add("opsets", [](const json& i) {
-    std::vector<std::string> opsets;
-    for (const auto& op : i["opsets"]) {
-      const std::string domain = op["domain"].get<std::string>();
-      opsets.push_back(fmt::format("{} {}", domain.empty() ? "ai.onnx" : domain, op["version"].get<int64_t>()));
-    }
-    return join(opsets, ", ");
-  });
+  add("opsets", opsets_text);
   add("nodes", [](const json& i) { return std::to_string(i["graph"]["nodes"].get<size_t>()); });
   add("parameters", [](const json& i) { return human_count(i["parameters"]["elements"].get<uint64_t>()); });
   add("weights", [](const json& i) { return human_bytes(i["parameters"]["bytes"].get<uint64_t>()); });
@@ -703,18 +707,12 @@ std::string render_info_comparison(const std::vector<json>& infos) {
   }
   std::vector<std::string> ops;
   for (const json& info : infos)
-    for (const auto& op : info["operators"]) {
-      std::string name = op["op_type"].get<std::string>();
-      if (!op["domain"].get<std::string>().empty()) name = op["domain"].get<std::string>() + ":" + name;
-      if (std::find(ops.begin(), ops.end(), name) == ops.end()) ops.push_back(name);
-    }
+    for (const auto& op : info["operators"])
+      if (std::string name = operator_label(op); std::find(ops.begin(), ops.end(), name) == ops.end()) ops.push_back(name);
   for (const std::string& name : ops)
     add("  " + name, [&](const json& i) {
-      for (const auto& op : i["operators"]) {
-        std::string n = op["op_type"].get<std::string>();
-        if (!op["domain"].get<std::string>().empty()) n = op["domain"].get<std::string>() + ":" + n;
-        if (n == name) return std::to_string(op["count"].get<size_t>());
-      }
+      for (const auto& op : i["operators"])
+        if (operator_label(op) == name) return std::to_string(op["count"].get<size_t>());
       return std::string("-");
     });
 

@@ -15,7 +15,6 @@ onnxruntime; exit 77, skipped, without it)"""
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,8 @@ try:
 except ImportError as e:  # not the test venv
     print(f"skipped: {e}")
     sys.exit(SKIP)
+
+from shape_files import evaluate, node_output_shapes  # noqa: E402
 
 
 def onnxkit(*args):
@@ -60,34 +61,8 @@ def export_small_swin():
     return path
 
 
-def node_output_shapes(model):
-    """{node output: [dim, ...] or None} from value_info and graph outputs;
-    a dim is an int, a dim_param string, or None when unknown."""
-    declared = {v.name: v for v in list(model.graph.value_info) + list(model.graph.output)}
-    shapes = {}
-    for node in model.graph.node:
-        for o in node.output:
-            v = declared.get(o)
-            if not o:
-                continue
-            if v is None or not v.type.tensor_type.HasField("shape"):
-                shapes[o] = None
-                continue
-            shapes[o] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                         for d in v.type.tensor_type.shape.dim]
-    return shapes
-
-
 def full(dims):
     return dims is not None and None not in dims
-
-
-def evaluate(dim, batch):
-    """A dim as onnxkit writes it (a number, or a polynomial in batch) at that batch."""
-    if isinstance(dim, int):
-        return dim
-    assert re.fullmatch(r"[0-9batch*^+\- ]+", dim), dim
-    return eval(dim.replace("^", "**"), {"__builtins__": {}}, {"batch": batch})
 
 
 def actual_shapes(path, batch):

@@ -9,7 +9,6 @@ usage: test_symbolic.py --onnxkit PATH [unittest args]"""
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
 import export_zoo  # noqa: E402
+from shape_files import evaluate, node_output_shapes  # noqa: E402
 
 ARGS = None
 ZOO = None  # a temp dir holding the exports
@@ -33,33 +33,6 @@ def onnxkit(*args):
 def model_path(name):
     export_zoo.export(name, ZOO.name, 17)
     return os.path.join(ZOO.name, name + ".onnx")
-
-
-def intermediate_shapes(path):
-    """{value: dims or None} for node outputs of the main graph that are not graph outputs."""
-    m = onnx.load(path, load_external_data=False)
-    outputs = {o.name for o in m.graph.output}
-    declared = {v.name: v for v in m.graph.value_info}
-    shapes = {}
-    for node in m.graph.node:
-        for o in node.output:
-            if not o or o in outputs:
-                continue
-            v = declared.get(o)
-            if v is None or not v.type.tensor_type.HasField("shape"):
-                shapes[o] = None
-                continue
-            shapes[o] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                         for d in v.type.tensor_type.shape.dim]
-    return shapes
-
-
-def evaluate(dim, batch):
-    """A dim as the shapes file writes it (a number, or a polynomial in batch) at that batch."""
-    if isinstance(dim, int):
-        return dim
-    assert re.fullmatch(r"[0-9batch*^+\- ]+", dim), dim
-    return eval(dim.replace("^", "**"), {"__builtins__": {}}, {"batch": batch})
 
 
 def run_outputs(model, feeds, out_dir):
@@ -85,7 +58,7 @@ class GptDecoderShapes(unittest.TestCase):
             shaped = os.path.join(tmp, "shaped.onnx")
             proc = onnxkit("shapes", model, shaped)
             self.assertEqual(proc.returncode, 0, proc.stderr)
-            shapes = intermediate_shapes(shaped)
+            shapes = node_output_shapes(onnx.load(shaped, load_external_data=False), with_graph_outputs=False)
             missing = [name for name, dims in shapes.items() if dims is None]
             self.assertEqual(missing, [], f"{len(missing)} of {len(shapes)} values without a shape")
             # The truth: every value made an output, the model run at batch 2.

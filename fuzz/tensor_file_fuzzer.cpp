@@ -20,8 +20,7 @@ using namespace onnxkit;
 
 void as_runtime_tensor(const onnx::TensorProto& proto) { (void)runtime::tensor_from_proto(proto); }
 
-template <class Message>
-void parse_pb(std::string_view bytes) {
+template <class Message> void parse_pb(std::string_view bytes) {
   Message message;
   if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
   if constexpr (std::is_same_v<Message, onnx::TensorProto>) as_runtime_tensor(message);

@@ -12,8 +12,8 @@
 namespace onnxkit::python {
 namespace py = pybind11;
 using runtime::DataType;
-using runtime::Tensor;
 using runtime::Datum;
+using runtime::Tensor;
 
 namespace {
 
@@ -45,18 +45,15 @@ std::optional<DataType> onnx_type(const py::dtype& dtype) {
       if (size == 4) return DataType::uint32;
       if (size == 8) return DataType::uint64;
       return std::nullopt;
-    case 'b':
-      return DataType::boolean;
+    case 'b': return DataType::boolean;
     case 'c':
       if (size == 8) return DataType::complex64;
       if (size == 16) return DataType::complex128;
       return std::nullopt;
     case 'U':
     case 'S':
-    case 'O':
-      return DataType::string;
-    default:
-      return std::nullopt;
+    case 'O': return DataType::string;
+    default: return std::nullopt;
   }
 }
 
@@ -74,8 +71,7 @@ Tensor strings_from(const py::array& array, const std::string& name) {
   for (size_t i = 0; i < items.size(); ++i) {
     py::handle item = items[i];
     if (!py::isinstance<py::str>(item) && !py::isinstance<py::bytes>(item))
-      raise(ErrorKind::invalid_argument,
-            fmt::format("input '{}': element {} is a {}, not a string", name, i, type_name(item)));
+      raise(ErrorKind::invalid_argument, fmt::format("input '{}': element {} is a {}, not a string", name, i, type_name(item)));
     out[i] = item.cast<std::string>();
   }
   return t;
@@ -83,8 +79,7 @@ Tensor strings_from(const py::array& array, const std::string& name) {
 
 Tensor tensor_from(py::handle object, const std::string& name, const runtime::ValueInfo* declared) {
   if (object.is_none())
-    raise(ErrorKind::invalid_argument,
-          fmt::format("input '{}': None is an empty optional, and the input is no optional", name));
+    raise(ErrorKind::invalid_argument, fmt::format("input '{}': None is an empty optional, and the input is no optional", name));
   py::array array;
   if (py::isinstance<py::array>(object)) {
     array = py::reinterpret_borrow<py::array>(object);
@@ -102,8 +97,8 @@ Tensor tensor_from(py::handle object, const std::string& name, const runtime::Va
   if (*type == DataType::string) return strings_from(array, name);
 
   constexpr int kAligned = py::detail::npy_api::NPY_ARRAY_ALIGNED_;
-  bool in_place = (array.flags() & py::array::c_style) != 0 && (array.flags() & kAligned) != 0 &&
-                  dtype.attr("isnative").cast<bool>();
+  bool in_place =
+      (array.flags() & py::array::c_style) != 0 && (array.flags() & kAligned) != 0 && dtype.attr("isnative").cast<bool>();
   if (!in_place) array = numpy().attr("ascontiguousarray")(array, dtype.attr("newbyteorder")("="));
   // The tensor views numpy's buffer and holds a reference to the array; the
   // last copy of the tensor may go on a thread without the GIL.
@@ -139,8 +134,7 @@ py::object tensor_to_python(const Tensor& t, const std::string& name) {
   }
   std::optional<py::dtype> dtype = numpy_dtype(t.dtype());
   if (!dtype)
-    raise(ErrorKind::run,
-          fmt::format("output '{}' is {}, which numpy has no type for", name, runtime::to_string(t.dtype())));
+    raise(ErrorKind::run, fmt::format("output '{}' is {}, which numpy has no type for", name, runtime::to_string(t.dtype())));
   py::array out(*dtype, shape);
   if (t.nbytes() > 0) std::memcpy(out.mutable_data(), t.raw(), t.nbytes());
   return out;
@@ -195,10 +189,8 @@ std::optional<py::dtype> numpy_dtype(DataType type) {
     case DataType::uint64:
     case DataType::boolean:
     case DataType::complex64:
-    case DataType::complex128:
-      return py::dtype(io::data_type_name(static_cast<int32_t>(type)));  // numpy's own names
-    default:
-      return std::nullopt;
+    case DataType::complex128: return py::dtype(io::data_type_name(static_cast<int32_t>(type)));  // numpy's own names
+    default: return std::nullopt;
   }
 }
 
@@ -220,8 +212,7 @@ Datum value_from_python(py::handle object, const std::string& name, const runtim
     runtime::ValueInfo item_info{declared->name, declared->type.sequence_type().elem_type()};
     runtime::Sequence sequence{element_type(declared->type), {}};
     for (py::handle item : object) sequence.items.push_back(tensor_from(item, name, &item_info));
-    if (sequence.elem_type == DataType::undefined && !sequence.items.empty())
-      sequence.elem_type = sequence.items[0].dtype();
+    if (sequence.elem_type == DataType::undefined && !sequence.items.empty()) sequence.elem_type = sequence.items[0].dtype();
     return Datum(std::move(sequence));
   }
   return Datum(tensor_from(object, name, declared));

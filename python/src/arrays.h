@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "runtime/session.h"
 #include "runtime/datum.h"
+#include "runtime/session.h"
 
 namespace onnxkit::python {
 

@@ -28,15 +28,15 @@ void add_errors(py::module_& module) {
   classes[static_cast<int>(ErrorKind::error)] = error;
   classes[static_cast<int>(ErrorKind::model)] =
       make_class(module, "ModelError", error, "The model could not be loaded, or no session could be built from it.");
-  classes[static_cast<int>(ErrorKind::run)] = make_class(
-      module, "RunError", error,
-      "InferenceSession.run failed: a feed disagrees with the declared input (name, element type,\n"
-      "rank, fixed dims), or a kernel refused the values it was given.");
+  classes[static_cast<int>(ErrorKind::run)] =
+      make_class(module, "RunError", error,
+                 "InferenceSession.run failed: a feed disagrees with the declared input (name, element type,\n"
+                 "rank, fixed dims), or a kernel refused the values it was given.");
   py::tuple bases = py::make_tuple(py::handle(error), py::handle(PyExc_ValueError));
-  classes[static_cast<int>(ErrorKind::invalid_argument)] = make_class(
-      module, "InvalidArgument", bases.ptr(),
-      "The call's own arguments are wrong before the model is involved: an unknown output name,\n"
-      "a feed numpy cannot give as an ONNX type, an option onnxkit does not support. Also a ValueError.");
+  classes[static_cast<int>(ErrorKind::invalid_argument)] =
+      make_class(module, "InvalidArgument", bases.ptr(),
+                 "The call's own arguments are wrong before the model is involved: an unknown output name,\n"
+                 "a feed numpy cannot give as an ONNX type, an option onnxkit does not support. Also a ValueError.");
 }
 
 std::string type_name(py::handle object) { return py::str(py::type::handle_of(object).attr("__name__")); }

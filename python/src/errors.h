@@ -24,8 +24,7 @@ void add_errors(pybind11::module_& module);
 
 [[noreturn]] void raise(ErrorKind kind, const std::string& message);
 
-template <class T>
-T value_or_raise(Result<T> result, ErrorKind kind) {
+template <class T> T value_or_raise(Result<T> result, ErrorKind kind) {
   if (!result.ok()) raise(kind, result.error().message());
   return std::move(result).value();
 }

@@ -50,8 +50,8 @@ namespace {
 
 // ONNX Runtime's names of element types: the TensorProto enum's, in lower case.
 std::string ort_element_name(int32_t code) {
-  static const char* const names[] = {"undefined", "float",  "uint8",  "int8",      "uint16",     "int16",
-                                      "int32",     "int64",  "string", "bool",      "float16",    "double",
+  static const char* const names[] = {"undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
+                                      "int32",     "int64",  "string",    "bool",       "float16", "double",
                                       "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
   if (code >= 0 && code < static_cast<int32_t>(std::size(names))) return names[code];
   return io::data_type_name(code);  // float8e4m3fn, uint4...: already ORT's spelling
@@ -60,19 +60,14 @@ std::string ort_element_name(int32_t code) {
 // "tensor(float)", "seq(tensor(int64))", "map(string,tensor(float))"...
 std::string ort_type(const onnx::TypeProto& type) {
   switch (type.value_case()) {
-    case onnx::TypeProto::kTensorType:
-      return fmt::format("tensor({})", ort_element_name(type.tensor_type().elem_type()));
-    case onnx::TypeProto::kSequenceType:
-      return fmt::format("seq({})", ort_type(type.sequence_type().elem_type()));
-    case onnx::TypeProto::kOptionalType:
-      return fmt::format("optional({})", ort_type(type.optional_type().elem_type()));
+    case onnx::TypeProto::kTensorType: return fmt::format("tensor({})", ort_element_name(type.tensor_type().elem_type()));
+    case onnx::TypeProto::kSequenceType: return fmt::format("seq({})", ort_type(type.sequence_type().elem_type()));
+    case onnx::TypeProto::kOptionalType: return fmt::format("optional({})", ort_type(type.optional_type().elem_type()));
     case onnx::TypeProto::kMapType:
-      return fmt::format("map({},{})", ort_element_name(type.map_type().key_type()),
-                         ort_type(type.map_type().value_type()));
+      return fmt::format("map({},{})", ort_element_name(type.map_type().key_type()), ort_type(type.map_type().value_type()));
     case onnx::TypeProto::kSparseTensorType:
       return fmt::format("sparse_tensor({})", ort_element_name(type.sparse_tensor_type().elem_type()));
-    default:
-      return "";
+    default: return "";
   }
 }
 
@@ -124,8 +119,7 @@ class SessionHandle {
     std::vector<runtime::ValueInfo> outputs = session_->outputs();
     for (runtime::ValueInfo& v : outputs) {
       auto it = inferred.types.find(v.name);
-      if (it != inferred.types.end() && it->second.has_tensor_type() && it->second.tensor_type().has_shape())
-        v.type = it->second;
+      if (it != inferred.types.end() && it->second.has_tensor_type() && it->second.tensor_type().has_shape()) v.type = it->second;
     }
     return describe(outputs);
   }
@@ -163,8 +157,7 @@ class SessionHandle {
     named.reserve(feeds.size());
     for (auto [key, value] : feeds) {
       if (!py::isinstance<py::str>(key))
-        raise(ErrorKind::invalid_argument,
-              fmt::format("input_feed is keyed by input name (a str), not by {}", type_name(key)));
+        raise(ErrorKind::invalid_argument, fmt::format("input_feed is keyed by input name (a str), not by {}", type_name(key)));
       std::string name = key.cast<std::string>();
       named.emplace_back(name, value_from_python(value, name, find_input(name)));
     }
@@ -195,8 +188,8 @@ class SessionHandle {
       if (outputs[i].name == name) return i;
       names.push_back(outputs[i].name);
     }
-    raise(ErrorKind::invalid_argument, fmt::format("'{}' is not an output of the model{} (outputs: {})", name,
-                                                   did_you_mean(name, names), join(names, ", ")));
+    raise(ErrorKind::invalid_argument,
+          fmt::format("'{}' is not an output of the model{} (outputs: {})", name, did_you_mean(name, names), join(names, ", ")));
   }
 
   std::shared_ptr<const ir::Model> model_;

@@ -43,8 +43,7 @@ io::SaveOptions save_options(const std::string& external) {
   return save;
 }
 
-template <class F>
-auto without_gil(F&& f) {
+template <class F> auto without_gil(F&& f) {
   py::gil_scoped_release release;
   return f();
 }
@@ -72,8 +71,7 @@ py::tuple check(py::handle model, bool full) {
     std::span<const std::byte> bytes = bytes_of(model);
     io::LoadedModel loaded =
         value_or_raise(without_gil([&] { return io::parse_model(bytes, ".", "<bytes>"); }), ErrorKind::error);
-    report = without_gil(
-        [&] { return analysis::check_model(loaded.proto, loaded.external_data->base_dir(), options); });
+    report = without_gil([&] { return analysis::check_model(loaded.proto, loaded.external_data->base_dir(), options); });
   } else {
     std::string path = model.cast<std::string>();
     report = value_or_raise(without_gil([&] { return tools::check_model_file(path, options); }), ErrorKind::error);
@@ -107,8 +105,7 @@ std::vector<tools::EditOperation> edit_operations_from(const py::list& items) {
     std::string text;
     if (py::isinstance<py::str>(item)) {
       text = item.cast<std::string>();
-    } else if ((py::isinstance<py::tuple>(item) || py::isinstance<py::list>(item)) && py::len(item) >= 1 &&
-               py::len(item) <= 2) {
+    } else if ((py::isinstance<py::tuple>(item) || py::isinstance<py::list>(item)) && py::len(item) >= 1 && py::len(item) <= 2) {
       py::sequence pair = py::reinterpret_borrow<py::sequence>(item);
       text = py::str(pair[0]).cast<std::string>();
       if (pair.size() == 2) {
@@ -119,8 +116,8 @@ std::vector<tools::EditOperation> edit_operations_from(const py::list& items) {
       }
     } else {
       raise(ErrorKind::invalid_argument,
-            fmt::format("operations[{}]: expected a str such as '--batch 4' or a pair such as ('batch', 4), got a {}",
-                        i, type_name(item)));
+            fmt::format("operations[{}]: expected a str such as '--batch 4' or a pair such as ('batch', 4), got a {}", i,
+                        type_name(item)));
     }
     std::vector<tools::EditOperation> parsed =
         value_or_raise(tools::parse_edit_script(text, fmt::format("operations[{}]", i)), ErrorKind::error);
@@ -149,8 +146,8 @@ struct SimplifyArguments {
   std::vector<std::string> input_shapes;  // as --input-shape takes them: NAME:D0,D1,...
   bool keep_dynamic = false;
   int check = 1;
-  std::vector<std::string> inputs;        // as --input: NAME=FILE
-  std::vector<std::string> test_shapes;   // as run's --shape: NAME:D0,D1,... for the check's random inputs
+  std::vector<std::string> inputs;       // as --input: NAME=FILE
+  std::vector<std::string> test_shapes;  // as run's --shape: NAME:D0,D1,... for the check's random inputs
   uint64_t seed = 0;
   double rtol = 1e-4, atol = 1e-5;
   bool verify_each_pass = false;
@@ -224,11 +221,9 @@ struct CompareArguments {
 // What cmd_compare.cpp does with its flags.
 tools::CompareOptions compare_options(const CompareArguments& a) {
   tools::CompareOptions options;
-  options.inputs = value_or_raise(tools::parse_input_flags({a.inputs, a.shapes, a.dims, a.ranges}),
-                                  ErrorKind::invalid_argument);
+  options.inputs = value_or_raise(tools::parse_input_flags({a.inputs, a.shapes, a.dims, a.ranges}), ErrorKind::invalid_argument);
   options.inputs.seed = a.seed;
-  if (a.iterations < 1)
-    raise(ErrorKind::invalid_argument, fmt::format("iterations must be at least 1 (got {})", a.iterations));
+  if (a.iterations < 1) raise(ErrorKind::invalid_argument, fmt::format("iterations must be at least 1 (got {})", a.iterations));
   options.iterations = a.iterations;
   if (a.rtol < 0 || a.atol < 0)
     raise(ErrorKind::invalid_argument, fmt::format("rtol and atol must not be negative (got {}, {})", a.rtol, a.atol));
@@ -252,13 +247,11 @@ std::string compare(py::handle a, py::handle b, const std::string& label, const 
   tools::CompareReport report;
   if (!py::isinstance<py::bytes>(a) && !py::isinstance<py::bytes>(b)) {
     std::string path_a = a.cast<std::string>(), path_b = b.cast<std::string>();
-    report = value_or_raise(without_gil([&] { return tools::compare_models(path_a, path_b, options); }),
-                            ErrorKind::error);
+    report = value_or_raise(without_gil([&] { return tools::compare_models(path_a, path_b, options); }), ErrorKind::error);
   } else {
     std::shared_ptr<const ir::Model> model_a = value_or_raise(load_model(a), ErrorKind::error);
     std::shared_ptr<const ir::Model> model_b = value_or_raise(load_model(b), ErrorKind::error);
-    report = value_or_raise(without_gil([&] { return tools::compare_models(model_a, model_b, options); }),
-                            ErrorKind::error);
+    report = value_or_raise(without_gil([&] { return tools::compare_models(model_a, model_b, options); }), ErrorKind::error);
     report.a = py::isinstance<py::bytes>(a) ? label : a.cast<std::string>();
     report.b = py::isinstance<py::bytes>(b) ? label : b.cast<std::string>();
   }
@@ -280,22 +273,21 @@ void add_tools(py::module_& module) {
              "tools::edit_file, operations given as edit script lines or (name, argument) pairs");
   module.def(
       "simplify",
-      [](const std::string& in, const std::string& out, std::vector<std::string> input_shapes, bool keep_dynamic,
-         int check, std::vector<std::string> inputs, std::vector<std::string> test_shapes, uint64_t seed, double rtol,
-         double atol, bool verify_each_pass, std::vector<std::string> skip, std::vector<std::string> exclude_nodes,
-         bool fold, uint64_t fold_limit, bool remove_unused_inputs, bool freeze_initializers, std::string external) {
+      [](const std::string& in, const std::string& out, std::vector<std::string> input_shapes, bool keep_dynamic, int check,
+         std::vector<std::string> inputs, std::vector<std::string> test_shapes, uint64_t seed, double rtol, double atol,
+         bool verify_each_pass, std::vector<std::string> skip, std::vector<std::string> exclude_nodes, bool fold,
+         uint64_t fold_limit, bool remove_unused_inputs, bool freeze_initializers, std::string external) {
         return simplify(in, out,
-                        {std::move(input_shapes), keep_dynamic, check, std::move(inputs), std::move(test_shapes), seed,
-                         rtol, atol, verify_each_pass, std::move(skip), std::move(exclude_nodes), fold, fold_limit,
+                        {std::move(input_shapes), keep_dynamic, check, std::move(inputs), std::move(test_shapes), seed, rtol,
+                         atol, verify_each_pass, std::move(skip), std::move(exclude_nodes), fold, fold_limit,
                          remove_unused_inputs, freeze_initializers, std::move(external)});
       },
       py::arg("input"), py::arg("output"), py::kw_only(), py::arg("input_shapes") = std::vector<std::string>{},
       py::arg("keep_dynamic") = false, py::arg("check") = 1, py::arg("inputs") = std::vector<std::string>{},
-      py::arg("test_shapes") = std::vector<std::string>{}, py::arg("seed") = 0, py::arg("rtol") = 1e-4,
-      py::arg("atol") = 1e-5, py::arg("verify_each_pass") = false, py::arg("skip") = std::vector<std::string>{},
-      py::arg("exclude_nodes") = std::vector<std::string>{}, py::arg("fold") = true,
-      py::arg("fold_limit") = uint64_t{1} << 20, py::arg("remove_unused_inputs") = false,
-      py::arg("freeze_initializers") = false, py::arg("external") = "keep",
+      py::arg("test_shapes") = std::vector<std::string>{}, py::arg("seed") = 0, py::arg("rtol") = 1e-4, py::arg("atol") = 1e-5,
+      py::arg("verify_each_pass") = false, py::arg("skip") = std::vector<std::string>{},
+      py::arg("exclude_nodes") = std::vector<std::string>{}, py::arg("fold") = true, py::arg("fold_limit") = uint64_t{1} << 20,
+      py::arg("remove_unused_inputs") = false, py::arg("freeze_initializers") = false, py::arg("external") = "keep",
       "tools::simplify_file, its options as simplify's flags take them");
   module.def(
       "passes",
@@ -317,20 +309,18 @@ void add_tools(py::module_& module) {
       "[(name, argument syntax, summary)] of edit's operations, as edit --help lists them");
   module.def(
       "compare",
-      [](py::object a, py::object b, std::string label, std::vector<std::string> inputs,
-         std::vector<std::string> shapes, std::vector<std::string> dims, std::vector<std::string> val_ranges,
-         uint64_t seed, int iterations, double rtol, double atol, std::string stat, double quantile, bool fail_fast,
-         bool local, int threads) {
+      [](py::object a, py::object b, std::string label, std::vector<std::string> inputs, std::vector<std::string> shapes,
+         std::vector<std::string> dims, std::vector<std::string> val_ranges, uint64_t seed, int iterations, double rtol,
+         double atol, std::string stat, double quantile, bool fail_fast, bool local, int threads) {
         return compare(a, b, label,
-                       {std::move(inputs), std::move(shapes), std::move(dims), std::move(val_ranges), seed, iterations,
-                        rtol, atol, std::move(stat), quantile, fail_fast, local, threads});
+                       {std::move(inputs), std::move(shapes), std::move(dims), std::move(val_ranges), seed, iterations, rtol,
+                        atol, std::move(stat), quantile, fail_fast, local, threads});
       },
-      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("label") = "<model>",
-      py::arg("inputs") = std::vector<std::string>{}, py::arg("shapes") = std::vector<std::string>{},
-      py::arg("dims") = std::vector<std::string>{}, py::arg("val_ranges") = std::vector<std::string>{},
-      py::arg("seed") = 0, py::arg("iterations") = 1, py::arg("rtol") = 1e-4, py::arg("atol") = 1e-5,
-      py::arg("stat") = "elemwise", py::arg("quantile") = 0.99, py::arg("fail_fast") = false, py::arg("local") = true,
-      py::arg("threads") = 0,
+      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("label") = "<model>", py::arg("inputs") = std::vector<std::string>{},
+      py::arg("shapes") = std::vector<std::string>{}, py::arg("dims") = std::vector<std::string>{},
+      py::arg("val_ranges") = std::vector<std::string>{}, py::arg("seed") = 0, py::arg("iterations") = 1, py::arg("rtol") = 1e-4,
+      py::arg("atol") = 1e-5, py::arg("stat") = "elemwise", py::arg("quantile") = 0.99, py::arg("fail_fast") = false,
+      py::arg("local") = true, py::arg("threads") = 0,
       "tools::compare_models on paths (str) or models' bytes, its options as compare's flags take them: "
       "the `compare --json` object as JSON text");
 }

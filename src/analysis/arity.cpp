@@ -43,8 +43,8 @@ bool inputs_optional_since(std::string_view op_type, int64_t opset) {
 
 }  // namespace
 
-std::string arity_problem(std::string_view domain, std::string_view op_type, int64_t opset,
-                          const std::vector<bool>& inputs, const std::vector<bool>& outputs) {
+std::string arity_problem(std::string_view domain, std::string_view op_type, int64_t opset, const std::vector<bool>& inputs,
+                          const std::vector<bool>& outputs) {
   if (!ir::canonical_domain(domain).empty()) return "";
   const int n_inputs = static_cast<int>(inputs.size()), n_outputs = static_cast<int>(outputs.size());
   const onnx::OpSchema* schema =

@@ -19,7 +19,7 @@ namespace onnxkit::analysis {
 // minimum counts of the schema it has (a newer version may take more, never
 // fewer); operators of the default domain it does not know, to one output;
 // other domains are not checked.
-std::string arity_problem(std::string_view domain, std::string_view op_type, int64_t opset,
-                          const std::vector<bool>& inputs, const std::vector<bool>& outputs);
+std::string arity_problem(std::string_view domain, std::string_view op_type, int64_t opset, const std::vector<bool>& inputs,
+                          const std::vector<bool>& outputs);
 
 }  // namespace onnxkit::analysis

@@ -127,16 +127,14 @@ class Checker {
       check_dims(fmt::format("graph output '{}'", vi.name()), vi);
     }
     for (const auto& t : graph.initializer()) {
-      if (check_tensors_)
-        try_check(fmt::format("initializer '{}'", t.name()), [&] { checker::check_tensor(t, ctx_); });
+      if (check_tensors_) try_check(fmt::format("initializer '{}'", t.name()), [&] { checker::check_tensor(t, ctx_); });
       if (ctx_.get_ir_version() <= 3 && !lex.this_graph_has(t.name()))
         add(fmt::format("initializer '{}'", t.name()), "is not a graph input, which IR version 3 requires");
       if (!initializers.insert(t.name()).second) add(fmt::format("initializer '{}'", t.name()), "is defined twice");
       lex.add(t.name());
     }
     for (const auto& s : graph.sparse_initializer()) {
-      try_check(fmt::format("sparse initializer '{}'", s.values().name()),
-                [&] { checker::check_sparse_tensor(s, ctx_); });
+      try_check(fmt::format("sparse initializer '{}'", s.values().name()), [&] { checker::check_sparse_tensor(s, ctx_); });
       lex.add(s.values().name());
     }
     for (int i = 0; i < graph.node_size(); ++i) {
@@ -144,8 +142,8 @@ class Checker {
       std::string where = describe_node(node, i);
       for (const auto& in : node.input())
         if (!in.empty() && !lex.this_or_ancestor_graph_has(in))
-          add(where, fmt::format("input '{}' is not a graph input, an initializer, or an output of an earlier node", in),
-              &node, i);
+          add(where, fmt::format("input '{}' is not a graph input, an initializer, or an output of an earlier node", in), &node,
+              i);
       if (out_of_date(node)) {
         // The checker's schema is out of date, but its least counts still hold.
         std::vector<bool> inputs, outputs;
@@ -153,9 +151,10 @@ class Checker {
         for (const auto& out : node.output()) outputs.push_back(!out.empty());
         std::string problem = arity_problem(node.domain(), node.op_type(), default_opset_, inputs, outputs);
         if (!problem.empty()) add(where, problem, &node, i);
-        report_.notes.push_back(fmt::format("{}: {} changed after opset {}; checked against its schema for the "
-                                            "least input and output counts only", where, node.op_type(),
-                                            libonnx_max_opset()));
+        report_.notes.push_back(
+            fmt::format("{}: {} changed after opset {}; checked against its schema for the "
+                        "least input and output counts only",
+                        where, node.op_type(), libonnx_max_opset()));
       } else {
         try {
           checker::check_node(node, ctx_, lex);
@@ -243,8 +242,7 @@ class Checker {
     }
   }
 
-  template <class F>
-  void try_check(const std::string& where, F&& check) {
+  template <class F> void try_check(const std::string& where, F&& check) {
     try {
       check();
     } catch (const checker::ValidationError& e) {
@@ -277,8 +275,7 @@ std::optional<NodeError> parse_node_error(std::string_view line) {
   const size_t unnamed_end = line.find(kEnd, op);
   if (name == std::string_view::npos || (unnamed_end != std::string_view::npos && unnamed_end < name)) {
     if (unnamed_end == std::string_view::npos) return std::nullopt;
-    return NodeError{std::string(line.substr(op, unnamed_end - op)), "",
-                     std::string(line.substr(unnamed_end + kEnd.size()))};
+    return NodeError{std::string(line.substr(op, unnamed_end - op)), "", std::string(line.substr(unnamed_end + kEnd.size()))};
   }
   const size_t end = line.find(kEnd, name + kName.size());
   if (end == std::string_view::npos) return std::nullopt;
@@ -306,8 +303,9 @@ void report_inference_errors(const std::string& text, const onnx::GraphProto& gr
     auto [op, name, message] = *parsed;
     auto range = index_by_name.equal_range(name);
     int64_t index = std::distance(range.first, range.second) == 1 ? range.first->second : -1;
-    std::string where = (index >= 0 ? describe_node(graph.node(static_cast<int>(index)), index)
-                                    : fmt::format("node '{}' ({})", name, op)) + scope;
+    std::string where =
+        (index >= 0 ? describe_node(graph.node(static_cast<int>(index)), index) : fmt::format("node '{}' ({})", name, op)) +
+        scope;
     if (changed_since_libonnx(op, default_opset)) {
       report.notes.push_back(where + ": shape inference skipped, the op changed after the checker's opset");
       continue;
@@ -368,8 +366,8 @@ constexpr bool kDataPropagation = true;
 // inferred) and the graphs enclosing it know them; then its own Ifs. A
 // branch reading a value of unknown type is left: nothing to check it
 // against. (Loop and Scan bodies take their input types from the loop.)
-void check_if_branches(const onnx::GraphProto& graph, const Types& outer, const std::string& scope,
-                       const InferenceSetup& setup, CheckReport& report) {
+void check_if_branches(const onnx::GraphProto& graph, const Types& outer, const std::string& scope, const InferenceSetup& setup,
+                       CheckReport& report) {
   const Types types = visible_types(graph, outer);
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
@@ -395,8 +393,7 @@ void check_if_branches(const onnx::GraphProto& graph, const Types& outer, const 
       if (!typed) continue;
       try {
         onnx::ShapeInferenceOptions options(kCheckType, kStrict, kDataPropagation);
-        onnx::shape_inference::InferShapes(&branch, setup.opsets, onnx::OpSchemaRegistry::Instance(), options,
-                                           setup.functions);
+        onnx::shape_inference::InferShapes(&branch, setup.opsets, onnx::OpSchemaRegistry::Instance(), options, setup.functions);
       } catch (const std::exception& e) {
         report_inference_errors(e.what(), attr.g(), where, setup.default_opset, report);
         continue;
@@ -424,8 +421,7 @@ void check_inference(const onnx::ModelProto& model, int64_t default_opset, Check
 
 }  // namespace
 
-CheckReport check_model(const onnx::ModelProto& model, const std::filesystem::path& model_dir,
-                        const CheckOptions& options) {
+CheckReport check_model(const onnx::ModelProto& model, const std::filesystem::path& model_dir, const CheckOptions& options) {
   CheckReport report;
   for (const ir::LocalFunction& f : ir::list_local_functions(model)) report.functions.push_back(ir::describe(f));
   Checker(model, model_dir, options.tensors, report).run();

@@ -38,7 +38,6 @@ struct CheckOptions {
 };
 
 // `model_dir` is where external data files are looked up.
-CheckReport check_model(const onnx::ModelProto& model, const std::filesystem::path& model_dir,
-                        const CheckOptions& options = {});
+CheckReport check_model(const onnx::ModelProto& model, const std::filesystem::path& model_dir, const CheckOptions& options = {});
 
 }  // namespace onnxkit::analysis

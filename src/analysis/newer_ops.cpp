@@ -48,8 +48,7 @@ std::optional<std::vector<float>> float_constant(const ir::Value* value) {
 
 // The dims of a typed tensor value, symbolic ones included; nullopt without a shape.
 std::optional<std::vector<Dim>> dims_of(const ir::Value* value) {
-  if (value == nullptr || !value->has_type() || !value->type().has_tensor_type() ||
-      !value->type().tensor_type().has_shape())
+  if (value == nullptr || !value->has_type() || !value->type().has_tensor_type() || !value->type().tensor_type().has_shape())
     return std::nullopt;
   const auto& shape = value->type().tensor_type().shape();
   return std::vector<Dim>(shape.dim().begin(), shape.dim().end());
@@ -259,11 +258,9 @@ size_t infer_newer_op_types(ir::Graph& graph, int64_t opset) {
   auto order = graph.topological_order();
   if (!order.ok()) return 0;
   for (ir::Node* node : *order) {
-    if (!node->in_onnx_domain() || !changed_since_libonnx(node->op_type(), opset))
-      continue;
+    if (!node->in_onnx_domain() || !changed_since_libonnx(node->op_type(), opset)) continue;
     bool missing = false;
-    for (const ir::Value* out : node->outputs())
-      missing = missing || (out != nullptr && !dims_of(out));
+    for (const ir::Value* out : node->outputs()) missing = missing || (out != nullptr && !dims_of(out));
     if (!missing || node->input(0) == nullptr) continue;
     auto rule = shape_rules().find(node->op_type());
     auto x = dims_of(node->input(0));

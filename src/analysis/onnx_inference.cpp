@@ -101,10 +101,8 @@ std::string apply_inferred_types(ir::Model& model) {
     for (ir::Value* v : graph.values()) {
       if (v->is_graph_input() || v->is_constant()) continue;
       auto found = result.types.find(v->name());
-      if (found != result.types.end())
-        *v->mutable_info().mutable_type() = found->second;
-      else if (!v->is_graph_output())
-        v->mutable_info().clear_type();
+      if (found != result.types.end()) *v->mutable_info().mutable_type() = found->second;
+      else if (!v->is_graph_output()) v->mutable_info().clear_type();
     }
     // Both run every round: the newer-op rules may give a shape the
     // symbolic rules carry on, and the other way round.

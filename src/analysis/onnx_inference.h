@@ -8,8 +8,8 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <vector>
 #include <unordered_map>
+#include <vector>
 
 #include "ir/model.h"
 

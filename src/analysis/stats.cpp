@@ -30,9 +30,7 @@ uint64_t product(Dims::const_iterator begin, Dims::const_iterator end) {
 using CostFn = std::function<std::optional<NodeCost>(const ir::Node&, const ShapeLookup&)>;
 
 std::optional<Dims> input_dims(const ir::Node& n, const ShapeLookup& s, size_t i) { return s.dims(n.input(i)); }
-std::optional<Dims> output_dims(const ir::Node& n, const ShapeLookup& s, size_t i = 0) {
-  return s.dims(n.output(i));
-}
+std::optional<Dims> output_dims(const ir::Node& n, const ShapeLookup& s, size_t i = 0) { return s.dims(n.output(i)); }
 
 // Conv and its integer/quantized forms: weights [M, C/group, k...] at `w`.
 CostFn conv_cost(size_t w, std::optional<size_t> bias) {
@@ -335,13 +333,69 @@ const std::unordered_map<std::string, CostFn>& cost_models() {
     for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                            "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum"})
       t->emplace(op, per_input_element(1));
-    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu", "Where", "Equal", "Greater", "Less",
-                           "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "BitShift", "Relu", "LeakyRelu",
-                           "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Celu", "Gelu", "Mish",
-                           "Softplus", "Softsign", "ThresholdedRelu", "Exp", "Log", "Sqrt", "Reciprocal", "Abs", "Neg",
-                           "Sign", "Floor", "Ceil", "Round", "Clip", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan",
-                           "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Not", "IsNaN", "IsInf", "Shrink", "Swish",
-                           "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"})
+    for (const char* op : {"Add",
+                           "Sub",
+                           "Mul",
+                           "Div",
+                           "Pow",
+                           "Mod",
+                           "PRelu",
+                           "Where",
+                           "Equal",
+                           "Greater",
+                           "Less",
+                           "GreaterOrEqual",
+                           "LessOrEqual",
+                           "And",
+                           "Or",
+                           "Xor",
+                           "BitShift",
+                           "Relu",
+                           "LeakyRelu",
+                           "Sigmoid",
+                           "HardSigmoid",
+                           "HardSwish",
+                           "Tanh",
+                           "Elu",
+                           "Selu",
+                           "Celu",
+                           "Gelu",
+                           "Mish",
+                           "Softplus",
+                           "Softsign",
+                           "ThresholdedRelu",
+                           "Exp",
+                           "Log",
+                           "Sqrt",
+                           "Reciprocal",
+                           "Abs",
+                           "Neg",
+                           "Sign",
+                           "Floor",
+                           "Ceil",
+                           "Round",
+                           "Clip",
+                           "Erf",
+                           "Sin",
+                           "Cos",
+                           "Tan",
+                           "Asin",
+                           "Acos",
+                           "Atan",
+                           "Sinh",
+                           "Cosh",
+                           "Asinh",
+                           "Acosh",
+                           "Atanh",
+                           "Not",
+                           "IsNaN",
+                           "IsInf",
+                           "Shrink",
+                           "Swish",
+                           "BitwiseAnd",
+                           "BitwiseOr",
+                           "BitwiseXor",
+                           "BitwiseNot"})
       t->emplace(op, per_output_element(1));
     return t;
   }();
@@ -368,7 +422,6 @@ std::optional<Dims> ShapeLookup::dims(const ir::Value* value) const {
   return std::nullopt;
 }
 
-
 std::optional<NodeCost> node_cost(const ir::Node& node, const ShapeLookup& shapes) {
   if (!node.in_onnx_domain()) return NodeCost{};
   auto it = cost_models().find(node.op_type());
@@ -379,9 +432,13 @@ std::optional<NodeCost> node_cost(const ir::Node& node, const ShapeLookup& shape
 bool has_cost_model(const ir::Node& node) {
   // ONNX ops that compute but whose cost is not modelled: their work depends
   // on the data (NonMaxSuppression) or is rarely met at inference.
-  static const std::unordered_map<std::string, bool> unmodelled = {
-      {"NonMaxSuppression", true}, {"DFT", true}, {"STFT", true}, {"Det", true}, {"MaxRoiPool", true},
-      {"SoftmaxCrossEntropyLoss", true}, {"NegativeLogLikelihoodLoss", true}};
+  static const std::unordered_map<std::string, bool> unmodelled = {{"NonMaxSuppression", true},
+                                                                   {"DFT", true},
+                                                                   {"STFT", true},
+                                                                   {"Det", true},
+                                                                   {"MaxRoiPool", true},
+                                                                   {"SoftmaxCrossEntropyLoss", true},
+                                                                   {"NegativeLogLikelihoodLoss", true}};
   return node.in_onnx_domain() && !unmodelled.count(node.op_type());
 }
 
@@ -491,8 +548,8 @@ class CostCounter {
       }
       auto go_on = constant_scalar(n.input(1));
       if (n.input(1) != nullptr && (!go_on || *go_on == 0))
-        stats_.cost_notes.push_back(fmt::format("{}: all {} iterations counted; its condition may end it sooner",
-                                                node_label(n), *trips));
+        stats_.cost_notes.push_back(
+            fmt::format("{}: all {} iterations counted; its condition may end it sooner", node_label(n), *trips));
       return times(once, static_cast<uint64_t>(std::max<int64_t>(*trips, 0)));
     }
     if (op == "Scan") {
@@ -527,8 +584,8 @@ class CostCounter {
       auto key = [](const NodeCost& c) { return std::pair(c.macs, c.flops); };
       take_then = key(then_body.cost) >= key(else_body.cost);
       if (key(then_body.cost) != key(else_body.cost))
-        stats_.cost_notes.push_back(fmt::format("{}: the costlier branch counted ({})", node_label(n),
-                                                take_then ? "then_branch" : "else_branch"));
+        stats_.cost_notes.push_back(
+            fmt::format("{}: the costlier branch counted ({})", node_label(n), take_then ? "then_branch" : "else_branch"));
     }
     const Body& taken = take_then ? then_body : else_body;
     absorb(taken);

@@ -62,8 +62,8 @@ struct OpCount {
 };
 
 struct ModelStats {
-  size_t node_count = 0;        // main graph
-  size_t total_node_count = 0;  // sub-graphs included
+  size_t node_count = 0;           // main graph
+  size_t total_node_count = 0;     // sub-graphs included
   std::vector<OpCount> operators;  // most frequent first, then by name
   size_t initializer_count = 0;
   uint64_t parameter_count = 0;  // elements of all initializers of the main graph

@@ -85,29 +85,79 @@ std::optional<std::vector<int64_t>> numbers(const SymbolicInts* ints) {
 }
 
 const std::set<std::string_view>& same_shape_ops() {
-  static const std::set<std::string_view> ops = {
-      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BatchNormalization", "Cast", "CastLike", "Ceil",
-      "Celu", "Clip", "Cos", "Cosh", "CumSum", "Dropout", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid",
-      "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LRN", "LayerNormalization",
-      "LeakyRelu", "Log", "LogSoftmax", "LpNormalization", "MeanVarianceNormalization", "Mish", "Neg", "Not",
-      "QuantizeLinear", "DequantizeLinear", "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign",
-      "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu", "Trilu",
-      "GroupNormalization", "BitwiseNot"};
+  static const std::set<std::string_view> ops = {"Abs",
+                                                 "Acos",
+                                                 "Acosh",
+                                                 "Asin",
+                                                 "Asinh",
+                                                 "Atan",
+                                                 "Atanh",
+                                                 "BatchNormalization",
+                                                 "Cast",
+                                                 "CastLike",
+                                                 "Ceil",
+                                                 "Celu",
+                                                 "Clip",
+                                                 "Cos",
+                                                 "Cosh",
+                                                 "CumSum",
+                                                 "Dropout",
+                                                 "Elu",
+                                                 "Erf",
+                                                 "Exp",
+                                                 "Floor",
+                                                 "Gelu",
+                                                 "HardSigmoid",
+                                                 "HardSwish",
+                                                 "Hardmax",
+                                                 "Identity",
+                                                 "InstanceNormalization",
+                                                 "IsInf",
+                                                 "IsNaN",
+                                                 "LRN",
+                                                 "LayerNormalization",
+                                                 "LeakyRelu",
+                                                 "Log",
+                                                 "LogSoftmax",
+                                                 "LpNormalization",
+                                                 "MeanVarianceNormalization",
+                                                 "Mish",
+                                                 "Neg",
+                                                 "Not",
+                                                 "QuantizeLinear",
+                                                 "DequantizeLinear",
+                                                 "Reciprocal",
+                                                 "Relu",
+                                                 "Round",
+                                                 "Selu",
+                                                 "Shrink",
+                                                 "Sigmoid",
+                                                 "Sign",
+                                                 "Sin",
+                                                 "Sinh",
+                                                 "Softmax",
+                                                 "Softplus",
+                                                 "Softsign",
+                                                 "Sqrt",
+                                                 "Tan",
+                                                 "Tanh",
+                                                 "ThresholdedRelu",
+                                                 "Trilu",
+                                                 "GroupNormalization",
+                                                 "BitwiseNot"};
   return ops;
 }
 
 const std::set<std::string_view>& broadcast_ops() {
   static const std::set<std::string_view> ops = {
-      "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-      "And", "Or", "Xor", "Max", "Min", "Sum", "Mean", "BitShift", "PRelu", "Where", "BitwiseAnd", "BitwiseOr",
-      "BitwiseXor"};
+      "Add", "Sub", "Mul", "Div", "Pow", "Mod",  "Equal",    "Less",  "Greater", "LessOrEqual", "GreaterOrEqual", "And",
+      "Or",  "Xor", "Max", "Min", "Sum", "Mean", "BitShift", "PRelu", "Where",   "BitwiseAnd",  "BitwiseOr",      "BitwiseXor"};
   return ops;
 }
 
 const std::set<std::string_view>& reduce_ops() {
-  static const std::set<std::string_view> ops = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-                                                 "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-                                                 "ReduceSumSquare"};
+  static const std::set<std::string_view> ops = {"ReduceMean", "ReduceSum", "ReduceMax",    "ReduceMin",       "ReduceProd",
+                                                 "ReduceL1",   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
   return ops;
 }
 
@@ -193,8 +243,7 @@ struct Rules {
     if (!x) return std::nullopt;
     const SymbolicInts* v = in_ints(0);
     const std::string& op = node.op_type();
-    if (v && (op == "Identity" || (op == "Cast" && is_int_type(static_cast<int32_t>(node.attr_int("to", 0))))))
-      ints = *v;
+    if (v && (op == "Identity" || (op == "Cast" && is_int_type(static_cast<int32_t>(node.attr_int("to", 0)))))) ints = *v;
     if (v && op == "Not") {
       ints = SymbolicInts{{}, v->scalar};
       for (const DimExpr& e : v->values) {
@@ -236,9 +285,7 @@ struct Rules {
       args.push_back(a);
     }
     if (args.empty()) return;
-    auto at = [&](size_t arg, size_t i) -> const DimExpr& {
-      return args[arg]->values[args[arg]->values.size() == 1 ? 0 : i];
-    };
+    auto at = [&](size_t arg, size_t i) -> const DimExpr& { return args[arg]->values[args[arg]->values.size() == 1 ? 0 : i]; };
     SymbolicInts out{{}, scalar};
     for (size_t i = 0; i < n; ++i) {
       std::optional<DimExpr> r;
@@ -251,8 +298,7 @@ struct Rules {
         // Comparisons by the sign of a - b, which symbols (dims, >= 0)
         // often fix: batch == -1 is false, max(batch + 1, 1) is batch + 1.
         auto d = DimExpr::sub(a, b);
-        const bool ge = d && d->at_least(0), gt = d && d->at_least(1), le = d && d->at_most(0),
-                   lt = d && d->at_most(-1);
+        const bool ge = d && d->at_least(0), gt = d && d->at_least(1), le = d && d->at_most(0), lt = d && d->at_most(-1);
         auto truth = [](bool yes, bool no) -> std::optional<DimExpr> {
           if (yes || no) return num(yes ? 1 : 0);
           return std::nullopt;
@@ -423,8 +469,7 @@ struct Rules {
     if (axes.empty())
       for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
     if (steps.empty()) steps.assign(starts.size(), 1);
-    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-      return std::nullopt;
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) return std::nullopt;
     SymbolicDims out = *x;
     std::vector<std::optional<std::pair<int64_t, int64_t>>> numeric(x->size());  // [start, end) per axis, step
     std::vector<int64_t> step_of(x->size(), 1);
@@ -883,8 +928,7 @@ std::optional<SymbolicDims> SymbolicShapes::shape_from_type(const ir::Value* val
     for (int64_t d : value->constant_tensor()->dims()) dims.push_back(num(d));
     return dims;
   }
-  if (!value->has_type() || !value->type().has_tensor_type() || !value->type().tensor_type().has_shape())
-    return std::nullopt;
+  if (!value->has_type() || !value->type().has_tensor_type() || !value->type().tensor_type().has_shape()) return std::nullopt;
   SymbolicDims dims;
   for (const auto& d : value->type().tensor_type().shape().dim()) {
     if (d.has_dim_value()) dims.push_back(num(d.dim_value()));
@@ -965,8 +1009,8 @@ int32_t output_elem_type(const ir::Node& node, size_t index) {
       ((op == "TopK" || op == "MaxPool") && index == 1))
     return onnx::TensorProto::INT64;
   if (op == "Dropout" && index == 1) return onnx::TensorProto::BOOL;  // the mask
-  if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" ||
-      op == "And" || op == "Or" || op == "Xor" || op == "Not" || op == "IsNaN" || op == "IsInf")
+  if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" || op == "And" ||
+      op == "Or" || op == "Xor" || op == "Not" || op == "IsNaN" || op == "IsInf")
     return onnx::TensorProto::BOOL;
   if (op == "Cast") return static_cast<int32_t>(node.attr_int("to", 0));
   if (op == "ConstantOfShape") {

@@ -18,18 +18,18 @@ Command add_bench_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("bench", "Measure latency and peak memory of repeated runs");
   app->add_option("MODEL", flags->model, "ONNX model file")->required();
   add_input_flags(*app, flags->inputs, false);
-  app->add_option("--threads", flags->options.threads, "Threads per run (0: one per core)")
-      ->check(CLI::Range(0, 1024));
+  app->add_option("--threads", flags->options.threads, "Threads per run (0: one per core)")->check(CLI::Range(0, 1024));
   app->add_option("--warmup", flags->options.warmup, "Runs before measuring (5)")->check(CLI::NonNegativeNumber);
   app->add_option("--runs", flags->options.runs, "Measured runs (50)")->check(CLI::Range(1, 1 << 30));
   app->add_option("--batch", flags->options.batch,
                   "Set dim 0 of every input and output to N (as `edit --batch N`) and report samples/s")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  CLI::Option* profile = app->add_flag("--profile", flags->options.profile,
-                "Also report the time spent per operator type and per node (the slowest --top of them, or all in --json)");
-  app->add_option("--top", flags->top, "With --profile: how many of the slowest nodes to list (15; 0: all)")
-      ->needs(profile);
-  app->add_flag("--json", flags->json, "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb, throughput_per_s...");
+  CLI::Option* profile =
+      app->add_flag("--profile", flags->options.profile,
+                    "Also report the time spent per operator type and per node (the slowest --top of them, or all in --json)");
+  app->add_option("--top", flags->top, "With --profile: how many of the slowest nodes to list (15; 0: all)")->needs(profile);
+  app->add_flag("--json", flags->json,
+                "Print one JSON object: median_ms, min_ms, p90_ms, runs, threads, peak_rss_mb, throughput_per_s...");
   app->footer(
       "Inputs are random unless given with --input (a file, or a value: sr=16000,\n"
       "ids=int64:[[1,2,3]]); symbolic dims nothing sets (--dim, --shape, the data of an --input)\n"

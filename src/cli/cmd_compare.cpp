@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/progress_line.h"
 #include "cli/input_flags.h"
+#include "cli/progress_line.h"
 #include "tools/compare.h"
 
 namespace onnxkit::cli {
@@ -44,9 +44,9 @@ Command add_compare_command(CLI::App& root) {
       ->check(CLI::Range(0.0, 1.0));
   app->add_option("--top", flags->top, "Nodes listed by local error (10; 0: none)");
   app->add_flag("--json", flags->json, "Print the whole report as one JSON object (schema: docs/compare-json.md)");
-  app->add_flag("--fail-fast", flags->fail_fast,
-                "Stop at the first divergent tensor and re-run only the node that made it");
-  app->add_flag("--all-tensors", flags->all_tensors, "List every compared tensor, not only the outputs and the first divergent one");
+  app->add_flag("--fail-fast", flags->fail_fast, "Stop at the first divergent tensor and re-run only the node that made it");
+  app->add_flag("--all-tensors", flags->all_tensors,
+                "List every compared tensor, not only the outputs and the first divergent one");
   app->add_flag("--no-local", flags->no_local, "Do not re-run B's nodes on A's inputs (faster; no culprit)");
   app->add_option("--threads", flags->threads, "Threads per run (0: one per core)");
   add_quiet_flag(*app, flags->quiet);
@@ -94,16 +94,15 @@ Command add_compare_command(CLI::App& root) {
             options.threads = flags->threads;
             ProgressLine progress(*app, flags->quiet);
             options.progress = progress.callback();
-            auto report = reference
-                              ? tools::compare_with_reference(flags->models[0],
-                                                              {flags->reference.begin(), flags->reference.end()}, options)
-                              : tools::compare_models(flags->models[0], flags->models[1], options);
+            auto report = reference ? tools::compare_with_reference(flags->models[0],
+                                                                    {flags->reference.begin(), flags->reference.end()}, options)
+                                    : tools::compare_models(flags->models[0], flags->models[1], options);
             progress.finish();
             if (!report.ok()) return report_error(*app, report.error());
             if (flags->json)
-              fmt::print("{}\n", tools::compare_report_json(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
-            else
-              fmt::print("{}", tools::render_compare_text(*report, flags->top, flags->all_tensors));
+              fmt::print("{}\n",
+                         tools::compare_report_json(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+            else fmt::print("{}", tools::render_compare_text(*report, flags->top, flags->all_tensors));
             return report->passed ? 0 : kExitFailure;
           }};
 }

@@ -28,7 +28,8 @@ Command add_convert_command(CLI::App& root) {
     bool quiet = false;
   };
   auto flags = std::make_shared<Flags>();
-  CLI::App* app = root.add_subcommand("convert", "Re-serialize a model (weights into or out of external data), or turn it into PyTorch source");
+  CLI::App* app = root.add_subcommand(
+      "convert", "Re-serialize a model (weights into or out of external data), or turn it into PyTorch source");
   app->add_option("IN", flags->in, "ONNX model to read")->required();
   app->add_option("OUT", flags->out, "ONNX model to write (atomically); with --to pytorch, the folder to write")->required();
   app->add_option("--to", flags->to, "Target: onnx (default) or pytorch")->check(CLI::IsMember({"onnx", "pytorch"}));
@@ -114,11 +115,12 @@ Command add_convert_command(CLI::App& root) {
             }
             if (!flags->class_name.empty() || app->count("--python") > 0)
               return usage("--class-name and --python are for --to pytorch");
-            if (flags->dtype.empty() && (!flags->shapes.empty() || flags->check || flags->no_check || flags->keep_io_types ||
-                                         !flags->keep_ops.empty() || !flags->inputs.empty() || app->count("--seed") > 0 ||
-                                         app->count("--max-rel-diff") > 0))
-              return usage("--shape, --check, --no-check, --keep-io-types, --keep-op, --input, --seed and --max-rel-diff need --dtype "
-                           "(or --to pytorch)");
+            if (flags->dtype.empty() &&
+                (!flags->shapes.empty() || flags->check || flags->no_check || flags->keep_io_types || !flags->keep_ops.empty() ||
+                 !flags->inputs.empty() || app->count("--seed") > 0 || app->count("--max-rel-diff") > 0))
+              return usage(
+                  "--shape, --check, --no-check, --keep-io-types, --keep-op, --input, --seed and --max-rel-diff need --dtype "
+                  "(or --to pytorch)");
             tools::ConvertOptions options;
             options.save.external = flags->external ? io::ExternalDataPolicy::all : io::ExternalDataPolicy::none;
             options.save.threshold = flags->threshold;

@@ -63,51 +63,54 @@ Command add_debug_command(CLI::App& root) {
       "  onnxkit debug reduce bad.onnx --reference ref/ -o min.onnx --min-good good_min.onnx\n"
       "  onnxkit debug reduce bad.onnx --reference ref/ -o min.onnx --check onnxkit compare {model} --reference ref/\n"
       "  onnxkit debug reduce model.onnx -o min.onnx --fail-regex 'mismatch' --check ./my_engine_test {model} {inputs}");
-  return {debug, [app, flags] {
-            std::vector<std::string> rest = app->remaining();
-            if (!flags->check && !rest.empty()) {
-              fmt::print(stderr, "onnxkit debug reduce: error: unexpected argument '{}' (the --check command goes last)\n", rest[0]);
-              return kExitUsage;
-            }
-            if (flags->check && rest.empty()) {
-              fmt::print(stderr, "onnxkit debug reduce: error: --check needs a command, e.g. --check onnxkit compare {{model}} --reference ref/\n");
-              return kExitUsage;
-            }
-            if (!flags->check && !flags->fail_regex.empty()) {
-              fmt::print(stderr, "onnxkit debug reduce: error: --fail-regex needs --check\n");
-              return kExitUsage;
-            }
-            if (flags->output.empty() && flags->min_good.empty()) {
-              fmt::print(stderr, "onnxkit debug reduce: error: -o MIN.onnx is required\n");
-              return kExitUsage;
-            }
-            auto inputs = input_options(flags->inputs);
-            if (!inputs.ok()) {
-              report_error(*app, inputs.error());
-              return kExitUsage;
-            }
-            tools::ReduceOptions options;
-            options.check = rest;
-            options.fail_regex = flags->fail_regex;
-            options.reference.assign(flags->reference.begin(), flags->reference.end());
-            options.compare.inputs = std::move(inputs).value();
-            options.compare.iterations = flags->iterations;
-            options.compare.tolerance.rtol = flags->rtol;
-            options.compare.tolerance.atol = flags->atol;
-            options.compare.tolerance.stat = *tools::parse_error_stat(flags->stat);
-            options.compare.threads = flags->threads;
-            options.mode = flags->mode == "linear" ? tools::ReduceMode::linear : tools::ReduceMode::bisect;
-            options.output = flags->output;
-            options.min_good = flags->min_good;
-            if (!options.check.empty()) fmt::print("check command: {}\n", join(options.check, " "));
-            auto report = tools::reduce_model(flags->model, options, [](const tools::ReduceStep& step) {
-              fmt::print("{}\n", tools::render_reduce_step(step));
-              std::fflush(stdout);
-            });
-            if (!report.ok()) return report_error(*app, report.error());
-            fmt::print("{}", tools::render_reduce_text(*report, options));
-            return 0;
-          }};
+  return {
+      debug, [app, flags] {
+        std::vector<std::string> rest = app->remaining();
+        if (!flags->check && !rest.empty()) {
+          fmt::print(stderr, "onnxkit debug reduce: error: unexpected argument '{}' (the --check command goes last)\n", rest[0]);
+          return kExitUsage;
+        }
+        if (flags->check && rest.empty()) {
+          fmt::print(
+              stderr,
+              "onnxkit debug reduce: error: --check needs a command, e.g. --check onnxkit compare {{model}} --reference ref/\n");
+          return kExitUsage;
+        }
+        if (!flags->check && !flags->fail_regex.empty()) {
+          fmt::print(stderr, "onnxkit debug reduce: error: --fail-regex needs --check\n");
+          return kExitUsage;
+        }
+        if (flags->output.empty() && flags->min_good.empty()) {
+          fmt::print(stderr, "onnxkit debug reduce: error: -o MIN.onnx is required\n");
+          return kExitUsage;
+        }
+        auto inputs = input_options(flags->inputs);
+        if (!inputs.ok()) {
+          report_error(*app, inputs.error());
+          return kExitUsage;
+        }
+        tools::ReduceOptions options;
+        options.check = rest;
+        options.fail_regex = flags->fail_regex;
+        options.reference.assign(flags->reference.begin(), flags->reference.end());
+        options.compare.inputs = std::move(inputs).value();
+        options.compare.iterations = flags->iterations;
+        options.compare.tolerance.rtol = flags->rtol;
+        options.compare.tolerance.atol = flags->atol;
+        options.compare.tolerance.stat = *tools::parse_error_stat(flags->stat);
+        options.compare.threads = flags->threads;
+        options.mode = flags->mode == "linear" ? tools::ReduceMode::linear : tools::ReduceMode::bisect;
+        options.output = flags->output;
+        options.min_good = flags->min_good;
+        if (!options.check.empty()) fmt::print("check command: {}\n", join(options.check, " "));
+        auto report = tools::reduce_model(flags->model, options, [](const tools::ReduceStep& step) {
+          fmt::print("{}\n", tools::render_reduce_step(step));
+          std::fflush(stdout);
+        });
+        if (!report.ok()) return report_error(*app, report.error());
+        fmt::print("{}", tools::render_reduce_text(*report, options));
+        return 0;
+      }};
 }
 
 }  // namespace onnxkit::cli

@@ -25,9 +25,9 @@ Command add_draw_command(CLI::App& root) {
                   "Fold nodes into one box per name scope of this many levels (/layer1/layer1.0/...)");
   app->add_option("--subgraphs", flags->subgraphs, "If/Loop/Scan bodies: expand (drawn inside) or collapse");
   app->add_option("--diff", flags->options.diff, "Colour what OTHER.onnx removed (red), added (green), changed (orange)");
-  app->add_option("--overlay", flags->options.overlay,
-                  fmt::format("Colour nodes by the \"{}\" of each node entry of a compare --json report",
-                              tools::kOverlayErrorField));
+  app->add_option(
+      "--overlay", flags->options.overlay,
+      fmt::format("Colour nodes by the \"{}\" of each node entry of a compare --json report", tools::kOverlayErrorField));
   app->add_option("--rankdir", flags->rankdir, "TB (top to bottom) or LR (left to right)");
   add_quiet_flag(*app, flags->quiet);
   app->footer(
@@ -46,8 +46,7 @@ Command add_draw_command(CLI::App& root) {
   return {app, [app, flags] {
             // Checked here rather than by CLI11, whose messages take two lines.
             std::string usage;
-            if (auto format = tools::draw_format_for(flags->out); !format.ok())
-              usage = format.error().message();
+            if (auto format = tools::draw_format_for(flags->out); !format.ok()) usage = format.error().message();
             else if (flags->rankdir != "TB" && flags->rankdir != "LR")
               usage = fmt::format("--rankdir '{}': expected TB or LR", flags->rankdir);
             else if (flags->subgraphs != "expand" && flags->subgraphs != "collapse")

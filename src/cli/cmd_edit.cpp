@@ -25,11 +25,9 @@ Command add_edit_command(CLI::App& root) {
   app->option_defaults()->group("Operations (repeatable, applied in the order given)");
   for (const tools::EditOperationInfo& op : tools::edit_operations()) {
     std::string name = fmt::format("--{}", op.name);
-    CLI::Option* option = op.argument.empty() ? app->add_flag(name)
-                                              : app->add_option(name)
-                                                    ->type_name(std::string(op.argument))
-                                                    ->allow_extra_args(false)
-                                                    ->take_all();
+    CLI::Option* option = op.argument.empty()
+                              ? app->add_flag(name)
+                              : app->add_option(name)->type_name(std::string(op.argument))->allow_extra_args(false)->take_all();
     option->description(std::string(op.summary));
     flags->operations[option] = std::string(op.name);
   }
@@ -82,7 +80,9 @@ Command add_edit_command(CLI::App& root) {
               operations.insert(operations.end(), from_script->begin(), from_script->end());
             }
             if (operations.empty()) {
-              fmt::print(stderr, "onnxkit edit: error: no operation given (see --help; to re-save a model as it is, use 'onnxkit convert')\n");
+              fmt::print(
+                  stderr,
+                  "onnxkit edit: error: no operation given (see --help; to re-save a model as it is, use 'onnxkit convert')\n");
               return kExitUsage;
             }
             tools::EditToolOptions options;

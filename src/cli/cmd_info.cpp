@@ -55,12 +55,9 @@ Command add_info_command(CLI::App& root) {
               infos.push_back(std::move(info).value());
             }
             const nlohmann::json shown = infos.size() == 1 ? infos[0] : nlohmann::json(infos);
-            if (flags->json)
-              fmt::print("{}\n", shown.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
-            else if (infos.size() == 1)
-              fmt::print("{}", tools::render_info_text(infos[0]));
-            else
-              fmt::print("{}", tools::render_info_comparison(infos));
+            if (flags->json) fmt::print("{}\n", shown.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+            else if (infos.size() == 1) fmt::print("{}", tools::render_info_text(infos[0]));
+            else fmt::print("{}", tools::render_info_comparison(infos));
             return 0;
           }};
 }

@@ -40,8 +40,8 @@ Command add_shapes_command(CLI::App& root) {
             auto report = tools::infer_shapes_file(flags->in, flags->out, options);
             if (!report.ok()) return report_error(*app, report.error());
             if (!report->warning.empty()) fmt::print(stderr, "warning: {}\n", report->warning);
-            fmt::print("wrote {}: {} of {} intermediate tensors have a shape ({} fully static)\n", flags->out,
-                       report->with_shape, report->values, report->fully_static);
+            fmt::print("wrote {}: {} of {} intermediate tensors have a shape ({} fully static)\n", flags->out, report->with_shape,
+                       report->values, report->fully_static);
             return 0;
           }};
 }

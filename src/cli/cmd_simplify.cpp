@@ -44,7 +44,9 @@ Command add_simplify_command(CLI::App& root) {
                 "(dims stay symbolic by default; this makes it a promise)");
   app->add_option("--check", flags->check, "Random input sets to compare original and result on (default 1; 0: no check)")
       ->check(CLI::NonNegativeNumber);
-  app->add_option("--input", flags->inputs, "Real data for the check: NAME=FILE (.npy, .pb), NAME=VALUE (sr=16000, as run --input) or FILE.npz (repeatable)");
+  app->add_option(
+      "--input", flags->inputs,
+      "Real data for the check: NAME=FILE (.npy, .pb), NAME=VALUE (sr=16000, as run --input) or FILE.npz (repeatable)");
   app->add_option("--seed", flags->seed, "Seed of the check's random inputs");
   app->add_option("--rtol", flags->rtol, "Relative tolerance of the check (1e-4)");
   app->add_option("--atol", flags->atol, "Absolute tolerance of the check (1e-5)");

@@ -45,6 +45,7 @@ Command add_simplify_command(CLI::App& root);
 Command add_shapes_command(CLI::App& root);
 Command add_edit_command(CLI::App& root);
 Command add_draw_command(CLI::App& root);
-Command add_compare_command(CLI::App& root); Command add_debug_command(CLI::App& root);
+Command add_compare_command(CLI::App& root);
+Command add_debug_command(CLI::App& root);
 
 }  // namespace onnxkit::cli

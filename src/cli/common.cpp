@@ -48,7 +48,8 @@ int report_usage_error(CLI::App& root, const CLI::ParseError& error, const std::
     return kExitUsage;
   }
   std::string message = error.what();
-  if (const std::string flags = unknown_flags(*command, args); !flags.empty() && dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr)
+  if (const std::string flags = unknown_flags(*command, args);
+      !flags.empty() && dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr)
     message = fmt::format("unknown option{} {}", flags.find(", ") != std::string::npos ? "s" : "", flags);
   return report_usage_error(*command, Error(message));
 }

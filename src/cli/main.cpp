@@ -26,9 +26,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "onnxkit 0.1.0");
   app.footer("Run 'onnxkit COMMAND --help' (or 'onnxkit help COMMAND') for a command's options and examples.");
 
-  std::vector<Command> commands = {add_info_command(app), add_check_command(app), add_convert_command(app),
-                                  add_run_command(app), add_bench_command(app), add_simplify_command(app),
-                                  add_shapes_command(app), add_edit_command(app)};
+  std::vector<Command> commands = {add_info_command(app),   add_check_command(app), add_convert_command(app),
+                                   add_run_command(app),    add_bench_command(app), add_simplify_command(app),
+                                   add_shapes_command(app), add_edit_command(app)};
   commands.push_back(add_draw_command(app));
   commands.insert(commands.end(), {add_compare_command(app), add_debug_command(app)});
 
@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
     args.resize(std::min<size_t>(args.size(), 1));
     // An unknown name stays a command to parse, which names the closest one.
     const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
-    if (args.empty() || std::any_of(commands.begin(), commands.end(),
-                                    [&](const CLI::App* c) { return c->get_name() == args.front(); }))
+    if (args.empty() ||
+        std::any_of(commands.begin(), commands.end(), [&](const CLI::App* c) { return c->get_name() == args.front(); }))
       args.push_back("--help");
   }
   try {

@@ -28,8 +28,10 @@ Status check_replaceable(const fs::path& target) {
   }
   if (S_ISREG(st.st_mode)) return {};
   if (S_ISLNK(st.st_mode))
-    return make_error("{}: is a symbolic link; onnxkit does not write through or replace links (name the file it "
-                      "points to, or remove the link)", target.string());
+    return make_error(
+        "{}: is a symbolic link; onnxkit does not write through or replace links (name the file it "
+        "points to, or remove the link)",
+        target.string());
   return make_error("{}: is {}, not a regular file; onnxkit replaces only regular files", target.string(),
                     file_type_name(st.st_mode));
 }
@@ -59,8 +61,7 @@ Status check_writable_folder(const fs::path& dir) {
   fs::path existing = dir;
   while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
   if (existing.empty()) existing = ".";
-  if (!fs::is_directory(existing, ec))
-    return make_error("{}: '{}' is not a folder", dir.string(), existing.string());
+  if (!fs::is_directory(existing, ec)) return make_error("{}: '{}' is not a folder", dir.string(), existing.string());
   if (::access(existing.c_str(), W_OK) != 0)
     return make_error("{}: cannot write in folder '{}': {}", dir.string(), existing.string(), std::strerror(errno));
   return {};

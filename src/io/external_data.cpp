@@ -56,8 +56,7 @@ int openat2_beneath(int dir_fd, const char* path) {
 // kernel's: the location as a path relative to the folder, '.' and 'x/..'
 // folded away.
 Result<fs::path> relative_location(const std::string& location) {
-  if (location.find('\0') != std::string::npos)
-    return make_error("external data location '{}' contains a NUL byte", location);
+  if (location.find('\0') != std::string::npos) return make_error("external data location '{}' contains a NUL byte", location);
   fs::path rel(location);
   if (rel.is_absolute()) return make_error("external data location '{}' is an absolute path", location);
   fs::path normal = rel.lexically_normal();
@@ -69,13 +68,13 @@ Result<fs::path> relative_location(const std::string& location) {
 
 Error open_error(const std::string& location, int err) {
   switch (err) {
-    case ENOENT:
-      return make_error("external data file '{}' not found in the model's folder", location);
+    case ENOENT: return make_error("external data file '{}' not found in the model's folder", location);
     case EXDEV:
-      return make_error("external data location '{}' leads out of the model's folder (by '..' or an absolute "
-                        "symbolic link)", location);
-    default:
-      return make_error("external data location '{}' cannot be opened: {}", location, std::strerror(err));
+      return make_error(
+          "external data location '{}' leads out of the model's folder (by '..' or an absolute "
+          "symbolic link)",
+          location);
+    default: return make_error("external data location '{}' cannot be opened: {}", location, std::strerror(err));
   }
 }
 
@@ -94,13 +93,11 @@ Result<ExternalLocation> parse_external_location(const onnx::TensorProto& tensor
       ONNXKIT_ASSIGN(loc.length, parse_uint(tensor, "length", entry.value()));
     }
   }
-  if (!has_location || loc.location.empty())
-    return make_error("{}: external data has no location", describe_tensor(tensor));
+  if (!has_location || loc.location.empty()) return make_error("{}: external data has no location", describe_tensor(tensor));
   return loc;
 }
 
-void set_external_location(onnx::TensorProto& tensor, const std::string& location, uint64_t offset,
-                           uint64_t length) {
+void set_external_location(onnx::TensorProto& tensor, const std::string& location, uint64_t offset, uint64_t length) {
   tensor.clear_external_data();
   auto add = [&](const char* key, std::string value) {
     auto* entry = tensor.add_external_data();
@@ -139,10 +136,11 @@ Result<UniqueFd> open_external_file_by_walk(int dir_fd, const std::string& locat
       // O_NOFOLLOW answers ELOOP for a link as the last component, ENOTDIR
       // (with O_DIRECTORY) before it.
       struct stat st {};
-      if ((err == ELOOP || err == ENOTDIR) && ::fstatat(at(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-          S_ISLNK(st.st_mode))
-        return make_error("external data location '{}' goes through the symbolic link '{}', which onnxkit follows "
-                          "only where the kernel has openat2 (Linux 5.6)", location, walked.string());
+      if ((err == ELOOP || err == ENOTDIR) && ::fstatat(at(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return make_error(
+            "external data location '{}' goes through the symbolic link '{}', which onnxkit follows "
+            "only where the kernel has openat2 (Linux 5.6)",
+            location, walked.string());
       return open_error(location, err);
     }
     if (last) return UniqueFd(fd);
@@ -190,19 +188,19 @@ Result<ExternalSlice> ExternalDataStore::slice(const onnx::TensorProto& tensor) 
   if (!mapped.ok()) return mapped.error().in(describe_tensor(tensor));
   uint64_t size = mapped.value()->size();
   if (loc.offset > size)
-    return make_error("{}: external data offset {} is past the end of '{}' ({} bytes)", describe_tensor(tensor),
-                      loc.offset, loc.location, size);
+    return make_error("{}: external data offset {} is past the end of '{}' ({} bytes)", describe_tensor(tensor), loc.offset,
+                      loc.location, size);
   uint64_t length = loc.length.value_or(size - loc.offset);
   if (length > size - loc.offset)
-    return make_error("{}: external data '{}' is too short: needs {} bytes at offset {}, file has {}",
-                      describe_tensor(tensor), loc.location, length, loc.offset, size);
+    return make_error("{}: external data '{}' is too short: needs {} bytes at offset {}, file has {}", describe_tensor(tensor),
+                      loc.location, length, loc.offset, size);
   ONNXKIT_ASSIGN(uint64_t count, element_count(tensor));
   if (tensor.data_type() == onnx::TensorProto::STRING)
     return make_error("{}: string tensors cannot be stored externally", describe_tensor(tensor));
   uint64_t expected = data_byte_size(tensor.data_type(), count);
   if (has_fixed_size(tensor.data_type()) && length != expected)
-    return make_error("{}: external data has {} bytes but {} elements of {} need {}", describe_tensor(tensor), length,
-                      count, data_type_name(tensor.data_type()), expected);
+    return make_error("{}: external data has {} bytes but {} elements of {} need {}", describe_tensor(tensor), length, count,
+                      data_type_name(tensor.data_type()), expected);
   return ExternalSlice{mapped.value(), loc.location, loc.offset, length};
 }
 

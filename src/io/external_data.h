@@ -23,7 +23,7 @@ namespace onnxkit::io {
 
 // The external_data entries of a TensorProto.
 struct ExternalLocation {
-  std::string location;            // relative to the model's folder
+  std::string location;  // relative to the model's folder
   uint64_t offset = 0;
   std::optional<uint64_t> length;  // absent: to the end of the file
 };
@@ -31,8 +31,7 @@ struct ExternalLocation {
 Result<ExternalLocation> parse_external_location(const onnx::TensorProto& tensor);
 
 // Rewrites the tensor's external_data entries to point at `location`.
-void set_external_location(onnx::TensorProto& tensor, const std::string& location, uint64_t offset,
-                           uint64_t length);
+void set_external_location(onnx::TensorProto& tensor, const std::string& location, uint64_t offset, uint64_t length);
 
 // Where an external tensor's bytes are: a range of a mapped side file.
 struct ExternalSlice {

@@ -78,13 +78,10 @@ class SideFileWriter {
 
   // Copies from another side file without mapping its pages in, or from
   // the mapping where the file cannot be reopened as it was (replaced since).
-  Result<onnx::TensorProto> append(const onnx::TensorProto& tensor, const ExternalDataStore& source,
-                                   const ExternalSlice& slice) {
+  Result<onnx::TensorProto> append(const onnx::TensorProto& tensor, const ExternalDataStore& source, const ExternalSlice& slice) {
     ONNXKIT_ASSIGN(uint64_t offset, start_tensor());
-    if (Result<UniqueFd> fd = source.reopen(slice); fd.ok())
-      ONNXKIT_TRY(file_->copy_from(fd->get(), slice.offset, slice.length));
-    else
-      ONNXKIT_TRY(file_->write(slice.bytes()));
+    if (Result<UniqueFd> fd = source.reopen(slice); fd.ok()) ONNXKIT_TRY(file_->copy_from(fd->get(), slice.offset, slice.length));
+    else ONNXKIT_TRY(file_->write(slice.bytes()));
     return external_meta(tensor, offset, slice.length);
   }
 
@@ -122,15 +119,12 @@ class SideFileWriter {
 // Where a tensor goes under the policy.
 Result<bool> goes_external(const onnx::TensorProto& t, const SaveOptions& options) {
   switch (options.external) {
-    case ExternalDataPolicy::keep:
-      return is_external(t);
+    case ExternalDataPolicy::keep: return is_external(t);
     case ExternalDataPolicy::all: {
       ONNXKIT_ASSIGN(uint64_t count, element_count(t));
-      return has_fixed_size(t.data_type()) && !t.has_segment() &&
-             data_byte_size(t.data_type(), count) >= options.threshold;
+      return has_fixed_size(t.data_type()) && !t.has_segment() && data_byte_size(t.data_type(), count) >= options.threshold;
     }
-    case ExternalDataPolicy::none:
-      break;
+    case ExternalDataPolicy::none: break;
   }
   return false;
 }
@@ -221,8 +215,8 @@ Result<AtomicFile> write_model_file(const fs::path& path, onnx::ModelProto& prot
   }
   uint64_t model_size = proto.ByteSizeLong() + length_delimited_size(graph_size);
   if (model_size > kProtobufLimit)
-    return make_error("{}: the model would be {} in one protobuf, over the 2 GiB limit; save with external data",
-                      path.string(), human_bytes(model_size));
+    return make_error("{}: the model would be {} in one protobuf, over the 2 GiB limit; save with external data", path.string(),
+                      human_bytes(model_size));
 
   ONNXKIT_ASSIGN(AtomicFile file, AtomicFile::create(path));
   {
@@ -260,8 +254,8 @@ namespace {
 Status check_size(uint64_t size, const std::string& name) {
   if (size == 0) return make_error("{}: empty file, not an ONNX model", name);
   if (size > kProtobufLimit)
-    return make_error("{}: {} is over protobuf's 2 GiB limit for one message; large weights must be external data",
-                      name, human_bytes(size));
+    return make_error("{}: {} is over protobuf's 2 GiB limit for one message; large weights must be external data", name,
+                      human_bytes(size));
   return {};
 }
 
@@ -286,8 +280,7 @@ Result<onnx::ModelProto> parse_input(ForwardReader& in, const std::function<Stat
   return proto;
 }
 
-Result<LoadedModel> finish_loading(onnx::ModelProto proto, uint64_t size, const fs::path& base_dir,
-                                   const std::string& name) {
+Result<LoadedModel> finish_loading(onnx::ModelProto proto, uint64_t size, const fs::path& base_dir, const std::string& name) {
   if (!proto.has_graph()) return make_error("{}: not an ONNX model (it has no graph)", name);
   LoadedModel loaded;
   loaded.proto = std::move(proto);
@@ -305,9 +298,9 @@ Result<LoadedModel> parse_model(std::span<const std::byte> bytes, const fs::path
   ONNXKIT_TRY(check_size(bytes.size(), name));
   ForwardReader in(bytes);
   ONNXKIT_ASSIGN(onnx::ModelProto proto, parse_input(in, [&](onnx::ModelProto& p) {
-    pb::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
-    return parse_protobuf(stream, p, name);
-  }));
+                   pb::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+                   return parse_protobuf(stream, p, name);
+                 }));
   return finish_loading(std::move(proto), bytes.size(), base_dir, name);
 }
 
@@ -320,13 +313,12 @@ Result<LoadedModel> load_model(const fs::path& path) {
   ONNXKIT_TRY(check_size(size, path.string()));
   ForwardReader in(fd.get(), size, path.string());
   ONNXKIT_ASSIGN(onnx::ModelProto proto, parse_input(in, [&](onnx::ModelProto& p) -> Status {
-    if (::lseek(fd.get(), 0, SEEK_SET) != 0) return make_error("{}: {}", path.string(), std::strerror(errno));
-    pb::io::FileInputStream stream(fd.get(), 1 << 20);
-    return parse_protobuf(stream, p, path.string());
-  }));
+                   if (::lseek(fd.get(), 0, SEEK_SET) != 0) return make_error("{}: {}", path.string(), std::strerror(errno));
+                   pb::io::FileInputStream stream(fd.get(), 1 << 20);
+                   return parse_protobuf(stream, p, path.string());
+                 }));
   fs::path dir = path.parent_path();
-  ONNXKIT_ASSIGN(LoadedModel loaded, finish_loading(std::move(proto), size, dir.empty() ? fs::path(".") : dir,
-                                                    path.string()));
+  ONNXKIT_ASSIGN(LoadedModel loaded, finish_loading(std::move(proto), size, dir.empty() ? fs::path(".") : dir, path.string()));
   loaded.path = path;
   return loaded;
 }

@@ -67,8 +67,8 @@ struct SaveSummary {
 // that are external in the source are read through `source` (may be null when
 // there are none). Takes the proto by value because tensors moved out to the
 // side file are cleared from it.
-Result<SaveSummary> save_model(onnx::ModelProto proto, const ExternalDataStore* source,
-                               const std::filesystem::path& path, const SaveOptions& options = {});
+Result<SaveSummary> save_model(onnx::ModelProto proto, const ExternalDataStore* source, const std::filesystem::path& path,
+                               const SaveOptions& options = {});
 
 // The same, with the main graph's initializers given apart from `proto` (whose
 // graph has none): they are serialized from where they are, never copied, so

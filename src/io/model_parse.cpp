@@ -109,10 +109,9 @@ class Walker {
 
  private:
   bool graph(uint64_t end, std::string& out) {
-    return message(end, out, kGraphInitializerField,
-                   [&](const Varint& tag, uint64_t field_end, std::string& o) {
-                     return nested(tag, field_end, o, &Walker::tensor);
-                   });
+    return message(end, out, kGraphInitializerField, [&](const Varint& tag, uint64_t field_end, std::string& o) {
+      return nested(tag, field_end, o, &Walker::tensor);
+    });
   }
 
   bool tensor(uint64_t end, std::string& out) {
@@ -139,8 +138,7 @@ class Walker {
 
   // Reads fields to `end`, copying them to `out` except the length-delimited
   // `path_field`, which goes to `on_path(tag, its end, out)`.
-  template <class OnPath>
-  bool message(uint64_t end, std::string& out, uint32_t path_field, OnPath on_path) {
+  template <class OnPath> bool message(uint64_t end, std::string& out, uint32_t path_field, OnPath on_path) {
     while (in_.position() < end) {
       Varint tag;
       if (!varint(end, tag) || !tag.is_minimal() || tag.value > UINT32_MAX || (tag.value >> 3) == 0) return false;
@@ -178,12 +176,9 @@ class Walker {
         out.append(v.text());
         return true;
       }
-      case kFixed64:
-        return 8 <= end - in_.position() && copy(8, out);
-      case kFixed32:
-        return 4 <= end - in_.position() && copy(4, out);
-      default:
-        return false;  // groups, and the wire types that do not exist
+      case kFixed64: return 8 <= end - in_.position() && copy(8, out);
+      case kFixed32: return 4 <= end - in_.position() && copy(4, out);
+      default: return false;  // groups, and the wire types that do not exist
     }
   }
 
@@ -212,8 +207,7 @@ Result<bool> parse_model_proto(ForwardReader& in, onnx::ModelProto& proto) {
     Walker walker(in);
     bool walked = walker.model(rest);
     if (!in.status().ok()) return in.status().error();
-    if (!walked || rest.size() > INT32_MAX || !proto.ParseFromArray(rest.data(), static_cast<int>(rest.size())))
-      return false;
+    if (!walked || rest.size() > INT32_MAX || !proto.ParseFromArray(rest.data(), static_cast<int>(rest.size()))) return false;
     lifted = walker.take_lifted();
   }
   if (lifted.empty()) return true;  // and a model without a graph keeps none

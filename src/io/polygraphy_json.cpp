@@ -18,10 +18,10 @@ using json = nlohmann::json;
 // Where the parser is: one frame per open object or array.
 struct Frame {
   bool is_array = false;
-  std::string key;         // the key this container sits under (parent an object)
-  int64_t index = -1;      // its index in the parent (parent an array)
-  int64_t children = 0;    // arrays: elements seen so far
-  std::string current_key; // objects: the key being read
+  std::string key;          // the key this container sits under (parent an object)
+  int64_t index = -1;       // its index in the parent (parent an array)
+  int64_t children = 0;     // arrays: elements seen so far
+  std::string current_key;  // objects: the key being read
 };
 
 // An array is a string under the key "array" of an object (Polygraphy's
@@ -44,8 +44,8 @@ class Handler : public json::json_sax_t {
   bool string(string_t& value) override {
     if (!frames_.empty() && !frames_.back().is_array && frames_.back().current_key == "array") return array(value);
     // A runner's name: element 0 of a pair inside "lst".
-    if (frames_.size() >= 2 && frames_.back().is_array && frames_.back().children == 0 &&
-        frames_[frames_.size() - 2].is_array && frames_[frames_.size() - 2].key == "lst")
+    if (frames_.size() >= 2 && frames_.back().is_array && frames_.back().children == 0 && frames_[frames_.size() - 2].is_array &&
+        frames_[frames_.size() - 2].key == "lst")
       result_.runners.push_back(value);
     return scalar();
   }

@@ -145,8 +145,8 @@ Result<std::string> replace_model_and_data(PairReplacement r) {
     return model.commit();
   }();
   if (!renamed.ok())
-    return make_error("{}: saved, but its side file is still under the temporary name '{}': {}", r.model.string(),
-                      interim, renamed.error().message());
+    return make_error("{}: saved, but its side file is still under the temporary name '{}': {}", r.model.string(), interim,
+                      renamed.error().message());
   ::unlink((dir / interim).c_str());  // made here a moment ago; should this fail, a stray temporary is all
   ONNXKIT_TRY(step("model renamed again"));
   remove_stale(r.data_name);

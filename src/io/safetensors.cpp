@@ -21,13 +21,22 @@ struct DtypeName {
 };
 
 constexpr DtypeName kDtypes[] = {
-    {onnx::TensorProto::FLOAT, "F32"},  {onnx::TensorProto::DOUBLE, "F64"},  {onnx::TensorProto::FLOAT16, "F16"},
-    {onnx::TensorProto::BFLOAT16, "BF16"}, {onnx::TensorProto::INT8, "I8"}, {onnx::TensorProto::UINT8, "U8"},
-    {onnx::TensorProto::INT16, "I16"},  {onnx::TensorProto::UINT16, "U16"}, {onnx::TensorProto::INT32, "I32"},
-    {onnx::TensorProto::UINT32, "U32"}, {onnx::TensorProto::INT64, "I64"},  {onnx::TensorProto::UINT64, "U64"},
+    {onnx::TensorProto::FLOAT, "F32"},
+    {onnx::TensorProto::DOUBLE, "F64"},
+    {onnx::TensorProto::FLOAT16, "F16"},
+    {onnx::TensorProto::BFLOAT16, "BF16"},
+    {onnx::TensorProto::INT8, "I8"},
+    {onnx::TensorProto::UINT8, "U8"},
+    {onnx::TensorProto::INT16, "I16"},
+    {onnx::TensorProto::UINT16, "U16"},
+    {onnx::TensorProto::INT32, "I32"},
+    {onnx::TensorProto::UINT32, "U32"},
+    {onnx::TensorProto::INT64, "I64"},
+    {onnx::TensorProto::UINT64, "U64"},
     {onnx::TensorProto::BOOL, "BOOL"},
     // float8 (codes of ONNX 1.14, newer than the headers built against)
-    {17, "F8_E4M3"}, {19, "F8_E5M2"},
+    {17, "F8_E4M3"},
+    {19, "F8_E5M2"},
 };
 
 int32_t dtype_from_name(const std::string& name) {
@@ -57,7 +66,8 @@ Status write_safetensors(const std::filesystem::path& path, const std::vector<Sa
   uint64_t offset = 0;
   for (const SafetensorsEntry& e : entries) {
     std::string dtype = safetensors_dtype(e.data_type);
-    if (dtype.empty()) return make_error("{}: tensor '{}': safetensors has no {} type", path.string(), e.name, data_type_name(e.data_type));
+    if (dtype.empty())
+      return make_error("{}: tensor '{}': safetensors has no {} type", path.string(), e.name, data_type_name(e.data_type));
     if (header.contains(e.name)) return make_error("{}: tensor '{}' is written twice", path.string(), e.name);
     uint64_t expected = data_byte_size(e.data_type, element_count(e.shape));
     if (e.bytes.size() != expected)
@@ -87,8 +97,8 @@ Result<std::vector<SafetensorsEntry>> read_safetensors(const std::filesystem::pa
   uint64_t length = 0;
   for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
   if (length > bytes.size() - 8) return make_error("{}: header of {} bytes does not fit the file", path.string(), length);
-  nlohmann::ordered_json header = nlohmann::ordered_json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(length),
-                                                                nullptr, false);
+  nlohmann::ordered_json header =
+      nlohmann::ordered_json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(length), nullptr, false);
   if (header.is_discarded() || !header.is_object()) return make_error("{}: the header is not a JSON object", path.string());
   const uint64_t base = 8 + length;
   const uint64_t data_size = bytes.size() - base;
@@ -116,7 +126,8 @@ Result<std::vector<SafetensorsEntry>> read_safetensors(const std::filesystem::pa
     uint64_t begin = spec["data_offsets"][0].get<uint64_t>(), end = spec["data_offsets"][1].get<uint64_t>();
     if (begin > end || end > data_size) return where("data_offsets lie outside the file");
     if (end - begin != data_byte_size(e.data_type, element_count(e.shape)))
-      return where(fmt::format("holds {} bytes, its shape needs {}", end - begin, data_byte_size(e.data_type, element_count(e.shape))));
+      return where(
+          fmt::format("holds {} bytes, its shape needs {}", end - begin, data_byte_size(e.data_type, element_count(e.shape))));
     e.bytes = std::as_bytes(std::span<const char>(bytes.data() + base + begin, end - begin));
     e.owner = data;
     ranges.emplace_back(begin, end);

@@ -20,10 +20,10 @@ namespace onnxkit::io {
 
 struct SafetensorsEntry {
   std::string name;
-  int32_t data_type = 0;                 // ONNX element type
+  int32_t data_type = 0;  // ONNX element type
   std::vector<int64_t> shape;
-  std::span<const std::byte> bytes;      // numel x element size, little-endian
-  std::shared_ptr<const void> owner;     // keeps `bytes` alive
+  std::span<const std::byte> bytes;   // numel x element size, little-endian
+  std::shared_ptr<const void> owner;  // keeps `bytes` alive
 };
 
 // safetensors' name of an ONNX element type ("F32", "I64", "BOOL"...), or ""

@@ -71,8 +71,7 @@ Result<ProcessResult> run_process(const std::vector<std::string>& argv, std::chr
     if (result.output.size() > 2 * kMaxOutput) result.output.erase(0, result.output.size() - kMaxOutput);
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (result.output.size() > kMaxOutput) result.output.erase(0, result.output.size() - kMaxOutput);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;

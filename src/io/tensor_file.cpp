@@ -29,10 +29,9 @@ struct NpyType {
 };
 
 constexpr NpyType kNpyTypes[] = {
-    {"f4", TensorProto::FLOAT},  {"f8", TensorProto::DOUBLE}, {"f2", TensorProto::FLOAT16},
-    {"i1", TensorProto::INT8},   {"i2", TensorProto::INT16},  {"i4", TensorProto::INT32},
-    {"i8", TensorProto::INT64},  {"u1", TensorProto::UINT8},  {"u2", TensorProto::UINT16},
-    {"u4", TensorProto::UINT32}, {"u8", TensorProto::UINT64}, {"b1", TensorProto::BOOL},
+    {"f4", TensorProto::FLOAT},     {"f8", TensorProto::DOUBLE},      {"f2", TensorProto::FLOAT16}, {"i1", TensorProto::INT8},
+    {"i2", TensorProto::INT16},     {"i4", TensorProto::INT32},       {"i8", TensorProto::INT64},   {"u1", TensorProto::UINT8},
+    {"u2", TensorProto::UINT16},    {"u4", TensorProto::UINT32},      {"u8", TensorProto::UINT64},  {"b1", TensorProto::BOOL},
     {"c8", TensorProto::COMPLEX64}, {"c16", TensorProto::COMPLEX128},
 };
 
@@ -249,8 +248,8 @@ Result<TensorProto> parse_npy(std::string_view bytes, const std::string& name) {
   // allocated: the header's shape is the file's claim, not a fact.
   auto check_fits = [&](uint64_t element_bytes) -> Status {
     if (element_bytes != 0 && count > data.size() / element_bytes)
-      return make_error("{}: .npy data has {} bytes, its shape needs {} elements of {} bytes ('{}')", name,
-                        data.size(), count, element_bytes, header.descr);
+      return make_error("{}: .npy data has {} bytes, its shape needs {} elements of {} bytes ('{}')", name, data.size(), count,
+                        element_bytes, header.descr);
     return {};
   };
   if (descr.kind == 'U' || descr.kind == 'S') {
@@ -319,19 +318,18 @@ Result<std::vector<std::pair<std::string, TensorProto>>> parse_npz(std::string_v
   for (zip_int64_t i = 0; i < entries; ++i) {
     const auto index = static_cast<zip_uint64_t>(i);
     zip_stat_t st;
-    if (zip_stat_index(archive.get(), index, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME) ||
-        !(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE) || !(st.valid & ZIP_STAT_COMP_METHOD))
+    if (zip_stat_index(archive.get(), index, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME) || !(st.valid & ZIP_STAT_SIZE) ||
+        !(st.valid & ZIP_STAT_COMP_SIZE) || !(st.valid & ZIP_STAT_COMP_METHOD))
       return make_error("{}: corrupt .npz directory at entry {}: {}", name, i, zip_strerror(archive.get()));
     const std::string entry = st.name;
     if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
       return make_error("{}: entry '{}' is encrypted", name, entry);
     if (st.comp_method != ZIP_CM_STORE && st.comp_method != ZIP_CM_DEFLATE)
-      return make_error("{}: entry '{}' uses zip method {}, only stored and deflate are supported", name, entry,
-                        st.comp_method);
+      return make_error("{}: entry '{}' uses zip method {}, only stored and deflate are supported", name, entry, st.comp_method);
     const uint64_t limit = st.comp_method == ZIP_CM_STORE ? st.comp_size : st.comp_size * kMaxRatio;
     if (st.comp_size > bytes.size() || st.size > limit || st.size > total_limit - total)
-      return make_error("{}: entry '{}' declares {} bytes from {} compressed, more than deflate can give", name,
-                        entry, st.size, st.comp_size);
+      return make_error("{}: entry '{}' declares {} bytes from {} compressed, more than deflate can give", name, entry, st.size,
+                        st.comp_size);
     total += st.size;
     ZipEntry file(zip_fopen_index(archive.get(), index, 0));
     if (!file) return make_error("{}: cannot read entry '{}': {}", name, entry, zip_strerror(archive.get()));
@@ -377,11 +375,13 @@ Result<std::string> npy_bytes(const TensorProto& tensor) {
       descr = (single_byte ? "|" : "<") + std::string(t.descr);
     }
     if (descr.empty())
-      return make_error("{}: {} has no .npy equivalent (use --format pb)", describe_tensor(tensor), data_type_name(tensor.data_type()));
+      return make_error("{}: {} has no .npy equivalent (use --format pb)", describe_tensor(tensor),
+                        data_type_name(tensor.data_type()));
     ONNXKIT_ASSIGN(data, inline_bytes(tensor));
   }
   std::string shape = "(";
-  for (int i = 0; i < tensor.dims_size(); ++i) shape += std::to_string(tensor.dims(i)) + (tensor.dims_size() == 1 ? "," : i + 1 < tensor.dims_size() ? ", " : "");
+  for (int i = 0; i < tensor.dims_size(); ++i)
+    shape += std::to_string(tensor.dims(i)) + (tensor.dims_size() == 1 ? "," : i + 1 < tensor.dims_size() ? ", " : "");
   shape += ")";
   std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Pad so that the data starts on a 64-byte boundary, header ending in '\n'.
@@ -435,13 +435,15 @@ Status write_npz(const fs::path& path, const std::vector<std::pair<std::string, 
       return failed(fmt::format("entry '{}': {}", entry, zip_strerror(archive.get())));
     }
     const auto at = static_cast<zip_uint64_t>(index);
-    if (zip_set_file_compression(archive.get(), at, ZIP_CM_STORE, 0) != 0 || zip_file_set_mtime(archive.get(), at, 315532800, 0) != 0)
+    if (zip_set_file_compression(archive.get(), at, ZIP_CM_STORE, 0) != 0 ||
+        zip_file_set_mtime(archive.get(), at, 315532800, 0) != 0)
       return failed(fmt::format("entry '{}': {}", entry, zip_strerror(archive.get())));
   }
   if (zip_close(archive.get()) != 0) return failed(zip_strerror(archive.get()));
   archive.release();  // closed: nothing left to discard
   std::string out;
-  if (zip_source_open(buffer) != 0 || zip_source_seek(buffer, 0, SEEK_END) != 0) return failed(zip_error_strerror(zip_source_error(buffer)));
+  if (zip_source_open(buffer) != 0 || zip_source_seek(buffer, 0, SEEK_END) != 0)
+    return failed(zip_error_strerror(zip_source_error(buffer)));
   const zip_int64_t size = zip_source_tell(buffer);
   if (size < 0 || zip_source_seek(buffer, 0, SEEK_SET) != 0) return failed(zip_error_strerror(zip_source_error(buffer)));
   out.resize(static_cast<size_t>(size));
@@ -459,8 +461,7 @@ Status write_npy(const fs::path& path, const TensorProto& tensor) {
   return write_file_atomically(path, bytes);
 }
 
-template <class Message>
-Result<Message> read_pb(const fs::path& path) {
+template <class Message> Result<Message> read_pb(const fs::path& path) {
   ONNXKIT_ASSIGN(auto mapped, MappedFile::open(path));
   if (mapped->size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     return make_error("{}: over protobuf's 2 GiB limit for one message", path.string());

@@ -2,8 +2,8 @@
 // Tensor files: numpy's .npy and .npz, and ONNX's .pb (a serialized
 // TensorProto, SequenceProto or OptionalProto, as the backend test data uses).
 
-#include <onnx/onnx_pb.h>
 #include <onnx/onnx-data_pb.h>
+#include <onnx/onnx_pb.h>
 
 #include <filesystem>
 #include <string>
@@ -25,8 +25,7 @@ Result<onnx::TensorProto> parse_npy(std::string_view bytes, const std::string& n
 // Sizes the zip headers declare are checked against the data present (and
 // deflate's greatest ratio, 1032:1) before anything is allocated.
 Result<std::vector<std::pair<std::string, onnx::TensorProto>>> read_npz(const std::filesystem::path& path);
-Result<std::vector<std::pair<std::string, onnx::TensorProto>>> parse_npz(std::string_view bytes,
-                                                                         const std::string& name);
+Result<std::vector<std::pair<std::string, onnx::TensorProto>>> parse_npz(std::string_view bytes, const std::string& name);
 
 // Writes arrays as an uncompressed .npz (numpy.savez), atomically; names are
 // the arrays' keys. Each array must fit the classic zip's 4 GiB.
@@ -38,8 +37,7 @@ Status write_npy(const std::filesystem::path& path, const onnx::TensorProto& ten
 Result<std::string> npy_bytes(const onnx::TensorProto& tensor);
 
 // A .pb file parsed as `Message` (TensorProto, SequenceProto, OptionalProto).
-template <class Message>
-Result<Message> read_pb(const std::filesystem::path& path);
+template <class Message> Result<Message> read_pb(const std::filesystem::path& path);
 
 // Writes any protobuf message atomically.
 Status write_pb(const std::filesystem::path& path, const google::protobuf::Message& message);

@@ -12,9 +12,9 @@ using onnx::TensorProto;
 
 struct TypeInfo {
   int32_t code;
-  const char* name;        // numpy-style
-  const char* onnx_name;   // TensorProto.DataType enum name
-  uint32_t bits;           // per element in raw_data; 0 = variable (string)
+  const char* name;       // numpy-style
+  const char* onnx_name;  // TensorProto.DataType enum name
+  uint32_t bits;          // per element in raw_data; 0 = variable (string)
 };
 
 // Codes beyond BFLOAT16 postdate the Debian ONNX headers, so they are spelled
@@ -64,29 +64,24 @@ bool iequals(std::string_view a, std::string_view b) {
 uint64_t typed_entry_count(int32_t data_type, uint64_t n) {
   switch (data_type) {
     case TensorProto::COMPLEX64:
-    case TensorProto::COMPLEX128:
-      return 2 * n;
+    case TensorProto::COMPLEX128: return 2 * n;
     case 21:
     case 22:
-    case 23:
-      return (n + 1) / 2;
+    case 23: return (n + 1) / 2;
     case 25:
-    case 26:
-      return (n + 3) / 4;
-    default:
-      return n;
+    case 26: return (n + 3) / 4;
+    default: return n;
   }
 }
 
 // Number of entries in whichever typed field the tensor uses, and whether any
 // typed field is set at all.
 uint64_t typed_entries(const TensorProto& t) {
-  return static_cast<uint64_t>(t.float_data_size()) + t.int32_data_size() + t.string_data_size() +
-         t.int64_data_size() + t.double_data_size() + t.uint64_data_size();
+  return static_cast<uint64_t>(t.float_data_size()) + t.int32_data_size() + t.string_data_size() + t.int64_data_size() +
+         t.double_data_size() + t.uint64_data_size();
 }
 
-template <class Dst, class Field>
-void append_as(std::string& out, const Field& field) {
+template <class Dst, class Field> void append_as(std::string& out, const Field& field) {
   size_t offset = out.size();
   out.resize(offset + sizeof(Dst) * static_cast<size_t>(field.size()));
   char* p = out.data() + offset;
@@ -163,10 +158,8 @@ Status validate_tensor_storage(const TensorProto& tensor) {
   int32_t type = tensor.data_type();
   uint64_t typed = typed_entries(tensor);
   if (tensor.has_raw_data()) {
-    if (type == TensorProto::STRING)
-      return make_error("{}: string tensors cannot use raw_data", describe_tensor(tensor));
-    if (typed != 0)
-      return make_error("{}: has both raw_data and a typed data field", describe_tensor(tensor));
+    if (type == TensorProto::STRING) return make_error("{}: string tensors cannot use raw_data", describe_tensor(tensor));
+    if (typed != 0) return make_error("{}: has both raw_data and a typed data field", describe_tensor(tensor));
     if (has_fixed_size(type) && tensor.raw_data().size() != data_byte_size(type, count))
       return make_error("{}: raw_data holds {} bytes but {} elements of {} need {}", describe_tensor(tensor),
                         tensor.raw_data().size(), count, data_type_name(type), data_byte_size(type, count));
@@ -179,40 +172,24 @@ Status validate_tensor_storage(const TensorProto& tensor) {
 
 Result<std::string> inline_bytes(const TensorProto& t) {
   if (is_external(t)) return make_error("{}: data is external", describe_tensor(t));
-  if (t.data_type() == TensorProto::STRING)
-    return make_error("{}: string tensors have no raw byte layout", describe_tensor(t));
+  if (t.data_type() == TensorProto::STRING) return make_error("{}: string tensors have no raw byte layout", describe_tensor(t));
   if (t.has_raw_data()) return t.raw_data();
   std::string out;
   switch (t.data_type()) {
     case TensorProto::FLOAT:
-    case TensorProto::COMPLEX64:
-      append_as<float>(out, t.float_data());
-      break;
+    case TensorProto::COMPLEX64: append_as<float>(out, t.float_data()); break;
     case TensorProto::DOUBLE:
-    case TensorProto::COMPLEX128:
-      append_as<double>(out, t.double_data());
-      break;
-    case TensorProto::INT64:
-      append_as<int64_t>(out, t.int64_data());
-      break;
-    case TensorProto::UINT64:
-      append_as<uint64_t>(out, t.uint64_data());
-      break;
-    case TensorProto::UINT32:
-      append_as<uint32_t>(out, t.uint64_data());
-      break;
-    case TensorProto::INT32:
-      append_as<int32_t>(out, t.int32_data());
-      break;
+    case TensorProto::COMPLEX128: append_as<double>(out, t.double_data()); break;
+    case TensorProto::INT64: append_as<int64_t>(out, t.int64_data()); break;
+    case TensorProto::UINT64: append_as<uint64_t>(out, t.uint64_data()); break;
+    case TensorProto::UINT32: append_as<uint32_t>(out, t.uint64_data()); break;
+    case TensorProto::INT32: append_as<int32_t>(out, t.int32_data()); break;
     case TensorProto::INT16:
     case TensorProto::UINT16:
     case TensorProto::FLOAT16:
-    case TensorProto::BFLOAT16:
-      append_as<uint16_t>(out, t.int32_data());
-      break;
+    case TensorProto::BFLOAT16: append_as<uint16_t>(out, t.int32_data()); break;
     default:
-      if (!has_fixed_size(t.data_type()))
-        return make_error("{}: unknown data type {}", describe_tensor(t), t.data_type());
+      if (!has_fixed_size(t.data_type())) return make_error("{}: unknown data type {}", describe_tensor(t), t.data_type());
       append_as<uint8_t>(out, t.int32_data());  // 8-bit and packed 4-bit types
       break;
   }

@@ -9,13 +9,11 @@
 namespace onnxkit::ir {
 namespace {
 
-template <class T>
-void erase_all(std::vector<T*>& list, const T* item) {
+template <class T> void erase_all(std::vector<T*>& list, const T* item) {
   list.erase(std::remove(list.begin(), list.end(), item), list.end());
 }
 
-template <class T>
-bool contains(const std::vector<T*>& list, const T* item) {
+template <class T> bool contains(const std::vector<T*>& list, const T* item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
@@ -263,9 +261,7 @@ void Graph::set_output(size_t index, Value* value) {
   ++value->output_refs_;
 }
 
-void Graph::remove_input(size_t index) {
-  inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(index));
-}
+void Graph::remove_input(size_t index) { inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(index)); }
 
 void Graph::remove_output(size_t index) {
   --outputs_.at(index)->output_refs_;

@@ -30,9 +30,7 @@ class Node;
 class ProtoImporter;
 
 // The default ONNX domain is named "" or "ai.onnx": both come back as "".
-inline std::string_view canonical_domain(std::string_view domain) {
-  return domain == "ai.onnx" ? std::string_view() : domain;
-}
+inline std::string_view canonical_domain(std::string_view domain) { return domain == "ai.onnx" ? std::string_view() : domain; }
 
 // One consumer of a Value: input `index` of `node`.
 struct Use {
@@ -48,10 +46,10 @@ class Value {
   Value& operator=(const Value&) = delete;
 
   const std::string& name() const { return name_; }
-  Graph* owner() const { return owner_; }                  // the graph whose scope defines it
-  Node* producer() const { return producer_; }             // null for inputs, initializers
+  Graph* owner() const { return owner_; }       // the graph whose scope defines it
+  Node* producer() const { return producer_; }  // null for inputs, initializers
   size_t producer_output() const { return producer_output_; }
-  const std::vector<Use>& uses() const { return uses_; }   // consumers, in any graph below owner
+  const std::vector<Use>& uses() const { return uses_; }  // consumers, in any graph below owner
 
   // Declared or inferred type, as ONNX's ValueInfoProto (its name field is
   // unused: name() is the truth). Empty when nothing is known.
@@ -144,7 +142,7 @@ class Node {
   Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   void set_input(size_t i, Value* value);  // grows the list if needed
   void add_input(Value* value) { set_input(inputs_.size(), value); }
-  void remove_input(size_t i);             // later inputs shift down
+  void remove_input(size_t i);  // later inputs shift down
 
   // Outputs in order; null stands for an omitted optional output.
   const std::vector<Value*>& outputs() const { return outputs_; }
@@ -246,8 +244,8 @@ class Graph {
   // output omitted.
   Node* insert_node(Node* before, std::string_view op_type, const std::vector<Value*>& inputs,
                     const std::vector<std::string>& output_names, std::string_view domain = "");
-  Node* add_node(std::string_view op_type, const std::vector<Value*>& inputs,
-                 const std::vector<std::string>& output_names, std::string_view domain = "") {
+  Node* add_node(std::string_view op_type, const std::vector<Value*>& inputs, const std::vector<std::string>& output_names,
+                 std::string_view domain = "") {
     return insert_node(nullptr, op_type, inputs, output_names, domain);
   }
   // Deletes a node. Its outputs that nothing uses go with it; outputs still

@@ -50,8 +50,7 @@ std::string function_label(const onnx::FunctionProto& f) {
 }
 
 std::string node_label(const onnx::NodeProto& node) {
-  return node.name().empty() ? fmt::format("{} node", node.op_type())
-                             : fmt::format("{} node '{}'", node.op_type(), node.name());
+  return node.name().empty() ? fmt::format("{} node", node.op_type()) : fmt::format("{} node '{}'", node.op_type(), node.name());
 }
 
 const onnx::AttributeProto* find_attribute(const Attributes& attributes, std::string_view name) {
@@ -62,8 +61,7 @@ const onnx::AttributeProto* find_attribute(const Attributes& attributes, std::st
 
 // Visits every node of `nodes` and of the sub-graphs in their attributes
 // (protobuf's nesting limit bounds the depth).
-template <class Visit>
-void for_each_node(const Nodes& nodes, const Visit& visit) {
+template <class Visit> void for_each_node(const Nodes& nodes, const Visit& visit) {
   for (const auto& node : nodes) {
     visit(node);
     for (const auto& a : node.attribute()) {
@@ -118,8 +116,7 @@ struct Chain {
 
 class Inliner {
  public:
-  Inliner(onnx::ModelProto& model, const InlineOptions& options)
-      : model_(model), options_(options), names_(model.graph()) {}
+  Inliner(onnx::ModelProto& model, const InlineOptions& options) : model_(model), options_(options), names_(model.graph()) {}
 
   Result<InlineSummary> run() {
     for (int i = 0; i < model_.functions_size(); ++i) {
@@ -130,8 +127,7 @@ class Inliner {
       for (const std::string& bytes : unknown_bytes(f, kFunctionAttributeProto)) {
         onnx::AttributeProto a;
         if (!a.ParseFromString(bytes))
-          return make_error("model-local function {}: an attribute default is not a valid AttributeProto",
-                            function_label(f));
+          return make_error("model-local function {}: an attribute default is not a valid AttributeProto", function_label(f));
         defaults.push_back(std::move(a));
       }
       defaults_.push_back(std::move(defaults));
@@ -195,7 +191,8 @@ class Inliner {
     for (const Chain* c = chain.get(); c != nullptr; c = c->outer.get()) {
       if (c->function != f) continue;
       std::vector<std::string> cycle = {function_label(model_.functions(f))};
-      for (const Chain* d = chain.get(); d != c; d = d->outer.get()) cycle.push_back(function_label(model_.functions(d->function)));
+      for (const Chain* d = chain.get(); d != c; d = d->outer.get())
+        cycle.push_back(function_label(model_.functions(d->function)));
       cycle.push_back(function_label(model_.functions(f)));
       std::string text;
       for (auto it = cycle.rbegin(); it != cycle.rend(); ++it) text += (text.empty() ? "" : " -> ") + *it;
@@ -234,8 +231,8 @@ class Inliner {
     const onnx::FunctionProto& function = model_.functions(f);
     const std::string where = fmt::format("{} (calling model-local function {})", node_label(call), function_label(function));
     if (call.input_size() > function.input_size() || call.output_size() > function.output_size())
-      return make_error("{}: the call has {} inputs and {} outputs, the function takes {} and gives {}", where,
-                        call.input_size(), call.output_size(), function.input_size(), function.output_size());
+      return make_error("{}: the call has {} inputs and {} outputs, the function takes {} and gives {}", where, call.input_size(),
+                        call.output_size(), function.input_size(), function.output_size());
     const std::string prefix = (call.name().empty() ? function.name() : call.name()) + "/";
     std::unordered_map<std::string, std::string> rename;
     for (int i = 0; i < function.input_size(); ++i)
@@ -308,8 +305,8 @@ class Inliner {
       onnx::NodeProto copy = n;
       rename_node(copy, map, rename_graph);
       if (!undefined.empty())
-        return make_error("{}: {} of the function reads '{}', which the function neither takes nor makes", where,
-                          node_label(n), undefined);
+        return make_error("{}: {} of the function reads '{}', which the function neither takes nor makes", where, node_label(n),
+                          undefined);
       copy.set_name(names_.node(prefix + (n.name().empty() ? n.op_type() : n.name())));
       ONNXKIT_TRY(resolve_references(*copy.mutable_attribute(), call, f, where));
       body.push_back(std::move(copy));
@@ -412,8 +409,8 @@ std::string describe(const LocalFunction& f) {
   if (!f.overload.empty()) text += " (overload '" + f.overload + "')";
   text += fmt::format("({}) -> ({})", join(f.inputs), join(f.outputs));
   if (!f.attributes.empty()) text += fmt::format(", attributes [{}]", join(f.attributes));
-  text += fmt::format(", {} node{}, {} call site{}", f.nodes, f.nodes == 1 ? "" : "s", f.call_sites,
-                      f.call_sites == 1 ? "" : "s");
+  text +=
+      fmt::format(", {} node{}, {} call site{}", f.nodes, f.nodes == 1 ? "" : "s", f.call_sites, f.call_sites == 1 ? "" : "s");
   return text;
 }
 

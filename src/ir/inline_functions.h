@@ -67,10 +67,10 @@ struct LocalFunction {
   std::string overload;  // "" unless the function is one of several of that name
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
-  std::vector<std::string> attributes;          // the names it declares, defaults included
-  std::vector<onnx::AttributeProto> defaults;    // the values it gives some of them
-  size_t nodes = 0;                      // of its body, sub-graphs included
-  size_t call_sites = 0;                 // nodes calling it, in the graphs and in other functions
+  std::vector<std::string> attributes;         // the names it declares, defaults included
+  std::vector<onnx::AttributeProto> defaults;  // the values it gives some of them
+  size_t nodes = 0;                            // of its body, sub-graphs included
+  size_t call_sites = 0;                       // nodes calling it, in the graphs and in other functions
 };
 
 // "__main__:Block(x, w) -> (y), attributes [eps], 5 nodes, 3 call sites".

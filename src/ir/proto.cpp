@@ -150,8 +150,7 @@ Result<Attribute*> import_attribute(Node& node, onnx::AttributeProto attribute) 
   return ProtoImporter::import_attribute(node, attribute);
 }
 
-Result<std::unique_ptr<Model>> import_model(onnx::ModelProto proto,
-                                            std::shared_ptr<const io::ExternalDataStore> external_data) {
+Result<std::unique_ptr<Model>> import_model(onnx::ModelProto proto, std::shared_ptr<const io::ExternalDataStore> external_data) {
   auto model = std::make_unique<Model>();
   onnx::GraphProto graph;
   graph.Swap(proto.mutable_graph());
@@ -170,10 +169,8 @@ uint64_t inline_data_bytes(const onnx::TensorProto& t) {
 }
 
 void export_tensor(const onnx::TensorProto& tensor, onnx::TensorProto* out, const ExportOptions& options) {
-  if (inline_data_bytes(tensor) <= options.max_inline_data_bytes)
-    *out = tensor;
-  else
-    io::copy_tensor_metadata(tensor, out);
+  if (inline_data_bytes(tensor) <= options.max_inline_data_bytes) *out = tensor;
+  else io::copy_tensor_metadata(tensor, out);
 }
 
 void export_value_info(const Value& value, onnx::ValueInfoProto* out) {

@@ -120,9 +120,7 @@ size_t fold_graph(ir::Graph& graph, PassContext& context) {
 class FoldConstants final : public Pass {
  public:
   std::string_view name() const override { return kFoldConstants; }
-  std::string_view summary() const override {
-    return "evaluate nodes whose inputs are all known (after the passes)";
-  }
+  std::string_view summary() const override { return "evaluate nodes whose inputs are all known (after the passes)"; }
   size_t run(ir::Graph& graph, PassContext& context) const override { return fold_graph(graph, context); }
 };
 

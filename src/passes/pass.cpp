@@ -111,8 +111,7 @@ namespace {
 
 class NodePass final : public Pass {
  public:
-  NodePass(std::string_view name, std::string_view summary, std::initializer_list<std::string_view> op_types,
-           NodeRewrite rewrite)
+  NodePass(std::string_view name, std::string_view summary, std::initializer_list<std::string_view> op_types, NodeRewrite rewrite)
       : name_(name), summary_(summary), op_types_(op_types), rewrite_(std::move(rewrite)) {}
 
   std::string_view name() const override { return name_; }

@@ -42,8 +42,7 @@ using analysis::SymbolicShapes;
 // True when `d` is certainly dim `axis` of `tensor`.
 bool is_dim_of(SymbolicShapes& shapes, const DimExpr& d, const ir::Value* tensor, int64_t axis) {
   const analysis::SymbolicDims* dims = shapes.shape(tensor);
-  return dims != nullptr && axis >= 0 && axis < static_cast<int64_t>(dims->size()) &&
-         (*dims)[static_cast<size_t>(axis)] == d;
+  return dims != nullptr && axis >= 0 && axis < static_cast<int64_t>(dims->size()) && (*dims)[static_cast<size_t>(axis)] == d;
 }
 
 runtime::Tensor int64_vector(const std::vector<int64_t>& values) {
@@ -143,8 +142,7 @@ class ResolveShapeInputs final : public Pass {
         node->set_input(1, context.add_constant(graph, node->input(1)->name() + "_resolved", int64_vector(*target)));
         context.note(fmt::format("{}: shape written as constant {}", node->describe(), runtime::shape_to_string(*target)));
         ++changes;
-      } else if (op == "Resize" && context.opset() >= 11 && node->input(3) && !node->input(3)->is_constant() &&
-                 node->input(0)) {
+      } else if (op == "Resize" && context.opset() >= 11 && node->input(3) && !node->input(3)->is_constant() && node->input(0)) {
         const SymbolicInts* sizes = eval.ints(node->input(3));
         if (!sizes || sizes->scalar) continue;
         auto scales = resize_scales(eval, *sizes, node->input(0));

@@ -29,8 +29,7 @@ void warn_once(SimplifyReport& report, const std::string& warning) {
 Result<SimplifyReport> simplify_model(ir::Model& model, const SimplifyOptions& options) {
   SimplifyReport report;
   for (const std::string& name : options.passes.skipped_passes)
-    if (find_pass(name) == nullptr)
-      return make_error("--skip: no pass named '{}' (see --list-passes)", name);
+    if (find_pass(name) == nullptr) return make_error("--skip: no pass named '{}' (see --list-passes)", name);
 
   ir::Graph& graph = model.graph();
   // Declared intermediate shapes may be stale or wrong: inference redoes them.
@@ -54,9 +53,9 @@ Result<SimplifyReport> simplify_model(ir::Model& model, const SimplifyOptions& o
   for (int iteration = 0;; ++iteration) {
     if (iteration == options.max_iterations) {
       report.hit_iteration_cap = true;
-      report.warnings.push_back(fmt::format(
-          "stopped after {} rounds without reaching a fixed point; the result is valid but may simplify further",
-          options.max_iterations));
+      report.warnings.push_back(
+          fmt::format("stopped after {} rounds without reaching a fixed point; the result is valid but may simplify further",
+                      options.max_iterations));
       break;
     }
     report.iterations = iteration + 1;

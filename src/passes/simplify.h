@@ -27,7 +27,7 @@ struct SimplifyOptions {
 
 struct SimplifyReport {
   std::vector<std::pair<std::string, size_t>> changes;  // per pass, in first-run order
-  std::vector<std::string> notes;     // what each rewrite did, in order
+  std::vector<std::string> notes;                       // what each rewrite did, in order
   std::vector<std::string> warnings;  // rewrites that failed (nodes that failed to fold), inference that stopped
   int iterations = 0;
   bool hit_iteration_cap = false;

@@ -19,11 +19,13 @@ Result<Shape> broadcast_shapes(const std::vector<const Shape*>& shapes) {
         continue;
       }
       return make_error("shapes {} cannot broadcast together (dim {}: {} vs {})",
-                        fmt::join([&] {
-                          std::vector<std::string> all;
-                          for (const Shape* x : shapes) all.push_back(shape_to_string(*x));
-                          return all;
-                        }(), " and "),
+                        fmt::join(
+                            [&] {
+                              std::vector<std::string> all;
+                              for (const Shape* x : shapes) all.push_back(shape_to_string(*x));
+                              return all;
+                            }(),
+                            " and "),
                         offset + i, o, d);
     }
   }
@@ -49,8 +51,7 @@ Layout merge_dims(const Shape& out, const std::vector<std::vector<int64_t>>& str
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] == 1) continue;  // size-1 dims change nothing
     bool merge = !layout.dims.empty();
-    for (size_t k = 0; k < strides.size() && merge; ++k)
-      merge = layout.strides[k].back() == strides[k][d] * out[d];
+    for (size_t k = 0; k < strides.size() && merge; ++k) merge = layout.strides[k].back() == strides[k][d] * out[d];
     if (merge) {
       layout.dims.back() *= out[d];
       for (size_t k = 0; k < strides.size(); ++k) layout.strides[k].back() = strides[k][d];

@@ -59,8 +59,8 @@ class ContentionWatch {
  private:
   const Sources sources_;
   mutable std::mutex mutex_;
-  Clock::time_point held_until_{};     // runs before this use one thread
-  Clock::duration pause_ = kFirstPause;  // the next hold's length
+  Clock::time_point held_until_{};        // runs before this use one thread
+  Clock::duration pause_ = kFirstPause;   // the next hold's length
   Clock::duration window_thread_time_{};  // multi-thread run time (wall x threads) since window_wait_ns_ was read
   int64_t window_wait_ns_ = -1;
   int64_t held_runs_ = 0;

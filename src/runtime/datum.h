@@ -39,11 +39,11 @@ struct Optional {
 
 class Datum {
  public:
-  Datum() = default;  // nothing: an omitted optional input or output
-  Datum(Tensor t) : v_(std::move(t)) {}  // NOLINT: implicit by design
+  Datum() = default;                       // nothing: an omitted optional input or output
+  Datum(Tensor t) : v_(std::move(t)) {}    // NOLINT: implicit by design
   Datum(Sequence s) : v_(std::move(s)) {}  // NOLINT
   Datum(Optional o) : v_(std::move(o)) {}  // NOLINT
-  Datum(Map m) : v_(std::move(m)) {}  // NOLINT
+  Datum(Map m) : v_(std::move(m)) {}       // NOLINT
 
   bool empty() const { return std::holds_alternative<std::monostate>(v_); }
   bool is_tensor() const { return std::holds_alternative<Tensor>(v_); }

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "ir/model.h"
+#include "runtime/datum.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
-#include "runtime/datum.h"
 #include "util/result.h"
 
 namespace onnxkit::runtime {

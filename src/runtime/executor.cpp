@@ -81,12 +81,10 @@ class PlanBuilder {
   // Outer-scope values (from the parent's frame), inputs and initializers.
   Status add_sources() {
     for (const ir::Value* v : graph_.outer_values_used()) {
-      if (parent_ == nullptr)
-        return make_error("graph '{}' reads '{}', which nothing defines", graph_.name(), v->name());
+      if (parent_ == nullptr) return make_error("graph '{}' reads '{}', which nothing defines", graph_.name(), v->name());
       auto it = parent_->slots.find(v);
       if (it == parent_->slots.end())
-        return make_error("graph '{}' reads '{}' from an enclosing graph that does not provide it", graph_.name(),
-                          v->name());
+        return make_error("graph '{}' reads '{}' from an enclosing graph that does not provide it", graph_.name(), v->name());
       plan_->captures.emplace_back(slot(v), it->second);
     }
     for (const ir::Value* v : graph_.inputs()) plan_->inputs.push_back(slot(v));
@@ -98,8 +96,7 @@ class PlanBuilder {
       if (!v->is_graph_input()) known_.emplace(v, plan_->constants.back().second);  // an input's is only a default
     }
     if (!graph_.sparse_initializers().empty())
-      return make_error("sparse initializer '{}' is not supported by the runtime",
-                        graph_.sparse_initializers()[0]->name());
+      return make_error("sparse initializer '{}' is not supported by the runtime", graph_.sparse_initializers()[0]->name());
     return {};
   }
 
@@ -109,8 +106,7 @@ class PlanBuilder {
   // patterns, Reshape shapes). The other nodes make `order_`.
   Status add_constant_nodes() {
     ONNXKIT_ASSIGN(std::vector<ir::Node*> all_nodes, graph_.topological_order());
-    for (const ir::Node* node : all_nodes)
-      ONNXKIT_TRY(check_node_arity(*node, context_.model.opset(node->domain())));
+    for (const ir::Node* node : all_nodes) ONNXKIT_TRY(check_node_arity(*node, context_.model.opset(node->domain())));
     for (const ir::Node* node : all_nodes)
       for (const ir::Value* v : node->outputs())
         if (v != nullptr) slot(v);
@@ -120,8 +116,8 @@ class PlanBuilder {
       if (out == nullptr || node->outputs().size() != 1) {
         // not a value-producing node of the two kinds
       } else if (const onnx::TensorProto* proto = node->is_onnx_op("Constant") ? out->constant_tensor() : nullptr) {
-        auto tensor = tensor_from_proto(*proto, context_.model.external_data(),
-                                        std::shared_ptr<const void>(context_.owner, proto));
+        auto tensor =
+            tensor_from_proto(*proto, context_.model.external_data(), std::shared_ptr<const void>(context_.owner, proto));
         if (!tensor.ok()) return tensor.error().in(node->describe());
         value = Datum(std::move(tensor).value());
       } else if (node->is_onnx_op("Identity") && known_.count(node->input(0))) {
@@ -144,8 +140,7 @@ class PlanBuilder {
 
   Status add_outputs() {
     const std::vector<const ir::Value*>& results =
-        returned_.empty() ? std::vector<const ir::Value*>(graph_.outputs().begin(), graph_.outputs().end())
-                          : returned_;
+        returned_.empty() ? std::vector<const ir::Value*>(graph_.outputs().begin(), graph_.outputs().end()) : returned_;
     for (const ir::Value* v : results) {
       auto it = plan_->slots.find(v);
       if (it == plan_->slots.end()) return make_error("output '{}' is not produced by the graph", v->name());
@@ -192,8 +187,7 @@ class PlanBuilder {
     for (int i = 0; i < sa.dim_size(); ++i) {
       const auto &da = sa.dim(i), &db = sb.dim(i);
       const bool same = (da.has_dim_value() && db.has_dim_value() && da.dim_value() == db.dim_value()) ||
-                        (da.has_dim_param() && db.has_dim_param() && !da.dim_param().empty() &&
-                         da.dim_param() == db.dim_param());
+                        (da.has_dim_param() && db.has_dim_param() && !da.dim_param().empty() && da.dim_param() == db.dim_param());
       if (!same) return false;
     }
     return true;
@@ -213,15 +207,13 @@ class PlanBuilder {
       layout_ = plan_layout(order_, constant, [this](const ir::Node& n) { return traits_of(n); });
     for (const auto& [v, channels] : layout_.channels) blocked_slot_[v] = new_slot();
     if (!context_.options.fuse) return;
-    producer_fusions_ =
-        nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
+    producer_fusions_ = nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
     chains_ = find_fused_chains(order_, constant, returned, same);
     // A chain stays out of blocked regions and away from nodes another
     // kernel already runs (a residual Add that also feeds a
     // LayerNormalization).
     auto taken = [&](const ir::Node* n) {
-      return layout_.blocked_nodes.count(n) || producer_fusions_.pass_through.count(n) ||
-             producer_fusions_.producers.count(n);
+      return layout_.blocked_nodes.count(n) || producer_fusions_.pass_through.count(n) || producer_fusions_.producers.count(n);
     };
     for (const FusedChain& chain : chains_) {
       bool any_taken = taken(chain.last);
@@ -280,13 +272,11 @@ class PlanBuilder {
       if (v != nullptr && std::find(acts.begin(), acts.end(), i) != acts.end()) {
         if (!blocked_slot_.count(v)) {
           // A plain value entering a blocked region, at a node that starts one.
-          const nn::RegionEntry entry =
-              nn::region_entry(node, [this](const ir::Value* w) { return constant_of(w); });
+          const nn::RegionEntry entry = nn::region_entry(node, [this](const ir::Value* w) { return constant_of(w); });
           plain_input = entry.reads_plain;
           if (!plain_input) {
             blocked_slot_[v] = new_slot();
-            plan_->steps.push_back(
-                reorder_step(node, "ToBlocked", s, blocked_slot_[v], nn::make_to_blocked(entry.channels)));
+            plan_->steps.push_back(reorder_step(node, "ToBlocked", s, blocked_slot_[v], nn::make_to_blocked(entry.channels)));
           }
         }
         if (!plain_input) s = blocked_slot_.at(v);
@@ -300,8 +290,8 @@ class PlanBuilder {
   Status add_kernel(const ir::Node& node, GraphPlan::Step& step, bool plain_input) {
     std::vector<const Tensor*> constants;
     for (const ir::Value* v : node.inputs()) constants.push_back(v != nullptr ? constant_of(v) : nullptr);
-    auto build_subgraph = [self = plan_.get(), context = &context_](const ir::Graph& sub)
-        -> Result<std::shared_ptr<const GraphPlan>> {
+    auto build_subgraph = [self = plan_.get(),
+                           context = &context_](const ir::Graph& sub) -> Result<std::shared_ptr<const GraphPlan>> {
       ONNXKIT_ASSIGN(auto child, build_plan(sub, self, {}, *context));
       return std::shared_ptr<const GraphPlan>(std::move(child));
     };
@@ -315,8 +305,7 @@ class PlanBuilder {
       step.inputs.clear();
       for (const ir::Value* v : chain->second->inputs) step.inputs.push_back(plan_->slots.at(v));
       step.kind = chain->second->kind;
-      KernelInfo info(node, context_.model.opset(""), std::move(constants), context_.options, context_.registry,
-                      build_subgraph);
+      KernelInfo info(node, context_.model.opset(""), std::move(constants), context_.options, context_.registry, build_subgraph);
       ONNXKIT_ASSIGN(step.kernel, build_kernel(chain->second->create, info));
       return {};
     }
@@ -328,15 +317,12 @@ class PlanBuilder {
       const ProducerFusions::Producer& producer = fused->second;
       info.set_fusion(producer.fusion);
       if (!producer.extra.empty()) step.inputs.resize(producer.extra_from, -1);  // an omitted input stays omitted
-      for (const ir::Value* v : producer.extra)
-        step.inputs.push_back(blocked ? blocked_slot_.at(v) : plan_->slots.at(v));
+      for (const ir::Value* v : producer.extra) step.inputs.push_back(blocked ? blocked_slot_.at(v) : plan_->slots.at(v));
     }
     if (blocked && traits_of(node).blocked == OpTraits::Blocked::own_kernel) {
       auto in = layout_.channels.find(node.input(0));
       const int64_t channels = in != layout_.channels.end() ? in->second : -1;
-      const KernelFactory create = [&](const KernelInfo& i) {
-        return nn::make_blocked_kernel(i, plain_input, channels);
-      };
+      const KernelFactory create = [&](const KernelInfo& i) { return nn::make_blocked_kernel(i, plain_input, channels); };
       ONNXKIT_ASSIGN(step.kernel, build_kernel(create, info));
     } else {
       ONNXKIT_ASSIGN(step.kernel, build_kernel(def->create, info));  // element-wise ops read blocked tensors as they are
@@ -411,8 +397,7 @@ class PlanBuilder {
 }  // namespace
 
 Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const GraphPlan* parent,
-                                              const std::vector<const ir::Value*>& returned,
-                                              const PlanContext& context) {
+                                              const std::vector<const ir::Value*>& returned, const PlanContext& context) {
   return PlanBuilder(graph, parent, returned, context).build();
 }
 
@@ -462,22 +447,21 @@ Result<std::vector<Datum>> run_plan(const GraphPlan& plan, std::vector<Datum> in
     for (int s : step.inputs) args.push_back(s >= 0 ? &frame.slots[s] : nullptr);
     std::vector<Datum> results(step.outputs.size());
     SharedOutput shared;
-    if (step.shared_buffer >= 0)
-      shared = {step.part.get(), &frame.shared_buffers[static_cast<size_t>(step.shared_buffer)]};
+    if (step.shared_buffer >= 0) shared = {step.part.get(), &frame.shared_buffers[static_cast<size_t>(step.shared_buffer)]};
     KernelContext ctx(std::move(args), results, step.wanted, frame, threads, shared);
     ONNXKIT_TRY(run_kernel(*step.kernel, ctx, *step.node));
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       if (step.wanted[i] && results[i].empty())
-        return make_error("{}: produced no value for output {} ('{}')", step.node->describe(), i,
-                          step.node->output(i)->name());
+        return make_error("{}: produced no value for output {} ('{}')", step.node->describe(), i, step.node->output(i)->name());
       frame.slots[step.outputs[i]] = std::move(results[i]);
     }
     for (int s : step.release) frame.slots[s] = Datum();
     // Its output holds the buffer now, and goes when no longer read.
     if (step.last_writer) frame.shared_buffers[static_cast<size_t>(step.shared_buffer)] = Tensor();
     if (plan.profile) {
-      plan.step_nanos[k] += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
+      plan.step_nanos[k] +=
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
       ++plan.step_calls[k];
     }
   }

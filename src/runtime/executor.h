@@ -24,11 +24,12 @@ struct GraphPlan {
   struct Step {
     const ir::Node* node = nullptr;
     std::unique_ptr<Kernel> kernel;
-    std::vector<int> inputs;    // slot per input; -1 for an omitted one
-    std::vector<int> outputs;   // slot per output; -1 for an omitted one
-    std::vector<bool> wanted;   // outputs that someone reads (or returned)
-    std::vector<int> release;   // slots nothing reads after this step
-    const char* kind = nullptr; // set for steps the plan adds (layout reorders) or fuses (runtime/fusion.h), null for the node's own
+    std::vector<int> inputs;   // slot per input; -1 for an omitted one
+    std::vector<int> outputs;  // slot per output; -1 for an omitted one
+    std::vector<bool> wanted;  // outputs that someone reads (or returned)
+    std::vector<int> release;  // slots nothing reads after this step
+    const char* kind =
+        nullptr;  // set for steps the plan adds (layout reorders) or fuses (runtime/fusion.h), null for the node's own
     // Output 0 goes into the run's buffer `shared_buffer` (Frame::shared_buffers)
     // where `part` puts it (kernels/nn/blocked.h's in-place writes); -1:
     // allocated on its own.

@@ -51,8 +51,7 @@ struct Matcher {
         return Scaling{node->input(0), 1 / *c};
     } else if (node->is_onnx_op("Mul")) {
       for (size_t i : {0, 1})
-        if (auto c = plain_scalar(node->input(i)); c && node->input(1 - i) != nullptr)
-          return Scaling{node->input(1 - i), *c};
+        if (auto c = plain_scalar(node->input(i)); c && node->input(1 - i) != nullptr) return Scaling{node->input(1 - i), *c};
     }
     return std::nullopt;
   }
@@ -93,8 +92,7 @@ struct Matcher {
   // (perm), each read only on this path and claimed by no other chain; the
   // nodes walked through go to `absorbed`. The value the product reads.
   const ir::Value* operand(const ir::Node* matmul, size_t i, float& alpha, std::vector<int64_t>& perm,
-                           std::vector<const ir::Node*>& absorbed,
-                           const std::unordered_set<const ir::Node*>& claimed) const {
+                           std::vector<const ir::Node*>& absorbed, const std::unordered_set<const ir::Node*>& claimed) const {
     auto free = [&](const ir::Node* n) { return n != nullptr && !claimed.count(n); };
     const ir::Node* reader = matmul;
     const ir::Value* v = matmul->input(i);
@@ -105,8 +103,8 @@ struct Matcher {
       reader = source, v = scaled->x;
       source = v->producer();
     }
-    if (!free(source) || !source->is_onnx_op("Transpose") || source->inputs().size() != 1 ||
-        source->input(0) == nullptr || sole_reader(source) != reader)
+    if (!free(source) || !source->is_onnx_op("Transpose") || source->inputs().size() != 1 || source->input(0) == nullptr ||
+        sole_reader(source) != reader)
       return v;
     // Read in place when one of its last two dims is the input's last.
     std::vector<int64_t> p = source->attr_ints("perm");
@@ -121,17 +119,15 @@ struct Matcher {
   // constant scalar, and whose product goes through a Transpose, each read
   // only here and none in another chain (`claimed`): the attention's head
   // split, 1 / sqrt(d) and head merge.
-  std::optional<FusedChain> transposed_matmul(const ir::Node* matmul,
-                                              const std::unordered_set<const ir::Node*>& claimed) const {
-    if (!matmul->is_onnx_op("MatMul") || matmul->inputs().size() != 2 || matmul->outputs().size() != 1 ||
-        claimed.count(matmul) || matmul->input(0) == nullptr || matmul->input(1) == nullptr)
+  std::optional<FusedChain> transposed_matmul(const ir::Node* matmul, const std::unordered_set<const ir::Node*>& claimed) const {
+    if (!matmul->is_onnx_op("MatMul") || matmul->inputs().size() != 2 || matmul->outputs().size() != 1 || claimed.count(matmul) ||
+        matmul->input(0) == nullptr || matmul->input(1) == nullptr)
       return std::nullopt;  // a missing input is the plain kernel's to name
     math::TransposedMatMul spec;
     FusedChain chain{matmul, {}, {}, "MatMul (transposed operands)", {}};
     chain.inputs = {operand(matmul, 0, spec.alpha, spec.a_perm, chain.absorbed, claimed),
                     operand(matmul, 1, spec.alpha, spec.b_perm, chain.absorbed, claimed)};
-    if (const ir::Node* next = sole_reader(matmul); next != nullptr && !claimed.count(next) &&
-                                                    next->is_onnx_op("Transpose")) {
+    if (const ir::Node* next = sole_reader(matmul); next != nullptr && !claimed.count(next) && next->is_onnx_op("Transpose")) {
       std::vector<int64_t> perm = next->attr_ints("perm");
       if (!perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1) {
         spec.y_perm = std::move(perm);
@@ -148,8 +144,7 @@ struct Matcher {
   // neither in another chain (`claimed`).
   std::optional<FusedChain> add_layer_norm(const ir::Node* norm, const SameShape& same_shape,
                                            const std::unordered_set<const ir::Node*>& claimed) const {
-    if (!norm->is_onnx_op("LayerNormalization") || norm->inputs().size() < 2 || claimed.count(norm))
-      return std::nullopt;
+    if (!norm->is_onnx_op("LayerNormalization") || norm->inputs().size() < 2 || claimed.count(norm)) return std::nullopt;
     for (size_t i = 1; i < norm->outputs().size(); ++i)
       if (norm->output(i) != nullptr && (norm->output(i)->is_used() || is_returned(norm->output(i)))) return std::nullopt;
     const ir::Node* add = norm->input(0) != nullptr ? norm->input(0)->producer() : nullptr;

@@ -136,8 +136,7 @@ Result<const KernelDef*> KernelRegistry::find(const ir::Node& node, int64_t opse
   if (const KernelDef* def = find(node.domain(), node.op_type(), opset)) return def;
   const std::string_view domain = node.canonical_domain();
   if (knows(domain, node.op_type()))
-    return make_error("{}: {} at opset {} is not supported (other versions are)", node.describe(), node.op_type(),
-                      opset);
+    return make_error("{}: {} at opset {} is not supported (other versions are)", node.describe(), node.op_type(), opset);
   return make_error("{}: unsupported operator {}{}{} (opset {})", node.describe(), domain, domain.empty() ? "" : ":",
                     node.op_type(), opset);
 }

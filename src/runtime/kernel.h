@@ -33,8 +33,8 @@ inline constexpr int64_t kLatestOpset = INT_MAX;
 // What a kernel sees when it is built.
 class KernelInfo {
  public:
-  KernelInfo(const ir::Node& node, int64_t opset, std::vector<const Tensor*> constant_inputs,
-             const SessionOptions& options, const KernelRegistry& registry,
+  KernelInfo(const ir::Node& node, int64_t opset, std::vector<const Tensor*> constant_inputs, const SessionOptions& options,
+             const KernelRegistry& registry,
              std::function<Result<std::shared_ptr<const GraphPlan>>(const ir::Graph&)> build_subgraph)
       : node_(node),
         opset_(opset),
@@ -107,8 +107,7 @@ class KernelContext {
  public:
   KernelContext(std::vector<const Datum*> inputs, std::vector<Datum>& outputs, const std::vector<bool>& wanted,
                 const Frame& frame, int threads, SharedOutput shared = {})
-      : inputs_(std::move(inputs)), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads),
-        shared_(shared) {}
+      : inputs_(std::move(inputs)), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads), shared_(shared) {}
 
   size_t num_inputs() const { return inputs_.size(); }
   // Given, and not an omitted optional.
@@ -202,16 +201,15 @@ struct OpTraits {
 struct KernelDef {
   std::string domain;  // "" for the default ai.onnx domain
   std::string op_type;
-  int64_t since = 1;               // first opset version this kernel serves
-  int64_t until = kLatestOpset;    // last one, inclusive
+  int64_t since = 1;             // first opset version this kernel serves
+  int64_t until = kLatestOpset;  // last one, inclusive
   KernelFactory create;
   OpTraits traits;
 };
 
 class KernelRegistry {
  public:
-  void add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create,
-           OpTraits traits = {});
+  void add(std::string domain, std::string op_type, int64_t since, int64_t until, KernelFactory create, OpTraits traits = {});
   // The kernel serving `op_type` at `opset` of `domain` ("ai.onnx" is ""), or null.
   const KernelDef* find(std::string_view domain, std::string_view op_type, int64_t opset) const;
   // The kernel serving `node` at `opset` of its domain, or an error naming

@@ -33,8 +33,7 @@ inline int available_threads() { return inside_parallel_region() ? 1 : std::max(
 // body(i) for every i in [0, n): shared out among the threads, a few items
 // at a time, when `worth_threads` and there is more than one thread to use;
 // in order on the calling thread otherwise, with no region opened.
-template <class Body>
-void parallel_for(int64_t n, bool worth_threads, Body&& body) {
+template <class Body> void parallel_for(int64_t n, bool worth_threads, Body&& body) {
   if (worth_threads && n > 1 && available_threads() > 1) {
 #pragma omp parallel for schedule(dynamic)
     for (int64_t i = 0; i < n; ++i) body(i);

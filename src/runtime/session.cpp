@@ -130,8 +130,7 @@ Status Session::validate(const NamedValues& feeds, std::vector<Datum>& ordered) 
     if (i == inputs_.size()) {
       std::vector<std::string> names;
       for (const ValueInfo& info : inputs_) names.push_back(info.name);
-      return make_error("'{}' is not an input of the model{} (inputs: {})", name, did_you_mean(name, names),
-                        join(names, ", "));
+      return make_error("'{}' is not an input of the model{} (inputs: {})", name, did_you_mean(name, names), join(names, ", "));
     }
     if (fed[i]) return make_error("input '{}' is given twice", name);
     ONNXKIT_TRY(check_feed(inputs_[i], value));
@@ -140,7 +139,8 @@ Status Session::validate(const NamedValues& feeds, std::vector<Datum>& ordered) 
   }
   std::vector<std::string> missing;
   for (size_t i = 0; i < inputs_.size(); ++i)
-    if (!fed[i] && !inputs_[i].has_default) missing.push_back(fmt::format("'{}' ({})", inputs_[i].name, io::type_text(inputs_[i].type)));
+    if (!fed[i] && !inputs_[i].has_default)
+      missing.push_back(fmt::format("'{}' ({})", inputs_[i].name, io::type_text(inputs_[i].type)));
   if (!missing.empty()) return make_error("missing input{} {}", missing.size() > 1 ? "s" : "", join(missing, ", "));
   return {};
 }

@@ -33,7 +33,7 @@ struct SessionOptions {
   // Also return every value a main-graph node produces (after the outputs).
   bool all_outputs = false;
   const KernelRegistry* registry = nullptr;  // null: KernelRegistry::builtin()
-  bool profile = false;  // time every node of the main graph (see Session::profile)
+  bool profile = false;                      // time every node of the main graph (see Session::profile)
   // Run convolution chains on blocked activations (see runtime/layout.h).
   bool blocked_layout = true;
   // Run chains such as torch's five-node GELU or MatMul -> Add as one kernel
@@ -75,7 +75,7 @@ struct NodeProfile {
 // A graph input or output as the model declares it.
 struct ValueInfo {
   std::string name;
-  onnx::TypeProto type;  // may be empty when the model does not say
+  onnx::TypeProto type;      // may be empty when the model does not say
   bool has_default = false;  // an input backed by an initializer: feeding it is optional
 };
 

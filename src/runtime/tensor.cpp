@@ -102,20 +102,16 @@ size_t element_size(DataType type) {
   switch (type) {
     case DataType::float32:
     case DataType::int32:
-    case DataType::uint32:
-      return 4;
+    case DataType::uint32: return 4;
     case DataType::float64:
     case DataType::int64:
     case DataType::uint64:
-    case DataType::complex64:
-      return 8;
-    case DataType::complex128:
-      return 16;
+    case DataType::complex64: return 8;
+    case DataType::complex128: return 16;
     case DataType::float16:
     case DataType::bfloat16:
     case DataType::int16:
-    case DataType::uint16:
-      return 2;
+    case DataType::uint16: return 2;
     case DataType::int8:
     case DataType::uint8:
     case DataType::boolean:
@@ -128,12 +124,9 @@ size_t element_size(DataType type) {
     case DataType::float4e2m1:
     case DataType::float8e8m0:
     case DataType::int2:
-    case DataType::uint2:
-      return 1;
-    case DataType::string:
-      return sizeof(std::string);
-    default:
-      return 0;
+    case DataType::uint2: return 1;
+    case DataType::string: return sizeof(std::string);
+    default: return 0;
   }
 }
 
@@ -150,10 +143,8 @@ bool is_integer(DataType t) {
     case DataType::uint8:
     case DataType::uint16:
     case DataType::uint32:
-    case DataType::uint64:
-      return true;
-    default:
-      return false;
+    case DataType::uint64: return true;
+    default: return false;
   }
 }
 
@@ -172,10 +163,8 @@ bool is_low_precision(DataType t) {
     case DataType::float4e2m1:
     case DataType::float8e8m0:
     case DataType::int2:
-    case DataType::uint2:
-      return true;
-    default:
-      return false;
+    case DataType::uint2: return true;
+    default: return false;
   }
 }
 
@@ -183,15 +172,11 @@ int bit_width(DataType type) {
   switch (type) {
     case DataType::int4:
     case DataType::uint4:
-    case DataType::float4e2m1:
-      return 4;
+    case DataType::float4e2m1: return 4;
     case DataType::int2:
-    case DataType::uint2:
-      return 2;
-    case DataType::string:
-      return 0;
-    default:
-      return static_cast<int>(element_size(type) * 8);
+    case DataType::uint2: return 2;
+    case DataType::string: return 0;
+    default: return static_cast<int>(element_size(type) * 8);
   }
 }
 
@@ -208,7 +193,7 @@ Float16::Float16(float f) {
     bits = static_cast<uint16_t>(sign | 0x7c00u);
     return;
   }
-  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+  if (abs < 0x38800000u) {                         // below the smallest normal half: subnormal or zero
     float scaled = bits_float(abs) * 16777216.0f;  // 2^24: units of the smallest subnormal
     uint32_t m = static_cast<uint32_t>(std::nearbyint(scaled));
     bits = static_cast<uint16_t>(sign | m);
@@ -299,8 +284,7 @@ uint8_t float8_encode(const Float8Layout& layout, double v, bool saturate) {
 
 }  // namespace
 
-template <Float8Format F>
-Float8<F>::Float8(double v, bool saturate) : bits(float8_encode(float8_layout(F), v, saturate)) {}
+template <Float8Format F> Float8<F>::Float8(double v, bool saturate) : bits(float8_encode(float8_layout(F), v, saturate)) {}
 
 namespace {
 
@@ -320,8 +304,7 @@ float float8_decode(const Float8Layout& layout, uint8_t bits) {
 
 }  // namespace
 
-template <Float8Format F>
-Float8<F>::operator float() const {
+template <Float8Format F> Float8<F>::operator float() const {
   // 256 codes: decoded once, looked up per element.
   static const std::array<float, 256> values = [] {
     std::array<float, 256> v;
@@ -410,8 +393,7 @@ Result<int64_t> checked_shape_size(const Shape& shape) {
     if (d == 0) {
       empty = true;
     } else if (n > kMaxElements / d) {
-      return make_error("shape {} has more than {} elements, too many to allocate", shape_to_string(shape),
-                        kMaxElements);
+      return make_error("shape {} has more than {} elements, too many to allocate", shape_to_string(shape), kMaxElements);
     } else {
       n *= d;
     }

@@ -88,8 +88,7 @@ struct BFloat16 {
 // 0x80 being their one NaN, and an exponent bias one more than IEEE's.
 enum class Float8Format { e4m3fn, e4m3fnuz, e5m2, e5m2fnuz };
 
-template <Float8Format F>
-struct Float8 {
+template <Float8Format F> struct Float8 {
   uint8_t bits = 0;
   Float8() = default;
   // Rounds to nearest even. Infinities and what rounds beyond the largest
@@ -136,8 +135,7 @@ struct Float8E8M0 {
 // TensorProto packs two or four per byte (tensor_proto.cpp). Construction
 // keeps the low `Bits` bits, sign-extended when signed: integers out of
 // range wrap, as Cast narrows integers.
-template <int Bits, bool Signed>
-struct BasicIntN {
+template <int Bits, bool Signed> struct BasicIntN {
   using Storage = std::conditional_t<Signed, int8_t, uint8_t>;
   static constexpr int64_t kMask = (1 << Bits) - 1, kSignBit = 1 << (Bits - 1);
   Storage value = 0;
@@ -249,8 +247,7 @@ class Tensor {
   // A tensor viewing `data`, kept valid by `owner`. Read-only by contract.
   static Tensor view(DataType type, Shape shape, const void* data, std::shared_ptr<const void> owner);
   // A scalar or 1-D tensor from values, for tests and small constants.
-  template <class T>
-  static Tensor from(Shape shape, const std::vector<T>& values);
+  template <class T> static Tensor from(Shape shape, const std::vector<T>& values);
 
   bool defined() const { return type_ != DataType::undefined; }
   DataType dtype() const { return type_; }
@@ -262,18 +259,9 @@ class Tensor {
 
   const void* raw() const { return data_; }
   void* mutable_raw() { return data_; }
-  template <class T>
-  const T* data() const {
-    return static_cast<const T*>(data_);
-  }
-  template <class T>
-  T* mutable_data() {
-    return static_cast<T*>(data_);
-  }
-  template <class T>
-  std::span<const T> values() const {
-    return {data<T>(), static_cast<size_t>(numel_)};
-  }
+  template <class T> const T* data() const { return static_cast<const T*>(data_); }
+  template <class T> T* mutable_data() { return static_cast<T*>(data_); }
+  template <class T> std::span<const T> values() const { return {data<T>(), static_cast<size_t>(numel_)}; }
 
   // The same elements under another shape (no copy).
   Tensor reshaped(Shape shape) const;
@@ -293,8 +281,7 @@ class Tensor {
   void* data_ = nullptr;
 };
 
-template <class T>
-Tensor Tensor::from(Shape shape, const std::vector<T>& values) {
+template <class T> Tensor Tensor::from(Shape shape, const std::vector<T>& values) {
   Tensor t(data_type_of<T>(), std::move(shape));
   for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.numel()); ++i) t.mutable_data<T>()[i] = values[i];
   return t;
@@ -302,23 +289,16 @@ Tensor Tensor::from(Shape shape, const std::vector<T>& values) {
 
 // Calls f.template operator()<T>() with the C++ type of `type`. The variants
 // name the sets of types an op accepts; an unsupported type is an error.
-template <class F>
-Status dispatch_numeric(DataType type, F&& f);  // all numbers (no bool, string, complex)
-template <class F>
-Status dispatch_all(DataType type, F&& f);  // every element type but the low-precision ones
-template <class F>
-Status dispatch_low_precision(DataType type, F&& f);  // float8 formats, float4, 2- and 4-bit integers
-template <class F>
-Status dispatch_float(DataType type, F&& f);  // float16, bfloat16, float32, float64
-template <class F>
-Status dispatch_integer(DataType type, F&& f);  // signed and unsigned integers
+template <class F> Status dispatch_numeric(DataType type, F&& f);        // all numbers (no bool, string, complex)
+template <class F> Status dispatch_all(DataType type, F&& f);            // every element type but the low-precision ones
+template <class F> Status dispatch_low_precision(DataType type, F&& f);  // float8 formats, float4, 2- and 4-bit integers
+template <class F> Status dispatch_float(DataType type, F&& f);          // float16, bfloat16, float32, float64
+template <class F> Status dispatch_integer(DataType type, F&& f);        // signed and unsigned integers
 
 #define ONNXKIT_DISPATCH_CASE(code, f) \
-  case DataType::code:                 \
-    return f.template operator()<typename CppType<DataType::code>::type>();
+  case DataType::code: return f.template operator()<typename CppType<DataType::code>::type>();
 
-template <class F>
-Status dispatch_numeric(DataType type, F&& f) {
+template <class F> Status dispatch_numeric(DataType type, F&& f) {
   switch (type) {
     ONNXKIT_DISPATCH_CASE(float32, f)
     ONNXKIT_DISPATCH_CASE(float64, f)
@@ -332,25 +312,21 @@ Status dispatch_numeric(DataType type, F&& f) {
     ONNXKIT_DISPATCH_CASE(uint16, f)
     ONNXKIT_DISPATCH_CASE(uint32, f)
     ONNXKIT_DISPATCH_CASE(uint64, f)
-    default:
-      return make_error("element type {} is not supported here", to_string(type));
+    default: return make_error("element type {} is not supported here", to_string(type));
   }
 }
 
-template <class F>
-Status dispatch_float(DataType type, F&& f) {
+template <class F> Status dispatch_float(DataType type, F&& f) {
   switch (type) {
     ONNXKIT_DISPATCH_CASE(float32, f)
     ONNXKIT_DISPATCH_CASE(float64, f)
     ONNXKIT_DISPATCH_CASE(float16, f)
     ONNXKIT_DISPATCH_CASE(bfloat16, f)
-    default:
-      return make_error("element type {} is not supported here (floating point only)", to_string(type));
+    default: return make_error("element type {} is not supported here (floating point only)", to_string(type));
   }
 }
 
-template <class F>
-Status dispatch_integer(DataType type, F&& f) {
+template <class F> Status dispatch_integer(DataType type, F&& f) {
   switch (type) {
     ONNXKIT_DISPATCH_CASE(int8, f)
     ONNXKIT_DISPATCH_CASE(int16, f)
@@ -360,25 +336,21 @@ Status dispatch_integer(DataType type, F&& f) {
     ONNXKIT_DISPATCH_CASE(uint16, f)
     ONNXKIT_DISPATCH_CASE(uint32, f)
     ONNXKIT_DISPATCH_CASE(uint64, f)
-    default:
-      return make_error("element type {} is not supported here (integers only)", to_string(type));
+    default: return make_error("element type {} is not supported here (integers only)", to_string(type));
   }
 }
 
-template <class F>
-Status dispatch_all(DataType type, F&& f) {
+template <class F> Status dispatch_all(DataType type, F&& f) {
   switch (type) {
     ONNXKIT_DISPATCH_CASE(boolean, f)
     ONNXKIT_DISPATCH_CASE(string, f)
     ONNXKIT_DISPATCH_CASE(complex64, f)
     ONNXKIT_DISPATCH_CASE(complex128, f)
-    default:
-      return dispatch_numeric(type, std::forward<F>(f));
+    default: return dispatch_numeric(type, std::forward<F>(f));
   }
 }
 
-template <class F>
-Status dispatch_low_precision(DataType type, F&& f) {
+template <class F> Status dispatch_low_precision(DataType type, F&& f) {
   switch (type) {
     ONNXKIT_DISPATCH_CASE(float8e4m3fn, f)
     ONNXKIT_DISPATCH_CASE(float8e4m3fnuz, f)
@@ -391,8 +363,7 @@ Status dispatch_low_precision(DataType type, F&& f) {
     ONNXKIT_DISPATCH_CASE(int2, f)
     ONNXKIT_DISPATCH_CASE(uint2, f)
     default:
-      return make_error("element type {} is not supported here (float8, float4, 2- and 4-bit integers only)",
-                        to_string(type));
+      return make_error("element type {} is not supported here (float8, float4, 2- and 4-bit integers only)", to_string(type));
   }
 }
 
@@ -401,8 +372,7 @@ Status dispatch_low_precision(DataType type, F&& f) {
 // Integer limits of the 2- and 4-bit types, so that saturating code written
 // for the standard integers (Cast, QuantizeLinear) takes them as they are.
 namespace std {
-template <int Bits, bool Signed>
-class numeric_limits<onnxkit::runtime::BasicIntN<Bits, Signed>> {
+template <int Bits, bool Signed> class numeric_limits<onnxkit::runtime::BasicIntN<Bits, Signed>> {
   using T = onnxkit::runtime::BasicIntN<Bits, Signed>;
 
  public:

@@ -8,8 +8,7 @@
 namespace onnxkit::runtime {
 namespace {
 
-template <class Dst, class Field>
-void decode_field(const Field& field, Tensor& out) {
+template <class Dst, class Field> void decode_field(const Field& field, Tensor& out) {
   Dst* dst = out.mutable_data<Dst>();
   int64_t i = 0;
   for (auto v : field) {
@@ -111,8 +110,7 @@ uint64_t typed_entries(const onnx::TensorProto& proto, DataType type) {
 // Data in the typed fields (float_data, int32_data...): `count` values, `bytes` as stored.
 // The fields are counted before the tensor is allocated: a few bytes of
 // dims can ask for gigabytes that the fields do not hold.
-Result<Tensor> from_typed_fields(const onnx::TensorProto& proto, DataType type, Shape shape, uint64_t count,
-                                 uint64_t bytes) {
+Result<Tensor> from_typed_fields(const onnx::TensorProto& proto, DataType type, Shape shape, uint64_t count, uint64_t bytes) {
   std::string packed;
   if (is_packed_in_proto(type)) {
     ONNXKIT_ASSIGN(packed, io::inline_bytes(proto));  // a packed byte per int32_data entry
@@ -162,8 +160,7 @@ Result<Tensor> from_typed_fields(const onnx::TensorProto& proto, DataType type, 
       for (int i = 0; i < proto.double_data_size() && i < 2 * t.numel(); ++i) dst[i] = proto.double_data(i);
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return t;
 }
@@ -232,10 +229,8 @@ Result<Datum> value_from_proto(const onnx::OptionalProto& proto) {
       opt.value = std::make_shared<Datum>(std::move(v));
       break;
     }
-    case onnx::OptionalProto::UNDEFINED:
-      break;  // an empty optional
-    default:
-      return make_error("optional '{}': only optional tensors and sequences are supported", proto.name());
+    case onnx::OptionalProto::UNDEFINED: break;  // an empty optional
+    default: return make_error("optional '{}': only optional tensors and sequences are supported", proto.name());
   }
   return Datum(std::move(opt));
 }
@@ -268,10 +263,8 @@ onnx::MapProto map_to_proto(const Map& map, const std::string& name) {
   const size_t width = element_size(map.values.dtype());
   for (int64_t i = 0; i < n; ++i) {
     Tensor one(map.values.dtype(), Shape{});
-    if (map.values.dtype() == DataType::string)
-      one.mutable_data<std::string>()[0] = map.values.data<std::string>()[i];
-    else
-      std::memcpy(one.mutable_raw(), static_cast<const char*>(map.values.raw()) + i * width, width);
+    if (map.values.dtype() == DataType::string) one.mutable_data<std::string>()[0] = map.values.data<std::string>()[i];
+    else std::memcpy(one.mutable_raw(), static_cast<const char*>(map.values.raw()) + i * width, width);
     *values->add_tensor_values() = tensor_to_proto(one);
   }
   return proto;

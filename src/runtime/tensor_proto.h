@@ -2,8 +2,8 @@
 // Between ONNX's protobuf values (TensorProto, SequenceProto, OptionalProto)
 // and the runtime's.
 
-#include <onnx/onnx_pb.h>
 #include <onnx/onnx-data_pb.h>
+#include <onnx/onnx_pb.h>
 
 #include <memory>
 #include <string>

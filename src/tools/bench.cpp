@@ -1,8 +1,8 @@
 #include "tools/bench.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sys/resource.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -24,13 +24,11 @@ using Clock = std::chrono::steady_clock;
 // Waiting for a core this long, as a share of the latency, is worth a word.
 constexpr double kContendedShare = 0.05;
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
+double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
 // The value at fraction q of sorted samples (nearest rank).
 double quantile(const std::vector<double>& sorted, double q) {
-  size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size()))) ;
+  size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
   return sorted[std::min(sorted.size() - 1, i == 0 ? 0 : i - 1)];
 }
 
@@ -50,10 +48,10 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
     report.batch = options.batch;
   }
   if (std::string weights = describe_initializer_inputs(*loaded); !weights.empty())
-    report.warnings.push_back(fmt::format(
-        "graph inputs backed by initializers ({}) may be fed, so the runtime neither prepacks nor fuses them; "
-        "`onnxkit edit MODEL OUT --freeze-initializers` makes them constants",
-        weights));
+    report.warnings.push_back(
+        fmt::format("graph inputs backed by initializers ({}) may be fed, so the runtime neither prepacks nor fuses them; "
+                    "`onnxkit edit MODEL OUT --freeze-initializers` makes them constants",
+                    weights));
   std::shared_ptr<const ir::Model> model(std::move(loaded));
 
   start = Clock::now();
@@ -93,14 +91,13 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
   report.mean_ms = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
   if (report.batch > 0) report.throughput = static_cast<double>(report.batch) * 1000.0 / report.median_ms;
   if (report.cpu_wait_ms > kContendedShare * report.mean_ms || report.single_thread_runs > 0)
-    report.warnings.push_back(fmt::format(
-        "other work kept the CPUs busy: this process's threads waited {:.2f} ms per run for a core ({:.0f}% of the "
-        "mean latency){}; the figures include that",
-        report.cpu_wait_ms, 100 * report.cpu_wait_ms / report.mean_ms,
-        report.single_thread_runs > 0
-            ? fmt::format(", and {} of the {} runs used one thread instead of {}", report.single_thread_runs,
-                          options.runs, report.threads)
-            : ""));
+    report.warnings.push_back(
+        fmt::format("other work kept the CPUs busy: this process's threads waited {:.2f} ms per run for a core ({:.0f}% of the "
+                    "mean latency){}; the figures include that",
+                    report.cpu_wait_ms, 100 * report.cpu_wait_ms / report.mean_ms,
+                    report.single_thread_runs > 0 ? fmt::format(", and {} of the {} runs used one thread instead of {}",
+                                                                report.single_thread_runs, options.runs, report.threads)
+                                                  : ""));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   report.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
@@ -126,8 +123,8 @@ std::string render_bench_text(const BenchReport& r) {
       "runs {}  threads {}\n"
       "latency  min {}  median {}  p90 {}  mean {}\n"
       "load {:.1f} ms  session {:.1f} ms  peak RSS {:.1f} MiB\n",
-      r.run_ms.size(), r.threads, human_ms(r.min_ms), human_ms(r.median_ms), human_ms(r.p90_ms), human_ms(r.mean_ms),
-      r.load_ms, r.session_ms, r.peak_rss_mb);
+      r.run_ms.size(), r.threads, human_ms(r.min_ms), human_ms(r.median_ms), human_ms(r.p90_ms), human_ms(r.mean_ms), r.load_ms,
+      r.session_ms, r.peak_rss_mb);
   if (r.batch > 0) out += fmt::format("batch {}  throughput {:.1f} samples/s (at the median)\n", r.batch, r.throughput);
   return out;
 }
@@ -177,10 +174,17 @@ std::string render_bench_profile(const BenchReport& r, size_t top) {
 }
 
 std::string render_bench_json(const BenchReport& r) {
-  nlohmann::json j = {{"runs", r.run_ms.size()},   {"threads", r.threads},       {"min_ms", r.min_ms},
-                      {"median_ms", r.median_ms},  {"p90_ms", r.p90_ms},         {"mean_ms", r.mean_ms},
-                      {"load_ms", r.load_ms},      {"session_ms", r.session_ms}, {"peak_rss_mb", r.peak_rss_mb},
-                      {"cpu_wait_ms", r.cpu_wait_ms}, {"single_thread_runs", r.single_thread_runs},
+  nlohmann::json j = {{"runs", r.run_ms.size()},
+                      {"threads", r.threads},
+                      {"min_ms", r.min_ms},
+                      {"median_ms", r.median_ms},
+                      {"p90_ms", r.p90_ms},
+                      {"mean_ms", r.mean_ms},
+                      {"load_ms", r.load_ms},
+                      {"session_ms", r.session_ms},
+                      {"peak_rss_mb", r.peak_rss_mb},
+                      {"cpu_wait_ms", r.cpu_wait_ms},
+                      {"single_thread_runs", r.single_thread_runs},
                       {"run_ms", r.run_ms}};
   if (r.batch > 0) {
     j["batch"] = r.batch;

@@ -28,11 +28,11 @@ struct BenchReport {
   std::vector<double> run_ms;
   double min_ms = 0, median_ms = 0, p90_ms = 0, mean_ms = 0;
   int threads = 0;
-  int64_t batch = 0;            // as asked; 0: the model's own
-  double throughput = 0;        // samples per second at the median, with a batch
+  int64_t batch = 0;                  // as asked; 0: the model's own
+  double throughput = 0;              // samples per second at the median, with a batch
   std::vector<std::string> warnings;  // from setting the batch, and weights the runtime cannot treat as constants
   std::vector<std::string> notes;     // symbolic dims no --shape set, taken as 1
-  double peak_rss_mb = 0;  // of the whole process
+  double peak_rss_mb = 0;             // of the whole process
   // Per measured run, time the process's threads spent runnable but waiting
   // for a CPU taken by other work (0 where Linux does not say).
   double cpu_wait_ms = 0;

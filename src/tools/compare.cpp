@@ -61,8 +61,8 @@ struct Comparison {
   const CompareOptions& options;
   CompareReport report;
   Pairs pairs;
-  std::vector<const ir::Value*> tensor_b;    // per report.tensors entry, B's value
-  std::vector<const ir::Node*> node_b;       // per report.nodes entry
+  std::vector<const ir::Value*> tensor_b;  // per report.tensors entry, B's value
+  std::vector<const ir::Node*> node_b;     // per report.nodes entry
   bool paired = false;
 
   Comparison(const ir::Model& b, const ir::Model* a, const CompareOptions& o) : model_b(b), model_a(a), options(o) {}
@@ -111,8 +111,9 @@ struct Comparison {
     }
     if (report.tensors.empty()) {
       if (model_a == nullptr)
-        return make_error("no tensor of the reference has the name of a tensor the model computes ({} reference tensors, e.g. '{}')",
-                          va.size(), va.empty() ? "" : va.begin()->first);
+        return make_error(
+            "no tensor of the reference has the name of a tensor the model computes ({} reference tensors, e.g. '{}')", va.size(),
+            va.empty() ? "" : va.begin()->first);
       return make_error("no tensor of A could be paired with one of B: the models have nothing in common to compare");
     }
     for (const ir::Node* node : order_b) {
@@ -149,8 +150,9 @@ struct Comparison {
     from_b = true;
     if (auto it = vb.find(v->name()); it != vb.end()) return it->second;
     if (v->initializer() != nullptr) {  // an input with a default nobody fed
-      ONNXKIT_ASSIGN(runtime::Tensor t, runtime::tensor_from_proto(*v->initializer(), model_b.external_data(),
-                                                                   std::shared_ptr<const void>(std::shared_ptr<const void>{}, &model_b)));
+      ONNXKIT_ASSIGN(runtime::Tensor t,
+                     runtime::tensor_from_proto(*v->initializer(), model_b.external_data(),
+                                                std::shared_ptr<const void>(std::shared_ptr<const void>{}, &model_b)));
       return Datum(std::move(t));
     }
     return make_error("no value for '{}'", v->name());
@@ -182,7 +184,8 @@ struct Comparison {
     std::shared_ptr<const ir::Model> shared(std::move(alone));
     ONNXKIT_ASSIGN(NamedTensors values, run_all_values(shared, feeds, options.threads));
     std::vector<Datum> results;
-    for (const ir::Value* v : node.outputs()) results.push_back(v != nullptr && values.count(v->name()) ? values.at(v->name()) : Datum());
+    for (const ir::Value* v : node.outputs())
+      results.push_back(v != nullptr && values.count(v->name()) ? values.at(v->name()) : Datum());
     return results;
   }
 
@@ -208,7 +211,8 @@ struct Comparison {
       input_text.push_back(value_text(v->name(), *value));
       inputs.push_back(std::move(value).value());
     }
-    auto results = node.subgraphs().empty() ? runtime::evaluate_node(node, model_b, inputs) : run_with_subgraphs(node, inputs, va, vb);
+    auto results =
+        node.subgraphs().empty() ? runtime::evaluate_node(node, model_b, inputs) : run_with_subgraphs(node, inputs, va, vb);
     if (!results.ok()) {
       n.note = "re-run on A's inputs failed: " + results.error().message();
       return;
@@ -350,9 +354,10 @@ struct Comparison {
     r.nodes = std::move(ranked);
     if (!r.nodes.empty() && r.nodes[0].suspect) r.culprit = 0;
     if (!r.passed && !r.culprit)
-      r.notes.push_back(r.first_divergent && options.local_errors
-                            ? "no node is wrong on A's own inputs: the error builds up over many nodes (or comes from one that was not re-run)"
-                            : "local errors were not computed");
+      r.notes.push_back(
+          r.first_divergent && options.local_errors
+              ? "no node is wrong on A's own inputs: the error builds up over many nodes (or comes from one that was not re-run)"
+              : "local errors were not computed");
     return std::move(report);
   }
 };
@@ -370,7 +375,8 @@ Result<runtime::NamedValues> feeds_for_graphs(const ir::Graph& a, const ir::Grap
     return join(parts, ", ");
   };
   bool same_names = ia.size() == ib.size();
-  for (size_t i = 0; i < ia.size() && same_names; ++i) same_names = b.find_value(ia[i]->name()) != nullptr && b.find_value(ia[i]->name())->is_graph_input();
+  for (size_t i = 0; i < ia.size() && same_names; ++i)
+    same_names = b.find_value(ia[i]->name()) != nullptr && b.find_value(ia[i]->name())->is_graph_input();
   if (same_names) return feeds;
   if (ia.size() != ib.size())
     return make_error("the models take different inputs: A takes {}, B takes {}", describe(ia), describe(ib));

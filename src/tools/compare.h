@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/model.h"
-#include "runtime/session.h"
 #include "runtime/datum.h"
+#include "runtime/session.h"
 #include "tools/inputs.h"
 #include "util/progress.h"
 #include "util/result.h"
@@ -58,8 +58,8 @@ struct TensorStats {
   int64_t elements = 0;
   int64_t mismatches = 0;  // elements outside atol + rtol * |expected|
   double max_abs = 0, max_rel = 0, mean_abs = 0, median_abs = 0, quantile_abs = 0;
-  double cosine = 1;                 // of the two tensors as vectors (finite elements); 1 when both are zero
-  double snr_db = INFINITY;          // 10 log10(sum expected^2 / sum error^2); infinite when exact
+  double cosine = 1;         // of the two tensors as vectors (finite elements); 1 when both are zero
+  double snr_db = INFINITY;  // 10 log10(sum expected^2 / sum error^2); infinite when exact
   int64_t nan_expected = 0, inf_expected = 0, nan_actual = 0, inf_actual = 0;
   double required_atol = 0;  // the smallest atol that passes elementwise with the given rtol
   double required_rtol = 0;  // the smallest rtol that passes elementwise with the given atol (infinite if none)
@@ -101,7 +101,7 @@ struct TensorReport {
 struct NodeReport {
   std::string name, op_type, domain;
   nlohmann::json attributes = nlohmann::json::object();  // as `info --json` writes them
-  std::vector<std::string> inputs;  // "name float32[1,64,56,56]" in the local run (A's values where paired)
+  std::vector<std::string> inputs;                       // "name float32[1,64,56,56]" in the local run (A's values where paired)
   std::vector<std::string> outputs;
   // B's node on A's inputs against A's outputs (the worst output, worst
   // sample); empty when it was not re-run (`note` says why).
@@ -129,11 +129,11 @@ struct CompareReport {
   int samples = 0;
   std::vector<std::string> inputs;  // "name float32[1,3,224,224] (random, seed 0)"
   PairingSummary pairing;
-  std::vector<TensorReport> tensors;  // in A's order (B's for a reference)
+  std::vector<TensorReport> tensors;      // in A's order (B's for a reference)
   std::optional<size_t> first_divergent;  // into tensors
-  std::vector<NodeReport> nodes;         // ranked: worst local error first
-  std::optional<size_t> culprit;         // into nodes: the first, when it is a suspect
-  bool passed = true;  // every compared output (every tensor, when no output is compared) within tolerance
+  std::vector<NodeReport> nodes;          // ranked: worst local error first
+  std::optional<size_t> culprit;          // into nodes: the first, when it is a suspect
+  bool passed = true;                     // every compared output (every tensor, when no output is compared) within tolerance
   std::vector<std::string> notes;
 };
 
@@ -166,8 +166,7 @@ Result<CompareReport> compare_models_on(std::shared_ptr<const ir::Model> a, std:
 // several iterations in one are several samples. Model inputs come from
 // options.inputs, else from the reference tensors of their names.
 Result<CompareReport> compare_with_reference(const std::filesystem::path& model,
-                                             const std::vector<std::filesystem::path>& reference,
-                                             const CompareOptions& options);
+                                             const std::vector<std::filesystem::path>& reference, const CompareOptions& options);
 
 // --- building blocks (debug reduce uses them) ------------------------------------
 

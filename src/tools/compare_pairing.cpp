@@ -28,7 +28,9 @@ std::string type_of(const NamedTensors& values, const std::string& name) {
 
 namespace {
 
-bool same_domain(const ir::Node& a, const ir::Node& b) { return a.in_onnx_domain() ? b.in_onnx_domain() : a.domain() == b.domain(); }
+bool same_domain(const ir::Node& a, const ir::Node& b) {
+  return a.in_onnx_domain() ? b.in_onnx_domain() : a.domain() == b.domain();
+}
 
 // Ops that only rearrange their input's elements stand for one another when
 // their output types agree: simplify turns a Transpose that moves size-1
@@ -111,7 +113,8 @@ bool same_constants(const ir::Node& na, const ir::Node& nb) {
   for (size_t i = 0; i < na.inputs().size(); ++i) {
     const ir::Value *a = na.input(i), *b = nb.input(i);
     if ((a != nullptr && holds_constant(a)) != (b != nullptr && holds_constant(b))) return false;
-    if (a != nullptr && b != nullptr && holds_constant(a) && !same_tensor_proto(a->constant_tensor(), b->constant_tensor())) return false;
+    if (a != nullptr && b != nullptr && holds_constant(a) && !same_tensor_proto(a->constant_tensor(), b->constant_tensor()))
+      return false;
   }
   return true;
 }
@@ -139,7 +142,8 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
       if (!holds_constant(v)) lb.push_back(v);
     if (la.size() != lb.size()) return;
     for (size_t i = 0; i < la.size(); ++i)
-      if (!pairs.of_b.count(lb[i]) && !pairs.used_a.count(la[i]->name()) && type_of(va_values, la[i]->name()) == type_of(vb_values, lb[i]->name()))
+      if (!pairs.of_b.count(lb[i]) && !pairs.used_a.count(la[i]->name()) &&
+          type_of(va_values, la[i]->name()) == type_of(vb_values, lb[i]->name()))
         pairs.add(lb[i], la[i]->name(), Pairing::position);
   };
   by_position(a.inputs(), b.inputs());
@@ -171,8 +175,7 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
         if (current != nullptr && *current == va->name()) continue;
         if (type_of(va_values, va->name()) != type_of(vb_values, vb->name()) || va->is_graph_input() != vb->is_graph_input())
           consistent = false;
-        else
-          moves.emplace_back(vb, va);
+        else moves.emplace_back(vb, va);
       }
       // Operands of a commutative op may come in the other order: no evidence then.
       if (!consistent || moves.empty() || (is_commutative(*nb) && nb->inputs().size() == 2)) continue;
@@ -202,14 +205,16 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
       std::vector<const ir::Node*> found;
       for (const ir::Use& use : via_a->uses()) {
         const ir::Node* na = use.node;
-        if (na->graph() != &a || !same_op(*na, *nb) || na->outputs().size() != nb->outputs().size() || !same_inputs(*na, *nb, pairs, fixed_a, fixed_b, {inputs[0], via_a}) ||
+        if (na->graph() != &a || !same_op(*na, *nb) || na->outputs().size() != nb->outputs().size() ||
+            !same_inputs(*na, *nb, pairs, fixed_a, fixed_b, {inputs[0], via_a}) ||
             std::find(found.begin(), found.end(), na) != found.end())
           continue;
         bool fits = true;
         for (size_t k = 0; k < nb->outputs().size() && fits; ++k) {
           const ir::Value *ob = nb->output(k), *oa = na->output(k);
           if (ob == nullptr || pairs.of_b.count(ob)) continue;
-          fits = oa != nullptr && !pairs.used_a.count(oa->name()) && type_of(va_values, oa->name()) == type_of(vb_values, ob->name());
+          fits = oa != nullptr && !pairs.used_a.count(oa->name()) &&
+                 type_of(va_values, oa->name()) == type_of(vb_values, ob->name());
         }
         if (fits) found.push_back(na);
       }
@@ -259,7 +264,8 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
       for (const ir::Node* na : candidates)
         if (same_constants(*na, *nb)) same.push_back(na);
       if (same.size() == 1) candidates = same;
-      std::sort(candidates.begin(), candidates.end(), [&](const ir::Node* x, const ir::Node* y) { return rank_a[x] < rank_a[y]; });
+      std::sort(candidates.begin(), candidates.end(),
+                [&](const ir::Node* x, const ir::Node* y) { return rank_a[x] < rank_a[y]; });
     }
     if (candidates.empty()) continue;
     const ir::Node* na = candidates[0];

@@ -51,7 +51,8 @@ json tensor_json(const TensorReport& t) {
   return {{"name", t.name},
           {"name_b", t.name_b},
           {"paired_by", to_string(t.paired_by)},
-          {"producer", t.producer.empty() && t.producer_op.empty() ? json(nullptr) : json({{"name", t.producer}, {"op_type", t.producer_op}})},
+          {"producer", t.producer.empty() && t.producer_op.empty() ? json(nullptr)
+                                                                   : json({{"name", t.producer}, {"op_type", t.producer_op}})},
           {"is_output", t.is_output},
           {"type_a", t.type_a},
           {"type_b", t.type_b},
@@ -114,7 +115,8 @@ std::string local_summary(const NodeReport& n) {
 
 std::string summarize_divergence(const CompareReport& report) {
   std::vector<std::string> parts;
-  if (report.first_divergent) parts.push_back("first divergent tensor " + tensor_summary(report.tensors[*report.first_divergent]));
+  if (report.first_divergent)
+    parts.push_back("first divergent tensor " + tensor_summary(report.tensors[*report.first_divergent]));
   if (report.culprit) {
     const NodeReport& n = report.nodes[*report.culprit];
     parts.push_back(fmt::format("culprit {} ({})", node_label(n.op_type, n.name), local_summary(n)));
@@ -141,7 +143,8 @@ std::string render_compare_text(const CompareReport& r, size_t top, bool all_ten
                      p.by_name + p.by_position + p.by_structure, join(how, ", "), p.unpaired_a.size(), p.unpaired_b.size());
   if (!r.reference.empty() && !p.unpaired_a.empty()) {
     std::vector<std::string> shown(p.unpaired_a.begin(), p.unpaired_a.begin() + std::min<size_t>(5, p.unpaired_a.size()));
-    out += fmt::format("reference tensors the model does not have: {}{}\n", join(shown, ", "), p.unpaired_a.size() > 5 ? ", ..." : "");
+    out += fmt::format("reference tensors the model does not have: {}{}\n", join(shown, ", "),
+                       p.unpaired_a.size() > 5 ? ", ..." : "");
   }
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
 
@@ -161,12 +164,15 @@ std::string render_compare_text(const CompareReport& r, size_t top, bool all_ten
     out += fmt::format("\nnodes by local error (B's node on A's inputs), {} of {}:\n", shown, r.nodes.size());
     size_t width = 4;
     for (size_t k = 0; k < shown; ++k) width = std::max(width, node_label(r.nodes[k].op_type, r.nodes[k].name).size());
-    out += fmt::format("  {:>3}  {:<{}}  {:>12}  {:>11}  {:>12}\n", "#", "node", width, "local maxabs", "local SNR", "output SNR");
+    out +=
+        fmt::format("  {:>3}  {:<{}}  {:>12}  {:>11}  {:>12}\n", "#", "node", width, "local maxabs", "local SNR", "output SNR");
     for (size_t k = 0; k < shown; ++k) {
       const NodeReport& n = r.nodes[k];
       out += fmt::format("  {:>3}  {:<{}}  {:>12}  {:>11}  {:>12}{}\n", k + 1, node_label(n.op_type, n.name), width,
                          n.local ? num(n.local->max_abs) : "-", n.local ? num(n.local->snr_db) : "-", num(n.output.snr_db),
-                         n.suspect ? "  suspect" : !n.note.empty() && !n.local ? "  (" + n.note + ")" : "");
+                         n.suspect                     ? "  suspect"
+                         : !n.note.empty() && !n.local ? "  (" + n.note + ")"
+                                                       : "");
     }
   }
 
@@ -174,12 +180,14 @@ std::string render_compare_text(const CompareReport& r, size_t top, bool all_ten
   for (size_t i = 0; i < r.tensors.size(); ++i)
     if (all_tensors || r.tensors[i].is_output || (r.first_divergent && *r.first_divergent == i)) rows.push_back(i);
   if (!rows.empty()) {
-    out += fmt::format("\ntensors ({} of {}{}):\n", rows.size(), r.tensors.size(), all_tensors ? "" : "; --all-tensors lists every one");
+    out += fmt::format("\ntensors ({} of {}{}):\n", rows.size(), r.tensors.size(),
+                       all_tensors ? "" : "; --all-tensors lists every one");
     size_t width = 6;
     for (size_t i : rows) width = std::max(width, r.tensors[i].name.size());
-    out += fmt::format("  {:<{}}  {:>4}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}\n", "tensor",
-                       width, "ok", "max abs", "max rel", "mean abs", "median", fmt::format("q{:g}", r.tolerance.quantile),
-                       "cosine", "SNR dB", "mismatch", "NaN/Inf", "atol req", "rtol req");
+    out +=
+        fmt::format("  {:<{}}  {:>4}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>8}  {:>10}  {:>9}  {:>9}  {:>9}\n", "tensor",
+                    width, "ok", "max abs", "max rel", "mean abs", "median", fmt::format("q{:g}", r.tolerance.quantile), "cosine",
+                    "SNR dB", "mismatch", "NaN/Inf", "atol req", "rtol req");
     for (size_t i : rows) {
       const TensorReport& t = r.tensors[i];
       const TensorStats& s = t.stats;
@@ -206,7 +214,9 @@ json compare_report_json(const CompareReport& r) {
   j["a"] = r.a;
   j["b"] = r.b;
   j["reference"] = r.reference;
-  j["tolerance"] = {{"rtol", r.tolerance.rtol}, {"atol", r.tolerance.atol}, {"stat", to_string(r.tolerance.stat)},
+  j["tolerance"] = {{"rtol", r.tolerance.rtol},
+                    {"atol", r.tolerance.atol},
+                    {"stat", to_string(r.tolerance.stat)},
                     {"quantile", r.tolerance.quantile}};
   j["samples"] = r.samples;
   j["inputs"] = r.inputs;

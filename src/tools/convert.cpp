@@ -40,8 +40,8 @@ runtime::Tensor narrowed(const runtime::Tensor& x, runtime::DataType type) {
 }
 
 // Compares one output of the lowered model with the float32 model's.
-Status compare_output(const std::string& name, const runtime::Datum& expected, const runtime::Datum& actual,
-                      LowFloat type, PrecisionCheck& check) {
+Status compare_output(const std::string& name, const runtime::Datum& expected, const runtime::Datum& actual, LowFloat type,
+                      PrecisionCheck& check) {
   if (!expected.is_tensor() || !actual.is_tensor()) return {};
   const runtime::Tensor &e = expected.tensor(), &a = actual.tensor();
   if (e.shape() != a.shape())
@@ -50,19 +50,19 @@ Status compare_output(const std::string& name, const runtime::Datum& expected, c
   if (!runtime::is_floating(e.dtype()) || !runtime::is_floating(a.dtype())) {
     if (e.dtype() == a.dtype() && e.dtype() != runtime::DataType::string)
       for (int64_t i = 0; i < e.numel(); ++i)
-        check.differing_integers +=
-            std::memcmp(static_cast<const char*>(e.raw()) + i * runtime::element_size(e.dtype()),
-                        static_cast<const char*>(a.raw()) + i * runtime::element_size(e.dtype()),
-                        runtime::element_size(e.dtype())) != 0;
+        check.differing_integers += std::memcmp(static_cast<const char*>(e.raw()) + i * runtime::element_size(e.dtype()),
+                                                static_cast<const char*>(a.raw()) + i * runtime::element_size(e.dtype()),
+                                                runtime::element_size(e.dtype())) != 0;
     return {};
   }
   double largest = 0, diff = 0;
   for (int64_t i = 0; i < e.numel(); ++i) {
     const double x = element(e, i), y = element(a, i);
     if (std::isfinite(x) && !std::isfinite(y))
-      return make_error("output '{}' is {} at element {} where the float32 model gives {:g}: {} overflows; keep the ops "
-                        "that overflow in float32 with --keep-op OP, or try --dtype bf16",
-                        name, y, i, x, to_string(type));
+      return make_error(
+          "output '{}' is {} at element {} where the float32 model gives {:g}: {} overflows; keep the ops "
+          "that overflow in float32 with --keep-op OP, or try --dtype bf16",
+          name, y, i, x, to_string(type));
     if (!std::isfinite(x)) continue;
     largest = std::max(largest, std::fabs(x));
     diff = std::max(diff, std::fabs(x - y));
@@ -97,9 +97,10 @@ Result<ConvertReport> convert_model(const std::filesystem::path& in, const std::
       search.inputs = options.check_inputs;
       auto found = find_runnable_inputs(*session, search);
       if (!found.ok())
-        return make_error("the float32 model does not run on the check's inputs: {}; give inputs with --input "
-                          "NAME=FILE or skip the check with --no-check",
-                          found.error().message());
+        return make_error(
+            "the float32 model does not run on the check's inputs: {}; give inputs with --input "
+            "NAME=FILE or skip the check with --no-check",
+            found.error().message());
       reference = std::move(*found);
     }
     progress.step(fmt::format("converting to {}", to_string(options.precision->type)));
@@ -116,7 +117,8 @@ Result<ConvertReport> convert_model(const std::filesystem::path& in, const std::
           for (const runtime::ValueInfo& input : (*session)->inputs())
             if (input.name == name && value.is_tensor() && value.tensor().dtype() == runtime::DataType::float32 &&
                 input.type.tensor_type().elem_type() != onnx::TensorProto::FLOAT)
-              value = runtime::Datum(narrowed(value.tensor(), static_cast<runtime::DataType>(input.type.tensor_type().elem_type())));
+              value =
+                  runtime::Datum(narrowed(value.tensor(), static_cast<runtime::DataType>(input.type.tensor_type().elem_type())));
         auto outputs = (*session)->run(feeds);
         if (!outputs.ok())
           return make_error("the {} model fails to run ({}); nothing written", to_string(options.precision->type),
@@ -128,11 +130,12 @@ Result<ConvertReport> convert_model(const std::filesystem::path& in, const std::
         }
       }
       if (options.max_rel_diff && check.max_rel_diff > *options.max_rel_diff)
-        return make_error("output '{}' of the {} model is off by {:.3g} of its largest value (max abs diff {:.3g}), "
-                          "more than {:g}; nothing written. Keep the ops that lose it in float32 with --keep-op OP, "
-                          "or allow more with --max-rel-diff",
-                          check.worst_output, to_string(options.precision->type), check.max_rel_diff, check.max_abs_diff,
-                          *options.max_rel_diff);
+        return make_error(
+            "output '{}' of the {} model is off by {:.3g} of its largest value (max abs diff {:.3g}), "
+            "more than {:g}; nothing written. Keep the ops that lose it in float32 with --keep-op OP, "
+            "or allow more with --max-rel-diff",
+            check.worst_output, to_string(options.precision->type), check.max_rel_diff, check.max_abs_diff,
+            *options.max_rel_diff);
       report.check = check;
     }
   }
@@ -148,8 +151,8 @@ constexpr double kNotableLoss = 0.05;
 std::string render_precision_text(const ConvertReport& report, LowFloat type) {
   if (!report.precision) return "";
   const PrecisionReport& p = *report.precision;
-  std::string text = fmt::format("{} tensors to {}, {} Cast node{} added", p.tensors, to_string(type), p.casts,
-                                 p.casts == 1 ? "" : "s");
+  std::string text =
+      fmt::format("{} tensors to {}, {} Cast node{} added", p.tensors, to_string(type), p.casts, p.casts == 1 ? "" : "s");
   if (p.saturated > 0)
     text += fmt::format("; {} weight{} beyond float16's range set to +-65504", p.saturated, p.saturated == 1 ? "" : "s");
   text += "\n";
@@ -162,9 +165,10 @@ std::string render_precision_text(const ConvertReport& report, LowFloat type) {
     if (c.differing_integers > 0) text += fmt::format("; {} integer output elements differ", c.differing_integers);
     text += "\n";
     if (c.max_rel_diff > kNotableLoss)
-      text += fmt::format("warning: that is more than {:g}: check the model on real data, or keep the ops that lose "
-                          "most in float32 with --keep-op OP (compare A.onnx B.onnx shows where it grows)\n",
-                          kNotableLoss);
+      text += fmt::format(
+          "warning: that is more than {:g}: check the model on real data, or keep the ops that lose "
+          "most in float32 with --keep-op OP (compare A.onnx B.onnx shows where it grows)\n",
+          kNotableLoss);
     if (!c.chosen.empty()) text += fmt::format("check inputs: {}\n", c.chosen);
   } else {
     text += "not checked (--no-check)\n";

@@ -30,10 +30,10 @@ struct ConvertOptions {
 
 // How far the 16-bit model's outputs are from the float32 model's.
 struct PrecisionCheck {
-  std::string chosen;       // inputs chosen beyond the defaults, when any
+  std::string chosen;        // inputs chosen beyond the defaults, when any
   std::string worst_output;  // the output with the largest relative difference
   double max_abs_diff = 0;
-  double max_rel_diff = 0;  // max abs diff over the largest magnitude of that output
+  double max_rel_diff = 0;        // max abs diff over the largest magnitude of that output
   size_t differing_integers = 0;  // elements of integer/bool outputs that differ (labels, indices)
 };
 

@@ -7,8 +7,8 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
-#include <tuple>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include "analysis/onnx_inference.h"
@@ -112,8 +112,7 @@ class Lowering {
       if (float32(graph.outputs()[k])) output_needs_[{&graph, k}] = main && options_.keep_io_types ? Width::full : Width::low;
     for (ir::Node& node : graph.nodes()) {
       const onnx::OpSchema* s = schema(node);
-      const bool asked = std::find(options_.keep_ops.begin(), options_.keep_ops.end(), node.op_type()) !=
-                         options_.keep_ops.end();
+      const bool asked = std::find(options_.keep_ops.begin(), options_.keep_ops.end(), node.op_type()) != options_.keep_ops.end();
       // A sparse Constant would need a conversion of its own: it stays float32.
       const bool sparse = node.attribute("sparse_value") != nullptr;
       const bool kept_op = asked || sparse;
@@ -220,15 +219,14 @@ class Lowering {
       if (p.type() == onnx::AttributeProto::TENSOR && p.t().data_type() == Proto::FLOAT) {
         ONNXKIT_ASSIGN(Proto t, lowered(p.t()));
         *p.mutable_t() = std::move(t);
-      } else if (p.type() == onnx::AttributeProto::INT && (p.name() == "to" || p.name() == "dtype") &&
-                 p.i() == Proto::FLOAT) {
+      } else if (p.type() == onnx::AttributeProto::INT && (p.name() == "to" || p.name() == "dtype") && p.i() == Proto::FLOAT) {
         p.set_i(elem_);
       }
     }
     const std::string& op = node.op_type();
     if (op == "Constant" && (node.attribute("value_float") != nullptr || node.attribute("value_floats") != nullptr)) {
-      const ir::Attribute* a = node.attribute("value_float") != nullptr ? node.attribute("value_float")
-                                                                         : node.attribute("value_floats");
+      const ir::Attribute* a =
+          node.attribute("value_float") != nullptr ? node.attribute("value_float") : node.attribute("value_floats");
       Proto t;
       t.set_data_type(Proto::FLOAT);
       if (a->proto.type() == onnx::AttributeProto::FLOAT) t.add_float_data(a->proto.f());
@@ -273,8 +271,8 @@ class Lowering {
         ir::Value* v = node->input(i);
         if (width(v) != it->second) node->set_input(i, cast_of(v, it->second, graph, node));
       }
-      const bool low_output = std::any_of(node->outputs().begin(), node->outputs().end(),
-                                          [&](const ir::Value* v) { return width(v) == Width::low; });
+      const bool low_output =
+          std::any_of(node->outputs().begin(), node->outputs().end(), [&](const ir::Value* v) { return width(v) == Width::low; });
       if (low_output) ONNXKIT_TRY(lower_attributes(*node));
     }
     const bool main = graph.parent_node() == nullptr;
@@ -303,8 +301,7 @@ class Lowering {
   }
 
   struct PairHash {
-    template <class A, class B>
-    size_t operator()(const std::pair<A, B>& p) const {
+    template <class A, class B> size_t operator()(const std::pair<A, B>& p) const {
       return std::hash<A>()(p.first) * 31 + std::hash<B>()(p.second);
     }
   };

@@ -30,7 +30,7 @@ struct PrecisionOptions {
 };
 
 struct PrecisionReport {
-  size_t tensors = 0;  // initializers and Constant values now 16-bit
+  size_t tensors = 0;    // initializers and Constant values now 16-bit
   size_t saturated = 0;  // weights beyond float16's range, set to its largest finite value
   size_t casts = 0;      // Cast nodes added
   // Op type -> nodes with a float32 input or output kept, and why.

@@ -13,7 +13,8 @@
 namespace onnxkit::tools {
 
 Result<Drawing> draw_graph(const ir::Graph& graph, const DrawOptions& options) {
-  if (options.collapse_depth < 0) return make_error("the scope depth to collapse must be 1 or more, not {}", options.collapse_depth);
+  if (options.collapse_depth < 0)
+    return make_error("the scope depth to collapse must be 1 or more, not {}", options.collapse_depth);
   ONNXKIT_ASSIGN(draw::SceneResult scene, draw::build_scene(graph, options));
   Drawing drawing;
   drawing.text = options.format == DrawFormat::html ? draw::render_html(scene, options) : draw::render_svg(scene, options);
@@ -67,8 +68,7 @@ Result<std::vector<NodeError>> read_overlay(const std::filesystem::path& path) {
 
 }  // namespace
 
-Result<Drawing> draw_file(const std::filesystem::path& model_path, const std::filesystem::path& out,
-                          DrawFileOptions options) {
+Result<Drawing> draw_file(const std::filesystem::path& model_path, const std::filesystem::path& out, DrawFileOptions options) {
   ONNXKIT_ASSIGN(options.draw.format, draw_format_for(out));
   ONNXKIT_TRY(io::check_writable(out));
   Progress progress(options.progress);

@@ -43,7 +43,7 @@ struct NodeError {
 
 struct DrawOptions {
   DrawFormat format = DrawFormat::svg;
-  bool left_right = false;                                   // ranks left to right
+  bool left_right = false;  // ranks left to right
   SubgraphDrawing subgraphs = SubgraphDrawing::expand;
   bool weights = true;        // list each node's weights and constants in its box
   bool weight_stats = false;  // read every weight once for min/max/mean (side panel, tooltips)
@@ -56,10 +56,10 @@ struct DrawOptions {
 };
 
 struct Drawing {
-  std::string text;        // the SVG or HTML document
-  size_t boxes = 0;        // top-level boxes drawn (nodes, scopes, inputs, outputs)
-  size_t edges = 0;        // top-level edges drawn
-  size_t crossings = 0;    // edge crossings of the top-level layout
+  std::string text;            // the SVG or HTML document
+  size_t boxes = 0;            // top-level boxes drawn (nodes, scopes, inputs, outputs)
+  size_t edges = 0;            // top-level edges drawn
+  size_t crossings = 0;        // edge crossings of the top-level layout
   size_t overlay_matched = 0;  // overlay entries that named a node or its tensor
   std::string warning;         // draw_file: when shape inference stopped early
 };
@@ -67,11 +67,11 @@ struct Drawing {
 Result<Drawing> draw_graph(const ir::Graph& graph, const DrawOptions& options);
 
 struct DrawFileOptions {
-  DrawOptions draw;            // its format is taken from the output's extension
-  bool infer_shapes = false;   // run shape inference first (--shapes)
-  std::filesystem::path diff;  // --diff OTHER.onnx
+  DrawOptions draw;               // its format is taken from the output's extension
+  bool infer_shapes = false;      // run shape inference first (--shapes)
+  std::filesystem::path diff;     // --diff OTHER.onnx
   std::filesystem::path overlay;  // --overlay COMPARE.json
-  ProgressFn progress;  // told each step of the work on a big model (util/progress.h)
+  ProgressFn progress;            // told each step of the work on a big model (util/progress.h)
 };
 
 // .svg or .html (.htm); an error naming the extension otherwise.
@@ -84,7 +84,6 @@ Result<std::vector<NodeError>> parse_overlay(const nlohmann::json& report);
 
 // Loads the model (and the other ones asked for), draws it and writes `out`
 // atomically.
-Result<Drawing> draw_file(const std::filesystem::path& model, const std::filesystem::path& out,
-                          DrawFileOptions options);
+Result<Drawing> draw_file(const std::filesystem::path& model, const std::filesystem::path& out, DrawFileOptions options);
 
 }  // namespace onnxkit::tools

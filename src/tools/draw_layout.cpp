@@ -8,8 +8,8 @@ namespace onnxkit::tools::draw {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
-constexpr int kOrderSweeps = 4;     // down + up pairs of barycentric sweeps
-constexpr int kPlacementSweeps = 4; // down + up pairs of coordinate sweeps
+constexpr int kOrderSweeps = 4;      // down + up pairs of barycentric sweeps
+constexpr int kPlacementSweeps = 4;  // down + up pairs of coordinate sweeps
 constexpr double kDummyBreadth = 4;  // room an edge takes where it passes a rank
 constexpr double kDummyWeight = 4;   // long edges resist bending more than boxes move
 
@@ -17,8 +17,7 @@ constexpr double kDummyWeight = 4;   // long edges resist bending more than boxe
 struct Adjacency {
   std::vector<uint32_t> first, items;
 
-  template <class Pairs>
-  static Adjacency build(size_t n, const Pairs& pairs, bool reverse) {
+  template <class Pairs> static Adjacency build(size_t n, const Pairs& pairs, bool reverse) {
     Adjacency a;
     a.first.assign(n + 1, 0);
     for (const auto& [u, w] : pairs) ++a.first[(reverse ? w : u) + 1];
@@ -169,8 +168,7 @@ double median_of(std::vector<double>& values) {
 
 }  // namespace
 
-Layout layered_layout(const std::vector<LayoutBox>& boxes, const std::vector<LayoutEdge>& edges,
-                      const LayoutOptions& options) {
+Layout layered_layout(const std::vector<LayoutBox>& boxes, const std::vector<LayoutEdge>& edges, const LayoutOptions& options) {
   const size_t n = boxes.size();
   Layout result;
   result.positions.resize(n);
@@ -224,7 +222,7 @@ Layout layered_layout(const std::vector<LayoutBox>& boxes, const std::vector<Lay
     g.breadth[v] = lr ? boxes[v].height : boxes[v].width;
     g.depth[v] = lr ? boxes[v].width : boxes[v].height;
   }
-  std::vector<uint32_t> trunk(n, kNone);      // first dummy of v's trunk (at rank[v] + 1)
+  std::vector<uint32_t> trunk(n, kNone);  // first dummy of v's trunk (at rank[v] + 1)
   std::vector<uint32_t> trunk_length(n, 0);
   for (uint32_t v = 0; v < n; ++v) {
     uint32_t farthest = rank[v];

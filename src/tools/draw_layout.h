@@ -55,7 +55,6 @@ struct Layout {
   size_t crossings = 0;  // edge crossings between adjacent ranks
 };
 
-Layout layered_layout(const std::vector<LayoutBox>& boxes, const std::vector<LayoutEdge>& edges,
-                      const LayoutOptions& options);
+Layout layered_layout(const std::vector<LayoutBox>& boxes, const std::vector<LayoutEdge>& edges, const LayoutOptions& options);
 
 }  // namespace onnxkit::tools::draw

@@ -84,8 +84,8 @@ void append_scene(std::string& out, const Scene& scene, bool left_right);
 
 void append_edge(std::string& out, const Scene& scene, const Edge& e, bool left_right) {
   if (e.route.empty()) return;
-  fmt::format_to(std::back_inserter(out), R"(<g class="edge{}" data-from="{}" data-to="{}" data-tensor=")",
-                 mark_class(e.mark), scene.boxes[e.from].id, scene.boxes[e.to].id);
+  fmt::format_to(std::back_inserter(out), R"(<g class="edge{}" data-from="{}" data-to="{}" data-tensor=")", mark_class(e.mark),
+                 scene.boxes[e.from].id, scene.boxes[e.to].id);
   append_escaped(out, e.tensor);
   out += "\"><path d=\"M";
   const auto& r = e.route;
@@ -115,8 +115,8 @@ void append_edge(std::string& out, const Scene& scene, const Edge& e, bool left_
 }
 
 void append_box(std::string& out, const Box& b, bool left_right) {
-  fmt::format_to(std::back_inserter(out), R"(<g class="box {}{}" id="{}" data-name=")", box_kind_name(b.kind),
-                 mark_class(b.mark), b.id);
+  fmt::format_to(std::back_inserter(out), R"(<g class="box {}{}" id="{}" data-name=")", box_kind_name(b.kind), mark_class(b.mark),
+                 b.id);
   append_escaped(out, b.name);
   out += "\"";
   if (!b.op.empty()) {
@@ -129,13 +129,12 @@ void append_box(std::string& out, const Box& b, bool left_right) {
   append_escaped(out, b.name.empty() ? b.op : b.name);
   out += "</title>";
   const bool round = b.kind == BoxKind::input || b.kind == BoxKind::output || b.kind == BoxKind::capture;
-  out += "<rect x=\"" + num(b.at.x) + "\" y=\"" + num(b.at.y) + "\" width=\"" + num(b.width) + "\" height=\"" +
-         num(b.height) + "\" rx=\"" + (round ? "10" : "3") + "\" fill=\"" + b.fill + "\"/>";
+  out += "<rect x=\"" + num(b.at.x) + "\" y=\"" + num(b.at.y) + "\" width=\"" + num(b.width) + "\" height=\"" + num(b.height) +
+         "\" rx=\"" + (round ? "10" : "3") + "\" fill=\"" + b.fill + "\"/>";
   for (size_t i = 0; i < b.lines.size(); ++i) {
     const TextLine& line = b.lines[i];
     const char* cls = line.style == TextLine::title ? " class=\"t\"" : line.style == TextLine::dim ? " class=\"d\"" : "";
-    out += "<text x=\"" + num(b.at.x + kPadX) + "\" y=\"" + num(b.at.y + kPadY + (i + 1) * kLineHeight - 3.5) + "\"" +
-           cls + ">";
+    out += "<text x=\"" + num(b.at.x + kPadX) + "\" y=\"" + num(b.at.y + kPadY + (i + 1) * kLineHeight - 3.5) + "\"" + cls + ">";
     append_escaped(out, line.text);
     out += "</text>";
   }
@@ -143,8 +142,7 @@ void append_box(std::string& out, const Box& b, bool left_right) {
     out += "<g class=\"cluster\" data-title=\"";
     append_escaped(out, c.title);
     out += "\"><rect x=\"" + num(c.at.x) + "\" y=\"" + num(c.at.y) + "\" width=\"" + num(c.width) + "\" height=\"" +
-           num(c.height) + "\"/><text class=\"d\" x=\"" + num(c.at.x + 4) + "\" y=\"" + num(c.at.y + kLineHeight - 3.5) +
-           "\">";
+           num(c.height) + "\"/><text class=\"d\" x=\"" + num(c.at.x + 4) + "\" y=\"" + num(c.at.y + kLineHeight - 3.5) + "\">";
     append_escaped(out, c.title);
     out += "</text>\n";
     append_scene(out, *c.scene, left_right);
@@ -501,10 +499,8 @@ std::string script_json(const json& j) {
   for (size_t i = 0; i < text.size(); ++i) {
     // Only strings hold '<', and "\u003c" is the same string.
     bool risky = text[i] == '<' && i + 1 < text.size() && (text[i + 1] == '/' || text[i + 1] == '!');
-    if (risky)
-      out += "\\u003c";
-    else
-      out += text[i];
+    if (risky) out += "\\u003c";
+    else out += text[i];
   }
   return out;
 }
@@ -551,17 +547,21 @@ std::string render_html(const SceneResult& result, const DrawOptions& options) {
     append_edge(fragment, scene, e, options.left_right);
     edges.push_back({std::move(points), std::move(fragment)});
   }
-  json data = {{"width", std::round(scene.width)}, {"height", std::round(scene.height)}, {"boxes", std::move(boxes)},
-               {"edges", std::move(edges)}, {"details", result.details}};
+  json data = {{"width", std::round(scene.width)},
+               {"height", std::round(scene.height)},
+               {"boxes", std::move(boxes)},
+               {"edges", std::move(edges)},
+               {"details", result.details}};
 
   std::string out;
   out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>";
   append_escaped(out, options.title.empty() ? "onnxkit draw" : options.title);
   out += "</title>\n";
   out += kPageStyle;
-  out += "\n</head><body>\n<div id=\"bar\"><input id=\"search\" type=\"search\" placeholder=\"Search a node or tensor name (/)\" "
-         "autocomplete=\"off\"><span id=\"hits\"></span><span id=\"help\">drag or arrows: pan · wheel or +/-: zoom · 0: fit · "
-         "click a box: details · Enter: next match</span></div>\n<ul id=\"results\" hidden></ul>\n";
+  out +=
+      "\n</head><body>\n<div id=\"bar\"><input id=\"search\" type=\"search\" placeholder=\"Search a node or tensor name (/)\" "
+      "autocomplete=\"off\"><span id=\"hits\"></span><span id=\"help\">drag or arrows: pan · wheel or +/-: zoom · 0: fit · "
+      "click a box: details · Enter: next match</span></div>\n<ul id=\"results\" hidden></ul>\n";
   fmt::format_to(std::back_inserter(out),
                  "<div id=\"view\"><canvas id=\"sketch\" style=\"display:none\"></canvas>"
                  "<svg id=\"graph\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"monospace\" font-size=\"{}\">",

@@ -33,10 +33,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxLineChars = 44;     // longer lines end in "…" (the side panel has them whole)
+constexpr size_t kMaxLineChars = 44;  // longer lines end in "…" (the side panel has them whole)
 constexpr size_t kMaxAttributeLines = 6;
-constexpr size_t kMaxShownValues = 8;    // a constant this small shows its values in the box
-constexpr size_t kMaxScopeMembers = 200; // names listed in a scope's side panel
+constexpr size_t kMaxShownValues = 8;     // a constant this small shows its values in the box
+constexpr size_t kMaxScopeMembers = 200;  // names listed in a scope's side panel
 constexpr double kMinBoxWidth = 48;
 constexpr double kClusterGap = 12;
 
@@ -59,28 +59,75 @@ constexpr const char* kNoErrorFill = "#f4f4f4";
 
 const char* op_fill(const std::string& op) {
   static const std::unordered_map<std::string_view, const char*> table = {
-      {"Conv", kLayerFill}, {"ConvTranspose", kLayerFill}, {"ConvInteger", kLayerFill}, {"QLinearConv", kLayerFill},
-      {"Gemm", kLayerFill}, {"MatMul", kLayerFill}, {"MatMulInteger", kLayerFill}, {"QLinearMatMul", kLayerFill},
-      {"Einsum", kLayerFill}, {"LSTM", kLayerFill}, {"GRU", kLayerFill}, {"RNN", kLayerFill},
+      {"Conv", kLayerFill},
+      {"ConvTranspose", kLayerFill},
+      {"ConvInteger", kLayerFill},
+      {"QLinearConv", kLayerFill},
+      {"Gemm", kLayerFill},
+      {"MatMul", kLayerFill},
+      {"MatMulInteger", kLayerFill},
+      {"QLinearMatMul", kLayerFill},
+      {"Einsum", kLayerFill},
+      {"LSTM", kLayerFill},
+      {"GRU", kLayerFill},
+      {"RNN", kLayerFill},
       {"Attention", kLayerFill},
-      {"Relu", kActivationFill}, {"LeakyRelu", kActivationFill}, {"PRelu", kActivationFill},
-      {"Sigmoid", kActivationFill}, {"HardSigmoid", kActivationFill}, {"Tanh", kActivationFill},
-      {"Elu", kActivationFill}, {"Selu", kActivationFill}, {"Celu", kActivationFill}, {"Gelu", kActivationFill},
-      {"Softmax", kActivationFill}, {"LogSoftmax", kActivationFill}, {"Softplus", kActivationFill},
-      {"Softsign", kActivationFill}, {"HardSwish", kActivationFill}, {"Mish", kActivationFill},
-      {"Clip", kActivationFill}, {"Erf", kActivationFill},
-      {"MaxPool", kPoolFill}, {"AveragePool", kPoolFill}, {"GlobalAveragePool", kPoolFill},
-      {"GlobalMaxPool", kPoolFill}, {"LpPool", kPoolFill}, {"MaxRoiPool", kPoolFill}, {"RoiAlign", kPoolFill},
-      {"BatchNormalization", kNormFill}, {"LayerNormalization", kNormFill}, {"InstanceNormalization", kNormFill},
-      {"GroupNormalization", kNormFill}, {"LRN", kNormFill}, {"Dropout", kNormFill},
+      {"Relu", kActivationFill},
+      {"LeakyRelu", kActivationFill},
+      {"PRelu", kActivationFill},
+      {"Sigmoid", kActivationFill},
+      {"HardSigmoid", kActivationFill},
+      {"Tanh", kActivationFill},
+      {"Elu", kActivationFill},
+      {"Selu", kActivationFill},
+      {"Celu", kActivationFill},
+      {"Gelu", kActivationFill},
+      {"Softmax", kActivationFill},
+      {"LogSoftmax", kActivationFill},
+      {"Softplus", kActivationFill},
+      {"Softsign", kActivationFill},
+      {"HardSwish", kActivationFill},
+      {"Mish", kActivationFill},
+      {"Clip", kActivationFill},
+      {"Erf", kActivationFill},
+      {"MaxPool", kPoolFill},
+      {"AveragePool", kPoolFill},
+      {"GlobalAveragePool", kPoolFill},
+      {"GlobalMaxPool", kPoolFill},
+      {"LpPool", kPoolFill},
+      {"MaxRoiPool", kPoolFill},
+      {"RoiAlign", kPoolFill},
+      {"BatchNormalization", kNormFill},
+      {"LayerNormalization", kNormFill},
+      {"InstanceNormalization", kNormFill},
+      {"GroupNormalization", kNormFill},
+      {"LRN", kNormFill},
+      {"Dropout", kNormFill},
       {"RMSNormalization", kNormFill},
-      {"Shape", kShapeFill}, {"Size", kShapeFill}, {"Gather", kShapeFill}, {"GatherElements", kShapeFill},
-      {"Slice", kShapeFill}, {"Concat", kShapeFill}, {"Split", kShapeFill}, {"Reshape", kShapeFill},
-      {"Flatten", kShapeFill}, {"Squeeze", kShapeFill}, {"Unsqueeze", kShapeFill}, {"Transpose", kShapeFill},
-      {"Expand", kShapeFill}, {"Tile", kShapeFill}, {"Cast", kShapeFill}, {"CastLike", kShapeFill},
-      {"Constant", kShapeFill}, {"ConstantOfShape", kShapeFill}, {"Range", kShapeFill},
-      {"Identity", kShapeFill}, {"Pad", kShapeFill},
-      {"If", kControlFill}, {"Loop", kControlFill}, {"Scan", kControlFill},
+      {"Shape", kShapeFill},
+      {"Size", kShapeFill},
+      {"Gather", kShapeFill},
+      {"GatherElements", kShapeFill},
+      {"Slice", kShapeFill},
+      {"Concat", kShapeFill},
+      {"Split", kShapeFill},
+      {"Reshape", kShapeFill},
+      {"Flatten", kShapeFill},
+      {"Squeeze", kShapeFill},
+      {"Unsqueeze", kShapeFill},
+      {"Transpose", kShapeFill},
+      {"Expand", kShapeFill},
+      {"Tile", kShapeFill},
+      {"Cast", kShapeFill},
+      {"CastLike", kShapeFill},
+      {"Constant", kShapeFill},
+      {"ConstantOfShape", kShapeFill},
+      {"Range", kShapeFill},
+      {"Identity", kShapeFill},
+      {"Pad", kShapeFill},
+      {"If", kControlFill},
+      {"Loop", kControlFill},
+      {"Scan", kControlFill},
   };
   auto it = table.find(op);
   return it != table.end() ? it->second : kPlainFill;
@@ -131,7 +178,8 @@ std::string values_text(const onnx::TensorProto& t) {
   if (!j.contains("values") || j["values"].size() > kMaxShownValues) return "";
   std::vector<std::string> parts;
   for (const json& v : j["values"])
-    parts.push_back(v.is_number_float() ? fmt::format("{:.4g}", v.get<double>()) : v.dump(-1, ' ', false, json::error_handler_t::replace));
+    parts.push_back(v.is_number_float() ? fmt::format("{:.4g}", v.get<double>())
+                                        : v.dump(-1, ' ', false, json::error_handler_t::replace));
   return "[" + join(parts, ",") + "]";
 }
 
@@ -231,8 +279,8 @@ class Builder {
   struct Level {
     const ir::Graph* graph = nullptr;
     std::unique_ptr<Scene> scene;
-    int collapse = 0;                   // scope depth folded into one box (top level only)
-    std::string top_id;                 // the top-level box holding this graph ("" at the top)
+    int collapse = 0;                                       // scope depth folded into one box (top level only)
+    std::string top_id;                                     // the top-level box holding this graph ("" at the top)
     std::unordered_map<const ir::Value*, uint32_t> source;  // value -> box that provides it
     std::unordered_map<const ir::Node*, uint32_t> node_box;
     std::map<std::string, uint32_t> scope_box;
@@ -299,8 +347,8 @@ class Builder {
     for (const ir::Attribute& a : n.attributes()) {
       std::string text = attribute_text(attribute_json(a));
       // Element types read better by name: Cast's "to", EyeLike's and the Random ops' "dtype".
-      bool element_type = (n.is_onnx_op("Cast") && a.name() == "to") ||
-                          (a.name() == "dtype" && a.proto.type() == onnx::AttributeProto::INT);
+      bool element_type =
+          (n.is_onnx_op("Cast") && a.name() == "to") || (a.name() == "dtype" && a.proto.type() == onnx::AttributeProto::INT);
       if (element_type) text = io::data_type_name(static_cast<int32_t>(a.proto.i()));
       attributes.push_back({a.name(), text});
       bool graph = a.graph != nullptr || !a.graphs.empty();
@@ -335,7 +383,8 @@ class Builder {
       for (const auto& g : a.graphs) graphs.push_back(g.get());
       for (const ir::Graph* g : graphs) {
         if (options_.subgraphs == SubgraphDrawing::collapse) {
-          level.scene->boxes[index].lines.push_back({clip(fmt::format("{}: {} nodes", a.name(), g->nodes().size())), TextLine::dim});
+          level.scene->boxes[index].lines.push_back(
+              {clip(fmt::format("{}: {} nodes", a.name(), g->nodes().size())), TextLine::dim});
           continue;
         }
         Level inner;
@@ -571,11 +620,12 @@ class Builder {
     }
     overlay_matched_ = 0;
     for (const NodeError& e : options_.overlay) overlay_matched_ += matched_entry(e.name);
-    legend_.push_back(pending_overlay_.empty()
-                          ? fmt::format("overlay: none of the {} entries names a node or its output", options_.overlay.size())
-                          : fmt::format("overlay '{}': {:.3g} (green) to {:.3g} (red){}, {} of {} entries matched; grey: no entry",
-                                        kOverlayErrorField, lo, hi, log_scale ? " on a log scale" : "", overlay_matched_,
-                                        options_.overlay.size()));
+    legend_.push_back(
+        pending_overlay_.empty()
+            ? fmt::format("overlay: none of the {} entries names a node or its output", options_.overlay.size())
+            : fmt::format("overlay '{}': {:.3g} (green) to {:.3g} (red){}, {} of {} entries matched; grey: no entry",
+                          kOverlayErrorField, lo, hi, log_scale ? " on a log scale" : "", overlay_matched_,
+                          options_.overlay.size()));
   }
 
   bool matched_entry(const std::string& name) const {
@@ -680,8 +730,6 @@ double text_width(std::string_view text) {
   return count * kCharWidth;
 }
 
-Result<SceneResult> build_scene(const ir::Graph& graph, const DrawOptions& options) {
-  return Builder(graph, options).build();
-}
+Result<SceneResult> build_scene(const ir::Graph& graph, const DrawOptions& options) { return Builder(graph, options).build(); }
 
 }  // namespace onnxkit::tools::draw

@@ -29,24 +29,24 @@ struct Scene;
 
 // An If/Loop/Scan body drawn inside its node's box.
 struct Cluster {
-  std::string title;             // the attribute: then_branch, body...
+  std::string title;  // the attribute: then_branch, body...
   std::unique_ptr<Scene> scene;
-  Point at;                      // top-left, absolute once placed
+  Point at;  // top-left, absolute once placed
   double width = 0, height = 0;
 };
 
 struct Box {
   BoxKind kind = BoxKind::node;
-  std::string id;        // unique in the drawing ("b12"), keys the side panel
-  std::string name;      // node, tensor or scope name
-  std::string op;        // op type of nodes
-  std::string fill;      // background colour
+  std::string id;    // unique in the drawing ("b12"), keys the side panel
+  std::string name;  // node, tensor or scope name
+  std::string op;    // op type of nodes
+  std::string fill;  // background colour
   Mark mark = Mark::none;
-  size_t count = 0;      // scopes: how many nodes they hold
+  size_t count = 0;  // scopes: how many nodes they hold
   std::vector<TextLine> lines;
   std::vector<Cluster> clusters;
   double width = 0, height = 0;
-  Point at;              // top-left, absolute once placed
+  Point at;  // top-left, absolute once placed
 };
 
 struct Edge {
@@ -55,7 +55,7 @@ struct Edge {
   std::string label;          // its type, "" when unknown
   bool labelled = false;      // the first edge of its tensor from its box carries the label
   Mark mark = Mark::none;
-  std::vector<Point> route;   // see Layout::routes
+  std::vector<Point> route;  // see Layout::routes
 };
 
 struct Scene {
@@ -68,7 +68,7 @@ struct Scene {
 struct SceneResult {
   std::unique_ptr<Scene> scene;
   nlohmann::json details = nlohmann::json::object();  // box id -> what the side panel shows
-  std::vector<std::string> legend;                     // lines above the drawing
+  std::vector<std::string> legend;                    // lines above the drawing
   size_t overlay_matched = 0;
 };
 

@@ -127,8 +127,10 @@ Status remove_node(ir::Node& node) {
     if (used) {
       const ir::Value* out = node.output(0);
       std::string reader = out != nullptr && !out->uses().empty() ? out->uses()[0].node->describe() : "a graph output";
-      return make_error("{} has no input for its consumers to read instead: removing it would leave {} reading '{}', "
-                        "which nothing defines", node.describe(), reader, out != nullptr ? out->name() : "");
+      return make_error(
+          "{} has no input for its consumers to read instead: removing it would leave {} reading '{}', "
+          "which nothing defines",
+          node.describe(), reader, out != nullptr ? out->name() : "");
     }
     node.graph()->remove_node(&node);
     return {};
@@ -136,8 +138,8 @@ Status remove_node(ir::Node& node) {
   for (size_t i = 1; i < node.outputs().size(); ++i) {
     const ir::Value* extra = node.output(i);
     if (extra != nullptr && extra->is_used())
-      return make_error("{}: its output #{} '{}' is in use, and bypassing the node keeps only the first", node.describe(),
-                        i, extra->name());
+      return make_error("{}: its output #{} '{}' is in use, and bypassing the node keeps only the first", node.describe(), i,
+                        extra->name());
   }
   if (!passes::bypass_node(node))
     return make_error("{} connects '{}' straight to graph output '{}': bypassing it would rename a graph input or output",
@@ -218,8 +220,7 @@ Status set_node_input(ir::Node& node, size_t index, ir::Value* value) {
     const auto& formals = schema->inputs();
     const auto& formal = formals[std::min(index, formals.size() - 1)];
     if (formal.GetOption() == onnx::OpSchema::Single)
-      return make_error("input #{} ('{}') of {} is required: it cannot be left out", index, formal.GetName(),
-                        node.describe());
+      return make_error("input #{} ('{}') of {} is required: it cannot be left out", index, formal.GetName(), node.describe());
     if (formal.GetOption() == onnx::OpSchema::Variadic)
       return make_error("input #{} of {} is one of its variadic inputs: it cannot be left out", index, node.describe());
   }
@@ -285,7 +286,7 @@ Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_v
       bool floats = std::all_of(items.begin(), items.end(), [](const std::string& s) { return literals::is_float(s); });
       type = ints ? AttributeProto::INTS : floats ? AttributeProto::FLOATS : AttributeProto::STRINGS;
     } else {
-      type = literals::is_int(trimmed) ? AttributeProto::INT
+      type = literals::is_int(trimmed)     ? AttributeProto::INT
              : literals::is_float(trimmed) ? AttributeProto::FLOAT
                                            : AttributeProto::STRING;
     }
@@ -305,8 +306,7 @@ Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_v
       if (!v.ok()) return wrong(v.error());
       return onnx::MakeAttribute(attr, static_cast<float>(*v));
     }
-    case AttributeProto::STRING:
-      return onnx::MakeAttribute(attr, literals::unquote(trimmed));
+    case AttributeProto::STRING: return onnx::MakeAttribute(attr, literals::unquote(trimmed));
     case AttributeProto::INTS: {
       std::vector<int64_t> values;
       for (const std::string& item : literals::parse_list(trimmed)) {
@@ -325,8 +325,7 @@ Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_v
       }
       return onnx::MakeAttribute(attr, std::move(values));
     }
-    case AttributeProto::STRINGS:
-      return onnx::MakeAttribute(attr, literals::parse_list(trimmed));
+    case AttributeProto::STRINGS: return onnx::MakeAttribute(attr, literals::parse_list(trimmed));
     case AttributeProto::TENSOR: {
       if (npy) {
         auto t = io::read_npy(std::string(trimmed));
@@ -338,8 +337,8 @@ Result<onnx::AttributeProto> parse_attribute(const ir::Node& node, std::string_v
       return onnx::MakeAttribute(attr, std::move(t).value());
     }
     default:
-      return make_error("attribute '{}' of {} is {}: set it through the library (tools::set_attribute), not from text",
-                        name, node.op_type(), type_name(type));
+      return make_error("attribute '{}' of {} is {}: set it through the library (tools::set_attribute), not from text", name,
+                        node.op_type(), type_name(type));
   }
 }
 
@@ -371,8 +370,8 @@ Status add_graph_output(ir::Model& model, ir::Value& value) {
   ir::Graph& graph = model.graph();
   if (value.owner() != &graph) {
     ir::Node* holder = value.owner()->parent_node();
-    return make_error("'{}' is inside a sub-graph of {}: only tensors of the main graph can become outputs",
-                      value.name(), holder != nullptr ? holder->describe() : std::string("another graph"));
+    return make_error("'{}' is inside a sub-graph of {}: only tensors of the main graph can become outputs", value.name(),
+                      holder != nullptr ? holder->describe() : std::string("another graph"));
   }
   if (value.is_graph_output()) return {};
   if (!value.is_graph_input() && !value.is_constant()) analysis::apply_inferred_types(model);

@@ -55,8 +55,8 @@ Status inline_if(ir::Node& node);
 
 // A new node of `op_type` (with `attributes`) that takes over `node`'s
 // inputs, outputs and name; `node` goes. Returns the new node.
-Result<ir::Node*> replace_node(ir::Node& node, std::string_view op_type,
-                               std::vector<onnx::AttributeProto> attributes = {}, std::string_view domain = "");
+Result<ir::Node*> replace_node(ir::Node& node, std::string_view op_type, std::vector<onnx::AttributeProto> attributes = {},
+                               std::string_view domain = "");
 
 // Renames a node; the name must not be used by another node of the model.
 Status rename_node(ir::Node& node, std::string name);
@@ -174,8 +174,7 @@ size_t add_all_outputs(ir::Model& model, std::vector<std::string>* untyped = nul
 // graph), as onnx.utils.extract_model: intermediate tensors listed as inputs
 // become graph inputs, and anything the outputs need beyond the inputs and
 // constants is an error that names it.
-Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs,
-                        const std::vector<std::string>& outputs);
+Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs);
 // PRelu(x, s) = Relu(x) - Relu(-x) * s, for engines without PRelu. Exact:
 // each branch is one rounding of x * s or none. Returns how many.
 size_t replace_prelu(ir::Model& model);

@@ -43,8 +43,7 @@ Result<std::tuple<std::string, std::string, std::string>> split_target_attr(cons
   if (eq == std::string::npos) return make_error("'{}': expected {}", text, syntax);
   std::string left = text.substr(0, eq);
   size_t colon = left.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == left.size())
-    return make_error("'{}': expected {}", text, syntax);
+  if (colon == std::string::npos || colon == 0 || colon + 1 == left.size()) return make_error("'{}': expected {}", text, syntax);
   return std::make_tuple(left.substr(0, colon), left.substr(colon + 1), text.substr(eq + 1));
 }
 
@@ -96,7 +95,7 @@ Status op_rename(EditContext& c, const std::string& arg) {
 }
 
 Status op_remove_node(EditContext& c, const std::string& arg) {
-  ONNXKIT_ASSIGN(ir::Node* node, find_node(c.model->graph(), trim(arg)));
+  ONNXKIT_ASSIGN(ir::Node * node, find_node(c.model->graph(), trim(arg)));
   std::string what = node->describe();
   bool inlined = node->op_type() == "If";
   ONNXKIT_TRY(remove_node(*node));
@@ -109,7 +108,7 @@ Status op_if_branch(EditContext& c, const std::string& arg) {
   ONNXKIT_ASSIGN(auto parts, split_at(arg, '=', "NODE=then|else"));
   auto [node_name, branch] = parts;
   if (branch != "then" && branch != "else") return make_error("'{}': the branch is 'then' or 'else', not '{}'", arg, branch);
-  ONNXKIT_ASSIGN(ir::Node* node, find_node(c.model->graph(), node_name));
+  ONNXKIT_ASSIGN(ir::Node * node, find_node(c.model->graph(), node_name));
   std::string what = node->describe();
   ONNXKIT_TRY(choose_if_branch(*node, branch == "then"));
   c.report.done.push_back(fmt::format("{} replaced by its {} branch", what, branch));
@@ -119,7 +118,7 @@ Status op_if_branch(EditContext& c, const std::string& arg) {
 Status op_freeze_input(EditContext& c, const std::string& arg) {
   ONNXKIT_ASSIGN(auto parts, split_at(arg, '=', "NAME=VALUE"));
   auto [name, text] = parts;
-  ONNXKIT_ASSIGN(ir::Value* input, find_tensor(c.model->graph(), name));
+  ONNXKIT_ASSIGN(ir::Value * input, find_tensor(c.model->graph(), name));
   onnx::TensorProto tensor;
   if (text.ends_with(".npy")) {
     ONNXKIT_ASSIGN(tensor, io::read_npy(text));
@@ -130,8 +129,8 @@ Status op_freeze_input(EditContext& c, const std::string& arg) {
   }
   ONNXKIT_ASSIGN(FreezeInputReport frozen, freeze_input(*c.model, name, std::move(tensor)));
   for (std::string& w : frozen.warnings) c.report.warnings.push_back(std::move(w));
-  c.report.done.push_back(fmt::format("input '{}' is now the constant {}: {} node{} folded, {} If node{} inlined", name,
-                                      text, frozen.folded, frozen.folded == 1 ? "" : "s", frozen.inlined,
+  c.report.done.push_back(fmt::format("input '{}' is now the constant {}: {} node{} folded, {} If node{} inlined", name, text,
+                                      frozen.folded, frozen.folded == 1 ? "" : "s", frozen.inlined,
                                       frozen.inlined == 1 ? "" : "s"));
   return {};
 }
@@ -139,8 +138,7 @@ Status op_freeze_input(EditContext& c, const std::string& arg) {
 Status op_remove_op(EditContext& c, const std::string& arg) {
   std::vector<std::string> skipped;
   ONNXKIT_ASSIGN(size_t removed, remove_op(*c.model, trim(arg), &skipped));
-  if (removed == 0)
-    return make_error("no {} node could be removed: {}", trim(arg), skipped.empty() ? "" : skipped.front());
+  if (removed == 0) return make_error("no {} node could be removed: {}", trim(arg), skipped.empty() ? "" : skipped.front());
   for (std::string& s : skipped) c.report.warnings.push_back(std::move(s));
   c.report.done.push_back(fmt::format("{} {} node{} removed", removed, trim(arg), removed == 1 ? "" : "s"));
   return {};
@@ -154,7 +152,7 @@ Status set_attribute_text(ir::Node& node, const std::string& attr, const std::st
 Status op_set_attr(EditContext& c, const std::string& arg) {
   ONNXKIT_ASSIGN(auto parts, split_target_attr(arg, "NODE:ATTR=VALUE"));
   auto& [name, attr, value] = parts;
-  ONNXKIT_ASSIGN(ir::Node* node, find_node(c.model->graph(), name));
+  ONNXKIT_ASSIGN(ir::Node * node, find_node(c.model->graph(), name));
   ONNXKIT_TRY(set_attribute_text(*node, attr, value));
   c.report.done.push_back(fmt::format("{}: {} = {}", node->describe(), attr, value));
   return {};
@@ -171,7 +169,7 @@ Status op_set_attr_op(EditContext& c, const std::string& arg) {
 
 Status op_add_output(EditContext& c, const std::string& arg) {
   for (const std::string& name : split(arg, ',')) {
-    ONNXKIT_ASSIGN(ir::Value* value, find_tensor(c.model->graph(), trim(name)));
+    ONNXKIT_ASSIGN(ir::Value * value, find_tensor(c.model->graph(), trim(name)));
     ONNXKIT_TRY(add_graph_output(*c.model, *value));
     c.report.done.push_back(fmt::format("'{}' is an output ({})", value->name(), type_text(*value)));
   }
@@ -206,8 +204,7 @@ Status op_extract(EditContext& c, const std::string& arg) {
       split_at_colon = at;
       break;
     }
-  if (split_at_colon == std::string::npos)
-    return make_error("'{}': expected INPUTS:OUTPUTS, comma-separated tensor names", arg);
+  if (split_at_colon == std::string::npos) return make_error("'{}': expected INPUTS:OUTPUTS, comma-separated tensor names", arg);
   std::vector<std::string> inputs = names(std::string_view(arg).substr(0, split_at_colon));
   std::vector<std::string> outputs = names(std::string_view(arg).substr(split_at_colon + 1));
   size_t before = count_nodes(*c.model);
@@ -235,13 +232,15 @@ Status op_set_input(EditContext& c, const std::string& arg) {
   std::string left = eq == std::string::npos ? arg : arg.substr(0, eq);
   size_t colon = left.rfind(':');
   if (eq == std::string::npos || colon == std::string::npos || colon == 0)
-    return make_error("'{}': expected NODE:INDEX=VALUE (VALUE: a tensor name, FILE.npy, a literal such as "
-                      "int64:[-1,4096], or nothing to leave an optional input out)", arg);
+    return make_error(
+        "'{}': expected NODE:INDEX=VALUE (VALUE: a tensor name, FILE.npy, a literal such as "
+        "int64:[-1,4096], or nothing to leave an optional input out)",
+        arg);
   std::string node_name = left.substr(0, colon);
   auto index = literals::parse_int(left.substr(colon + 1));
   if (!index.ok() || *index < 0) return make_error("'{}': input index '{}' is not a number", arg, left.substr(colon + 1));
   std::string value_text(trim(std::string_view(arg).substr(eq + 1)));
-  ONNXKIT_ASSIGN(ir::Node* node, find_node(c.model->graph(), node_name));
+  ONNXKIT_ASSIGN(ir::Node * node, find_node(c.model->graph(), node_name));
   size_t i = static_cast<size_t>(*index);
   ir::Graph& graph = *node->graph();
   if (value_text.empty()) {
@@ -259,17 +258,18 @@ Status op_set_input(EditContext& c, const std::string& arg) {
     } else {
       std::vector<std::string> names;
       for (ir::Value* v : graph.values()) names.push_back(v->name());
-      return make_error("'{}' is neither a tensor of the model, a .npy file nor a literal such as float:[1,1,2,2]{}",
-                        value_text, did_you_mean(value_text, names));
+      return make_error("'{}' is neither a tensor of the model, a .npy file nor a literal such as float:[1,1,2,2]{}", value_text,
+                        did_you_mean(value_text, names));
     }
     std::string base = node->name().empty() ? node->op_type() : node->name();
     value = graph.add_initializer(fmt::format("{}_{}", base, input_name(*node, i)), std::move(tensor));
   }
   ONNXKIT_TRY(set_node_input(*node, i, value));
-  std::string type = value->initializer() != nullptr
-                         ? io::data_type_name(value->initializer()->data_type()) +
-                               runtime::shape_to_string({value->initializer()->dims().begin(), value->initializer()->dims().end()})
-                         : type_text(*value);
+  std::string type =
+      value->initializer() != nullptr
+          ? io::data_type_name(value->initializer()->data_type()) +
+                runtime::shape_to_string({value->initializer()->dims().begin(), value->initializer()->dims().end()})
+          : type_text(*value);
   c.report.done.push_back(fmt::format("{}: input #{} ({}) now reads '{}'{}", node->describe(), i, input_name(*node, i),
                                       value->name(), type.empty() ? "" : " (" + type + ")"));
   return {};
@@ -284,8 +284,8 @@ Status op_cleanup(EditContext& c, const std::string&) {
 Status op_freeze_initializers(EditContext& c, const std::string&) {
   const int64_t ir_version = c.model->header().ir_version();
   const size_t frozen = freeze_initializers(*c.model);
-  std::string done = fmt::format("freeze-initializers: {} input{} backed by an initializer now constant", frozen,
-                                 frozen == 1 ? "" : "s");
+  std::string done =
+      fmt::format("freeze-initializers: {} input{} backed by an initializer now constant", frozen, frozen == 1 ? "" : "s");
   if (c.model->header().ir_version() != ir_version)
     done += fmt::format(" (IR version {} -> {}, the first where initializers need not be inputs)", ir_version,
                         c.model->header().ir_version());
@@ -295,7 +295,7 @@ Status op_freeze_initializers(EditContext& c, const std::string&) {
 
 Status op_set_initializer(EditContext& c, const std::string& arg) {
   ONNXKIT_ASSIGN(auto parts, split_at(arg, '=', "NAME=FILE.npy"));
-  ONNXKIT_ASSIGN(ir::Value* value, find_tensor(c.model->graph(), parts.first));
+  ONNXKIT_ASSIGN(ir::Value * value, find_tensor(c.model->graph(), parts.first));
   ONNXKIT_ASSIGN(onnx::TensorProto tensor, io::read_npy(parts.second));
   ONNXKIT_TRY(set_initializer(*value, std::move(tensor)));
   c.report.done.push_back(fmt::format("initializer '{}' now holds {}", value->name(), parts.second));
@@ -322,23 +322,38 @@ struct Entry {
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = {
       {{"input-shape", "NAME:DIMS", "set an input's shape, numbers or symbols: input:batch,3,224,224"}, op_input_shape},
-      {{"batch", "N|SYMBOL", "set dim 0 of every input and output: 1, or 'batch' to make it dynamic; a dry run shows it free"}, op_batch},
+      {{"batch", "N|SYMBOL", "set dim 0 of every input and output: 1, or 'batch' to make it dynamic; a dry run shows it free"},
+       op_batch},
       {{"rename", "OLD=NEW", "rename a tensor (or, if no tensor has that name, a node) everywhere"}, op_rename},
-      {{"remove-node", "NAME", "remove a node: its consumers read its first input (an If with a constant condition is inlined)"}, op_remove_node},
-      {{"remove-op", "OPTYPE", "remove every node of a type, as --remove-node (If only where its condition is constant)"}, op_remove_op},
-      {{"set-attr", "NODE:ATTR=VALUE", "set an attribute of one node; VALUE typed by the op's schema: 1e-5, 3, [1,2], name, float:[1,2]"}, op_set_attr},
-      {{"set-attr-op", "OPTYPE:ATTR=VALUE", "set an attribute of every node of a type: InstanceNormalization:epsilon=1e-5"}, op_set_attr_op},
+      {{"remove-node", "NAME", "remove a node: its consumers read its first input (an If with a constant condition is inlined)"},
+       op_remove_node},
+      {{"remove-op", "OPTYPE", "remove every node of a type, as --remove-node (If only where its condition is constant)"},
+       op_remove_op},
+      {{"set-attr", "NODE:ATTR=VALUE",
+        "set an attribute of one node; VALUE typed by the op's schema: 1e-5, 3, [1,2], name, float:[1,2]"},
+       op_set_attr},
+      {{"set-attr-op", "OPTYPE:ATTR=VALUE", "set an attribute of every node of a type: InstanceNormalization:epsilon=1e-5"},
+       op_set_attr_op},
       {{"add-output", "TENSOR[,TENSOR...]", "make tensors graph outputs, with their inferred type and shape"}, op_add_output},
       {{"outputs-all", "", "make every intermediate tensor a graph output"}, op_outputs_all},
       {{"extract", "INPUTS:OUTPUTS", "keep only what computes OUTPUTS from INPUTS (comma-separated tensor names)"}, op_extract},
       {{"replace-prelu", "", "rewrite PRelu as Relu(x) - Relu(-x) * slope, for engines without PRelu"}, op_replace_prelu},
-      {{"fix-prelu-slope", "", "reshape PRelu slopes of shape [C] to [C,1,1] (initializer and declared shape)"}, op_fix_prelu_slope},
-      {{"if-branch", "NODE=then|else", "replace an If by the branch named, whatever its condition (an If on data the model is never given otherwise)"}, op_if_branch},
-      {{"freeze-input", "NAME=VALUE", "an input becomes a constant (16000, [1,2], int64:[...], FILE.npy) and what it decides is folded, Ifs included"}, op_freeze_input},
-      {{"set-input", "NODE:INDEX=VALUE", "rewire an input to a tensor, FILE.npy or a literal (int64:[-1,4096]); empty VALUE leaves it out"}, op_set_input},
+      {{"fix-prelu-slope", "", "reshape PRelu slopes of shape [C] to [C,1,1] (initializer and declared shape)"},
+       op_fix_prelu_slope},
+      {{"if-branch", "NODE=then|else",
+        "replace an If by the branch named, whatever its condition (an If on data the model is never given otherwise)"},
+       op_if_branch},
+      {{"freeze-input", "NAME=VALUE",
+        "an input becomes a constant (16000, [1,2], int64:[...], FILE.npy) and what it decides is folded, Ifs included"},
+       op_freeze_input},
+      {{"set-input", "NODE:INDEX=VALUE",
+        "rewire an input to a tensor, FILE.npy or a literal (int64:[-1,4096]); empty VALUE leaves it out"},
+       op_set_input},
       {{"cleanup", "", "remove nodes and initializers that no output needs"}, op_cleanup},
       {{"set-initializer", "NAME=FILE.npy", "replace an initializer's data (same element type)"}, op_set_initializer},
-      {{"freeze-initializers", "", "drop initializers from the graph inputs (old exports list every weight there), so runtimes and simplify treat them as constants"}, op_freeze_initializers},
+      {{"freeze-initializers", "",
+        "drop initializers from the graph inputs (old exports list every weight there), so runtimes and simplify treat them as constants"},
+       op_freeze_initializers},
       {{"opset", "N", "convert to opset N with ONNX's version converter (onnxkit's own steps above 17, up to 21)"}, op_opset},
   };
   return table;
@@ -434,14 +449,13 @@ Result<EditToolReport> edit_file(const fs::path& in, const fs::path& out, const 
     std::string not_tried;
     Status free = run_at_new_batch(*model, report.batch, &not_tried);
     if (!free.ok())
-      return make_error("{}: --batch {}: the batch is not free, the model fails at the new batch: {}; a Reshape or "
-                        "Expand whose constant shape holds the old batch does this: give it a shape that follows the "
-                        "input (0 copies a dim, -1 infers one) with --set-input NODE:1=int64:[...] (nothing written)",
-                        in.string(), report.batch, free.error().message());
-    if (not_tried.empty())
-      report.batch_ran = true;
-    else
-      report.warnings.push_back(std::move(not_tried));
+      return make_error(
+          "{}: --batch {}: the batch is not free, the model fails at the new batch: {}; a Reshape or "
+          "Expand whose constant shape holds the old batch does this: give it a shape that follows the "
+          "input (0 copies a dim, -1 infers one) with --set-input NODE:1=int64:[...] (nothing written)",
+          in.string(), report.batch, free.error().message());
+    if (not_tried.empty()) report.batch_ran = true;
+    else report.warnings.push_back(std::move(not_tried));
   }
   report.nodes_after = count_nodes(*model);
   ONNXKIT_ASSIGN(report.saved, ir::save_model(*model, out, options.save));
@@ -461,10 +475,10 @@ std::string render_edit_text(const EditToolReport& report, const fs::path& out) 
   const io::SaveSummary& saved = report.saved;
   const std::string side_file =
       saved.external_file.empty() ? "" : fmt::format(" + {} ({})", saved.external_file, human_bytes(saved.external_bytes));
-  text += fmt::format("wrote {}{}: {} node{} (was {}); passes the ONNX checker and shape inference{}{}\n", out.string(),
-                      side_file, report.nodes_after, report.nodes_after == 1 ? "" : "s", report.nodes_before,
-                      shapeless > 0 ? " (but for those output shapes)" : "",
-                      report.batch_ran ? ", and runs at the new batch" : "");
+  text +=
+      fmt::format("wrote {}{}: {} node{} (was {}); passes the ONNX checker and shape inference{}{}\n", out.string(), side_file,
+                  report.nodes_after, report.nodes_after == 1 ? "" : "s", report.nodes_before,
+                  shapeless > 0 ? " (but for those output shapes)" : "", report.batch_ran ? ", and runs at the new batch" : "");
   return text;
 }
 

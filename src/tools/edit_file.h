@@ -39,13 +39,13 @@ Result<std::vector<EditOperation>> parse_edit_script(std::string_view text, cons
 Result<std::vector<EditOperation>> read_edit_script(const std::filesystem::path& path);
 
 struct EditToolReport {
-  std::vector<std::string> done;      // one line per operation
+  std::vector<std::string> done;  // one line per operation
   std::vector<std::string> warnings;
   // Outputs declared by element type alone: inference cannot tell their shape.
   std::vector<std::string> shapeless_outputs;
   io::SaveSummary saved;
-  std::string batch;  // what --batch set, if it ran: checked by a dry run
-  bool batch_ran = false;  // the dry run showed the batch free
+  std::string batch;                         // what --batch set, if it ran: checked by a dry run
+  bool batch_ran = false;                    // the dry run showed the batch free
   size_t nodes_before = 0, nodes_after = 0;  // main graph
 };
 

@@ -109,9 +109,10 @@ Result<std::vector<std::string>> set_batch(ir::Model& model, std::string_view ba
       if (shape.size() < 2 || shape[0] != old_batch) continue;
       std::vector<int64_t> fixed = shape;
       fixed[0] = std::count(shape.begin(), shape.end(), -1) == 0 ? -1 : 0;
-      warnings.push_back(fmt::format("{} reshapes to the constant {}, which keeps the batch at {}; "
-                                     "--set-input '{}:1=int64:{}' makes it follow the input",
-                                     node.describe(), runtime::shape_to_string(shape), old_batch, node.name(), runtime::shape_to_string(fixed)));
+      warnings.push_back(
+          fmt::format("{} reshapes to the constant {}, which keeps the batch at {}; "
+                      "--set-input '{}:1=int64:{}' makes it follow the input",
+                      node.describe(), runtime::shape_to_string(shape), old_batch, node.name(), runtime::shape_to_string(fixed)));
     }
   return warnings;
 }
@@ -138,8 +139,7 @@ Result<FreezeInputReport> freeze_input(ir::Model& model, std::string_view name, 
     names.push_back(graph.inputs()[i]->name());
     if (graph.inputs()[i]->name() == name) index = i;
   }
-  if (index == graph.inputs().size())
-    return make_error("'{}' is not an input of the model{}", name, did_you_mean(name, names));
+  if (index == graph.inputs().size()) return make_error("'{}' is not an input of the model{}", name, did_you_mean(name, names));
   ir::Value& input = *graph.inputs()[index];
   const auto type_name = [](int32_t t) { return runtime::to_string(static_cast<runtime::DataType>(t)); };
   if (input.elem_type() != 0 && tensor.data_type() != input.elem_type())
@@ -219,8 +219,10 @@ Result<size_t> remove_op(ir::Model& model, std::string_view op_type, std::vector
     ir::Node& node = **it;
     if (node.op_type() == "If" && !constant_if_condition(node)) {
       if (skipped != nullptr)
-        skipped->push_back(fmt::format("{} kept: its condition is not a constant (--if-branch {}=then|else picks a "
-                                       "branch)", node.describe(), node.name()));
+        skipped->push_back(
+            fmt::format("{} kept: its condition is not a constant (--if-branch {}=then|else picks a "
+                        "branch)",
+                        node.describe(), node.name()));
       continue;
     }
     Status gone = remove_node(node);
@@ -278,8 +280,7 @@ Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs
   for (ir::Value* v : graph.values()) all.push_back(v->name());
   auto find = [&](const std::string& name, std::string_view role) -> Result<ir::Value*> {
     ir::Value* v = graph.find_value(name);
-    if (v == nullptr)
-      return make_error("{} '{}' is not a tensor of the main graph{}", role, name, did_you_mean(name, all));
+    if (v == nullptr) return make_error("{} '{}' is not a tensor of the main graph{}", role, name, did_you_mean(name, all));
     return v;
   };
   for (const std::string& name : inputs)
@@ -289,14 +290,13 @@ Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs
 
   std::vector<ir::Value*> new_inputs;
   for (const std::string& name : inputs) {
-    ONNXKIT_ASSIGN(ir::Value* v, find(name, "input"));
+    ONNXKIT_ASSIGN(ir::Value * v, find(name, "input"));
     if (v->is_graph_input()) {
       new_inputs.push_back(v);
       continue;
     }
     if (v->is_constant()) return make_error("input '{}' is an initializer: it stays a constant, leave it out", name);
-    if (v->elem_type() == 0)
-      return make_error("shape inference does not know the type of '{}': it cannot become an input", name);
+    if (v->elem_type() == 0) return make_error("shape inference does not know the type of '{}': it cannot become an input", name);
     // The cut: a new graph input takes over the tensor's name and its consumers.
     ir::Value* cut = graph.add_value(name + "_cut");
     *cut->mutable_info().mutable_type() = v->type();
@@ -308,7 +308,7 @@ Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs
   }
   std::vector<ir::Value*> new_outputs;
   for (const std::string& name : outputs) {
-    ONNXKIT_ASSIGN(ir::Value* v, find(name, "output"));
+    ONNXKIT_ASSIGN(ir::Value * v, find(name, "output"));
     if (v->elem_type() == 0)
       return make_error("shape inference does not know the type of '{}': it cannot become an output", name);
     new_outputs.push_back(v);
@@ -324,8 +324,7 @@ Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs
   }
   for (size_t i = graph.inputs().size(); i-- > 0;) {
     ir::Value* v = graph.inputs()[i];
-    if (std::find(new_inputs.begin(), new_inputs.end(), v) == new_inputs.end() && !v->is_constant())
-      graph.remove_input(i);
+    if (std::find(new_inputs.begin(), new_inputs.end(), v) == new_inputs.end() && !v->is_constant()) graph.remove_input(i);
   }
   // Keep the order the user gave.
   std::vector<ir::Value*> constants;
@@ -338,21 +337,17 @@ Status extract_subgraph(ir::Model& model, const std::vector<std::string>& inputs
   for (ir::Node& node : graph.nodes())
     for (ir::Value* v : node.inputs())
       if (v != nullptr && v->owner() == &graph && v->producer() == nullptr && !v->is_graph_input() && !v->is_constant())
-        return make_error("the outputs need '{}' (read by {}), which is not among the inputs given", v->name(),
-                          node.describe());
+        return make_error("the outputs need '{}' (read by {}), which is not among the inputs given", v->name(), node.describe());
   for (ir::Value* v : graph.outputs())
     if (v->producer() == nullptr && !v->is_graph_input() && !v->is_constant())
-      return make_error("output '{}' is computed before the inputs given: it would have nothing to compute it",
-                        v->name());
+      return make_error("output '{}' is computed before the inputs given: it would have nothing to compute it", v->name());
   return {};
 }
 
 size_t replace_prelu(ir::Model& model) {
   size_t replaced = 0;
   for (ir::Node* node : find_nodes_by_op(model.graph(), "PRelu")) {
-    if (!node->in_onnx_domain() || node->input(0) == nullptr ||
-        node->input(1) == nullptr || node->output(0) == nullptr)
-      continue;
+    if (!node->in_onnx_domain() || node->input(0) == nullptr || node->input(1) == nullptr || node->output(0) == nullptr) continue;
     ir::Graph& graph = *node->graph();
     ir::Value* x = node->input(0);
     ir::Value* slope = node->input(1);
@@ -432,8 +427,7 @@ std::string converter_failure(const std::string& what, int64_t from, int64_t to)
   if (auto rest = after("No Previous Version of ")) {
     const std::string op = rest->substr(0, rest->find(' '));
     const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(from), "");
-    if (schema != nullptr)
-      return fmt::format("{} does not exist before opset {}", op, schema->SinceVersion());
+    if (schema != nullptr) return fmt::format("{} does not exist before opset {}", op, schema->SinceVersion());
     return fmt::format("{} has no earlier version", op);
   }
   // An adapter's own refusal, e.g. upsample_9_8.h: "Unsuppported conversion
@@ -463,8 +457,10 @@ namespace {
 Result<std::unique_ptr<ir::Model>> convert_beyond_converter(const ir::Model& model, int64_t version) {
   const int64_t from = model.opset("");
   if (from > version)
-    return make_error("converting down from opset {} to {} is not possible here: ONNX's converter in this build knows "
-                      "opsets up to {}", from, version, analysis::libonnx_max_opset());
+    return make_error(
+        "converting down from opset {} to {} is not possible here: ONNX's converter in this build knows "
+        "opsets up to {}",
+        from, version, analysis::libonnx_max_opset());
   std::unique_ptr<ir::Model> converted;
   if (from < analysis::libonnx_max_opset()) {
     ONNXKIT_ASSIGN(converted, convert_opset(model, analysis::libonnx_max_opset()));
@@ -482,14 +478,17 @@ Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t
   int64_t from = model.opset("");
   const int64_t newest = analysis::libonnx_max_opset();
   if (version < 1 || version > kNewestUpgradableOpset)
-    return make_error("opset {} is outside what this build converts (1 to {}: ONNX's converter up to {}, onnxkit's own "
-                      "steps above)",
-                      version, kNewestUpgradableOpset, newest);
+    return make_error(
+        "opset {} is outside what this build converts (1 to {}: ONNX's converter up to {}, onnxkit's own "
+        "steps above)",
+        version, kNewestUpgradableOpset, newest);
   if (from == 0) return make_error("the model does not import the default ONNX domain");
   if (version > newest) return convert_beyond_converter(model, version);
   if (from > newest)
-    return make_error("converting down from opset {} is not possible here: ONNX's converter in this build knows opsets up "
-                      "to {}", from, newest);
+    return make_error(
+        "converting down from opset {} is not possible here: ONNX's converter in this build knows opsets up "
+        "to {}",
+        from, newest);
   auto converted = try_convert(ir::export_model(model), version);
   if (!converted.ok()) {
     // Reported if the second try fails too: it speaks of the model as given.
@@ -497,8 +496,7 @@ Result<std::unique_ptr<ir::Model>> convert_opset(const ir::Model& model, int64_t
     // Adapters read shapes and constant inputs (Upsample's scales, Reshape's
     // shape): old exports compute them or leave shapes out. Folded and typed,
     // the model may go through.
-    ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> prepared,
-                   ir::import_model(ir::export_model(model), model.shared_external_data()));
+    ONNXKIT_ASSIGN(std::unique_ptr<ir::Model> prepared, ir::import_model(ir::export_model(model), model.shared_external_data()));
     passes::PassOptions options;
     passes::PassContext context(*prepared, options);
     fold_everywhere(*prepared, context);
@@ -545,11 +543,12 @@ Status check_connected(ir::Graph& root) {
     for (ir::Node& node : g.nodes())
       for (ir::Value* v : node.inputs())
         if (v != nullptr && !defined(v) && status.ok())
-          status = make_error("{} reads '{}', which nothing defines any more (no node makes it, and it is neither an "
-                              "input nor an initializer)", node.describe(), v->name());
+          status = make_error(
+              "{} reads '{}', which nothing defines any more (no node makes it, and it is neither an "
+              "input nor an initializer)",
+              node.describe(), v->name());
     for (ir::Value* v : g.outputs())
-      if (!defined(v) && status.ok())
-        status = make_error("graph output '{}' is no longer computed by anything", v->name());
+      if (!defined(v) && status.ok()) status = make_error("graph output '{}' is no longer computed by anything", v->name());
   });
   return status;
 }

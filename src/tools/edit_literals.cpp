@@ -122,7 +122,8 @@ std::string quote_words(std::string_view text) {
   auto is_alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
   auto is_alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
   for (size_t i = 0; i < text.size();) {
-    const bool boundary = i == 0 || !(is_alnum(text[i - 1]) || std::string_view(".+-\"_").find(text[i - 1]) != std::string_view::npos);
+    const bool boundary =
+        i == 0 || !(is_alnum(text[i - 1]) || std::string_view(".+-\"_").find(text[i - 1]) != std::string_view::npos);
     const size_t letters = text[i] == '-' && i + 1 < text.size() ? i + 1 : i;
     if (!boundary || !is_alpha(text[letters])) {
       out += text[i++];
@@ -208,8 +209,7 @@ class LiteralReader {
   size_t max_scalar_depth_ = 0;
 };
 
-template <class T>
-Result<T> to_integer(const Item& item) {
+template <class T> Result<T> to_integer(const Item& item) {
   using Limits = std::numeric_limits<T>;
   switch (item.kind) {
     case Item::Kind::integer:
@@ -225,13 +225,11 @@ Result<T> to_integer(const Item& item) {
       if (item.unsigned_integer > static_cast<uint64_t>(Limits::max()))
         return make_error("{} does not fit the element type", item.unsigned_integer);
       return static_cast<T>(item.unsigned_integer);
-    default:
-      return make_error("'{}' is not an integer", item.text());
+    default: return make_error("'{}' is not an integer", item.text());
   }
 }
 
-template <class T>
-Status convert_items(const std::vector<Item>& items, runtime::Tensor& tensor) {
+template <class T> Status convert_items(const std::vector<Item>& items, runtime::Tensor& tensor) {
   T* out = tensor.mutable_data<T>();
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& item = items[i];
@@ -279,9 +277,11 @@ Result<onnx::TensorProto> parse_tensor_literal(std::string_view text) {
   size_t colon = text.find(':');
   const std::optional<DataType> type = colon == std::string_view::npos ? std::nullopt : literal_type(text.substr(0, colon));
   if (!type)
-    return make_error("'{}' is not a tensor literal: expected TYPE:[values], e.g. float:[1,1,2,2] or int64:[-1,4096] "
-                      "(types: float, float16, bfloat16, double, int8, int16, int32, int64, uint8, uint16, uint32, "
-                      "uint64, bool)", text);
+    return make_error(
+        "'{}' is not a tensor literal: expected TYPE:[values], e.g. float:[1,1,2,2] or int64:[-1,4096] "
+        "(types: float, float16, bfloat16, double, int8, int16, int32, int64, uint8, uint16, uint32, "
+        "uint64, bool)",
+        text);
   LiteralReader reader;
   if (!nlohmann::json::sax_parse(quote_words(text.substr(colon + 1)), &reader) && reader.error.empty())
     reader.error = "not a number or a [list]";

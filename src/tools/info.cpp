@@ -30,12 +30,9 @@ using nlohmann::json;
 json dims_json(const onnx::TensorShapeProto& shape) {
   json dims = json::array();
   for (const auto& d : shape.dim()) {
-    if (d.has_dim_value())
-      dims.push_back(d.dim_value());
-    else if (d.has_dim_param() && !d.dim_param().empty())
-      dims.push_back(d.dim_param());
-    else
-      dims.push_back(nullptr);
+    if (d.has_dim_value()) dims.push_back(d.dim_value());
+    else if (d.has_dim_param() && !d.dim_param().empty()) dims.push_back(d.dim_param());
+    else dims.push_back(nullptr);
   }
   return dims;
 }
@@ -54,16 +51,13 @@ json type_json(const onnx::TypeProto& type) {
               {"dtype", io::data_type_name(t.elem_type())},
               {"shape", t.has_shape() ? dims_json(t.shape()) : json(nullptr)}};
     }
-    case onnx::TypeProto::kSequenceType:
-      return {{"kind", "sequence"}, {"element", type_json(type.sequence_type().elem_type())}};
-    case onnx::TypeProto::kOptionalType:
-      return {{"kind", "optional"}, {"element", type_json(type.optional_type().elem_type())}};
+    case onnx::TypeProto::kSequenceType: return {{"kind", "sequence"}, {"element", type_json(type.sequence_type().elem_type())}};
+    case onnx::TypeProto::kOptionalType: return {{"kind", "optional"}, {"element", type_json(type.optional_type().elem_type())}};
     case onnx::TypeProto::kMapType:
       return {{"kind", "map"},
               {"key", io::data_type_name(type.map_type().key_type())},
               {"value", type_json(type.map_type().value_type())}};
-    default:
-      return nullptr;
+    default: return nullptr;
   }
 }
 
@@ -83,8 +77,7 @@ json half_json(runtime::Float16 h) {
   return float_json(f);
 }
 
-template <class T>
-T read_at(const std::string& bytes, size_t i) {
+template <class T> T read_at(const std::string& bytes, size_t i) {
   T v;
   std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
   return v;
@@ -123,9 +116,7 @@ json tensor_values(const onnx::TensorProto& t, uint64_t count) {
   return out;
 }
 
-json graph_summary(const ir::Graph& g) {
-  return {{"graph", g.name()}, {"nodes", g.nodes().size()}};
-}
+json graph_summary(const ir::Graph& g) { return {{"graph", g.name()}, {"nodes", g.nodes().size()}}; }
 
 }  // namespace
 
@@ -150,7 +141,8 @@ json attribute_json(const ir::Attribute& attr) {
     case onnx::AttributeProto::TENSOR: return tensor_json(a.t());
     case onnx::AttributeProto::GRAPH: return attr.graph ? graph_summary(*attr.graph) : json(nullptr);
     case onnx::AttributeProto::SPARSE_TENSOR:
-      return {{"sparse", true}, {"dims", json(std::vector<int64_t>(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end()))}};
+      return {{"sparse", true},
+              {"dims", json(std::vector<int64_t>(a.sparse_tensor().dims().begin(), a.sparse_tensor().dims().end()))}};
     case onnx::AttributeProto::TYPE_PROTO: return type_json(a.tp());
     case onnx::AttributeProto::FLOATS: {
       json out = json::array();
@@ -204,15 +196,15 @@ json value_json(const ir::Value* v, const analysis::TypeMap& types) {
   } else if (v->has_type()) {
     j["type"] = type_json(v->type());
   } else if (const auto* t = v->initializer()) {
-    j["type"] = {{"kind", "tensor"}, {"dtype", io::data_type_name(t->data_type())},
+    j["type"] = {{"kind", "tensor"},
+                 {"dtype", io::data_type_name(t->data_type())},
                  {"shape", json(std::vector<int64_t>(t->dims().begin(), t->dims().end()))}};
   }
   if (v->is_constant()) j["initializer"] = true;
   return j;
 }
 
-json node_json(const ir::Node& n, size_t index, const std::optional<analysis::NodeCost>& cost,
-               const analysis::TypeMap& types) {
+json node_json(const ir::Node& n, size_t index, const std::optional<analysis::NodeCost>& cost, const analysis::TypeMap& types) {
   json j = {{"index", index}, {"name", n.name()}, {"op_type", n.op_type()}, {"domain", n.domain()}};
   j["inputs"] = json::array();
   for (const ir::Value* v : n.inputs()) j["inputs"].push_back(value_json(v, types));
@@ -274,8 +266,7 @@ namespace {
 
 // The bindings for the cost: the user's, then 1 for every symbolic dim of
 // the inputs left; `assumed` gets the names taken as 1 ("?" for unnamed dims).
-Result<analysis::DimBindings> cost_bindings(const ir::Graph& g, const InfoOptions& options,
-                                           std::vector<std::string>& assumed) {
+Result<analysis::DimBindings> cost_bindings(const ir::Graph& g, const InfoOptions& options, std::vector<std::string>& assumed) {
   analysis::DimBindings bindings;
   std::set<std::string> symbols;
   std::vector<std::string> input_names;
@@ -365,7 +356,8 @@ SymbolicCost symbolic_cost(const ir::Model& model, const analysis::DimBindings& 
     double sum = 0;
     for (size_t p = 0; p < points; ++p) {
       double term = coefficients[p];
-      for (size_t d = 0, stride = 1; d < k; ++d, stride *= 3) term *= std::pow(static_cast<double>(values[d]), static_cast<int>((p / stride) % 3));
+      for (size_t d = 0, stride = 1; d < k; ++d, stride *= 3)
+        term *= std::pow(static_cast<double>(values[d]), static_cast<int>((p / stride) % 3));
       sum += term;
     }
     return sum;
@@ -415,9 +407,8 @@ std::string terms_text(const json& terms) {
   std::vector<std::string> parts;
   for (const auto& t : terms) {
     const double c = t["coefficient"].get<double>();
-    std::string part = c >= 1 && std::abs(c - std::round(c)) < 1e-9
-                           ? human_count(static_cast<uint64_t>(std::llround(c)))
-                           : fmt::format("{:.3g}", c);
+    std::string part = c >= 1 && std::abs(c - std::round(c)) < 1e-9 ? human_count(static_cast<uint64_t>(std::llround(c)))
+                                                                    : fmt::format("{:.3g}", c);
     part.erase(std::remove(part.begin(), part.end(), ' '), part.end());
     for (const auto& [symbol, power] : t["powers"].items())
       part += "*" + symbol + (power.get<int>() > 1 ? "^" + std::to_string(power.get<int>()) : "");
@@ -442,9 +433,7 @@ Result<json> model_info(const ir::Model& model, const InfoOptions& options) {
   json info;
   info["schema"] = "onnxkit.info/1";
   uint64_t external_bytes = model.external_data() != nullptr ? model.external_data()->mapped_bytes() : 0;
-  info["file"] = {{"path", model.path().string()},
-                  {"size_bytes", model.file_size()},
-                  {"external_data_bytes", external_bytes}};
+  info["file"] = {{"path", model.path().string()}, {"size_bytes", model.file_size()}, {"external_data_bytes", external_bytes}};
   info["ir_version"] = h.ir_version();
   info["producer"] = {{"name", h.producer_name()}, {"version", h.producer_version()}};
   info["domain"] = h.domain();
@@ -489,15 +478,15 @@ Result<json> model_info(const ir::Model& model, const InfoOptions& options) {
   info["operators"] = json::array();
   for (const auto& op : stats.operators)
     info["operators"].push_back({{"domain", op.domain}, {"op_type", op.op_type}, {"count", op.count}});
-  info["initializers"] = {{"count", stats.initializer_count},
-                          {"parameters", stats.parameter_count},
-                          {"bytes", stats.parameter_bytes}};
+  info["initializers"] = {
+      {"count", stats.initializer_count}, {"parameters", stats.parameter_count}, {"bytes", stats.parameter_bytes}};
   const auto& constants = stats.constant_nodes;
   const auto& nested = stats.subgraph_initializers;
-  info["parameters"] = {{"elements", stats.parameter_count + constants.elements + nested.elements},
-                        {"bytes", stats.parameter_bytes + constants.bytes + nested.bytes},
-                        {"constant_nodes", {{"count", constants.tensors}, {"elements", constants.elements}, {"bytes", constants.bytes}}},
-                        {"subgraph_initializers", {{"count", nested.tensors}, {"elements", nested.elements}, {"bytes", nested.bytes}}}};
+  info["parameters"] = {
+      {"elements", stats.parameter_count + constants.elements + nested.elements},
+      {"bytes", stats.parameter_bytes + constants.bytes + nested.bytes},
+      {"constant_nodes", {{"count", constants.tensors}, {"elements", constants.elements}, {"bytes", constants.bytes}}},
+      {"subgraph_initializers", {{"count", nested.tensors}, {"elements", nested.elements}, {"bytes", nested.bytes}}}};
   info["compute"] = {{"macs", stats.total_macs},
                      {"flops", stats.total_flops},
                      {"nodes_without_shapes", stats.nodes_without_shapes},
@@ -518,9 +507,8 @@ Result<json> model_info(const ir::Model& model, const InfoOptions& options) {
       info["compute"]["symbolic"] = {{"symbols", symbols}, {"macs", nullptr}, {"flops", nullptr}};
     } else {
       SymbolicCost cost = symbolic_cost(model, bindings, symbols);
-      info["compute"]["symbolic"] = {{"symbols", symbols},
-                                     {"macs", terms_json(cost.macs, symbols)},
-                                     {"flops", terms_json(cost.flops, symbols)}};
+      info["compute"]["symbolic"] = {
+          {"symbols", symbols}, {"macs", terms_json(cost.macs, symbols)}, {"flops", terms_json(cost.flops, symbols)}};
     }
   }
   if (!inferred.warning.empty()) info["warnings"] = json::array({inferred.warning});
@@ -596,15 +584,15 @@ std::string render_info_text(const json& info) {
   if (size_t n = params["constant_nodes"]["count"].get<size_t>(); n > 0) held.push_back(count_of(n, "Constant node"));
   if (size_t n = params["subgraph_initializers"]["count"].get<size_t>(); n > 0)
     held.push_back(count_of(n, "sub-graph initializer"));
-  line("parameters", fmt::format("{} ({}) in {}, {}", human_count(params["elements"].get<uint64_t>()),
-                                 params["elements"].get<uint64_t>(), join(held, " and "),
-                                 human_bytes(params["bytes"].get<uint64_t>())));
+  line("parameters",
+       fmt::format("{} ({}) in {}, {}", human_count(params["elements"].get<uint64_t>()), params["elements"].get<uint64_t>(),
+                   join(held, " and "), human_bytes(params["bytes"].get<uint64_t>())));
   const auto& compute = info["compute"];
   const size_t uncounted = compute["nodes_without_shapes"].get<size_t>();
   const size_t unmodelled = compute["nodes_without_cost_model"].get<size_t>();
-  std::string cost = fmt::format("{}{}, {}", uncounted + unmodelled > 0 ? "at least " : "",
-                                 human_count(compute["macs"].get<uint64_t>(), "MACs"),
-                                 human_count(compute["flops"].get<uint64_t>(), "FLOPs"));
+  std::string cost =
+      fmt::format("{}{}, {}", uncounted + unmodelled > 0 ? "at least " : "", human_count(compute["macs"].get<uint64_t>(), "MACs"),
+                  human_count(compute["flops"].get<uint64_t>(), "FLOPs"));
   std::vector<std::string> bound;
   for (const auto& [name, value] : compute["dims"].items()) bound.push_back(fmt::format("{}={}", name, value.get<int64_t>()));
   if (compute.contains("input_shapes"))
@@ -626,8 +614,7 @@ std::string render_info_text(const json& info) {
   if (compute.contains("symbolic")) {
     const auto& symbolic = compute["symbolic"];
     const auto& symbols = symbolic["symbols"];
-    if (symbols.empty())
-      line("symbolic", "no named symbolic dim left unbound");
+    if (symbols.empty()) line("symbolic", "no named symbolic dim left unbound");
     else if (symbols.size() > 3)
       line("symbolic", fmt::format("not fitted: {} symbols (at most 3; --dim binds the others)", symbols.size()));
     else if (symbolic["macs"].is_null() || symbolic["flops"].is_null())
@@ -701,9 +688,8 @@ std::string render_info_comparison(const std::vector<json>& infos) {
     size_t most = 0;
     for (const json& info : infos) most = std::max(most, info[side].size());
     for (size_t k = 0; k < most; ++k)
-      add(fmt::format("{} {}", std::string_view(side).substr(0, std::string_view(side).size() - 1), k), [&](const json& i) {
-        return k < i[side].size() ? value_text(i[side][k]) : std::string("-");
-      });
+      add(fmt::format("{} {}", std::string_view(side).substr(0, std::string_view(side).size() - 1), k),
+          [&](const json& i) { return k < i[side].size() ? value_text(i[side][k]) : std::string("-"); });
   }
   std::vector<std::string> ops;
   for (const json& info : infos)
@@ -729,7 +715,8 @@ std::string render_info_comparison(const std::vector<json>& infos) {
       out += "operators\n";
       operators_heading = true;
     }
-    const bool differ = label != "model" && std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return c != cells[0]; });
+    const bool differ =
+        label != "model" && std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return c != cells[0]; });
     std::string line = fmt::format("{}{:<{}}", differ ? "* " : "  ", label, label_width);
     for (size_t c = 0; c < cells.size(); ++c) line += fmt::format("  {:<{}}", cells[c], widths[c]);
     while (!line.empty() && line.back() == ' ') line.pop_back();

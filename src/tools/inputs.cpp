@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -24,8 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using runtime::DataType;
-using runtime::Tensor;
 using runtime::Datum;
+using runtime::Tensor;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -97,8 +97,10 @@ Result<Datum> read_value(const std::string& file, const runtime::ValueInfo& inpu
     ONNXKIT_ASSIGN(Tensor t, runtime::tensor_from_proto(proto));
     return Datum(bfloat16_from_bits(std::move(t), input));
   }
-  return make_error("'{}' is neither a tensor file (.npy, .npz, .pb) nor a literal such as 16000, [1,2] or "
-                    "int64:[[1,2,3]]", file);
+  return make_error(
+      "'{}' is neither a tensor file (.npy, .npz, .pb) nor a literal such as 16000, [1,2] or "
+      "int64:[[1,2,3]]",
+      file);
 }
 
 Result<int64_t> parse_int(const std::string& text, const std::string& flag) {
@@ -114,8 +116,10 @@ Result<std::pair<std::string, std::string>> parse_input_flag(const std::string& 
   size_t eq = flag.find('=');
   if (eq == std::string::npos) {
     if (ends_with(flag, ".npz")) return std::pair<std::string, std::string>{"", flag};
-    return make_error("--input '{}': expected NAME=FILE or NAME=VALUE (16000, int64:[[1,2,3]]), or a .npz holding "
-                      "every input", flag);
+    return make_error(
+        "--input '{}': expected NAME=FILE or NAME=VALUE (16000, int64:[[1,2,3]]), or a .npz holding "
+        "every input",
+        flag);
   }
   if (eq == 0) return make_error("--input '{}': the input's name is missing before '='", flag);
   return std::pair<std::string, std::string>{flag.substr(0, eq), flag.substr(eq + 1)};
@@ -149,7 +153,9 @@ Result<std::pair<std::string, ValueRange>> parse_range_flag(const std::string& f
   const std::string name = colon == std::string::npos ? "" : flag.substr(0, colon);
   const std::string bounds = colon == std::string::npos ? flag : flag.substr(colon + 1);
   const std::vector<std::string> parts = split(bounds, ',');
-  auto bad = [&] { return make_error("--val-range '{}': expected NAME:LO,HI (or LO,HI for every input), e.g. ids:0,30521", flag); };
+  auto bad = [&] {
+    return make_error("--val-range '{}': expected NAME:LO,HI (or LO,HI for every input), e.g. ids:0,30521", flag);
+  };
   if (parts.size() != 2 || colon == 0) return bad();
   ValueRange range;
   for (size_t i = 0; i < 2; ++i) {
@@ -187,10 +193,9 @@ Result<InputOptions> parse_input_flags(const InputFlagTexts& flags) {
   return options;
 }
 
-Result<Datum> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed,
-                           int64_t limit, const ValueRange* range) {
-  if (!input.type.has_tensor_type())
-    return make_error("input '{}' is not a tensor; give it with --input", input.name);
+Result<Datum> random_value(const runtime::ValueInfo& input, const std::vector<int64_t>* shape, uint64_t seed, int64_t limit,
+                           const ValueRange* range) {
+  if (!input.type.has_tensor_type()) return make_error("input '{}' is not a tensor; give it with --input", input.name);
   const auto& tt = input.type.tensor_type();
   runtime::Shape dims;
   if (shape != nullptr) {
@@ -198,14 +203,16 @@ Result<Datum> random_value(const runtime::ValueInfo& input, const std::vector<in
     if (tt.has_shape() && static_cast<int>(dims.size()) != tt.shape().dim_size())
       return make_error("--shape {}: rank {}, the model declares rank {}", input.name, dims.size(), tt.shape().dim_size());
   } else {
-    if (!tt.has_shape()) return make_error("input '{}' has no declared shape; give it with --shape {}:D0,D1,...", input.name, input.name);
+    if (!tt.has_shape())
+      return make_error("input '{}' has no declared shape; give it with --shape {}:D0,D1,...", input.name, input.name);
     for (const auto& d : tt.shape().dim()) {
       if (!d.has_dim_value()) {
         if (d.has_dim_param())
-          return make_error("input '{}' has symbolic dim '{}'; set it with --dim {}=N (or the whole shape with "
-                            "--shape {}:D0,D1,...)", input.name, d.dim_param(), d.dim_param(), input.name);
-        return make_error("input '{}' has an unnamed dim; give its shape with --shape {}:D0,D1,...", input.name,
-                          input.name);
+          return make_error(
+              "input '{}' has symbolic dim '{}'; set it with --dim {}=N (or the whole shape with "
+              "--shape {}:D0,D1,...)",
+              input.name, d.dim_param(), d.dim_param(), input.name);
+        return make_error("input '{}' has an unnamed dim; give its shape with --shape {}:D0,D1,...", input.name, input.name);
       }
       dims.push_back(d.dim_value());
     }
@@ -216,12 +223,13 @@ Result<Datum> random_value(const runtime::ValueInfo& input, const std::vector<in
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const bool floating = runtime::is_floating(type);
-  ValueRange r = range != nullptr                ? *range
-                 : floating || type == DataType::boolean ? ValueRange{0, 1}
-                                                         : ValueRange{0, static_cast<double>(std::clamp<int64_t>(limit, 1, 10) - 1)};
+  ValueRange r = range != nullptr ? *range
+                 : floating || type == DataType::boolean
+                     ? ValueRange{0, 1}
+                     : ValueRange{0, static_cast<double>(std::clamp<int64_t>(limit, 1, 10) - 1)};
   if (!floating && (r.lo != std::floor(r.lo) || r.hi != std::floor(r.hi)))
-    return make_error("input '{}' is {}: its --val-range needs whole numbers, not {},{}", input.name,
-                      runtime::to_string(type), r.lo, r.hi);
+    return make_error("input '{}' is {}: its --val-range needs whole numbers, not {},{}", input.name, runtime::to_string(type),
+                      r.lo, r.hi);
   // Integers: lo + floor(u * count) covers lo..hi, each value equally often.
   auto integer = [&](double u) { return std::min(r.hi, r.lo + std::floor(u * (r.hi - r.lo + 1))); };
   Status filled;
@@ -296,8 +304,7 @@ class DimBindings {
           if (d.has_dim_param()) declared.push_back(d.dim_param());
     for (const auto& [symbol, value] : options.dims) {
       if (std::find(declared.begin(), declared.end(), symbol) == declared.end())
-        return make_error("--dim {}={}: no input declares a dim '{}'{}{}", symbol, value, symbol,
-                          did_you_mean(symbol, declared),
+        return make_error("--dim {}={}: no input declares a dim '{}'{}{}", symbol, value, symbol, did_you_mean(symbol, declared),
                           declared.empty() ? " (the inputs' dims are all numbers)"
                                            : fmt::format(" (symbolic dims: {})", join(unique(declared), ", ")));
       values_.emplace(symbol, Bound{value, "--dim"});
@@ -316,8 +323,8 @@ class DimBindings {
       const int64_t n = shape[static_cast<size_t>(i)];
       auto [it, added] = values_.emplace(dims[i].dim_param(), Bound{n, fmt::format("input '{}'", input.name)});
       if (!added && it->second.value != n && it->second.source == "--dim")
-        return make_error("--dim {}={} contradicts --input {}, whose data has {} at dim {}", it->first,
-                          it->second.value, input.name, n, i);
+        return make_error("--dim {}={} contradicts --input {}, whose data has {} at dim {}", it->first, it->second.value,
+                          input.name, n, i);
     }
     return {};
   }
@@ -437,15 +444,16 @@ Result<runtime::NamedValues> prepare_inputs(const runtime::Session& session, con
   for (const auto& [name, dims] : options.shapes)
     for (const auto& [fed_name, value] : feeds)
       if (fed_name == name && value.is_tensor() && value.tensor().shape() != dims)
-        return make_error("--shape {}:{} contradicts --input {}, whose data has shape [{}]", name, fmt::join(dims, ","),
-                          name, fmt::join(value.tensor().shape(), ","));
+        return make_error("--shape {}:{} contradicts --input {}, whose data has shape [{}]", name, fmt::join(dims, ","), name,
+                          fmt::join(value.tensor().shape(), ","));
   const auto limits = integer_input_limits(session.model().graph());
   std::vector<std::pair<std::string, std::string>> taken;  // (symbol, where) set to unbound_dims
   uint64_t k = 0;
   for (const auto& in : inputs) {
     ++k;
     if (fed(in.name) || in.has_default) continue;
-    const bool shaped = std::any_of(options.shapes.begin(), options.shapes.end(), [&](const auto& s) { return s.first == in.name; });
+    const bool shaped =
+        std::any_of(options.shapes.begin(), options.shapes.end(), [&](const auto& s) { return s.first == in.name; });
     if (!options.random) {
       if (shaped) return make_error("--shape {} is given but no data: add --random or --input {}=FILE", in.name, in.name);
       continue;  // the session reports what is missing

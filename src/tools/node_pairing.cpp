@@ -24,8 +24,7 @@ bool same_constant(const onnx::TensorProto& a, const onnx::TensorProto& b, bool 
         return false;
     return true;
   }
-  if (a.data_type() == onnx::TensorProto::STRING)
-    return google::protobuf::util::MessageDifferencer::Equals(a, b);
+  if (a.data_type() == onnx::TensorProto::STRING) return google::protobuf::util::MessageDifferencer::Equals(a, b);
   auto bytes_a = io::inline_bytes(a);
   auto bytes_b = io::inline_bytes(b);
   return bytes_a.ok() && bytes_b.ok() && *bytes_a == *bytes_b;
@@ -39,8 +38,7 @@ bool same_source(const ir::Value* va, const ir::Value* vb, const NodePairing& pa
   const onnx::TensorProto* ca = va->constant_tensor();
   const onnx::TensorProto* cb = vb->constant_tensor();
   if (ca != nullptr || cb != nullptr) return ca != nullptr && cb != nullptr && same_constant(*ca, *cb, constant_data);
-  if (va->producer() == nullptr || vb->producer() == nullptr)
-    return va->producer() == vb->producer() && va->name() == vb->name();
+  if (va->producer() == nullptr || vb->producer() == nullptr) return va->producer() == vb->producer() && va->name() == vb->name();
   return pairing.partner_in_b(va->producer()) == vb->producer() && va->producer_output() == vb->producer_output();
 }
 
@@ -87,8 +85,7 @@ NodePairing pair_nodes(const ir::Graph& a, const ir::Graph& b) {
   }
 
   std::vector<const ir::Node*> b_order;
-  if (auto order = b.topological_order(); order.ok())
-    b_order.assign(order->begin(), order->end());
+  if (auto order = b.topological_order(); order.ok()) b_order.assign(order->begin(), order->end());
   else
     for (const ir::Node& n : b.nodes()) b_order.push_back(&n);
   for (const ir::Node* nb : b_order) {

@@ -18,8 +18,8 @@ namespace {
 using runtime::Tensor;
 
 // An int64 initializer in the node's graph holding `values` (a scalar when `scalar`).
-ir::Value* int64_input(passes::PassContext& context, ir::Node& node, std::string_view suffix,
-                       const std::vector<int64_t>& values, bool scalar) {
+ir::Value* int64_input(passes::PassContext& context, ir::Node& node, std::string_view suffix, const std::vector<int64_t>& values,
+                       bool scalar) {
   const runtime::Shape shape = scalar ? runtime::Shape{} : runtime::Shape{static_cast<int64_t>(values.size())};
   const std::string stem = node.name().empty() ? node.output(0)->name() : node.name();
   return context.add_constant(*node.graph(), stem + std::string(suffix), Tensor::from<int64_t>(shape, values));
@@ -27,11 +27,10 @@ ir::Value* int64_input(passes::PassContext& context, ir::Node& node, std::string
 
 // 17 -> 18: the reductions other than ReduceSum take their axes as an input.
 Status reduce_axes_as_input(ir::Node& node, passes::PassContext& context) {
-  static constexpr std::array<std::string_view, 9> kReductions = {
-      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-      "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSumSquare"};
-  if (std::find(kReductions.begin(), kReductions.end(), node.op_type()) == kReductions.end() ||
-      node.attribute("axes") == nullptr)
+  static constexpr std::array<std::string_view, 9> kReductions = {"ReduceL1",        "ReduceL2",   "ReduceLogSum",
+                                                                  "ReduceLogSumExp", "ReduceMax",  "ReduceMean",
+                                                                  "ReduceMin",       "ReduceProd", "ReduceSumSquare"};
+  if (std::find(kReductions.begin(), kReductions.end(), node.op_type()) == kReductions.end() || node.attribute("axes") == nullptr)
     return {};
   const std::vector<int64_t> axes = node.attr_ints("axes");
   node.remove_attribute("axes");
@@ -61,15 +60,17 @@ Status group_norm_per_channel(ir::Node& node, passes::PassContext& context) {
   auto x_shape = node.input(0) != nullptr ? node.input(0)->static_shape() : std::nullopt;
   const int64_t channels = x_shape && x_shape->size() >= 2 ? (*x_shape)[1] : -1;
   if (groups <= 0 || channels <= 0 || channels % groups != 0)
-    return make_error("{}: its channel count is not known (or not a multiple of num_groups), so its per-group scale "
-                      "and bias cannot become GroupNormalization-21's per-channel ones",
-                      node.describe());
+    return make_error(
+        "{}: its channel count is not known (or not a multiple of num_groups), so its per-group scale "
+        "and bias cannot become GroupNormalization-21's per-channel ones",
+        node.describe());
   for (size_t index : {size_t{1}, size_t{2}}) {
     auto per_group = context.constant(node.input(index));
     if (!per_group || per_group->numel() != groups)
-      return make_error("{}: input {} is not a constant of num_groups values, so it cannot be repeated per channel "
-                        "for GroupNormalization-21",
-                        node.describe(), index);
+      return make_error(
+          "{}: input {} is not a constant of num_groups values, so it cannot be repeated per channel "
+          "for GroupNormalization-21",
+          node.describe(), index);
     Tensor per_channel(per_group->dtype(), {channels});
     const size_t width = runtime::element_size(per_group->dtype());
     const auto* from = static_cast<const unsigned char*>(per_group->raw());
@@ -82,7 +83,7 @@ Status group_norm_per_channel(ir::Node& node, passes::PassContext& context) {
 }
 
 struct Step {
-  int64_t opset;     // the step from opset - 1 to opset
+  int64_t opset;       // the step from opset - 1 to opset
   int64_t ir_version;  // the IR version that opset needs
   std::function<Status(ir::Node&, passes::PassContext&)> adapt;
 };

@@ -228,8 +228,9 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
   inputs.unbound_dims = 2;
   ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
   auto expected = session->run(feeds);
-  if (!expected.ok()) return make_error("onnxkit's runtime fails on the check's random inputs ({}); convert with --no-check",
-                                        expected.error().message());
+  if (!expected.ok())
+    return make_error("onnxkit's runtime fails on the check's random inputs ({}); convert with --no-check",
+                      expected.error().message());
 
   ONNXKIT_ASSIGN(TempDir scratch, TempDir::create(fs::temp_directory_path(), "onnxkit-pytorch-check"));
   std::vector<PytorchTensor> input_tensors;
@@ -242,8 +243,9 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
   ONNXKIT_TRY(io::write_safetensors(inputs_file, entries_of(input_tensors)));
   ONNXKIT_TRY(io::write_file_atomically(runner, kRunner));
   auto run_module = [&](const fs::path& outputs, bool referee) -> Result<std::vector<io::SafetensorsEntry>> {
-    std::vector<std::string> argv = {options.python, runner.string(), (staged / "model.py").string(),
-                                     (staged / "weights.safetensors").string(), inputs_file.string(), outputs.string()};
+    std::vector<std::string> argv = {
+        options.python,       runner.string(), (staged / "model.py").string(), (staged / "weights.safetensors").string(),
+        inputs_file.string(), outputs.string()};
     if (referee) argv.push_back("--referee");
     ONNXKIT_ASSIGN(io::ProcessResult run, io::run_process(argv, options.timeout));
     if (run.timed_out) return make_error("the generated module ran past {} s in Python", options.timeout.count());
@@ -259,7 +261,8 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
   for (size_t k = 0; k < expected->size(); ++k) {
     const std::string& name = session->outputs()[k].name;
     const runtime::Datum& ref = (*expected)[k];
-    auto it = std::find_if(produced.begin(), produced.end(), [&](const auto& e) { return e.name == fmt::format("output_{}", k); });
+    auto it =
+        std::find_if(produced.begin(), produced.end(), [&](const auto& e) { return e.name == fmt::format("output_{}", k); });
     if (!ref.is_tensor()) {
       report.outputs.push_back({name, ref.describe(), false});
       continue;
@@ -298,10 +301,11 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
   report.checked = true;
   for (const PytorchOutputCheck& o : report.outputs)
     if (!o.close)
-      return make_error("output '{}' of the generated module differs from onnxkit's runtime ({}; max abs diff {:.3g}, MSE {:.3g}{}); "
-                        "--no-check writes it anyway",
-                        o.name, o.detail, o.max_abs_diff, o.mse,
-                        o.float32_error > 0 ? fmt::format(", while rounding alone moves it by {:.3g}", o.float32_error) : "");
+      return make_error(
+          "output '{}' of the generated module differs from onnxkit's runtime ({}; max abs diff {:.3g}, MSE {:.3g}{}); "
+          "--no-check writes it anyway",
+          o.name, o.detail, o.max_abs_diff, o.mse,
+          o.float32_error > 0 ? fmt::format(", while rounding alone moves it by {:.3g}", o.float32_error) : "");
   return {};
 }
 
@@ -324,7 +328,8 @@ Status publish(TempDir& staged, const fs::path& out_dir) {
 
 }  // namespace
 
-Result<PytorchConvertReport> convert_to_pytorch(const fs::path& path, const fs::path& out_dir, const PytorchConvertOptions& options) {
+Result<PytorchConvertReport> convert_to_pytorch(const fs::path& path, const fs::path& out_dir,
+                                                const PytorchConvertOptions& options) {
   std::error_code ec;
   if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec))
     return make_error("{}: exists and is not a folder (--to pytorch writes a folder)", out_dir.string());
@@ -361,7 +366,8 @@ Result<PytorchConvertReport> convert_to_pytorch(const fs::path& path, const fs::
   bool check = options.check == PytorchCheck::on;
   if (options.check == PytorchCheck::automatic) {
     check = python_has_torch(options.python);
-    if (!check) report.not_checked = fmt::format("'{}' with torch not found (--python names another interpreter)", options.python);
+    if (!check)
+      report.not_checked = fmt::format("'{}' with torch not found (--python names another interpreter)", options.python);
   } else if (options.check == PytorchCheck::off) {
     report.not_checked = "--no-check";
   }
@@ -383,15 +389,16 @@ std::string render_pytorch_text(const PytorchConvertReport& report) {
                                  report.class_name, human_bytes(report.source_bytes), report.modules, report.weights.string(),
                                  human_bytes(report.weights_bytes), report.tensors);
   if (report.frozen_inputs > 0)
-    text += fmt::format("{} initializers listed as graph inputs are held as weights, not forward() arguments\n", report.frozen_inputs);
+    text += fmt::format("{} initializers listed as graph inputs are held as weights, not forward() arguments\n",
+                        report.frozen_inputs);
   if (!report.checked) {
     text += fmt::format("not checked: {}\n", report.not_checked);
     return text;
   }
   size_t width = 6;
   for (const auto& o : report.outputs) width = std::max(width, o.name.size());
-  text += fmt::format("check against onnxkit's runtime on random inputs:\n  {:<{}}  {:<22} {:>12} {:>12}\n", "output", width, "type",
-                      "max abs", "MSE");
+  text += fmt::format("check against onnxkit's runtime on random inputs:\n  {:<{}}  {:<22} {:>12} {:>12}\n", "output", width,
+                      "type", "max abs", "MSE");
   for (const auto& o : report.outputs) {
     if (!o.compared) text += fmt::format("  {:<{}}  {:<22} not compared (random, or not a tensor)\n", o.name, width, o.type);
     else if (o.float32_error > 0)

@@ -74,9 +74,9 @@ struct PytorchConvertOptions {
 // One output of the check: the generated module's against onnxkit's runtime.
 struct PytorchOutputCheck {
   std::string name;
-  std::string type;        // "float32[1,1000]"
-  bool compared = true;    // false for values the check cannot carry (sequences), or random ones (type and shape only)
-  bool close = true;       // max abs <= 1e-4 * max(1, max |ref|) and MSE < 1e-7; integers exactly
+  std::string type;      // "float32[1,1000]"
+  bool compared = true;  // false for values the check cannot carry (sequences), or random ones (type and shape only)
+  bool close = true;     // max abs <= 1e-4 * max(1, max |ref|) and MSE < 1e-7; integers exactly
   double max_abs_diff = 0;
   double mse = 0;
   // When the outputs differ by more than the tolerance: how far rounding
@@ -84,7 +84,7 @@ struct PytorchOutputCheck {
   // inputs a few units in the last place away). A difference within 3x of it is
   // rounding the model amplifies, and passes.
   double float32_error = 0;
-  std::string detail;      // when not close
+  std::string detail;  // when not close
 };
 
 struct PytorchConvertReport {

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <optional>
 #include <cstring>
+#include <optional>
 #include <regex>
 #include <unordered_set>
 
@@ -35,7 +35,7 @@ const ir::Node* top_level(const ir::Node* node, const ir::Graph& graph) {
 }
 
 struct CommandResult {
-  int exit_code = 0;  // 128 + signal when killed
+  int exit_code = 0;   // 128 + signal when killed
   std::string output;  // stdout and stderr together
 };
 
@@ -69,14 +69,14 @@ Result<CommandResult> run_command(const std::vector<std::string>& argv) {
   }
   close(fds[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return result;
 }
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
   return text;
 }
 
@@ -237,7 +237,8 @@ class Reducer {
   Status inline_taken_branches(ir::Model& model, const std::vector<runtime::NamedValues>& feeds, ir::Model* good,
                                const std::vector<runtime::NamedValues>& good_feeds) {
     for (int round = 0; round < 4; ++round) {
-      std::vector<ir::Node*> ifs = find_nodes(model.graph(), [&](const ir::Node& n) { return n.is_onnx_op("If") && n.graph() == &model.graph(); });
+      std::vector<ir::Node*> ifs =
+          find_nodes(model.graph(), [&](const ir::Node& n) { return n.is_onnx_op("If") && n.graph() == &model.graph(); });
       if (ifs.empty()) return {};
       std::vector<NamedTensors> runs;
       for (const auto& f : feeds) {
@@ -261,9 +262,11 @@ class Reducer {
             if (!values.ok()) return values.error().in("the reference model fails to run");
             good_runs.push_back(std::move(values).value());
           }
-          if (twins.size() == 1 && same_condition(twins[0], good_runs) == taken) ONNXKIT_TRY(take_branch(*good, *twins[0], *taken));
+          if (twins.size() == 1 && same_condition(twins[0], good_runs) == taken)
+            ONNXKIT_TRY(take_branch(*good, *twins[0], *taken));
         }
-        report_.notes.push_back(fmt::format("{} became its {} branch, taken on every sample", described, *taken ? "then" : "else"));
+        report_.notes.push_back(
+            fmt::format("{} became its {} branch, taken on every sample", described, *taken ? "then" : "else"));
         inlined = true;
         break;  // the other Ifs' nodes may have moved: look again
       }
@@ -412,7 +415,8 @@ class Reducer {
         judged = true;
         TensorStats stats = compare_value_stats(expected->second, (*results)[i], options_.compare.tolerance);
         if (stats.passed) continue;
-        detail = fmt::format("'{}' differs{}: {}", name, truth_.size() > 1 ? fmt::format(" on sample {}", s) : "", stats.mismatch);
+        detail =
+            fmt::format("'{}' differs{}: {}", name, truth_.size() > 1 ? fmt::format(" on sample {}", s) : "", stats.mismatch);
         return true;
       }
     }
@@ -444,7 +448,8 @@ class Reducer {
     if (!options_.fail_regex.empty()) {
       bool matched = false;
       try {
-        matched = std::regex_search(result.output, std::regex(options_.fail_regex, std::regex::ECMAScript | std::regex::multiline));
+        matched =
+            std::regex_search(result.output, std::regex(options_.fail_regex, std::regex::ECMAScript | std::regex::multiline));
       } catch (const std::regex_error& e) {
         return make_error("--fail-regex '{}': {}", options_.fail_regex, e.what());
       }
@@ -531,7 +536,8 @@ std::string render_reduce_text(const ReduceReport& r, const ReduceOptions& optio
   if (!r.frozen.empty()) out += fmt::format("frozen to the reference's values: {}\n", join(r.frozen, ", "));
   out += fmt::format("outputs: {}\n", join(r.outputs, ", "));
   if (!options.output.empty()) out += fmt::format("written: {}\n", options.output.string());
-  if (r.min_good_written) out += fmt::format("passing model of {} nodes written: {}\n", r.min_good_nodes, options.min_good.string());
+  if (r.min_good_written)
+    out += fmt::format("passing model of {} nodes written: {}\n", r.min_good_nodes, options.min_good.string());
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
   return out;
 }

@@ -47,16 +47,16 @@ struct ReduceStep {
   size_t nodes = 0;         // in the candidate
   std::string first, last;  // its first and last node
   bool fails = false;
-  std::string detail;       // the judge's word: a divergent output, the command's exit code
+  std::string detail;  // the judge's word: a divergent output, the command's exit code
 };
 
 struct ReduceReport {
   size_t original_nodes = 0;  // main graph, Constant nodes left out
   std::vector<ReduceStep> steps;
   int check_runs = 0;
-  std::vector<std::string> kept;     // "Conv node 'c1'", in order
-  std::vector<std::string> inputs;   // graph inputs of the result
-  std::vector<std::string> frozen;   // tensors frozen to constants in it
+  std::vector<std::string> kept;    // "Conv node 'c1'", in order
+  std::vector<std::string> inputs;  // graph inputs of the result
+  std::vector<std::string> frozen;  // tensors frozen to constants in it
   std::vector<std::string> outputs;
   bool min_good_written = false;
   size_t min_good_nodes = 0;

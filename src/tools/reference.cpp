@@ -125,7 +125,8 @@ Status add_folder(const fs::path& dir, Gathered& into, std::vector<std::string>&
     ONNXKIT_TRY(add_file(file, it != listed.end() ? it->second.first : "", it != listed.end() ? it->second.second : "", into));
   }
   if (into.values.empty()) return make_error("{}: no .npy, .npz or .pb files in the folder", dir.string());
-  if (skipped > 0) notes.push_back(fmt::format("{}: {} file{} that hold no tensor skipped", dir.string(), skipped, skipped == 1 ? "" : "s"));
+  if (skipped > 0)
+    notes.push_back(fmt::format("{}: {} file{} that hold no tensor skipped", dir.string(), skipped, skipped == 1 ? "" : "s"));
   return {};
 }
 

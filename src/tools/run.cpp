@@ -18,8 +18,8 @@ namespace onnxkit::tools {
 namespace {
 
 namespace fs = std::filesystem;
-using runtime::Tensor;
 using runtime::Datum;
+using runtime::Tensor;
 
 void summarize(const Datum& value, OutputSummary& s) {
   s.type = value.describe();
@@ -43,7 +43,8 @@ void summarize(const Datum& value, OutputSummary& s) {
 }
 
 // Writes output `k`; returns the file name used.
-Result<std::string> write_output(const fs::path& dir, size_t k, const std::string& name, const Datum& value, TensorFormat format) {
+Result<std::string> write_output(const fs::path& dir, size_t k, const std::string& name, const Datum& value,
+                                 TensorFormat format) {
   if (value.is_tensor() && format == TensorFormat::npy) {
     std::string file = fmt::format("output_{}.npy", k);
     ONNXKIT_TRY(io::write_npy(dir / file, runtime::tensor_to_proto(value.tensor(), name)));
@@ -106,7 +107,8 @@ Result<RunReport> run_model(const fs::path& path, const RunOptions& options) {
   if (!options.save_inputs.empty()) {
     std::vector<std::pair<std::string, onnx::TensorProto>> arrays;
     for (const auto& [name, value] : feeds) {
-      if (!value.is_tensor()) return make_error("--save-inputs: input '{}' is {}, which an .npz cannot hold", name, value.describe());
+      if (!value.is_tensor())
+        return make_error("--save-inputs: input '{}' is {}, which an .npz cannot hold", name, value.describe());
       arrays.emplace_back(name, runtime::tensor_to_proto(value.tensor(), name));
     }
     ONNXKIT_TRY(io::write_npz(options.save_inputs, arrays));

@@ -40,15 +40,15 @@ inline constexpr double kAutoWarmSeconds = 2.0;
 
 struct OutputSummary {
   std::string name;
-  std::string type;   // "float32[1,1000]", "seq(float32) of 3"
+  std::string type;  // "float32[1,1000]", "seq(float32) of 3"
   bool has_stats = false;
   double min = 0, max = 0, mean = 0;
-  std::string file;   // relative to the output folder, when written
+  std::string file;  // relative to the output folder, when written
 };
 
 struct RunReport {
   std::vector<OutputSummary> outputs;
-  double seconds = 0;  // the first run alone
+  double seconds = 0;                // the first run alone
   std::vector<double> warm_seconds;  // each warm run
   bool warm_skipped = false;         // warm_runs -1 and the first run was long
   int threads = 0;

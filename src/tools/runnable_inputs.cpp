@@ -82,16 +82,15 @@ runtime::Datum filled_like(const runtime::Tensor& like, int64_t value) {
 
 class Search {
  public:
-  Search(const runtime::Session& session, const RunnableInputOptions& options)
-      : session_(session), options_(options) {}
+  Search(const runtime::Session& session, const RunnableInputOptions& options) : session_(session), options_(options) {}
 
   Result<RunnableInputs> run() {
     ONNXKIT_TRY(plan());
     std::vector<std::vector<std::pair<std::string, int64_t>>> assignments = scalar_assignments();
-    const std::vector<int64_t> batches = batch_symbols_.empty() ? std::vector<int64_t>{2}
-                                                                : std::vector<int64_t>(std::begin(kBatchSizes), std::end(kBatchSizes));
-    const std::vector<int64_t> sizes = size_symbols_.empty() ? std::vector<int64_t>{2}
-                                                             : std::vector<int64_t>(std::begin(kDimSizes), std::end(kDimSizes));
+    const std::vector<int64_t> batches =
+        batch_symbols_.empty() ? std::vector<int64_t>{2} : std::vector<int64_t>(std::begin(kBatchSizes), std::end(kBatchSizes));
+    const std::vector<int64_t> sizes =
+        size_symbols_.empty() ? std::vector<int64_t>{2} : std::vector<int64_t>(std::begin(kDimSizes), std::end(kDimSizes));
     std::string last_error;
     int attempts = 0;
     for (size_t a = 0; a < assignments.size(); ++a) {
@@ -249,7 +248,8 @@ class Search {
   // dims as 2, random data).
   std::string describe(const Attempt& attempt, const std::vector<std::string>& extra) const {
     std::vector<std::string> parts;
-    if (!size_symbols_.empty() && attempt.size != 2) parts.push_back(fmt::format("{} = {}", join(size_symbols_, ", "), attempt.size));
+    if (!size_symbols_.empty() && attempt.size != 2)
+      parts.push_back(fmt::format("{} = {}", join(size_symbols_, ", "), attempt.size));
     if (!batch_symbols_.empty() && (attempt.batch != 2 || !parts.empty()))
       parts.push_back(fmt::format("{} = {}", join(batch_symbols_, ", "), attempt.batch));
     if (!attempt.scalars.empty()) parts.push_back(describe_scalars(attempt.scalars));
@@ -263,19 +263,19 @@ class Search {
     if (attempts <= 1) return make_error("{}", last_error);
     std::vector<std::string> tried;
     if (!size_symbols_.empty()) tried.push_back(fmt::format("{} as {}", join(size_symbols_, ", "), fmt::join(kDimSizes, ", ")));
-    if (!batch_symbols_.empty()) tried.push_back(fmt::format("{} as {}", join(batch_symbols_, ", "), fmt::join(kBatchSizes, ", ")));
+    if (!batch_symbols_.empty())
+      tried.push_back(fmt::format("{} as {}", join(batch_symbols_, ", "), fmt::join(kBatchSizes, ", ")));
     for (const auto& [name, values] : scalars_) tried.push_back(fmt::format("{} as {} or random", name, fmt::join(values, ", ")));
-    return make_error("none of {} input sets tried runs ({}); the last failed: {}", attempts, join(tried, "; "),
-                      last_error);
+    return make_error("none of {} input sets tried runs ({}); the last failed: {}", attempts, join(tried, "; "), last_error);
   }
 
   const runtime::Session& session_;
   const RunnableInputOptions& options_;
-  runtime::NamedValues given_;                // from the user's files
-  std::map<std::string, int64_t> bound_;      // symbols the files fix
-  std::vector<PlannedInput> planned_;         // inputs with symbolic dims to size
-  std::vector<std::string> batch_symbols_;    // at axis 0, unbound
-  std::vector<std::string> size_symbols_;     // elsewhere, unbound
+  runtime::NamedValues given_;                                         // from the user's files
+  std::map<std::string, int64_t> bound_;                               // symbols the files fix
+  std::vector<PlannedInput> planned_;                                  // inputs with symbolic dims to size
+  std::vector<std::string> batch_symbols_;                             // at axis 0, unbound
+  std::vector<std::string> size_symbols_;                              // elsewhere, unbound
   std::vector<std::pair<std::string, std::vector<int64_t>>> scalars_;  // compared integer scalars
 };
 
@@ -284,8 +284,7 @@ class Search {
 std::vector<std::pair<std::string, std::vector<int64_t>>> compared_constants(const ir::Graph& graph) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> result;
   for (const ir::Value* input : graph.inputs()) {
-    if (input->is_constant() || !runtime::is_integer(static_cast<DataType>(input->elem_type())) ||
-        !holds_one_element(*input))
+    if (input->is_constant() || !runtime::is_integer(static_cast<DataType>(input->elem_type())) || !holds_one_element(*input))
       continue;
     std::vector<int64_t> values;
     std::vector<const ir::Value*> todo{input};

@@ -18,8 +18,7 @@ Result<ShapesReport> infer_shapes_file(const std::filesystem::path& in, const st
   // The outputs' declared shapes were worked out from the old input shapes.
   if (!options.input_shapes.empty())
     for (ir::Value* v : model->graph().outputs())
-      if (v->has_type() && v->type().has_tensor_type())
-        v->mutable_info().mutable_type()->mutable_tensor_type()->clear_shape();
+      if (v->has_type() && v->type().has_tensor_type()) v->mutable_info().mutable_type()->mutable_tensor_type()->clear_shape();
   ShapesReport report;
   ir::Graph& graph = model->graph();
   graph.clear_value_info();

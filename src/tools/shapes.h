@@ -13,10 +13,10 @@
 namespace onnxkit::tools {
 
 struct ShapesReport {
-  size_t values = 0;         // intermediate values of the main graph
-  size_t with_shape = 0;     // of those, how many have a known rank
-  size_t fully_static = 0;   // of those, how many have every dim a number
-  std::string warning;       // when inference stopped early
+  size_t values = 0;        // intermediate values of the main graph
+  size_t with_shape = 0;    // of those, how many have a known rank
+  size_t fully_static = 0;  // of those, how many have every dim a number
+  std::string warning;      // when inference stopped early
 };
 
 struct ShapesOptions {

@@ -10,9 +10,9 @@
 #include "ir/model.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
+#include "tools/compare.h"
 #include "tools/edit.h"
 #include "tools/edit_literals.h"
-#include "tools/compare.h"
 #include "tools/runnable_inputs.h"
 #include "util/text.h"
 
@@ -85,8 +85,7 @@ class Checker {
   // Returns what was chosen beyond the defaults, for the report. The session
   // (and the weights its kernels prepack) is gone when this returns.
   Result<std::string> prepare(const ir::Model& original) {
-    ONNXKIT_ASSIGN(std::unique_ptr<runtime::Session> reference,
-                   runtime::Session::create(borrow(original), lean_session()));
+    ONNXKIT_ASSIGN(std::unique_ptr<runtime::Session> reference, runtime::Session::create(borrow(original), lean_session()));
     for (const runtime::ValueInfo& output : reference->outputs()) output_names_.push_back(output.name);
     RunnableInputOptions search;
     search.inputs = options_.check_inputs;
@@ -94,9 +93,10 @@ class Checker {
     search.limits = options_.check_limits;
     auto found = find_runnable_inputs(*reference, search);
     if (!found.ok())
-      return make_error("the original model does not run on the check's inputs: {}; give real inputs with --input "
-                        "NAME=FILE, fix shapes with --input-shape NAME:D0,D1,..., or turn the check off with --check 0",
-                        found.error().message());
+      return make_error(
+          "the original model does not run on the check's inputs: {}; give real inputs with --input "
+          "NAME=FILE, fix shapes with --input-shape NAME:D0,D1,..., or turn the check off with --check 0",
+          found.error().message());
     feeds_ = std::move(found->feeds);
     expected_ = std::move(found->outputs);
     return std::move(found->chosen);
@@ -113,8 +113,8 @@ class Checker {
         max_abs_diff = std::max(max_abs_diff, d.max_abs_diff);
         if (d.close) continue;
         session.reset();  // its prepacked weights: the original is loaded again below
-        return make_error("output '{}' differs from the original's ({}; max abs diff {:g}){}", output_names_[i],
-                          d.detail, d.max_abs_diff, divergence(std::move(candidate), feeds_[run]));
+        return make_error("output '{}' differs from the original's ({}; max abs diff {:g}){}", output_names_[i], d.detail,
+                          d.max_abs_diff, divergence(std::move(candidate), feeds_[run]));
       }
     }
     return {};
@@ -141,8 +141,8 @@ class Checker {
     CompareOptions options;
     options.tolerance.rtol = options_.rtol;
     options.tolerance.atol = options_.atol;
-    auto report = compare_models_on(std::shared_ptr<const ir::Model>(std::move(*original)), std::move(candidate),
-                                    {feeds}, options);
+    auto report =
+        compare_models_on(std::shared_ptr<const ir::Model>(std::move(*original)), std::move(candidate), {feeds}, options);
     if (!report.ok()) return "";
     std::string text = summarize_divergence(*report);
     return text.empty() ? "" : "; " + text;
@@ -155,7 +155,6 @@ class Checker {
   std::vector<std::vector<runtime::Datum>> expected_;
 };
 
-
 // The first problem strict shape and type inference finds in `model`, in
 // every graph including each If branch; nothing when it passes.
 std::optional<analysis::CheckProblem> strict_inference_problem(const ir::Model& model) {
@@ -164,8 +163,8 @@ std::optional<analysis::CheckProblem> strict_inference_problem(const ir::Model& 
   analysis::CheckOptions strict;
   strict.full = true;
   strict.tensors = false;
-  analysis::CheckReport report = analysis::check_model(
-      ir::export_model(model, skeleton), model.external_data() ? model.external_data()->base_dir() : ".", strict);
+  analysis::CheckReport report = analysis::check_model(ir::export_model(model, skeleton),
+                                                       model.external_data() ? model.external_data()->base_dir() : ".", strict);
   if (report.valid()) return std::nullopt;
   return report.problems.front();
 }
@@ -193,7 +192,8 @@ Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(
     return make_error("--input-shape '{}': expected NAME:D0,D1,... (numbers or symbols), e.g. input:1,3,224,224", flag);
   std::vector<std::string> dims = split(std::string_view(flag).substr(colon + 1), ',');
   for (const std::string& d : dims)
-    if (d.empty() || d[0] == '-') return make_error("--input-shape '{}': dim '{}' must be a positive number or a symbol", flag, d);
+    if (d.empty() || d[0] == '-')
+      return make_error("--input-shape '{}': dim '{}' must be a positive number or a symbol", flag, d);
   return std::make_pair(flag.substr(0, colon), dims);
 }
 
@@ -233,10 +233,10 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   if (options.freeze_initializers) {
     report.frozen_initializers = freeze_initializers(*model);
   } else if (std::string weights = describe_initializer_inputs(*model); !weights.empty()) {
-    report.passes.warnings.push_back(fmt::format(
-        "graph inputs backed by initializers ({}) stay inputs a caller may feed, so nothing folds or fuses through "
-        "them; --freeze-initializers makes them constants",
-        weights));
+    report.passes.warnings.push_back(
+        fmt::format("graph inputs backed by initializers ({}) stay inputs a caller may feed, so nothing folds or fuses through "
+                    "them; --freeze-initializers makes them constants",
+                    weights));
   }
   report.before = summarize(*model);
   report.before.file_bytes = model->file_size();
@@ -272,10 +272,13 @@ Result<SimplifyToolReport> simplify_file(const fs::path& in, const fs::path& out
   }
   if (strict_before) {
     if (auto problem = strict_inference_problem(*model))
-      return make_error("check failed, nothing written: the result fails strict shape inference, which the original "
-                        "passes ({}: {}){}", problem->location, problem->message,
-                        options.input_shapes.empty() ? "" : "; the input shapes given may not suit a branch the "
-                                                            "numeric check did not run");
+      return make_error(
+          "check failed, nothing written: the result fails strict shape inference, which the original "
+          "passes ({}: {}){}",
+          problem->location, problem->message,
+          options.input_shapes.empty() ? ""
+                                       : "; the input shapes given may not suit a branch the "
+                                         "numeric check did not run");
   }
   progress.step("writing");
   ONNXKIT_ASSIGN(io::SaveSummary saved, ir::save_model(*model, out, options.save));
@@ -296,7 +299,8 @@ std::string render_simplify_text(const SimplifyToolReport& report, bool details)
   row("", "before", "after", false);
   for (const auto& [op, counts] : rows)
     row(op, std::to_string(counts.first), std::to_string(counts.second), counts.first != counts.second);
-  row("nodes", std::to_string(report.before.nodes), std::to_string(report.after.nodes), report.before.nodes != report.after.nodes);
+  row("nodes", std::to_string(report.before.nodes), std::to_string(report.after.nodes),
+      report.before.nodes != report.after.nodes);
   row("parameters", human_count(report.before.parameters), human_count(report.after.parameters),
       report.before.parameters != report.after.parameters);
   row("file size", human_bytes(report.before.file_bytes), human_bytes(report.after.file_bytes), false);
@@ -310,18 +314,17 @@ std::string render_simplify_text(const SimplifyToolReport& report, bool details)
   if (report.opset_after != report.opset_before)
     text += fmt::format("converted from opset {} to {}\n", report.opset_before, report.opset_after);
   if (report.inlined_calls > 0)
-    text += fmt::format("{} call{} of model-local functions expanded\n", report.inlined_calls,
-                        report.inlined_calls == 1 ? "" : "s");
+    text +=
+        fmt::format("{} call{} of model-local functions expanded\n", report.inlined_calls, report.inlined_calls == 1 ? "" : "s");
   if (report.frozen_initializers > 0)
     text += fmt::format("{} input{} backed by an initializer made constant{}\n", report.frozen_initializers,
                         report.frozen_initializers == 1 ? "" : "s", report.frozen_initializers == 1 ? "" : "s");
   for (const std::string& w : report.passes.warnings) text += fmt::format("warning: {}\n", w);
   text += fmt::format("{} round{} of passes and folding", report.passes.iterations, report.passes.iterations == 1 ? "" : "s");
   if (report.checks_run > 0)
-    text += fmt::format("; checked on {} input set{}: max abs diff {:g}", report.checks_run,
-                        report.checks_run == 1 ? "" : "s", report.max_abs_diff);
-  else
-    text += "; not checked (--check 0)";
+    text += fmt::format("; checked on {} input set{}: max abs diff {:g}", report.checks_run, report.checks_run == 1 ? "" : "s",
+                        report.max_abs_diff);
+  else text += "; not checked (--check 0)";
   text += "\n";
   if (!report.check_inputs.empty()) text += fmt::format("check inputs: {}\n", report.check_inputs);
   return text;

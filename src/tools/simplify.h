@@ -66,11 +66,11 @@ struct ModelSummary {
 struct SimplifyToolReport {
   ModelSummary before, after;
   passes::SimplifyReport passes;
-  size_t frozen_initializers = 0;  // inputs made constants by freeze_initializers
-  uint64_t inlined_calls = 0;  // function calls expanded by inline_functions
-  int checks_run = 0;          // input sets the check compared on
-  std::string check_inputs;    // what the check's inputs took beyond the defaults ("height, width = 64")
-  double max_abs_diff = 0;  // over every output of every check
+  size_t frozen_initializers = 0;             // inputs made constants by freeze_initializers
+  uint64_t inlined_calls = 0;                 // function calls expanded by inline_functions
+  int checks_run = 0;                         // input sets the check compared on
+  std::string check_inputs;                   // what the check's inputs took beyond the defaults ("height, width = 64")
+  double max_abs_diff = 0;                    // over every output of every check
   int64_t opset_before = 0, opset_after = 0;  // default domain
 };
 

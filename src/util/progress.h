@@ -25,9 +25,7 @@ class Progress {
   explicit Progress(ProgressFn fn) : fn_(std::move(fn)) {}
 
   // Steps pass from now on when the model is big (and stay on once it is).
-  void size_up(uint64_t file_bytes, size_t nodes) {
-    big_ = big_ || file_bytes >= kBigBytes || nodes >= kBigNodes;
-  }
+  void size_up(uint64_t file_bytes, size_t nodes) { big_ = big_ || file_bytes >= kBigBytes || nodes >= kBigNodes; }
   void step(std::string_view what) const {
     if (big_ && fn_) fn_(what);
   }

@@ -26,15 +26,13 @@ class Error {
   std::string message_;
 };
 
-template <class... Args>
-Error make_error(fmt::format_string<Args...> format, Args&&... args) {
+template <class... Args> Error make_error(fmt::format_string<Args...> format, Args&&... args) {
   return Error(fmt::format(format, std::forward<Args>(args)...));
 }
 
-template <class T>
-class [[nodiscard]] Result {
+template <class T> class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : state_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return state_.index() == 0; }
@@ -54,8 +52,7 @@ class [[nodiscard]] Result {
   std::variant<T, Error> state_;
 };
 
-template <>
-class [[nodiscard]] Result<void> {
+template <> class [[nodiscard]] Result<void> {
  public:
   Result() = default;
   Result(Error error) : error_(std::move(error)) {}  // NOLINT
@@ -76,9 +73,9 @@ using Status = Result<void>;
 #define ONNXKIT_CONCAT(a, b) ONNXKIT_CONCAT_INNER(a, b)
 
 // Returns the error of a failed Status/Result from the enclosing function.
-#define ONNXKIT_TRY(expr)                                      \
-  do {                                                         \
-    auto&& onnxkit_try_result = (expr);                        \
+#define ONNXKIT_TRY(expr)                                            \
+  do {                                                               \
+    auto&& onnxkit_try_result = (expr);                              \
     if (!onnxkit_try_result.ok()) return onnxkit_try_result.error(); \
   } while (0)
 

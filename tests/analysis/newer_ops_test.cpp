@@ -22,7 +22,7 @@ g (float[N, 6, 8, 8] x) => (float[N, 3, 10, 10] y) <int64[2] axes = {2, 3}, int6
   analysis::apply_inferred_types(*model);
   EXPECT_EQ(declared_dims(*model, "a"), "N,3,8,8");
   EXPECT_EQ(declared_dims(*model, "b"), "N,3,8,8");
-  EXPECT_EQ(declared_dims(*model, "p"), "N,3,10,10");   // 8 + 1 + 1 on axes 2 and 3
+  EXPECT_EQ(declared_dims(*model, "p"), "N,3,10,10");  // 8 + 1 + 1 on axes 2 and 3
   EXPECT_EQ(declared_dims(*model, "r"), "N,3,1,1");
   EXPECT_EQ(declared_dims(*model, "y"), "N,3,10,10");
   EXPECT_EQ(declared_dims(*model, "odd1"), "N,6,3,8");  // ceil(8 / 3) = 3, 3, then 2
@@ -57,7 +57,7 @@ g (float[N, 3, 7, 9] x, int32[4, 1] a, int32[5] b) => (float[N, 3, 4, 6] y, int3
   analysis::apply_inferred_types(*model);
   EXPECT_EQ(declared_dims(*model, "c"), "N,3,4,6");  // the crop's sizes on axes 2 and 3
   EXPECT_EQ(declared_dims(*model, "m"), "N,3,4,6");
-  EXPECT_EQ(declared_dims(*model, "s"), "4,5");      // [4, 1] and [5] broadcast
+  EXPECT_EQ(declared_dims(*model, "s"), "4,5");  // [4, 1] and [5] broadcast
 }
 
 }  // namespace

@@ -156,8 +156,7 @@ TEST(Costs, SamplingQuantizingAndTheNewerOps) {
   const Case cases[] = {
       // 18 outputs x 4 bilinear taps x (multiply, add); nearest only reads.
       {"GridSample bilinear", 16,
-       "(float[1, 2, 4, 4] x, float[1, 3, 3, 2] grid) => (float[1, 2, 3, 3] y) { y = GridSample(x, grid) }", 0,
-       18 * 4 * 2},
+       "(float[1, 2, 4, 4] x, float[1, 3, 3, 2] grid) => (float[1, 2, 3, 3] y) { y = GridSample(x, grid) }", 0, 18 * 4 * 2},
       {"GridSample nearest", 16,
        "(float[1, 2, 4, 4] x, float[1, 3, 3, 2] grid) => (float[1, 2, 3, 3] y) "
        "{ y = GridSample <mode = \"nearest\"> (x, grid) }",
@@ -172,8 +171,7 @@ TEST(Costs, SamplingQuantizingAndTheNewerOps) {
        "{ y = RoiAlign <output_height = 2, output_width = 2> (x, rois, idx) }",
        0, 24 * 8},
       {"TopK", 17, "(float[2, 10] x, int64[1] k) => (float[2, 3] v, int64[2, 3] i) { v, i = TopK(x, k) }", 0, 20},
-      {"QuantizeLinear", 17, "(float[2, 5] x, float s, uint8 z) => (uint8[2, 5] y) { y = QuantizeLinear(x, s, z) }", 0,
-       2 * 10},
+      {"QuantizeLinear", 17, "(float[2, 5] x, float s, uint8 z) => (uint8[2, 5] y) { y = QuantizeLinear(x, s, z) }", 0, 2 * 10},
       {"ScatterElements add", 17,
        "(float[4, 4] d, int64[2, 4] i, float[2, 4] u) => (float[4, 4] y) "
        "{ y = ScatterElements <reduction = \"add\"> (d, i, u) }",
@@ -181,8 +179,7 @@ TEST(Costs, SamplingQuantizingAndTheNewerOps) {
       {"ScatterElements none", 17,
        "(float[4, 4] d, int64[2, 4] i, float[2, 4] u) => (float[4, 4] y) { y = ScatterElements(d, i, u) }", 0, 0},
       // Squares, mean, reciprocal root, normalize, scale: 5 per element.
-      {"RMSNormalization", 23, "(float[2, 3, 4] x, float[4] g) => (float[2, 3, 4] y) { y = RMSNormalization(x, g) }",
-       0, 24 * 5},
+      {"RMSNormalization", 23, "(float[2, 3, 4] x, float[4] g) => (float[2, 3, 4] y) { y = RMSNormalization(x, g) }", 0, 24 * 5},
       {"RotaryEmbedding", 23,
        "(float[1, 2, 3, 8] x, float[3, 4] c, float[3, 4] s, int64[1, 3] p) => (float[1, 2, 3, 8] y) "
        "{ y = RotaryEmbedding(x, c, s, p) }",
@@ -196,8 +193,7 @@ TEST(Costs, SamplingQuantizingAndTheNewerOps) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    expect_cost(stats_of(fmt::format("<ir_version: 10, opset_import: [\"\" : {}]>\ng {}", c.opset, c.graph)), c.macs,
-                c.flops);
+    expect_cost(stats_of(fmt::format("<ir_version: 10, opset_import: [\"\" : {}]>\ng {}", c.opset, c.graph)), c.macs, c.flops);
   }
 }
 
@@ -302,7 +298,8 @@ TEST(Parameters, ConstantNodesAndSubgraphInitializersAreCounted) {
   auto stats = stats_of(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4, 8] x, bool c) => (float[4, 8] y, float[32] z) <float[3] bias = {1.0, 2.0, 3.0}> {
-  w = Constant <value = float[8, 8] {)" + ones + R"(}> ()
+  w = Constant <value = float[8, 8] {)" +
+                        ones + R"(}> ()
   shape = Constant <value = int64[1] {32}> ()
   y = MatMul(x, w)
   z = Reshape(x, shape)

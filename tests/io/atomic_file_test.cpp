@@ -29,9 +29,7 @@ g (float[4] x) => (float[4] y) <float[4] w = {1.0, 2.0, 3.0, 4.0}> {
 
 #define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
-size_t file_count(const fs::path& dir) {
-  return std::distance(fs::directory_iterator(dir), fs::directory_iterator());
-}
+size_t file_count(const fs::path& dir) { return std::distance(fs::directory_iterator(dir), fs::directory_iterator()); }
 
 TEST(AtomicFile, LongestNamesWork) {
   // The temporary file's name is longer than the target's: a 250-character

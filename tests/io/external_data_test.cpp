@@ -35,9 +35,7 @@ g (float[4] x) => (float[4] y) <float[4] w = {1.0, 2.0, 3.0, 4.0}> {
 }
 )";
 
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -73,8 +71,7 @@ std::string w_bytes(const io::LoadedModel& loaded) {
 // Runs `open` on another thread; if that takes longer than a few seconds it
 // is blocked on `fifo`, which the test then opens for writing to set it free:
 // a regression fails the test instead of hanging it.
-template <class Open>
-auto unless_blocked(const fs::path& fifo, bool& blocked, Open open) {
+template <class Open> auto unless_blocked(const fs::path& fifo, bool& blocked, Open open) {
   auto opening = std::async(std::launch::async, open);
   blocked = opening.wait_for(std::chrono::seconds(5)) == std::future_status::timeout;
   if (blocked) {
@@ -130,8 +127,7 @@ TEST(ExternalData, SymlinkSwappedDuringLoadsNeverLeaksAFileOutsideTheFolder) {
   }
   stop = true;
   swapper.join();
-  EXPECT_EQ(leaked, 0) << "the secret outside the folder was read (" << loaded << " loads, " << refused
-                       << " refused)";
+  EXPECT_EQ(leaked, 0) << "the secret outside the folder was read (" << loaded << " loads, " << refused << " refused)";
   EXPECT_GT(loaded, 0) << "the link pointed inside for half of the time: some loads must succeed";
 }
 
@@ -274,8 +270,8 @@ TEST(ExternalData, ASideFileReplacedAfterLoadingIsSavedAsLoaded) {
   write_bytes(dir / "other.bin", float_bytes({5, 6, 7, 8}));
   fs::rename(dir / "other.bin", dir / "w.bin");
   fs::create_directory(dir / "out");
-  auto saved = io::save_model(loaded->proto, loaded->external_data.get(), dir / "out/m.onnx",
-                              {io::ExternalDataPolicy::all, 0, ""});
+  auto saved =
+      io::save_model(loaded->proto, loaded->external_data.get(), dir / "out/m.onnx", {io::ExternalDataPolicy::all, 0, ""});
   ASSERT_TRUE(saved.ok()) << saved.error().message();
   EXPECT_EQ(read_bytes(dir / "out" / saved->external_file), float_bytes({1, 2, 3, 4}));
   auto reopened = loaded->external_data->reopen(*loaded->external_data->slice(loaded->proto.graph().initializer(0)));

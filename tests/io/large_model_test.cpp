@@ -10,8 +10,8 @@
 
 #include "io/model_file.h"
 #include "ir/model.h"
-#include "tools/info.h"
 #include "support/test_support.h"
+#include "tools/info.h"
 
 namespace onnxkit {
 namespace {

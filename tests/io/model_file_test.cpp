@@ -23,9 +23,7 @@ g (float[4] x) => (float[4] y) <float[4] w = {1.0, 2.0, 3.0, 4.0}, int64[1] k = 
 }
 )";
 
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -54,9 +52,7 @@ onnx::ModelProto with_external_w(const std::string& location, const std::string&
   return proto;
 }
 
-void write_model(const fs::path& path, const onnx::ModelProto& proto) {
-  write_bytes(path, proto.SerializeAsString());
-}
+void write_model(const fs::path& path, const onnx::ModelProto& proto) { write_bytes(path, proto.SerializeAsString()); }
 
 std::string load_error(const fs::path& path) {
   auto loaded = io::load_model(path);
@@ -100,8 +96,8 @@ TEST(ModelFile, SavesInlineTensorsToOneSideFileAndBack) {
   // float_data in the source becomes little-endian bytes in the side file.
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size()), float_bytes({1, 2, 3, 4}));
 
-  auto back = io::save_model(reloaded->proto, reloaded->external_data.get(), dir / "inline.onnx",
-                             {io::ExternalDataPolicy::none, 0, ""});
+  auto back =
+      io::save_model(reloaded->proto, reloaded->external_data.get(), dir / "inline.onnx", {io::ExternalDataPolicy::none, 0, ""});
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_TRUE(back->external_file.empty());
   auto inlined = io::load_model(dir / "inline.onnx");

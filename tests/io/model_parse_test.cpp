@@ -146,8 +146,8 @@ TEST(ModelParse, MergedGraphsAndRepeatedFieldsFollowProtobuf) {
 TEST(ModelParse, DeclinesWhatItDoesNotWalkAndLoadingStillFollowsProtobuf) {
   TempDir dir;
   std::string valid = sample_model().SerializeAsString();
-  std::string group = varint(20 << 3 | 3) + varint(20 << 3 | 4);        // an empty group: valid protobuf
-  std::string long_tag = std::string("\xba\x80\x00", 3) + varint(0);     // field 7 in three bytes: valid
+  std::string group = varint(20 << 3 | 3) + varint(20 << 3 | 4);           // an empty group: valid protobuf
+  std::string long_tag = std::string("\xba\x80\x00", 3) + varint(0);       // field 7 in three bytes: valid
   std::string past_end = std::string("\x3a\x05", 2) + field(5, "abcdef");  // a graph shorter than its tensor
   for (const std::string& bytes : {valid + group, valid + long_tag, valid + past_end, valid.substr(0, 40)}) {
     EXPECT_FALSE(walk(bytes));

@@ -40,12 +40,18 @@ TEST(PolygraphyJson, Base64AsRfc4648) {
 TEST(PolygraphyJson, RunResultsTakeTheFirstRunnerPerIteration) {
   testing::TempDir dir;
   // Two runners, the first with two iterations; LazyArray-wrapped (newer) and bare (older) arrays.
-  const std::string lazy_floats = std::string(R"({"values": {"array": ")") + kFloats + R"(", "polygraphy_class": "ndarray"}, "polygraphy_class": "LazyArray"})";
+  const std::string lazy_floats = std::string(R"({"values": {"array": ")") + kFloats +
+                                  R"(", "polygraphy_class": "ndarray"}, "polygraphy_class": "LazyArray"})";
   const std::string bare_ints = std::string(R"({"array": ")") + kInts + R"(", "polygraphy_class": "ndarray"})";
-  const std::string text = R"({"lst": [["onnxrt-runner-N0", [
-      {"outputs": {"y": )" + lazy_floats + R"(, "idx": )" + bare_ints + R"(}, "runtime": 0.1, "runner_name": "onnxrt-runner-N0", "polygraphy_class": "IterationResult"},
-      {"outputs": {"y": )" + lazy_floats + R"(}, "runtime": 0.1, "runner_name": "onnxrt-runner-N0", "polygraphy_class": "IterationResult"}]],
-    ["trt-runner-N0", [{"outputs": {"z": )" + bare_ints + R"(}, "runtime": 0.2, "runner_name": "trt-runner-N0", "polygraphy_class": "IterationResult"}]]],
+  const std::string text =
+      R"({"lst": [["onnxrt-runner-N0", [
+      {"outputs": {"y": )" +
+      lazy_floats + R"(, "idx": )" + bare_ints +
+      R"(}, "runtime": 0.1, "runner_name": "onnxrt-runner-N0", "polygraphy_class": "IterationResult"},
+      {"outputs": {"y": )" +
+      lazy_floats + R"(}, "runtime": 0.1, "runner_name": "onnxrt-runner-N0", "polygraphy_class": "IterationResult"}]],
+    ["trt-runner-N0", [{"outputs": {"z": )" +
+      bare_ints + R"(}, "runtime": 0.2, "runner_name": "trt-runner-N0", "polygraphy_class": "IterationResult"}]]],
     "polygraphy_class": "RunResults"})";
   write(dir / "outputs.json", text);
   auto arrays = io::read_polygraphy_json(dir / "outputs.json");
@@ -64,7 +70,8 @@ TEST(PolygraphyJson, RunResultsTakeTheFirstRunnerPerIteration) {
 TEST(PolygraphyJson, SavedInputsAreAListOfFeeds) {
   testing::TempDir dir;
   write(dir / "inputs.json", std::string(R"([{"x": {"array": ")") + kFloats + R"(", "polygraphy_class": "ndarray"}},
-                                               {"x": {"array": ")" + kFloats + R"(", "polygraphy_class": "ndarray"}}])");
+                                               {"x": {"array": ")" +
+                                 kFloats + R"(", "polygraphy_class": "ndarray"}}])");
   auto arrays = io::read_polygraphy_json(dir / "inputs.json");
   ASSERT_TRUE(arrays.ok()) << arrays.error().message();
   ASSERT_EQ(arrays->iterations.size(), 2u);

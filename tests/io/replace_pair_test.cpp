@@ -31,7 +31,8 @@ onnx::ModelProto make_model(int64_t k, float w0) {
 g (float[4] x) => (float[4] y) <float[4] w = {{{}, {}, {}, {}}}, int64[1] k = {{{}}}> {{
   y = Mul(x, w)
 }}
-)", w0, w0 + 1, w0 + 2, w0 + 3, k));
+)",
+                                               w0, w0 + 1, w0 + 2, w0 + 3, k));
 }
 
 const io::SaveOptions kExternal{io::ExternalDataPolicy::all, 16, ""};
@@ -75,8 +76,7 @@ enum class Before { nothing, inline_model, external_model };
 
 void prepare(const fs::path& dir, Before before) {
   if (before == Before::nothing) return;
-  auto saved = io::save_model(make_model(7, 1), nullptr, dir / "m.onnx",
-                              before == Before::external_model ? kExternal : kInline);
+  auto saved = io::save_model(make_model(7, 1), nullptr, dir / "m.onnx", before == Before::external_model ? kExternal : kInline);
   ASSERT_TRUE(saved.ok()) << saved.error().message();
   ASSERT_EQ(pair_state(dir / "m.onnx"), "old");
 }

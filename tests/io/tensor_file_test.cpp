@@ -31,9 +31,9 @@ TEST(TensorFile, StringsTravelAsUtf32InNpy) {
   ASSERT_TRUE(bytes.ok()) << bytes.error().message();
   EXPECT_NE(bytes->find("'descr': '<U5'"), std::string::npos);  // the widest string has 5 code points
   const size_t data = bytes->size() - 3 * 5 * 4;
-  EXPECT_EQ(code_unit(*bytes, data + 4), 0xE9u);       // é
-  EXPECT_EQ(code_unit(*bytes, data + 20), 0x1F600u);   // the emoji, first of string 1
-  EXPECT_EQ(code_unit(*bytes, data + 24), 0u);         // numpy's NUL padding
+  EXPECT_EQ(code_unit(*bytes, data + 4), 0xE9u);      // é
+  EXPECT_EQ(code_unit(*bytes, data + 20), 0x1F600u);  // the emoji, first of string 1
+  EXPECT_EQ(code_unit(*bytes, data + 24), 0u);        // numpy's NUL padding
   auto back = io::parse_npy(*bytes, "strings.npy");
   ASSERT_TRUE(back.ok()) << back.error().message();
   ASSERT_EQ(back->string_data_size(), 3);
@@ -87,8 +87,7 @@ TEST(TensorFile, NpyHeadersAsNumpyWritesThem) {
   auto scalar = io::parse_npy(npy_file(npy_header("<i8", "()"), std::string(8, '\x07')), "scalar.npy");
   ASSERT_TRUE(scalar.ok()) << scalar.error().message();
   EXPECT_EQ(scalar->dims_size(), 0);
-  EXPECT_CONTAINS(parse_error(npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", two_floats)),
-                  "Fortran");
+  EXPECT_CONTAINS(parse_error(npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", two_floats)), "Fortran");
   EXPECT_CONTAINS(parse_error(npy_file(npy_header(">f4", "(2,)"), two_floats)), "big-endian");
   EXPECT_CONTAINS(parse_error(npy_file(npy_header(">U1", "(2,)"), two_floats)), "big-endian");
   EXPECT_CONTAINS(parse_error(npy_file("{'descr': [('a', '<f4')], 'shape': (2,)}", two_floats)), "structured");
@@ -115,8 +114,7 @@ TEST(TensorFile, ALongShapeTextIsParsedWithoutRecursion) {
 TEST(TensorFile, NpySizesThatWrapOrExceedTheFileAreRefused) {
   // Four strings of 2^62 characters: 4 * 2^62 * 4 bytes wraps to 0, which
   // passed the size check and then read far past the buffer.
-  EXPECT_CONTAINS(parse_error(npy_file(npy_header("<U4611686018427387904", "(4,)"), std::string(16, 'a'))),
-                  "does not fit");
+  EXPECT_CONTAINS(parse_error(npy_file(npy_header("<U4611686018427387904", "(4,)"), std::string(16, 'a'))), "does not fit");
   // 2^40 one-byte strings in a 90-byte file.
   EXPECT_CONTAINS(parse_error(npy_file(npy_header("|S1", "(1099511627776,)"), "abc")), "needs 1099511627776 elements");
   // Zero-width strings fit any count in no bytes: 2^40 empty strings.
@@ -144,10 +142,7 @@ uint32_t crc32_of(const std::string& bytes) {
   return ~crc;
 }
 
-template <class T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
+template <class T> void put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
 
 std::string zip_of(const std::vector<ZipEntry>& entries) {
   std::string out, directory;
@@ -187,8 +182,7 @@ std::string deflate_stored(const std::string& bytes) {
   return out + bytes;
 }
 
-Result<std::vector<std::pair<std::string, onnx::TensorProto>>> read_zip(const testing::TempDir& dir,
-                                                                        const std::string& zip) {
+Result<std::vector<std::pair<std::string, onnx::TensorProto>>> read_zip(const testing::TempDir& dir, const std::string& zip) {
   std::ofstream(dir / "t.npz", std::ios::binary) << zip;
   return io::read_npz(dir / "t.npz");
 }

@@ -27,7 +27,8 @@ branches (float[2] x, bool c) => (float[2] y) {
   *attr.mutable_g() = testing::parse_model_text(R"(
 <ir_version: 8, opset_import: ["" : 15]>
 else_g2 () => (float[2] s) { s = Sigmoid(x) }
-)").graph();
+)")
+                          .graph();
   attr.mutable_g()->clear_input();  // a branch takes no inputs: x is the outer value
   auto set = ir::import_attribute(*node, attr);
   ASSERT_TRUE(set.ok()) << set.error().message();

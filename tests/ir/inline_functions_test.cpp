@@ -51,7 +51,8 @@ TEST(InlineFunctions, NestedCallsGetFreshNamesAndResolvedAttributes) {
       u = Relu(t)
       y = local.Twice <a = 0.25> (u)
     }
-  )", {kAct, kTwice});
+  )",
+                             {kAct, kTwice});
   // The graph already holds "call/t", the name the body's t would get.
   model.mutable_graph()->mutable_node(1)->set_output(0, "call/t");
   model.mutable_graph()->mutable_node(2)->set_input(0, "call/t");
@@ -83,18 +84,19 @@ TEST(InlineFunctions, RecursionIsRefusedAndTheModelKept) {
   auto model = model_calling(R"(
     <ir_version: 8, opset_import: ["" : 17, "local" : 1]>
     g (float[2] x) => (float[2] y) { y = local.F (x) }
-  )", {R"(
+  )",
+                             {R"(
     <domain: "local", opset_import: ["" : 17, "local" : 1]>
     F (x) => (y) { y = local.G (x) }
-  )", R"(
+  )",
+                              R"(
     <domain: "local", opset_import: ["" : 17, "local" : 1]>
     G (x) => (y) { y = local.F (x) }
   )"});
   const std::string before = model.SerializeAsString();
   auto summary = ir::inline_functions(model);
   ASSERT_FALSE(summary.ok());
-  EXPECT_NE(summary.error().message().find("'local:F' calls itself ('local:F' -> 'local:G' -> 'local:F')"),
-            std::string::npos)
+  EXPECT_NE(summary.error().message().find("'local:F' calls itself ('local:F' -> 'local:G' -> 'local:F')"), std::string::npos)
       << summary.error().message();
   EXPECT_EQ(model.SerializeAsString(), before);
 }
@@ -103,7 +105,8 @@ TEST(InlineFunctions, ExpansionIsCapped) {
   auto model = model_calling(R"(
     <ir_version: 8, opset_import: ["" : 17, "local" : 1]>
     g (float[2] x) => (float[2] y) { y = local.Twice <a = 0.5> (x) }
-  )", {kAct, kTwice});
+  )",
+                             {kAct, kTwice});
   ir::InlineOptions options;
   options.max_nodes = 3;
   auto summary = ir::inline_functions(model, options);
@@ -118,7 +121,8 @@ TEST(InlineFunctions, ListsFunctionsWithCallSites) {
       t = local.Act <a = 0.1> (x)
       y = local.Twice <a = 0.5> (t)
     }
-  )", {kAct, kTwice});
+  )",
+                             {kAct, kTwice});
   auto functions = ir::list_local_functions(model);
   ASSERT_EQ(functions.size(), 2u);
   EXPECT_EQ(functions[0].call_sites, 3u);  // one in the graph, two in Twice

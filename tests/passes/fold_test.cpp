@@ -121,7 +121,8 @@ g (float[1] x) => (float[1] y) <int64[1] huge = {1099511627776}, float start = {
   for (const std::string& w : defaults.warnings) warnings += w + "\n";
   // 2^24 and the one element of its input.
   EXPECT_NE(warnings.find("ConstantOfShape node 'big': its outputs would take the run past its budget of 16777217 elements"),
-            std::string::npos) << warnings;
+            std::string::npos)
+      << warnings;
   EXPECT_NE(warnings.find("Range node 'r'"), std::string::npos) << warnings;
 
   passes::FoldOptions folding;

@@ -33,7 +33,6 @@ size_t count_ops(const ir::Graph& graph, std::string_view op_type);
 // Checks `after` with ONNX's checker, then runs both models on the same
 // random inputs (symbolic dims set to 2; floats in [-1, 1)) and expects every
 // graph output, matched by position, to agree within the tolerances.
-void expect_same_outputs(const ir::Model& before, const ir::Model& after, double atol = 1e-5,
-                         double rtol = 1e-5);
+void expect_same_outputs(const ir::Model& before, const ir::Model& after, double atol = 1e-5, double rtol = 1e-5);
 
 }  // namespace onnxkit::testing

@@ -38,11 +38,11 @@ struct Case {
   bool causal = false;
   std::optional<float> scale;
   float softcap = 0;
-  int mode = -1;  // qk_matmul_output_mode; -1: the output is not asked for
+  int mode = -1;         // qk_matmul_output_mode; -1: the output is not asked for
   bool present = false;  // ask for present_key and present_value
   std::optional<Shape> mask_shape;
   bool bool_mask = false;
-  std::vector<int64_t> nonpad;  // nonpad_kv_seqlen (opset 24)
+  std::vector<int64_t> nonpad;                  // nonpad_kv_seqlen (opset 24)
   int64_t left_window = -1, right_window = -1;  // opset 25; -1: unbounded
   int64_t opset = 23;
   int threads = 1;
@@ -101,8 +101,8 @@ Inputs make_inputs(const Case& c) {
 // --- the definition, in double --------------------------------------------------
 
 struct Expected {
-  Doubles y;        // (batch, q heads, q_len, v_head)
-  Doubles qk;       // (batch, q heads, q_len, total) at the case's mode
+  Doubles y;   // (batch, q heads, q_len, v_head)
+  Doubles qk;  // (batch, q heads, q_len, total) at the case's mode
   Doubles present_k, present_v;
 };
 
@@ -170,8 +170,7 @@ Expected reference(const Case& c, const Inputs& in) {
         for (double& x : s) x = any ? x / sum : 0.0;
         stage[3] = s;
         if (c.mode >= 0)
-          std::copy(stage[c.mode].begin(), stage[c.mode].end(),
-                    out.qk.begin() + ((b * c.q_heads + h) * c.q_len + i) * total);
+          std::copy(stage[c.mode].begin(), stage[c.mode].end(), out.qk.begin() + ((b * c.q_heads + h) * c.q_len + i) * total);
         for (int64_t e = 0; e < c.v_head; ++e) {
           double acc = 0;
           for (int64_t j = 0; j < total; ++j) acc += s[j] * V[j * c.v_head + e];
@@ -227,18 +226,15 @@ NodeSpec spec_of(const Case& c, const Inputs& in) {
                  {"V", form(in.v, c.kv_heads, c.kv_len, c.v_head)}};
   const bool past = c.past_len > 0;
   if (c.mask_shape || past || !c.nonpad.empty())
-    spec.inputs.push_back(c.mask_shape ? NodeInput{"mask", make(c.bool_mask ? DataType::boolean : c.type,
-                                                                  *c.mask_shape, in.mask)}
+    spec.inputs.push_back(c.mask_shape ? NodeInput{"mask", make(c.bool_mask ? DataType::boolean : c.type, *c.mask_shape, in.mask)}
                                        : NodeInput{"", {}});
   if (past || !c.nonpad.empty()) {
     spec.inputs.push_back(past ? NodeInput{"past_key", make(c.type, {c.batch, c.kv_heads, c.past_len, c.head}, in.past_k)}
                                : NodeInput{"", {}});
-    spec.inputs.push_back(past ? NodeInput{"past_value",
-                                           make(c.type, {c.batch, c.kv_heads, c.past_len, c.v_head}, in.past_v)}
+    spec.inputs.push_back(past ? NodeInput{"past_value", make(c.type, {c.batch, c.kv_heads, c.past_len, c.v_head}, in.past_v)}
                                : NodeInput{"", {}});
   }
-  if (!c.nonpad.empty())
-    spec.inputs.push_back({"nonpad", Tensor::from<int64_t>({c.batch}, c.nonpad)});
+  if (!c.nonpad.empty()) spec.inputs.push_back({"nonpad", Tensor::from<int64_t>({c.batch}, c.nonpad)});
   if (c.three_d) spec.attributes = {attr("q_num_heads", c.q_heads), attr("kv_num_heads", c.kv_heads)};
   if (c.causal) spec.attributes.push_back(attr("is_causal", 1));
   if (c.scale) spec.attributes.push_back(attr("scale", *c.scale));
@@ -266,8 +262,7 @@ void check(const Case& c, double tolerance = 2e-5) {
     expect_tensor_near(got[2].tensor(), make(c.type, {c.batch, c.kv_heads, total, c.v_head}, want.present_v), 0, 0);
   }
   if (got.size() == 4)
-    expect_tensor_near(got[3].tensor(), make(c.type, {c.batch, c.q_heads, c.q_len, total}, want.qk), tolerance,
-                       tolerance);
+    expect_tensor_near(got[3].tensor(), make(c.type, {c.batch, c.q_heads, c.q_len, total}, want.qk), tolerance, tolerance);
 }
 
 // --- cases ------------------------------------------------------------------------
@@ -280,9 +275,7 @@ TEST(Attention, MultiQuery3dWithOtherValueSize) {
   check({.batch = 3, .q_heads = 4, .kv_heads = 1, .q_len = 2, .kv_len = 9, .head = 6, .v_head = 10, .three_d = true});
 }
 
-TEST(Attention, ScaleAndSoftcap) {
-  check({.q_heads = 4, .kv_heads = 2, .three_d = true, .scale = 0.9f, .softcap = 1.5f});
-}
+TEST(Attention, ScaleAndSoftcap) { check({.q_heads = 4, .kv_heads = 2, .three_d = true, .scale = 0.9f, .softcap = 1.5f}); }
 
 TEST(Attention, CausalSquare) { check({.q_len = 7, .kv_len = 7, .causal = true}); }
 
@@ -300,8 +293,15 @@ TEST(Attention, CausalWithPastIsBottomRight) {
 }
 
 TEST(Attention, DecodeStepWithCache) {
-  check({.batch = 1, .q_heads = 4, .kv_heads = 4, .q_len = 1, .kv_len = 1, .past_len = 11, .three_d = true,
-         .causal = true, .present = true});
+  check({.batch = 1,
+         .q_heads = 4,
+         .kv_heads = 4,
+         .q_len = 1,
+         .kv_len = 1,
+         .past_len = 11,
+         .three_d = true,
+         .causal = true,
+         .present = true});
 }
 
 TEST(Attention, FloatMasksBroadcast) {
@@ -336,8 +336,7 @@ TEST(Attention, FullyMaskedRowIsZero) {
 TEST(Attention, QkMatmulOutputStages) {
   for (int mode = 0; mode <= 3; ++mode) {
     SCOPED_TRACE(mode);
-    check({.q_len = 4, .kv_len = 3, .past_len = 2, .causal = true, .softcap = 0.8f, .mode = mode,
-           .mask_shape = Shape{1, 4, 5}});
+    check({.q_len = 4, .kv_len = 3, .past_len = 2, .causal = true, .softcap = 0.8f, .mode = mode, .mask_shape = Shape{1, 4, 5}});
   }
 }
 
@@ -345,11 +344,28 @@ TEST(Attention, LongSequencesSpanBlocksAndTiles) {
   // 150 queries make three blocks, 300 past + 340 new keys several tiles on
   // both sides of the cache boundary; large scores move the row maximum from
   // tile to tile.
-  check({.batch = 1, .q_heads = 2, .kv_heads = 1, .q_len = 150, .kv_len = 340, .past_len = 300, .head = 16,
-         .v_head = 12, .causal = true, .scale = 3.0f, .present = true},
+  check({.batch = 1,
+         .q_heads = 2,
+         .kv_heads = 1,
+         .q_len = 150,
+         .kv_len = 340,
+         .past_len = 300,
+         .head = 16,
+         .v_head = 12,
+         .causal = true,
+         .scale = 3.0f,
+         .present = true},
         1e-4);
-  check({.batch = 1, .q_heads = 2, .kv_heads = 2, .q_len = 70, .kv_len = 600, .head = 8, .v_head = 8, .three_d = true,
-         .scale = 2.0f, .mask_shape = Shape{70, 600}},
+  check({.batch = 1,
+         .q_heads = 2,
+         .kv_heads = 2,
+         .q_len = 70,
+         .kv_len = 600,
+         .head = 8,
+         .v_head = 8,
+         .three_d = true,
+         .scale = 2.0f,
+         .mask_shape = Shape{70, 600}},
         1e-4);
 }
 

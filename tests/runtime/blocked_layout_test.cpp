@@ -55,8 +55,8 @@ size_t count_steps(const runtime::Session& session, std::string_view op) {
 
 // The model run blocked and plain, both with fusions (runtime/fusion.h and
 // the Conv fusions of executor.cpp), against the plain unfused run.
-void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, const Tensor& x,
-                                 size_t expected_to_blocked, size_t expected_fused_into_conv) {
+void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, const Tensor& x, size_t expected_to_blocked,
+                                 size_t expected_fused_into_conv) {
   ASSERT_NE(model, nullptr);
   auto reference_session = runtime::Session::create(model, {.threads = 2, .blocked_layout = false, .fuse = false});
   ASSERT_TRUE(reference_session.ok()) << reference_session.error().message();
@@ -91,7 +91,8 @@ TEST(BlockedLayout, BlocksAreSixteenChannelsWhereOneDnnRunsAvx512) {
 
 TEST(BlockedLayout, AChainWithPartialBlocksPoolsConcatAndResidualsMatchesPlain) {
   // 12 and 20 channels leave padded lanes; Sigmoid (1/2 at 0) must not see them.
-  auto model = with_weights(R"(
+  auto model = with_weights(
+      R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[2,3,18,19] x) => (float[2,40] y, float[2,12,18,19] s, float[2,40,5,5] cat) {
   c1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (x, w1, b1)
@@ -108,8 +109,7 @@ g (float[2,3,18,19] x) => (float[2,40] y, float[2,12,18,19] s, float[2,40,5,5] c
   g = GlobalAveragePool(cat)
   y = Flatten(g)
 })",
-                            {{"w1", {12, 3, 3, 3}}, {"b1", {12}}, {"w2", {20, 12, 1, 1}}, {"b2", {20}},
-                             {"w3", {20, 1, 3, 3}}, {"w4", {20, 20, 3, 3}}});
+      {{"w1", {12, 3, 3, 3}}, {"b1", {12}}, {"w2", {20, 12, 1, 1}}, {"b2", {20}}, {"w3", {20, 1, 3, 3}}, {"w4", {20, 20, 3, 3}}});
   // The first layer (3 channels) reads x as it is: nothing is reordered into blocks.
   // Relu goes into c1, and the residual Add into d2 (c2 comes first).
   expect_blocked_equals_plain(model, random_tensor({2, 3, 18, 19}, 7), 0, 2);
@@ -182,8 +182,14 @@ g (float[N,16,8,8] x) => (float[N,80,8,8] cat1, float[N,64,8,8] cat2, float[N,32
   r = Add(cr, s)
   cat2 = Concat <axis = 1> (e3, c5, r)
 })",
-                            {{"w0", {16, 16, 1, 1}}, {"b0", {16}}, {"w1", {16, 16, 1, 1}}, {"b1", {16}},
-                             {"w3", {32, 16, 3, 3}}, {"b3", {32}}, {"w5", {16, 80, 1, 1}}, {"wr", {16, 16, 1, 1}}});
+                            {{"w0", {16, 16, 1, 1}},
+                             {"b0", {16}},
+                             {"w1", {16, 16, 1, 1}},
+                             {"b1", {16}},
+                             {"w3", {32, 16, 3, 3}},
+                             {"b3", {32}},
+                             {"w5", {16, 80, 1, 1}},
+                             {"wr", {16, 16, 1, 1}}});
   for (int64_t batch : {1, 2}) {
     SCOPED_TRACE(batch);
     // The Relus go into c0, c1 and c3, the residual Add into cr.
@@ -209,8 +215,13 @@ g (float[2,16,12,12] x) => (float[2,1024] y, float[2,1024] z, float[2,24,12,12] 
   y = Add(m, fcb)
   z = Gemm(f, fc, fcb)
 })",
-                            {{"w1", {32, 16, 3, 3}}, {"b1", {32}}, {"w2", {32, 8, 3, 3}}, {"w3", {24, 32, 1, 1}},
-                             {"b3", {24}}, {"fc", {24, 1024}}, {"fcb", {1024}}});
+                            {{"w1", {32, 16, 3, 3}},
+                             {"b1", {32}},
+                             {"w2", {32, 8, 3, 3}},
+                             {"w3", {24, 32, 1, 1}},
+                             {"b3", {24}},
+                             {"fc", {24, 1024}},
+                             {"fcb", {1024}}});
   ASSERT_NE(model, nullptr);
   const Tensor x = random_tensor({2, 16, 12, 12}, 11);
   auto prepacked = runtime::Session::create(model, {.threads = 2});

@@ -29,8 +29,8 @@
 namespace fs = std::filesystem;
 using namespace onnxkit;
 using runtime::DataType;
-using runtime::Tensor;
 using runtime::Datum;
+using runtime::Tensor;
 
 namespace {
 
@@ -175,8 +175,7 @@ Outcome run_folder(const fs::path& folder) {
       auto expected = read_value(set / fmt::format("output_{}.pb", k), outputs[k]->type());
       if (!expected.ok()) return {"FAIL", "expected output: " + expected.error().message()};
       std::string diff = compare_values(*expected, (*results)[k]);
-      if (!diff.empty())
-        return {"FAIL", fmt::format("{}: output '{}': {}", set.filename().string(), outputs[k]->name(), diff)};
+      if (!diff.empty()) return {"FAIL", fmt::format("{}: output '{}': {}", set.filename().string(), outputs[k]->name(), diff)};
     }
   }
   return {"PASS", ""};
@@ -205,7 +204,8 @@ Outcome run_isolated(const fs::path& folder, int timeout_seconds) {
   waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    return {"FAIL", sig == SIGALRM ? fmt::format("timeout after {} s", timeout_seconds) : fmt::format("CRASH: signal {} ({})", sig, strsignal(sig))};
+    return {"FAIL", sig == SIGALRM ? fmt::format("timeout after {} s", timeout_seconds)
+                                   : fmt::format("CRASH: signal {} ({})", sig, strsignal(sig))};
   }
   size_t tab = line.find('\t');
   if (tab == std::string::npos) return {"FAIL", "CRASH: the child reported nothing"};
@@ -213,7 +213,7 @@ Outcome run_isolated(const fs::path& folder, int timeout_seconds) {
 }
 
 struct ExpectedFailures {
-  std::string header;                         // the leading comment lines, kept by --update
+  std::string header;                          // the leading comment lines, kept by --update
   std::map<std::string, std::string> reasons;  // folder name -> why it fails
 };
 
@@ -284,8 +284,8 @@ int main(int argc, char** argv) {
     if (o.status == "PASS" && listed && !random) surprises.push_back(name + " passes but is listed as an expected failure");
     if (o.status != "PASS" && !listed) surprises.push_back(name + " fails: " + o.reason);
   }
-  fmt::print("\n{} folders: {} passed, {} failed, {} unsupported, {} crashed or timed out\n", outcomes.size(), passed,
-             failed, unsupported, crashed);
+  fmt::print("\n{} folders: {} passed, {} failed, {} unsupported, {} crashed or timed out\n", outcomes.size(), passed, failed,
+             unsupported, crashed);
 
   if (update) {
     std::ofstream out(expected_file);

@@ -63,8 +63,7 @@ TEST(ContentionWatch, WaitsAreJudgedOverAWindowNotOneShortRun) {
   ContentionWatch watch = machine.watch();
   // Runs of 5 ms wall (10 ms of thread time): one of them waiting 4 ms is
   // not enough to judge; five together (50 ms) with 4 ms waited are fine.
-  for (int i = 0; i < 5; ++i)
-    EXPECT_EQ(run(machine, watch, milliseconds(5), milliseconds(i == 0 ? 4 : 0)), 2);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, milliseconds(5), milliseconds(i == 0 ? 4 : 0)), 2);
   EXPECT_EQ(run(machine, watch, milliseconds(5), milliseconds(0)), 2);
   EXPECT_EQ(watch.held_runs(), 0);
 }

@@ -39,22 +39,27 @@ Tensor regions() {
 
 TEST(MaxRoiPool, MatchesTorchvisionRoiPool) {
   auto ints = std::vector<int64_t>{2, 2};
-  auto full = run_node({.op_type = "MaxRoiPool", .opset = 1, .inputs = {{"x", roi_input()}, {"rois", regions()}},
+  auto full = run_node({.op_type = "MaxRoiPool",
+                        .opset = 1,
+                        .inputs = {{"x", roi_input()}, {"rois", regions()}},
                         .attributes = {attr("pooled_shape", ints)}});
-  expect_tensor_near(full[0].tensor(),
-                     Tensor::from<float>({4, 2, 2, 2}, {2, 1.5f, 2, 1.25f, 1.25f, 1.75f, 2, 1.5f, 1.25f, 0.5f, 2,
-                                                        2, 2, 1.5f, 2, 1.25f, 0, 0, 0, 2, 0, 0, 0, 1.25f, 2, 0, 0,
-                                                        0, 1, 0, 0, 0}));
-  auto half = run_node({.op_type = "MaxRoiPool", .opset = 1, .inputs = {{"x", roi_input()}, {"rois", regions()}},
+  expect_tensor_near(
+      full[0].tensor(),
+      Tensor::from<float>({4, 2, 2, 2}, {2, 1.5f, 2, 1.25f, 1.25f, 1.75f, 2, 1.5f,  1.25f, 0.5f, 2, 2, 2, 1.5f, 2, 1.25f,
+                                         0, 0,    0, 2,     0,     0,     0, 1.25f, 2,     0,    0, 0, 1, 0,    0, 0}));
+  auto half = run_node({.op_type = "MaxRoiPool",
+                        .opset = 1,
+                        .inputs = {{"x", roi_input()}, {"rois", regions()}},
                         .attributes = {attr("pooled_shape", ints), attr("spatial_scale", 0.5f)}});
-  expect_tensor_near(half[0].tensor(),
-                     Tensor::from<float>({4, 2, 2, 2}, {0.25f, 1.5f, 2, 1.25f, 1.25f, 0.5f, 1, 0.25f, 0.25f, 1.5f,
-                                                        0, 1.25f, -0.75f, 0.5f, 2, 0.25f, -1, 0.25f, 2, 2, 1.25f,
-                                                        1.25f, 1.25f, 1.25f, 2, 0.25f, 0, 0, 1.25f, -0.75f, 0, 0}));
+  expect_tensor_near(half[0].tensor(), Tensor::from<float>({4, 2, 2, 2}, {0.25f, 1.5f,  2, 1.25f, 1.25f,  0.5f,   1,     0.25f,
+                                                                          0.25f, 1.5f,  0, 1.25f, -0.75f, 0.5f,   2,     0.25f,
+                                                                          -1,    0.25f, 2, 2,     1.25f,  1.25f,  1.25f, 1.25f,
+                                                                          2,     0.25f, 0, 0,     1.25f,  -0.75f, 0,     0}));
 }
 
 TEST(MaxRoiPool, RefusesABatchIndexOutsideX) {
-  auto bad = try_run_node({.op_type = "MaxRoiPool", .opset = 1,
+  auto bad = try_run_node({.op_type = "MaxRoiPool",
+                           .opset = 1,
                            .inputs = {{"x", roi_input()}, {"rois", Tensor::from<float>({1, 5}, {1, 0, 0, 1, 1})}},
                            .attributes = {attr("pooled_shape", std::vector<int64_t>{1, 1})}});
   ASSERT_FALSE(bad.ok());
@@ -67,8 +72,11 @@ TEST(NonMaxSuppression, ABadMaxOutputIsNamed) {
   const Tensor boxes = Tensor::from<float>({1, 3, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1, 2, 2, 3, 3});
   const Tensor scores = Tensor::from<float>({1, 1, 3}, {0.9f, 0.95f, 0.5f});
   auto with = [&](Tensor max_output) {
-    return try_run_node({.op_type = "NonMaxSuppression", .opset = 11,
-                         .inputs = {{"boxes", boxes}, {"scores", scores}, {"max_output", max_output},
+    return try_run_node({.op_type = "NonMaxSuppression",
+                         .opset = 11,
+                         .inputs = {{"boxes", boxes},
+                                    {"scores", scores},
+                                    {"max_output", max_output},
                                     {"iou_threshold", Tensor::from<float>({1}, {0.5f})}}});
   };
   auto one = with(Tensor::from<int64_t>({1}, {1}));
@@ -80,8 +88,7 @@ TEST(NonMaxSuppression, ABadMaxOutputIsNamed) {
   for (const Tensor& bad : {Tensor::from<float>({1}, {2}), Tensor::from<int64_t>({2}, {1, 2})}) {
     auto refused = with(bad);
     ASSERT_FALSE(refused.ok());
-    EXPECT_NE(refused.error().message().find("max_output_boxes_per_class"), std::string::npos)
-        << refused.error().message();
+    EXPECT_NE(refused.error().message().find("max_output_boxes_per_class"), std::string::npos) << refused.error().message();
   }
 }
 
@@ -144,9 +151,8 @@ NmsProblem nms_problem(const NmsCase& c) {
 Tensor nms_reference_rows(const NmsCase& c, const NmsProblem& p) {
   using runtime::detection::NmsBox;
   std::vector<int64_t> rows;
-  const runtime::detection::NmsLimits limits{.max_output = std::min(c.max_output, c.count),
-                                             .iou_limit = c.iou_threshold,
-                                             .score_threshold = c.score_threshold};
+  const runtime::detection::NmsLimits limits{
+      .max_output = std::min(c.max_output, c.count), .iou_limit = c.iou_threshold, .score_threshold = c.score_threshold};
   for (int64_t n = 0; n < c.batches; ++n) {
     std::vector<NmsBox> boxes;
     for (int64_t i = 0; i < c.count; ++i) {
@@ -173,20 +179,26 @@ TEST(NonMaxSuppression, FastSelectionMatchesThePlainGreedyLoop) {
       for (int64_t max_output : {int64_t{3}, int64_t{1000}})
         for (std::optional<float> score_threshold : {std::optional<float>(), std::optional<float>(0.25f)})
           for (int layout = 0; layout < 4; ++layout) {
-            const NmsCase c{.batches = 2, .classes = 3, .count = 150, .center_point = center,
-                            .max_output = max_output, .iou_threshold = iou, .score_threshold = score_threshold,
+            const NmsCase c{.batches = 2,
+                            .classes = 3,
+                            .count = 150,
+                            .center_point = center,
+                            .max_output = max_output,
+                            .iou_threshold = iou,
+                            .score_threshold = score_threshold,
                             .seed = 4 * seed++ + static_cast<uint32_t>(layout)};
             const NmsProblem p = nms_problem(c);
-            std::vector<testing::NodeInput> inputs{
-                {"boxes", Tensor::from<float>({c.batches, c.count, 4}, p.coords)},
-                {"scores", Tensor::from<float>({c.batches, c.classes, c.count}, p.scores)},
-                {"max_output", Tensor::from<int64_t>({1}, {c.max_output})},
-                {"iou_threshold", Tensor::from<float>({1}, {c.iou_threshold})}};
+            std::vector<testing::NodeInput> inputs{{"boxes", Tensor::from<float>({c.batches, c.count, 4}, p.coords)},
+                                                   {"scores", Tensor::from<float>({c.batches, c.classes, c.count}, p.scores)},
+                                                   {"max_output", Tensor::from<int64_t>({1}, {c.max_output})},
+                                                   {"iou_threshold", Tensor::from<float>({1}, {c.iou_threshold})}};
             if (c.score_threshold) inputs.push_back({"score_threshold", Tensor::from<float>({1}, {*c.score_threshold})});
-            auto out = run_node({.op_type = "NonMaxSuppression", .opset = 11, .inputs = inputs,
+            auto out = run_node({.op_type = "NonMaxSuppression",
+                                 .opset = 11,
+                                 .inputs = inputs,
                                  .attributes = {attr("center_point_box", int64_t{center ? 1 : 0})}});
-            SCOPED_TRACE(::testing::Message() << "seed " << c.seed << " center " << center << " iou " << iou
-                                            << " max_output " << max_output);
+            SCOPED_TRACE(::testing::Message()
+                         << "seed " << c.seed << " center " << center << " iou " << iou << " max_output " << max_output);
             const Tensor expected = nms_reference_rows(c, p);
             expect_tensor_near(out[0].tensor(), expected);
             selected += static_cast<int>(expected.dim(0));

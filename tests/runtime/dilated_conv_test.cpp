@@ -60,15 +60,15 @@ Tensor direct_conv(const DilatedCase& c, const Tensor& x, const Tensor& w, const
 void expect_matches_direct_conv(const DilatedCase& c) {
   const int64_t ho = (c.h + c.pads[0] + c.pads[2] - 2 * c.dilation - 1) / c.stride + 1;
   const int64_t wo = (c.w + c.pads[1] + c.pads[3] - 2 * c.dilation - 1) / c.stride + 1;
-  const std::string text = fmt::format(R"(
+  const std::string text =
+      fmt::format(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[1,{0},{2},{3}] x, float[1,{1},{4},{5}] r) => (float[1,{1},{4},{5}] y) {{
   c = Conv <kernel_shape = [3,3], dilations = [{6},{6}], strides = [{7},{7}], pads = [{8},{9},{10},{11}]> (x, w, b)
   a = Add(c, r)
   y = Relu(a)
 }})",
-                                       c.c, c.m, c.h, c.w, ho, wo, c.dilation, c.stride, c.pads[0], c.pads[1],
-                                       c.pads[2], c.pads[3]);
+                  c.c, c.m, c.h, c.w, ho, wo, c.dilation, c.stride, c.pads[0], c.pads[1], c.pads[2], c.pads[3]);
   onnx::ModelProto proto = testing::parse_model_text(text);
   const Tensor w = normal_tensor({c.m, c.c, 3, 3}, 1, 0.1f), b = normal_tensor({c.m}, 2, 0.5f);
   for (auto [name, t] : {std::pair{"w", &w}, std::pair{"b", &b}}) {

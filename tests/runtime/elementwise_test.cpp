@@ -55,17 +55,17 @@ TEST(Elementwise, LargeBroadcastSplitsAcrossThreadsIdentically) {
 }
 
 TEST(Elementwise, IncompatibleShapesAreAnErrorNamingTheNode) {
-  auto out = try_run_node({.op_type = "Add",
-                           .inputs = {{"a", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
-                                      {"b", Tensor::from<float>({2}, {1, 2})}}});
+  auto out =
+      try_run_node({.op_type = "Add",
+                    .inputs = {{"a", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})}, {"b", Tensor::from<float>({2}, {1, 2})}}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("under_test"), std::string::npos) << out.error().message();
   EXPECT_NE(out.error().message().find("cannot broadcast"), std::string::npos) << out.error().message();
 }
 
 TEST(Elementwise, IntegerDivisionByZeroIsAnErrorNotACrash) {
-  auto out = try_run_node({.op_type = "Div",
-                           .inputs = {{"a", Tensor::from<int32_t>({2}, {1, 2})}, {"b", Tensor::from<int32_t>({2}, {1, 0})}}});
+  auto out = try_run_node(
+      {.op_type = "Div", .inputs = {{"a", Tensor::from<int32_t>({2}, {1, 2})}, {"b", Tensor::from<int32_t>({2}, {1, 0})}}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("division by zero"), std::string::npos);
 }
@@ -81,9 +81,9 @@ TEST(Elementwise, TheMostNegativeIntegerOverMinusOneWrapsInsteadOfTrapping) {
                      Tensor::from<int64_t>({3}, {kMin64, kMin64, -7}));
   expect_tensor_near(run_node({.op_type = "Mod", .inputs = {{"a", a64}, {"b", b64}}})[0].tensor(),
                      Tensor::from<int64_t>({3}, {0, 0, 0}));
-  expect_tensor_near(run_node({.op_type = "Mod", .inputs = {{"a", a64}, {"b", b64}}, .attributes = {attr("fmod", 1)}})[0]
-                         .tensor(),
-                     Tensor::from<int64_t>({3}, {0, 0, 0}));
+  expect_tensor_near(
+      run_node({.op_type = "Mod", .inputs = {{"a", a64}, {"b", b64}}, .attributes = {attr("fmod", 1)}})[0].tensor(),
+      Tensor::from<int64_t>({3}, {0, 0, 0}));
   auto a32 = Tensor::from<int32_t>({1}, {kMin32});
   auto b32 = Tensor::from<int32_t>({1}, {-1});
   expect_tensor_near(run_node({.op_type = "Div", .inputs = {{"a", a32}, {"b", b32}}})[0].tensor(),
@@ -109,8 +109,8 @@ TEST(Elementwise, Float16ComputesThroughFloat) {
 
 TEST(Elementwise, Float16ConversionRoundsLikeIeee) {
   EXPECT_EQ(Float16(1.0f).bits, 0x3C00);
-  EXPECT_EQ(Float16(65504.0f).bits, 0x7BFF);      // largest half
-  EXPECT_EQ(Float16(65520.0f).bits, 0x7C00);      // rounds to infinity
+  EXPECT_EQ(Float16(65504.0f).bits, 0x7BFF);       // largest half
+  EXPECT_EQ(Float16(65520.0f).bits, 0x7C00);       // rounds to infinity
   EXPECT_EQ(Float16(5.9604645e-8f).bits, 0x0001);  // smallest subnormal
   EXPECT_EQ(Float16(1e-8f).bits, 0x0000);
   EXPECT_EQ(Float16(0.1f).bits, 0x2E66);
@@ -130,11 +130,11 @@ TEST(Elementwise, ModFollowsTheDivisorSignUnlessFmod) {
 
 TEST(Elementwise, ClipVersionsTakeBoundsFromAttributesThenInputs) {
   auto x = Tensor::from<float>({4}, {-5, -1, 1, 5});
-  auto old = run_node({.op_type = "Clip", .opset = 6, .inputs = {{"x", x}},
-                       .attributes = {attr("min", -2.0f), attr("max", 2.0f)}});
+  auto old =
+      run_node({.op_type = "Clip", .opset = 6, .inputs = {{"x", x}}, .attributes = {attr("min", -2.0f), attr("max", 2.0f)}});
   expect_tensor_near(old[0].tensor(), Tensor::from<float>({4}, {-2, -1, 1, 2}));
-  auto only_max = run_node({.op_type = "Clip", .opset = 13,
-                            .inputs = {{"x", x}, {"", {}}, {"hi", Tensor::from<float>({}, {0.5f})}}});
+  auto only_max =
+      run_node({.op_type = "Clip", .opset = 13, .inputs = {{"x", x}, {"", {}}, {"hi", Tensor::from<float>({}, {0.5f})}}});
   expect_tensor_near(only_max[0].tensor(), Tensor::from<float>({4}, {-5, -1, 0.5f, 0.5f}));
 }
 
@@ -165,8 +165,9 @@ TEST(Elementwise, FloatSigmoidIsWithinAFewUlpsOfTheDefinition) {
 }
 
 TEST(Elementwise, PowKeepsIntegerPowersExact) {
-  auto out = run_node({.op_type = "Pow", .inputs = {{"a", Tensor::from<int64_t>({3}, {3, -2, 10})},
-                                                    {"b", Tensor::from<int64_t>({3}, {13, 3, 15})}}});
+  auto out =
+      run_node({.op_type = "Pow",
+                .inputs = {{"a", Tensor::from<int64_t>({3}, {3, -2, 10})}, {"b", Tensor::from<int64_t>({3}, {13, 3, 15})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({3}, {1594323, -8, 1000000000000000}));
 }
 
@@ -184,15 +185,15 @@ TEST(Elementwise, SumMeanMaxMinFoldBroadcastInputs) {
 
 TEST(Elementwise, WhereBroadcastsAllThreeInputs) {
   auto cond = Tensor::from<bool>({2, 1}, {true, false});
-  auto out = run_node({.op_type = "Where", .inputs = {{"c", cond}, {"x", Tensor::from<int64_t>({3}, {1, 2, 3})},
-                                                      {"y", Tensor::from<int64_t>({}, {-1})}}});
+  auto out =
+      run_node({.op_type = "Where",
+                .inputs = {{"c", cond}, {"x", Tensor::from<int64_t>({3}, {1, 2, 3})}, {"y", Tensor::from<int64_t>({}, {-1})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2, 3}, {1, 2, 3, -1, -1, -1}));
 }
 
 // x[i] - y[j] over x's shape, y broadcast to it, by index arithmetic alone.
 std::vector<float> naive_broadcast_sub(const std::vector<int64_t>& shape, const std::vector<float>& x,
-                                       const std::vector<int64_t>& part_shape, const std::vector<float>& y,
-                                       bool part_first) {
+                                       const std::vector<int64_t>& part_shape, const std::vector<float>& y, bool part_first) {
   std::vector<float> out(x.size());
   const size_t lead = shape.size() - part_shape.size();
   for (size_t i = 0; i < x.size(); ++i) {
@@ -217,11 +218,16 @@ TEST(Elementwise, PerChannelOperandsOfEveryLayoutKeepTheirOrder) {
   struct Case {
     std::vector<int64_t> whole, part;
   };
-  const std::vector<Case> cases{{{2, 5, 3, 4}, {2, 5, 1, 1}},    {{1, 6, 7, 7}, {1, 6, 1, 1}},
-                                {{1, 3, 7, 7, 16}, {1, 3, 1, 1, 16}}, {{5, 6, 4}, {5, 1, 4}},
-                                {{4, 2, 5, 3}, {4, 1, 1, 3}},    {{2, 4, 3, 5}, {2, 1, 3, 1}},
-                                {{3, 1, 4, 2}, {3, 1, 1, 2}},    {{6, 7}, {7}},
-                                {{1, 32, 32, 32, 16}, {1, 32, 1, 1, 16}}, {{1, 96, 56, 56}, {96, 1, 1}}};
+  const std::vector<Case> cases{{{2, 5, 3, 4}, {2, 5, 1, 1}},
+                                {{1, 6, 7, 7}, {1, 6, 1, 1}},
+                                {{1, 3, 7, 7, 16}, {1, 3, 1, 1, 16}},
+                                {{5, 6, 4}, {5, 1, 4}},
+                                {{4, 2, 5, 3}, {4, 1, 1, 3}},
+                                {{2, 4, 3, 5}, {2, 1, 3, 1}},
+                                {{3, 1, 4, 2}, {3, 1, 1, 2}},
+                                {{6, 7}, {7}},
+                                {{1, 32, 32, 32, 16}, {1, 32, 1, 1, 16}},
+                                {{1, 96, 56, 56}, {96, 1, 1}}};
   for (const Case& c : cases) {
     std::vector<float> x, y;
     for (int64_t i = 0, n = runtime::shape_size(c.whole); i < n; ++i) x.push_back(static_cast<float>(i % 101) / 8);
@@ -229,13 +235,13 @@ TEST(Elementwise, PerChannelOperandsOfEveryLayoutKeepTheirOrder) {
     const Tensor whole = Tensor::from<float>(c.whole, x), part = Tensor::from<float>(c.part, y);
     for (bool part_first : {false, true})
       for (int threads : {1, 2}) {
-        SCOPED_TRACE(::testing::Message() << runtime::shape_to_string(c.whole) << " and "
-                                        << runtime::shape_to_string(c.part) << (part_first ? ", part first" : "")
-                                        << ", " << threads << " threads");
+        SCOPED_TRACE(::testing::Message() << runtime::shape_to_string(c.whole) << " and " << runtime::shape_to_string(c.part)
+                                          << (part_first ? ", part first" : "") << ", " << threads << " threads");
         auto out = run_node({.op_type = "Sub",
                              .inputs = {{"a", part_first ? part : whole}, {"b", part_first ? whole : part}},
                              .threads = threads});
-        expect_tensor_near(out[0].tensor(), Tensor::from<float>(c.whole, naive_broadcast_sub(c.whole, x, c.part, y, part_first)), 0, 0);
+        expect_tensor_near(out[0].tensor(), Tensor::from<float>(c.whole, naive_broadcast_sub(c.whole, x, c.part, y, part_first)),
+                           0, 0);
       }
   }
 }
@@ -325,47 +331,50 @@ TEST(Elementwise, FastTanhIsWithinAFewUlpsOfTheCLibrary) {
 // computed by hand or with Python's math module (mish: x * tanh(log1p(exp(x))),
 // gelu: 0.5 x (1 + erf(x / sqrt 2)) and its tanh form).
 TEST(Elementwise, BitwiseOpsOfOpset18) {
-  auto band = run_node({.op_type = "BitwiseAnd", .opset = 18,
+  auto band = run_node({.op_type = "BitwiseAnd",
+                        .opset = 18,
                         .inputs = {{"a", Tensor::from<int32_t>({2}, {12, -1})}, {"b", Tensor::from<int32_t>({2}, {10, 7})}}});
   expect_tensor_near(band[0].tensor(), Tensor::from<int32_t>({2}, {8, 7}));
-  auto bor = run_node({.op_type = "BitwiseOr", .opset = 18,
-                       .inputs = {{"a", Tensor::from<uint8_t>({2}, {0b1100, 0xF0})},
-                                  {"b", Tensor::from<uint8_t>({2}, {0b1010, 0x0F})}}});
+  auto bor = run_node(
+      {.op_type = "BitwiseOr",
+       .opset = 18,
+       .inputs = {{"a", Tensor::from<uint8_t>({2}, {0b1100, 0xF0})}, {"b", Tensor::from<uint8_t>({2}, {0b1010, 0x0F})}}});
   expect_tensor_near(bor[0].tensor(), Tensor::from<uint8_t>({2}, {0b1110, 0xFF}));
-  auto bxor = run_node({.op_type = "BitwiseXor", .opset = 18,
+  auto bxor = run_node({.op_type = "BitwiseXor",
+                        .opset = 18,
                         .inputs = {{"a", Tensor::from<int64_t>({2, 1}, {5, 6})}, {"b", Tensor::from<int64_t>({2}, {3, 0})}}});
   expect_tensor_near(bxor[0].tensor(), Tensor::from<int64_t>({2, 2}, {6, 5, 5, 6}));
   auto bnot = run_node({.op_type = "BitwiseNot", .opset = 18, .inputs = {{"x", Tensor::from<uint8_t>({3}, {0, 255, 170})}}});
   expect_tensor_near(bnot[0].tensor(), Tensor::from<uint8_t>({3}, {255, 0, 85}));
   auto bnot16 = run_node({.op_type = "BitwiseNot", .opset = 18, .inputs = {{"x", Tensor::from<int16_t>({3}, {0, -1, 5})}}});
   expect_tensor_near(bnot16[0].tensor(), Tensor::from<int16_t>({3}, {-1, 0, -6}));
-  auto on_floats = try_run_node({.op_type = "BitwiseAnd", .opset = 18,
+  auto on_floats = try_run_node({.op_type = "BitwiseAnd",
+                                 .opset = 18,
                                  .inputs = {{"a", Tensor::from<float>({1}, {1})}, {"b", Tensor::from<float>({1}, {1})}}});
   EXPECT_FALSE(on_floats.ok());
 }
 
 TEST(Elementwise, MishOfOpset18) {
-  auto out = run_node({.op_type = "Mish", .opset = 18,
-                       .inputs = {{"x", Tensor::from<float>({6}, {-3, -1, 0, 1, 2.5f, 20})}}});
-  expect_tensor_near(out[0].tensor(),
-                     Tensor::from<float>({6}, {-0.14564746f, -0.30340146f, 0, 0.86509839f, 2.4713923f, 20}), 1e-6);
+  auto out = run_node({.op_type = "Mish", .opset = 18, .inputs = {{"x", Tensor::from<float>({6}, {-3, -1, 0, 1, 2.5f, 20})}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({6}, {-0.14564746f, -0.30340146f, 0, 0.86509839f, 2.4713923f, 20}),
+                     1e-6);
 }
 
 TEST(Elementwise, GeluOfOpset20InBothForms) {
   auto x = Tensor::from<float>({5}, {-2, -0.5f, 0, 1, 3});
   auto exact = run_node({.op_type = "Gelu", .opset = 20, .inputs = {{"x", x}}});
-  expect_tensor_near(exact[0].tensor(),
-                     Tensor::from<float>({5}, {-0.045500264f, -0.15426877f, 0, 0.84134475f, 2.9959503f}), 1e-6);
-  auto tanh_form = run_node({.op_type = "Gelu", .opset = 20, .inputs = {{"x", x}},
-                             .attributes = {attr("approximate", "tanh")}});
-  expect_tensor_near(tanh_form[0].tensor(),
-                     Tensor::from<float>({5}, {-0.045402306f, -0.15428599f, 0, 0.84119199f, 2.9963626f}), 1e-6);
+  expect_tensor_near(exact[0].tensor(), Tensor::from<float>({5}, {-0.045500264f, -0.15426877f, 0, 0.84134475f, 2.9959503f}),
+                     1e-6);
+  auto tanh_form = run_node({.op_type = "Gelu", .opset = 20, .inputs = {{"x", x}}, .attributes = {attr("approximate", "tanh")}});
+  expect_tensor_near(tanh_form[0].tensor(), Tensor::from<float>({5}, {-0.045402306f, -0.15428599f, 0, 0.84119199f, 2.9963626f}),
+                     1e-6);
 }
 
 TEST(Elementwise, EqualComparesStringsFromOpset19) {
-  auto out = run_node({.op_type = "Equal", .opset = 19,
-                       .inputs = {{"a", Tensor::from<std::string>({3}, {"cat", "dog", ""})},
-                                  {"b", Tensor::from<std::string>({1}, {"dog"})}}});
+  auto out = run_node(
+      {.op_type = "Equal",
+       .opset = 19,
+       .inputs = {{"a", Tensor::from<std::string>({3}, {"cat", "dog", ""})}, {"b", Tensor::from<std::string>({1}, {"dog"})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<bool>({3}, {false, true, false}));
 }
 
@@ -373,14 +382,18 @@ TEST(Elementwise, EqualComparesStringsFromOpset19) {
 // and alpha 2, sigmoid(alpha * x) = 3/4.
 TEST(Elementwise, SwishAndSwiGluAlpha) {
   const float x = static_cast<float>(std::log(3.0) / 2);
-  auto out = run_node({.op_type = "Swish", .opset = 24, .inputs = {{"x", Tensor::from<float>({2}, {x, 0})}},
+  auto out = run_node({.op_type = "Swish",
+                       .opset = 24,
+                       .inputs = {{"x", Tensor::from<float>({2}, {x, 0})}},
                        .attributes = {attr("alpha", 2.0f)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2}, {0.75f * x, 0}));
-  out = run_node({.op_type = "SwiGLU", .opset = 28,
+  out = run_node({.op_type = "SwiGLU",
+                  .opset = 28,
                   .inputs = {{"a", Tensor::from<float>({2}, {x, x})}, {"b", Tensor::from<float>({2}, {2, -1})}},
                   .attributes = {attr("alpha", 2.0f)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2}, {1.5f * x, -0.75f * x}));
-  auto bad = try_run_node({.op_type = "SwiGLU", .opset = 28,
+  auto bad = try_run_node({.op_type = "SwiGLU",
+                           .opset = 28,
                            .inputs = {{"a", Tensor::from<float>({2}, {x, x})}, {"b", Tensor::from<float>({1}, {2})}}});
   ASSERT_FALSE(bad.ok());
 }
@@ -392,8 +405,7 @@ TEST(Elementwise, SwishAndSwiGluAlpha) {
 TEST(Elementwise, FloatActivationsMatchDoubleFormulas) {
   std::vector<float> xs;
   for (int i = 0; i <= 1000; ++i) xs.push_back(-12.0f + 0.024f * static_cast<float>(i));
-  for (float v : {100.0f, -100.0f, 1e-30f, -1e-30f, 0.0f, -0.0f, 3.0f, -3.0f, 1e30f, -1e30f})
-    xs.push_back(v);
+  for (float v : {100.0f, -100.0f, 1e-30f, -1e-30f, 0.0f, -0.0f, 3.0f, -3.0f, 1e30f, -1e30f}) xs.push_back(v);
   xs.push_back(std::numeric_limits<float>::quiet_NaN());
   const auto n = static_cast<int64_t>(xs.size());
   struct Case {
@@ -404,25 +416,30 @@ TEST(Elementwise, FloatActivationsMatchDoubleFormulas) {
   };
   const std::vector<Case> cases = {
       {"HardSwish", 14, {}, [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); }},
-      {"HardSigmoid", 6, {attr("alpha", 0.25f), attr("beta", 0.375f)},
+      {"HardSigmoid",
+       6,
+       {attr("alpha", 0.25f), attr("beta", 0.375f)},
        [](double v) { return std::clamp(0.25 * v + 0.375, 0.0, 1.0); }},
       {"Swish", 24, {attr("alpha", 1.5f)}, [](double v) { return v / (1 + std::exp(-1.5 * v)); }},
       {"LeakyRelu", 6, {attr("alpha", 0.125f)}, [](double v) { return v >= 0 ? v : 0.125 * v; }},
       {"Elu", 6, {attr("alpha", 0.5f)}, [](double v) { return v >= 0 ? v : 0.5 * std::expm1(v); }},
-      {"Celu", 12, {attr("alpha", 2.0f)},
-       [](double v) { return std::max(0.0, v) + std::min(0.0, 2 * std::expm1(v / 2)); }},
+      {"Celu", 12, {attr("alpha", 2.0f)}, [](double v) { return std::max(0.0, v) + std::min(0.0, 2 * std::expm1(v / 2)); }},
       {"ThresholdedRelu", 10, {attr("alpha", 0.5f)}, [](double v) { return v > 0.5 ? v : 0.0; }},
-      {"Shrink", 9, {attr("bias", 0.25f), attr("lambd", 0.75f)},
+      {"Shrink",
+       9,
+       {attr("bias", 0.25f), attr("lambd", 0.75f)},
        [](double v) { return v < -0.75 ? v + 0.25 : (v > 0.75 ? v - 0.25 : 0.0); }},
       {"Gelu", 20, {}, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }},
-      {"Gelu", 20, {attr("approximate", "tanh")},
+      {"Gelu",
+       20,
+       {attr("approximate", "tanh")},
        [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }},
   };
   for (const Case& c : cases) {
     std::vector<float> expected;
     for (float v : xs) expected.push_back(static_cast<float>(c.f(v)));
-    auto out = run_node({.op_type = c.op, .opset = c.opset, .inputs = {{"x", Tensor::from<float>({n}, xs)}},
-                         .attributes = c.attributes});
+    auto out = run_node(
+        {.op_type = c.op, .opset = c.opset, .inputs = {{"x", Tensor::from<float>({n}, xs)}}, .attributes = c.attributes});
     SCOPED_TRACE(c.op);
     expect_tensor_near(out[0].tensor(), Tensor::from<float>({n}, expected), 1e-6, 1e-5);
   }

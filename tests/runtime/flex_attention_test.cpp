@@ -118,8 +118,8 @@ void check(const Case& c, double tolerance) {
   const Doubles v = random(c.batch * c.kv_heads * c.kv_len * c.v_head);
   auto out = run(c, q, k, v);
   ASSERT_TRUE(out.ok()) << out.error().message();
-  expect_tensor_near((*out)[0].tensor(), make(c.type, {c.batch, c.q_heads, c.q_len, c.v_head}, definition(c, q, k, v)),
-                     tolerance, tolerance);
+  expect_tensor_near((*out)[0].tensor(), make(c.type, {c.batch, c.q_heads, c.q_len, c.v_head}, definition(c, q, k, v)), tolerance,
+                     tolerance);
 }
 
 // A modifier sub-graph x -> y of `nodes` over the input "x", constants
@@ -231,8 +231,7 @@ TEST(FlexAttention, Errors) {
   t.attributes.push_back(modifier("score_mod", DataType::float32, {node("Transpose", {"x"}, "y")}, {}));
   out = run(t, Doubles(2 * 4 * 5 * 8), Doubles(2 * 2 * 6 * 8), Doubles(2 * 2 * 6 * 4));
   ASSERT_FALSE(out.ok());
-  EXPECT_NE(out.error().message().find("score_mod must return one float32 tensor"), std::string::npos)
-      << out.error().message();
+  EXPECT_NE(out.error().message().find("score_mod must return one float32 tensor"), std::string::npos) << out.error().message();
 
   Case p;
   p.attributes.push_back(attr("softmax_precision", int64_t{10}));

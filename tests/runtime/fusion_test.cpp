@@ -110,8 +110,7 @@ struct Outcome {
 };
 
 // `model` run once on `feeds` by a profiling session: output 0 and the steps.
-Outcome run_model(const std::shared_ptr<const ir::Model>& model, const runtime::NamedValues& feeds, bool fuse,
-                  int threads) {
+Outcome run_model(const std::shared_ptr<const ir::Model>& model, const runtime::NamedValues& feeds, bool fuse, int threads) {
   auto session = runtime::Session::create(model, {.threads = threads, .profile = true, .fuse = fuse});
   EXPECT_TRUE(session.ok()) << session.error().message();
   if (!session.ok()) return {};
@@ -215,8 +214,8 @@ TEST(Fusion, ConvThenClipIsOneOneDnnPrimitive) {
 // `swish_conv_at`. With `sigmoid_seen` the Sigmoid's output is a graph output
 // too, which keeps it unfused. At 16 channels every node runs blocked; at 2
 // only the Conv and the zero-preserving HardSwish do.
-std::shared_ptr<const ir::Model> conv_activation_model(const std::string& activation, int64_t channels,
-                                                       size_t swish_conv_at = 0, bool sigmoid_seen = false) {
+std::shared_ptr<const ir::Model> conv_activation_model(const std::string& activation, int64_t channels, size_t swish_conv_at = 0,
+                                                       bool sigmoid_seen = false) {
   auto model = empty_model(17);
   ir::Graph& g = model->graph();
   ir::Value* x = g.add_input("x", float_type({1, 1, 3, 11}));
@@ -342,10 +341,8 @@ TEST(Fusion, ResidualAddThenLayerNormIsOneStepUnlessItBroadcasts) {
       ASSERT_TRUE(out.ok()) << out.error().message();
       expect_tensor_near((*out)[0].tensor(), Tensor::from<float>({2, 3, kIn}, expected), 1e-5, 1e-5);
       const std::vector<std::string> steps = step_kinds(**session);
-      if (fuse && !broadcast)
-        EXPECT_EQ(steps, std::vector<std::string>{"Add+LayerNormalization"});
-      else
-        EXPECT_EQ(steps, (std::vector<std::string>{"Add", "LayerNormalization"}));
+      if (fuse && !broadcast) EXPECT_EQ(steps, std::vector<std::string>{"Add+LayerNormalization"});
+      else EXPECT_EQ(steps, (std::vector<std::string>{"Add", "LayerNormalization"}));
     }
   }
 }
@@ -404,9 +401,7 @@ struct AttentionVariant {
 
 constexpr int64_t kS = 5, kH = 2, kD = 3;
 
-float attention_input(int which, int64_t i) {
-  return static_cast<float>((i * (3 + which) + which) % 11) / 5.0f - 1.0f;
-}
+float attention_input(int which, int64_t i) { return static_cast<float>((i * (3 + which) + which) % 11) / 5.0f - 1.0f; }
 
 std::shared_ptr<const ir::Model> attention_model(const AttentionVariant& v) {
   auto model = empty_model();
@@ -451,8 +446,7 @@ Tensor expected_attention() {
 
 Outcome run_attention(const AttentionVariant& v, bool fuse) {
   return run_model(attention_model(v),
-                   {{"q", attention_tensor(0, v.q_shape)}, {"k", attention_tensor(1)}, {"v", attention_tensor(2)}},
-                   fuse, 2);
+                   {{"q", attention_tensor(0, v.q_shape)}, {"k", attention_tensor(1)}, {"v", attention_tensor(2)}}, fuse, 2);
 }
 
 TEST(Fusion, AttentionProductsReadAndWriteTheirHeadsInPlace) {
@@ -478,8 +472,8 @@ TEST(Fusion, AttentionProductsDeclineWhatTheyCannotReadInPlace) {
   }
   // The scaled value is returned: the Div and q's Transpose stay steps.
   Outcome seen = run_attention({.scaled_is_an_output = true}, true);
-  EXPECT_EQ(seen.steps, (std::vector<std::string>{"Transpose", "Div", "MatMul (transposed operands)",
-                                                  "MatMul (transposed operands)"}));
+  EXPECT_EQ(seen.steps,
+            (std::vector<std::string>{"Transpose", "Div", "MatMul (transposed operands)", "MatMul (transposed operands)"}));
   expect_tensor_near(seen.y, expected_attention(), 1e-6, 1e-5);
   // A divisor of rank above 1 could raise the rank by broadcasting: not a
   // scale to fold (not even at rank 3, where it would not).
@@ -546,8 +540,9 @@ TEST(Fusion, AttentionProductsLeaveWhatAnotherChainTook) {
     // as its output; the second must not take it as its operand too.
     auto model = empty_model();
     ir::Graph& g = model->graph();
-    ir::Value* xy = g.add_node("MatMul", {g.add_input("x", float_type({2, 3, 4})), g.add_input("y", float_type({2, 4, 3}))},
-                               {"xy"})->output(0);
+    ir::Value* xy =
+        g.add_node("MatMul", {g.add_input("x", float_type({2, 3, 4})), g.add_input("y", float_type({2, 4, 3}))}, {"xy"})
+            ->output(0);
     ir::Value* t = add_transpose(g, xy, {1, 0, 2}, "t");
     g.add_output(g.add_node("MatMul", {t, g.add_input("z", float_type({3, 5}))}, {"out"})->output(0));
     Outcome fused = run_both(model, {{"x", pattern({2, 3, 4}, 0)}, {"y", pattern({2, 4, 3}, 1)}, {"z", pattern({3, 5}, 2)}});

@@ -125,8 +125,7 @@ TEST(Image, JpegFlatColors) {
   const uint8_t colors[4][3] = {{200, 30, 30}, {30, 200, 30}, {30, 30, 200}, {128, 128, 128}};
   Bytes image(16 * 16 * 3);
   for (int y = 0; y < 16; ++y)
-    for (int x = 0; x < 16; ++x)
-      std::memcpy(&image[(y * 16 + x) * 3], colors[(y / 8) * 2 + x / 8], 3);
+    for (int x = 0; x < 16; ++x) std::memcpy(&image[(y * 16 + x) * 3], colors[(y / 8) * 2 + x / 8], 3);
   auto out = decode(encode_jpeg(image, 16, 16, 3), "BGR");
   ASSERT_TRUE(out.ok()) << out.error().message();
   const Tensor& t = (*out)[0].tensor();
@@ -147,9 +146,9 @@ TEST(Image, JpegFlatColors) {
 // A 2 x 2 24-bit BMP written by hand, rows bottom-up, each padded to 8
 // bytes, pixels BGR: red, green / blue, white.
 TEST(Image, Bmp24Bit) {
-  Bytes bmp = {'B', 'M', 70, 0, 0, 0, 0, 0, 0, 0, 54, 0, 0, 0,                      // file header
-               40, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 1, 0, 24, 0, 0, 0, 0, 0, 16, 0, 0, 0,  // info header
-               0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  Bytes bmp = {'B', 'M', 70, 0, 0, 0, 0, 0, 0, 0, 54, 0, 0, 0,                                  // file header
+               40,  0,   0,  0, 2, 0, 0, 0, 2, 0, 0,  0, 1, 0, 24, 0, 0, 0, 0, 0, 16, 0, 0, 0,  // info header
+               0,   0,   0,  0, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0, 0,  0};
   for (uint8_t b : {255, 0, 0, 255, 255, 255, 0, 0}) bmp.push_back(b);  // blue, white (bottom row)
   for (uint8_t b : {0, 0, 255, 0, 255, 0, 0, 0}) bmp.push_back(b);      // red, green (top row)
   auto out = decode(bmp);

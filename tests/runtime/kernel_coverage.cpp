@@ -102,7 +102,7 @@ std::string hand_tests(const fs::path& dir) {
 
 std::string range_text(const KernelDef& def) {
   return def.until == onnxkit::runtime::kLatestOpset ? fmt::format("opset {}+", def.since)
-                                                      : fmt::format("opsets {}-{}", def.since, def.until);
+                                                     : fmt::format("opsets {}-{}", def.since, def.until);
 }
 
 }  // namespace
@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
     if (!registered.count(op)) gaps.push_back(fmt::format("{} is excluded but has no kernel", op));
     if (reason.empty()) gaps.push_back(fmt::format("{} is excluded without a reason", op));
   }
-  fmt::print("{} backend folders read; kernels covered: {} by backend data, {} by hand tests, {} excluded\n", folders,
-             by_backend, by_hand, by_exclusion);
+  fmt::print("{} backend folders read; kernels covered: {} by backend data, {} by hand tests, {} excluded\n", folders, by_backend,
+             by_hand, by_exclusion);
   for (const std::string& gap : gaps) fmt::print("{}\n", gap);
   return gaps.empty() ? 0 : 1;
 }

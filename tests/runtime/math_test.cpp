@@ -32,13 +32,14 @@ std::vector<float> random_floats(size_t n, unsigned seed) {
 
 // C = alpha * op(A) op(B) + beta * C, one dot product at a time, in double.
 template <class T>
-void naive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda, const T* b,
-                int64_t ldb, double beta, T* c, int64_t ldc) {
+void naive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+                double beta, T* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double s = 0;
       for (int64_t p = 0; p < k; ++p)
-        s += static_cast<double>(ta ? a[p * lda + i] : a[i * lda + p]) * static_cast<double>(tb ? b[j * ldb + p] : b[p * ldb + j]);
+        s +=
+            static_cast<double>(ta ? a[p * lda + i] : a[i * lda + p]) * static_cast<double>(tb ? b[j * ldb + p] : b[p * ldb + j]);
       c[i * ldc + j] = static_cast<T>(alpha * s + (beta == 0 ? 0.0 : beta * static_cast<double>(c[i * ldc + j])));
     }
 }
@@ -72,13 +73,12 @@ void check_gemm_case(const GemmCase& g, int threads, bool portable) {
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t j = g.n; j < ldc; ++j) expected[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
   omp_set_num_threads(threads);
-  if (portable)
-    runtime::gemm_portable(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
-  else
-    runtime::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
+  if (portable) runtime::gemm_portable(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
+  else runtime::gemm(g.ta, g.tb, g.m, g.n, g.k, g.alpha, a.data(), lda, b.data(), ldb, g.beta, c.data(), ldc);
   omp_set_num_threads(1);
   const std::string what = ::testing::PrintToString(std::vector<int64_t>{g.m, g.n, g.k, g.ta, g.tb}) + " alpha " +
-                           std::to_string(g.alpha) + " beta " + std::to_string(g.beta) + " threads " + std::to_string(threads) + (portable ? " portable" : " oneDNN");
+                           std::to_string(g.alpha) + " beta " + std::to_string(g.beta) + " threads " + std::to_string(threads) +
+                           (portable ? " portable" : " oneDNN");
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < ldc; ++j) {
       const float e = expected[i * ldc + j], x = c[i * ldc + j];
@@ -154,7 +154,7 @@ TEST(MathGemm, ReferenceMatchesNaiveLoop) {
 }
 
 TEST(MathGemm, IntegerProductsSubtractZeroPoints) {
-  const uint8_t a[6] = {1, 2, 3, 250, 255, 0};  // 2x3
+  const uint8_t a[6] = {1, 2, 3, 250, 255, 0};    // 2x3
   const int8_t b[6] = {-1, 2, 3, -4, 127, -128};  // 3x2
   const int32_t za[2] = {1, 200}, zb[2] = {0, -2};
   int32_t c[4];
@@ -219,8 +219,8 @@ TEST(MathGemmOp, VersionsDifferOnC) {
   auto strict = try_run_node({.op_type = "Gemm", .opset = 6, .inputs = {{"a", a2}, {"b", a2}, {"c", row}}});
   ASSERT_FALSE(strict.ok());
   EXPECT_NE(strict.error().message().find("broadcast=0"), std::string::npos) << strict.error().message();
-  out = run_node({.op_type = "Gemm", .opset = 6, .inputs = {{"a", a2}, {"b", a2}, {"c", row}},
-                  .attributes = {attr("broadcast", 1)}});
+  out = run_node(
+      {.op_type = "Gemm", .opset = 6, .inputs = {{"a", a2}, {"b", a2}, {"c", row}}, .attributes = {attr("broadcast", 1)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, {6, 6, 5, 7}));
 }
 
@@ -256,8 +256,7 @@ TEST(MathGemmOp, BadShapesAreErrorsNamingTheInput) {
   check({{"a", m23}, {"b", m23}}, "inner dimensions differ", {attr("transA", 1), attr("transB", 1)});
   check({{"a", Tensor::from<float>({3}, {1, 2, 3})}, {"b", m23}}, "input A must be a matrix");
   check({{"a", m23}, {"b", Tensor::from<float>({3}, {1, 2, 3})}}, "input B must be a matrix");
-  check({{"a", m23}, {"b", m23}, {"c", Tensor::from<float>({3}, {1, 2, 3})}}, "input C has shape [3]",
-        {attr("transB", 1)});
+  check({{"a", m23}, {"b", m23}, {"c", Tensor::from<float>({3}, {1, 2, 3})}}, "input C has shape [3]", {attr("transB", 1)});
   check({{"a", m23}, {"b", Tensor::from<double>({3, 1}, {1, 2, 3})}}, "different element types");
 }
 
@@ -292,8 +291,8 @@ TEST(MathMatMul, VectorsArePromotedAndDropped) {
 TEST(MathMatMul, BatchDimsBroadcast) {
   // [2,1,2,3] x [3,3,2] -> [2,3,2,2]
   const auto a = random_floats(2 * 2 * 3, 7), b = random_floats(3 * 3 * 2, 8);
-  auto out = run_node({.op_type = "MatMul", .inputs = {{"a", Tensor::from<float>({2, 1, 2, 3}, a)},
-                                                      {"b", Tensor::from<float>({3, 3, 2}, b)}}});
+  auto out = run_node(
+      {.op_type = "MatMul", .inputs = {{"a", Tensor::from<float>({2, 1, 2, 3}, a)}, {"b", Tensor::from<float>({3, 3, 2}, b)}}});
   std::vector<float> expected;
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) {
@@ -321,10 +320,10 @@ TEST(MathMatMul, LargeBatchesAgreeAcrossThreads) {
     }
     for (int threads : {1, 2}) {
       for (bool constant : {false, true}) {
-        auto out = run_node({.op_type = "MatMul",
-                             .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)},
-                                        {"b", Tensor::from<float>({k, n}, b0), constant}},
-                             .threads = threads});
+        auto out =
+            run_node({.op_type = "MatMul",
+                      .inputs = {{"a", Tensor::from<float>({batch, m, k}, a)}, {"b", Tensor::from<float>({k, n}, b0), constant}},
+                      .threads = threads});
         expect_tensor_near(out[0].tensor(), Tensor::from<float>({batch, m, n}, folded), 1e-4, 1e-4);
       }
       auto out = run_node({.op_type = "MatMul",
@@ -362,19 +361,23 @@ TEST(MathGemmOp, AConstantBOf1024ColumnsIsTransposedAtBuild) {
   std::vector<float> expected = naive_matmul(a, b, m, k, n);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) expected[i * n + j] = 0.5f * expected[i * n + j] - 2.0f * c[j];
-  auto out = run_node({.op_type = "Gemm", .opset = 13,
-                       .inputs = {{"a", Tensor::from<float>({m, k}, a)}, {"b", Tensor::from<float>({k, n}, b), true},
+  auto out = run_node({.op_type = "Gemm",
+                       .opset = 13,
+                       .inputs = {{"a", Tensor::from<float>({m, k}, a)},
+                                  {"b", Tensor::from<float>({k, n}, b), true},
                                   {"c", Tensor::from<float>({n}, c)}},
                        .attributes = {attr("alpha", 0.5f), attr("beta", -2.0f)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({m, n}, expected), 1e-5, 1e-5);
 }
 
 TEST(MathMatMul, IntegerAndHalfTypes) {
-  auto out = run_node({.op_type = "MatMul", .opset = 13,
-                       .inputs = {{"a", Tensor::from<int32_t>({2, 2}, {1, -2, 3, 4})},
-                                  {"b", Tensor::from<int32_t>({2, 1}, {5, 6})}}});
+  auto out =
+      run_node({.op_type = "MatMul",
+                .opset = 13,
+                .inputs = {{"a", Tensor::from<int32_t>({2, 2}, {1, -2, 3, 4})}, {"b", Tensor::from<int32_t>({2, 1}, {5, 6})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({2, 1}, {-7, 39}));
-  out = run_node({.op_type = "MatMul", .opset = 13,
+  out = run_node({.op_type = "MatMul",
+                  .opset = 13,
                   .inputs = {{"a", half_tensor({1, 2}, {0.5f, -1})}, {"b", half_tensor({2, 2}, {2, 4, 1, 0.25f})}}});
   expect_tensor_near(out[0].tensor(), half_tensor({1, 2}, {0, 1.75f}));
 }
@@ -390,24 +393,28 @@ TEST(MathMatMul, EmptyDimsGiveZerosOrNothing) {
                                {"b", Tensor::from<float>({4, 3}, std::vector<float>(12, 1)), constant}}});
     EXPECT_EQ(out[0].tensor().shape(), (runtime::Shape{0, 3}));
   }
-  auto out = run_node({.op_type = "Gemm", .opset = 13,
-                  .inputs = {{"a", Tensor::from<float>({2, 0}, {})}, {"b", Tensor::from<float>({0, 2}, {})},
-                             {"c", Tensor::from<float>({2}, {1, 2})}},
-                  .attributes = {attr("beta", 3.0f)}});
+  auto out = run_node({.op_type = "Gemm",
+                       .opset = 13,
+                       .inputs = {{"a", Tensor::from<float>({2, 0}, {})},
+                                  {"b", Tensor::from<float>({0, 2}, {})},
+                                  {"c", Tensor::from<float>({2}, {1, 2})}},
+                       .attributes = {attr("beta", 3.0f)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, {3, 6, 3, 6}));
 }
 
 TEST(MathMatMul, BadShapesAreErrors) {
-  auto out = try_run_node({.op_type = "MatMul", .inputs = {{"a", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
-                                                           {"b", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})}}});
+  auto out = try_run_node({.op_type = "MatMul",
+                           .inputs = {{"a", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
+                                      {"b", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})}}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("inner dimensions differ"), std::string::npos) << out.error().message();
-  out = try_run_node({.op_type = "MatMul", .inputs = {{"a", Tensor::from<float>({2, 1, 2}, {1, 2, 3, 4})},
-                                                      {"b", Tensor::from<float>({3, 2, 2}, std::vector<float>(12, 1))}}});
+  out = try_run_node({.op_type = "MatMul",
+                      .inputs = {{"a", Tensor::from<float>({2, 1, 2}, {1, 2, 3, 4})},
+                                 {"b", Tensor::from<float>({3, 2, 2}, std::vector<float>(12, 1))}}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("batch dimensions do not broadcast"), std::string::npos) << out.error().message();
-  out = try_run_node({.op_type = "MatMul", .inputs = {{"a", Tensor::from<float>({}, {1})},
-                                                      {"b", Tensor::from<float>({1}, {1})}}});
+  out =
+      try_run_node({.op_type = "MatMul", .inputs = {{"a", Tensor::from<float>({}, {1})}, {"b", Tensor::from<float>({1}, {1})}}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("scalar"), std::string::npos) << out.error().message();
 }
@@ -417,8 +424,7 @@ TEST(MathMatMulInteger, ZeroPointsPerRowAndColumn) {
   auto b = Tensor::from<int8_t>({3, 2}, {1, -1, 2, -2, 3, -3});
   auto za = Tensor::from<uint8_t>({2}, {10, 40});
   auto zb = Tensor::from<int8_t>({2}, {1, 0});
-  auto out = run_node({.op_type = "MatMulInteger", .opset = 10,
-                       .inputs = {{"a", a}, {"b", b}, {"za", za}, {"zb", zb}}});
+  auto out = run_node({.op_type = "MatMulInteger", .opset = 10, .inputs = {{"a", a}, {"b", b}, {"za", za}, {"zb", zb}}});
   // Rows: [0,10,20], [0,10,20]; B - zb: [[0,-1],[1,-2],[2,-3]].
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({2, 2}, {50, -80, 50, -80}));
   // Batched A with a per-matrix, per-row zero point [2,2,1].
@@ -427,8 +433,8 @@ TEST(MathMatMulInteger, ZeroPointsPerRowAndColumn) {
   auto z3 = Tensor::from<int8_t>({2, 2, 1}, {1, 2, 3, 4});
   out = run_node({.op_type = "MatMulInteger", .opset = 10, .inputs = {{"a", a3}, {"b", b2}, {"za", z3}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({2, 2, 1}, {1, 3, 5, 7}));
-  auto bad = try_run_node({.op_type = "MatMulInteger", .opset = 10,
-                           .inputs = {{"a", a}, {"b", b}, {"za", Tensor::from<uint8_t>({3}, {1, 2, 3})}}});
+  auto bad = try_run_node(
+      {.op_type = "MatMulInteger", .opset = 10, .inputs = {{"a", a}, {"b", b}, {"za", Tensor::from<uint8_t>({3}, {1, 2, 3})}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("a_zero_point"), std::string::npos) << bad.error().message();
 }
@@ -473,8 +479,8 @@ TEST(MathEinsum, RepeatedLabelsReadDiagonals) {
 TEST(MathEinsum, EllipsisBroadcastsBatchDims) {
   // [2,1,2,2] and [3,2,2]: batch dims broadcast to [2,3].
   const auto a = random_floats(2 * 2 * 2, 11), b = random_floats(3 * 2 * 2, 12);
-  auto out = run_node(einsum("...ij,...jk->...ik", {{"a", Tensor::from<float>({2, 1, 2, 2}, a)},
-                                                    {"b", Tensor::from<float>({3, 2, 2}, b)}}));
+  auto out = run_node(
+      einsum("...ij,...jk->...ik", {{"a", Tensor::from<float>({2, 1, 2, 2}, a)}, {"b", Tensor::from<float>({3, 2, 2}, b)}}));
   std::vector<float> expected;
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) {
@@ -483,8 +489,8 @@ TEST(MathEinsum, EllipsisBroadcastsBatchDims) {
     }
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3, 2, 2}, expected));
   // Implicit output puts '...' first: "...i,i" on [2,3] and [3] -> [2].
-  out = run_node(einsum("...i,i", {{"a", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
-                                   {"v", Tensor::from<float>({3}, {1, 1, 1})}}));
+  out = run_node(
+      einsum("...i,i", {{"a", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})}, {"v", Tensor::from<float>({3}, {1, 1, 1})}}));
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2}, {6, 15}));
   // '...' missing from an explicit output: its dims are summed.
   out = run_node(einsum("...i->i", {{"a", Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6})}}));
@@ -498,7 +504,8 @@ TEST(MathEinsum, ThreeOperandsAndOtherTypes) {
   auto c = Tensor::from<float>({2, 1}, {1, -1});
   auto out = run_node(einsum("ij,jk,kl->il", {{"a", a}, {"b", b}, {"c", c}}));
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 1}, {-1, -1}));
-  out = run_node(einsum("ij,j->i", {{"a", Tensor::from<int64_t>({2, 2}, {1, 2, 3, 4})}, {"v", Tensor::from<int64_t>({2}, {10, -1})}}));
+  out = run_node(
+      einsum("ij,j->i", {{"a", Tensor::from<int64_t>({2, 2}, {1, 2, 3, 4})}, {"v", Tensor::from<int64_t>({2}, {10, -1})}}));
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2}, {8, 26}));
   out = run_node(einsum("i,i->", {{"x", half_tensor({2}, {1.5f, 2})}, {"y", half_tensor({2}, {2, 0.25f})}}));
   expect_tensor_near(out[0].tensor(), half_tensor({}, {3.5f}));
@@ -534,12 +541,15 @@ TEST(MathEinsum, MalformedEquationsAreErrors) {
 TEST(MathCumSum, AxesDirectionsAndTypes) {
   auto x = Tensor::from<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
   auto axis = Tensor::from<int32_t>({}, {1});
-  auto out = run_node({.op_type = "CumSum", .opset = 14, .inputs = {{"x", x}, {"axis", axis}},
+  auto out = run_node({.op_type = "CumSum",
+                       .opset = 14,
+                       .inputs = {{"x", x}, {"axis", axis}},
                        .attributes = {attr("reverse", 1), attr("exclusive", 1)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({2, 3}, {5, 3, 0, 11, 6, 0}));
   out = run_node({.op_type = "CumSum", .opset = 14, .inputs = {{"x", x}, {"axis", Tensor::from<int64_t>({}, {-2})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({2, 3}, {1, 2, 3, 5, 7, 9}));
-  out = run_node({.op_type = "CumSum", .opset = 14,
+  out = run_node({.op_type = "CumSum",
+                  .opset = 14,
                   .inputs = {{"x", half_tensor({3}, {0.5f, 0.25f, 1})}, {"axis", Tensor::from<int64_t>({}, {0})}}});
   expect_tensor_near(out[0].tensor(), half_tensor({3}, {0.5f, 0.75f, 1.75f}));
   auto bad = try_run_node({.op_type = "CumSum", .opset = 14, .inputs = {{"x", x}, {"axis", Tensor::from<int64_t>({}, {2})}}});
@@ -549,12 +559,15 @@ TEST(MathCumSum, AxesDirectionsAndTypes) {
 
 TEST(MathTopK, TiesGoToTheLowerIndex) {
   auto x = Tensor::from<float>({2, 4}, {3, 1, 3, 2, 5, 5, 5, 5});
-  auto out = run_node({.op_type = "TopK", .opset = 11, .inputs = {{"x", x}, {"k", Tensor::from<int64_t>({1}, {2})}},
-                       .num_outputs = 2});
+  auto out =
+      run_node({.op_type = "TopK", .opset = 11, .inputs = {{"x", x}, {"k", Tensor::from<int64_t>({1}, {2})}}, .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, {3, 3, 5, 5}));
   expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({2, 2}, {0, 2, 0, 1}));
-  out = run_node({.op_type = "TopK", .opset = 11, .inputs = {{"x", x}, {"k", Tensor::from<int64_t>({1}, {3})}},
-                  .attributes = {attr("largest", 0)}, .num_outputs = 2});
+  out = run_node({.op_type = "TopK",
+                  .opset = 11,
+                  .inputs = {{"x", x}, {"k", Tensor::from<int64_t>({1}, {3})}},
+                  .attributes = {attr("largest", 0)},
+                  .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {1, 2, 3, 5, 5, 5}));
   expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({2, 3}, {1, 3, 0, 0, 1, 2}));
 }
@@ -562,28 +575,33 @@ TEST(MathTopK, TiesGoToTheLowerIndex) {
 TEST(MathTopK, VersionsAxesAndEdges) {
   // Opset 1: k is an attribute; the axis here is the first of three.
   auto x = Tensor::from<int32_t>({3, 1, 2}, {1, 6, 5, 2, 3, 4});
-  auto out = run_node({.op_type = "TopK", .opset = 1, .inputs = {{"x", x}}, .attributes = {attr("k", 1), attr("axis", 0)},
-                       .num_outputs = 2});
+  auto out = run_node(
+      {.op_type = "TopK", .opset = 1, .inputs = {{"x", x}}, .attributes = {attr("k", 1), attr("axis", 0)}, .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({1, 1, 2}, {5, 6}));
   expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({1, 1, 2}, {1, 0}));
   // NaN ranks above every number.
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  out = run_node({.op_type = "TopK", .opset = 11,
+  out = run_node({.op_type = "TopK",
+                  .opset = 11,
                   .inputs = {{"x", Tensor::from<float>({3}, {1, nan, 2})}, {"k", Tensor::from<int64_t>({1}, {2})}},
                   .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2}, {nan, 2}));
-  out = run_node({.op_type = "TopK", .opset = 11,
+  out = run_node({.op_type = "TopK",
+                  .opset = 11,
                   .inputs = {{"x", Tensor::from<float>({3}, {1, 3, 2})}, {"k", Tensor::from<int64_t>({1}, {0})}},
                   .num_outputs = 2});
   EXPECT_EQ(out[0].tensor().shape(), runtime::Shape{0});
-  auto bad = try_run_node({.op_type = "TopK", .opset = 11,
+  auto bad = try_run_node({.op_type = "TopK",
+                           .opset = 11,
                            .inputs = {{"x", Tensor::from<float>({3}, {1, 3, 2})}, {"k", Tensor::from<int64_t>({1}, {4})}},
                            .num_outputs = 2});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("k = 4 is out of range"), std::string::npos) << bad.error().message();
-  bad = try_run_node({.op_type = "TopK", .opset = 11,
+  bad = try_run_node({.op_type = "TopK",
+                      .opset = 11,
                       .inputs = {{"x", Tensor::from<float>({3}, {1, 3, 2})}, {"k", Tensor::from<int64_t>({1}, {1})}},
-                      .attributes = {attr("axis", 1)}, .num_outputs = 2});
+                      .attributes = {attr("axis", 1)},
+                      .num_outputs = 2});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("axis 1 is out of range"), std::string::npos) << bad.error().message();
 }
@@ -604,9 +622,11 @@ TEST(MathTopK, LargeInputAgreesAcrossThreads) {
     }
   }
   for (int threads : {1, 2}) {
-    auto out = run_node({.op_type = "TopK", .opset = 11,
+    auto out = run_node({.op_type = "TopK",
+                         .opset = 11,
                          .inputs = {{"x", Tensor::from<float>({rows, n}, values)}, {"k", Tensor::from<int64_t>({1}, {k})}},
-                         .num_outputs = 2, .threads = threads});
+                         .num_outputs = 2,
+                         .threads = threads});
     expect_tensor_near(out[0].tensor(), Tensor::from<float>({rows, k}, expected_v), 0, 0);
     expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({rows, k}, expected_i));
   }
@@ -630,10 +650,11 @@ TEST(MathDet, BatchesSingularAndErrors) {
 // do (the backend data has no overflow), exclusive and reverse together.
 TEST(MathCumProd, WrapsIntegersAndRunsBothWays) {
   auto axis = Tensor::from<int64_t>({}, {0});
-  auto out = run_node({.op_type = "CumProd", .opset = 26,
-                       .inputs = {{"x", Tensor::from<int32_t>({3}, {65536, 65536, 3})}, {"axis", axis}}});
+  auto out = run_node(
+      {.op_type = "CumProd", .opset = 26, .inputs = {{"x", Tensor::from<int32_t>({3}, {65536, 65536, 3})}, {"axis", axis}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({3}, {65536, 0, 0}));
-  out = run_node({.op_type = "CumProd", .opset = 26,
+  out = run_node({.op_type = "CumProd",
+                  .opset = 26,
                   .inputs = {{"x", Tensor::from<uint64_t>({4}, {2, 3, 4, 5})}, {"axis", axis}},
                   .attributes = {attr("exclusive", 1), attr("reverse", 1)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<uint64_t>({4}, {60, 20, 5, 1}));

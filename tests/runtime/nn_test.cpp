@@ -72,8 +72,8 @@ struct ConvCase {
 
 // Convolution by its definition: every output element as one sum over the
 // window, out-of-range taps skipped (zero padding).
-Doubles naive_conv(const Doubles& x, const Shape& xs, const Doubles& w, const Shape& ws, const Doubles* b,
-                   const ConvCase& c, Shape& ys) {
+Doubles naive_conv(const Doubles& x, const Shape& xs, const Doubles& w, const Shape& ws, const Doubles* b, const ConvCase& c,
+                   Shape& ys) {
   const size_t rank = xs.size() - 2;
   const int64_t n_batch = xs[0], channels = xs[1], m_out = ws[0], cg = ws[1], mg = m_out / c.group;
   Ints in(xs.begin() + 2, xs.end()), k(ws.begin() + 2, ws.end()), out(rank);
@@ -108,27 +108,25 @@ Doubles naive_conv(const Doubles& x, const Shape& xs, const Doubles& w, const Sh
 }
 
 // Runs Conv on x, w (and b) of `type` and compares with naive_conv.
-void check_conv(DataType type, const Shape& xs, const Shape& ws, bool with_bias, const ConvCase& c, double tol,
-                int threads = 1) {
+void check_conv(DataType type, const Shape& xs, const Shape& ws, bool with_bias, const ConvCase& c, double tol, int threads = 1) {
   const Doubles x = pattern(product(xs), 1), w = pattern(product(ws), 2), b = pattern(ws[0], 3);
   Shape ys;
   const Doubles y = naive_conv(x, xs, w, ws, with_bias ? &b : nullptr, c, ys);
   std::vector<testing::NodeInput> inputs = {{"x", make(type, xs, x)}, {"w", make(type, ws, w), true}};
   if (with_bias) inputs.push_back({"b", make(type, {ws[0]}, b)});
-  auto out = run_node({.op_type = "Conv",
-                       .opset = 13,
-                       .inputs = inputs,
-                       .attributes = {attr("strides", c.strides), attr("pads", c.pads), attr("dilations", c.dilations),
-                                      attr("group", c.group)},
-                       .threads = threads});
+  auto out = run_node(
+      {.op_type = "Conv",
+       .opset = 13,
+       .inputs = inputs,
+       .attributes = {attr("strides", c.strides), attr("pads", c.pads), attr("dilations", c.dilations), attr("group", c.group)},
+       .threads = threads});
   expect_tensor_near(out[0].tensor(), make(type, ys, y), tol, tol);
 }
 
 TEST(NnConv, OneTwoAndThreeDimsWithStridesPadsAndDilations) {
   check_conv(DataType::float32, {2, 3, 11}, {4, 3, 3}, true, {{2}, {1, 2}, {2}}, 1e-5);
   check_conv(DataType::float32, {1, 2, 7, 6}, {3, 2, 3, 2}, true, {{2, 1}, {1, 0, 2, 1}, {1, 2}}, 1e-5);
-  check_conv(DataType::float32, {1, 2, 5, 4, 6}, {2, 2, 2, 3, 2}, false, {{1, 2, 1}, {0, 1, 1, 1, 0, 0}, {2, 1, 3}},
-             1e-5);
+  check_conv(DataType::float32, {1, 2, 5, 4, 6}, {2, 2, 2, 3, 2}, false, {{1, 2, 1}, {0, 1, 1, 1, 0, 0}, {2, 1, 3}}, 1e-5);
 }
 
 TEST(NnConv, GroupsWithDilationAndDepthwiseMultiplier) {
@@ -155,15 +153,13 @@ TEST(NnConv, DilatedTapsThatReadOnlyPaddingAreLeftOut) {
   // Strided, grouped, depthwise and 3-D.
   check_conv(DataType::float32, {1, 4, 6, 6}, {4, 2, 3, 3}, true, {{3, 3}, {7, 7, 7, 7}, {7, 7}, 2}, 1e-5);
   check_conv(DataType::float32, {1, 4, 5, 5}, {4, 1, 3, 3}, false, {{1, 1}, {9, 9, 9, 9}, {9, 9}, 4}, 1e-5);
-  check_conv(DataType::float32, {1, 2, 3, 4, 4}, {2, 2, 3, 3, 3}, true,
-             {{1, 1, 1}, {4, 1, 5, 4, 1, 5}, {4, 1, 5}}, 1e-5);
+  check_conv(DataType::float32, {1, 2, 3, 4, 4}, {2, 2, 3, 3, 3}, true, {{1, 1, 1}, {4, 1, 5, 4, 1, 5}, {4, 1, 5}}, 1e-5);
 }
 
 TEST(NnConv, LargeConvIsTheSameOnOneOrTwoThreads) {
   // Big enough to be split into tiles across threads (and over several k slices).
   for (int threads : {1, 2})
-    check_conv(DataType::float32, {2, 64, 20, 21}, {48, 32, 3, 3}, true, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 2}, 1e-4,
-               threads);
+    check_conv(DataType::float32, {2, 64, 20, 21}, {48, 32, 3, 3}, true, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 2}, 1e-4, threads);
 }
 
 TEST(NnConv, Float64AndSixteenBitFloats) {
@@ -178,18 +174,22 @@ TEST(NnConv, AutoPadSameAndValid) {
   // with 2 pixels of padding, the odd one at the end (UPPER) or start (LOWER).
   auto x = f32({1, 1, 5}, {1, 2, 3, 4, 5});
   auto w = f32({1, 1, 3}, {1, 1, 1});
-  auto upper = run_node({.op_type = "Conv", .inputs = {{"x", x}, {"w", w}},
+  auto upper = run_node({.op_type = "Conv",
+                         .inputs = {{"x", x}, {"w", w}},
                          .attributes = {attr("auto_pad", "SAME_UPPER"), attr("strides", Ints{2})}});
   expect_tensor_near(upper[0].tensor(), f32({1, 1, 3}, {3, 9, 9}));  // pads 1, 1: [0+1+2, 2+3+4, 4+5+0]
   auto x6 = f32({1, 1, 6}, {1, 2, 3, 4, 5, 6});
   // Six inputs, stride 2: 3 outputs, total padding 1.
-  upper = run_node({.op_type = "Conv", .inputs = {{"x", x6}, {"w", w}},
+  upper = run_node({.op_type = "Conv",
+                    .inputs = {{"x", x6}, {"w", w}},
                     .attributes = {attr("auto_pad", "SAME_UPPER"), attr("strides", Ints{2})}});
   expect_tensor_near(upper[0].tensor(), f32({1, 1, 3}, {6, 12, 11}));  // [1+2+3, 3+4+5, 5+6+0]
-  auto lower = run_node({.op_type = "Conv", .inputs = {{"x", x6}, {"w", w}},
+  auto lower = run_node({.op_type = "Conv",
+                         .inputs = {{"x", x6}, {"w", w}},
                          .attributes = {attr("auto_pad", "SAME_LOWER"), attr("strides", Ints{2})}});
   expect_tensor_near(lower[0].tensor(), f32({1, 1, 3}, {3, 9, 15}));  // [0+1+2, 2+3+4, 4+5+6]
-  auto valid = run_node({.op_type = "Conv", .inputs = {{"x", x6}, {"w", w}},
+  auto valid = run_node({.op_type = "Conv",
+                         .inputs = {{"x", x6}, {"w", w}},
                          .attributes = {attr("auto_pad", "VALID"), attr("strides", Ints{2}), attr("pads", Ints{5, 5})}});
   expect_tensor_near(valid[0].tensor(), f32({1, 1, 2}, {6, 12}));  // pads are ignored
 }
@@ -202,35 +202,38 @@ TEST(NnConv, BadInputsAreErrorsNamingTheProblem) {
     EXPECT_NE(out.error().message().find("under_test"), std::string::npos) << out.error().message();
   };
   auto x = f32({1, 3, 5, 5}, pattern(75, 1));
-  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 2, 3, 3}, pattern(36, 2))}}},
-               "input channels per group");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 2, 3, 3}, pattern(36, 2))}}}, "input channels per group");
   expect_error({.op_type = "Conv", .inputs = {{"x", f32({3, 5}, pattern(15, 1))}, {"w", f32({2, 3}, pattern(6, 2))}}},
                "at least one spatial dim");
   expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3}, pattern(18, 2))}}}, "must match");
-  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 1, 3, 3}, pattern(18, 2))}},
-                .attributes = {attr("group", 2)}},
-               "group 2 does not divide");
-  expect_error({.op_type = "Conv",
-                .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}, {"b", f32({3}, {1, 2, 3})}}},
+  expect_error(
+      {.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 1, 3, 3}, pattern(18, 2))}}, .attributes = {attr("group", 2)}},
+      "group 2 does not divide");
+  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}, {"b", f32({3}, {1, 2, 3})}}},
                "B must have shape [2]");
   expect_error({.op_type = "Conv", .inputs = {{"x", f32({1, 1, 2, 2}, {1, 2, 3, 4})}, {"w", f32({1, 1, 3, 3}, pattern(9, 2))}}},
                "larger than the padded input");
-  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+  expect_error({.op_type = "Conv",
+                .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
                 .attributes = {attr("kernel_shape", Ints{2, 2})}},
                "does not match");
-  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+  expect_error({.op_type = "Conv",
+                .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
                 .attributes = {attr("strides", Ints{1, 1, 1})}},
                "strides");
-  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+  expect_error({.op_type = "Conv",
+                .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
                 .attributes = {attr("strides", Ints{0, 1})}},
                "below 1");
   expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", make(DataType::float64, {2, 3, 3, 3}, pattern(54, 2))}}},
                "W has type float64");
-  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+  expect_error({.op_type = "Conv",
+                .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
                 .attributes = {attr("auto_pad", "SAME")}},
                "auto_pad 'SAME'");
   // Absurd sizes are refused before any index arithmetic could overflow.
-  expect_error({.op_type = "Conv", .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
+  expect_error({.op_type = "Conv",
+                .inputs = {{"x", x}, {"w", f32({2, 3, 3, 3}, pattern(54, 2))}},
                 .attributes = {attr("pads", Ints{int64_t{1} << 40, 0, 0, 0})}},
                "has a value above");
   // W an initializer and X declared with a static shape: the same error.
@@ -341,15 +344,18 @@ TEST(NnConvTranspose, BadInputsAreErrors) {
   auto out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", f32({3, 1, 2}, pattern(6, 2))}}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("input channels (dim 0)"), std::string::npos) << out.error().message();
-  out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", f32({2, 1, 3}, pattern(6, 2))}},
+  out = try_run_node({.op_type = "ConvTranspose",
+                      .inputs = {{"x", x}, {"w", f32({2, 1, 3}, pattern(6, 2))}},
                       .attributes = {attr("pads", Ints{4, 4})}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("pads"), std::string::npos) << out.error().message();
-  out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", f32({2, 1, 3}, pattern(6, 2))}},
+  out = try_run_node({.op_type = "ConvTranspose",
+                      .inputs = {{"x", x}, {"w", f32({2, 1, 3}, pattern(6, 2))}},
                       .attributes = {attr("output_shape", Ints{1, 2})}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("output_shape"), std::string::npos) << out.error().message();
-  out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", f32({2, 3}, pattern(6, 1))}, {"w", f32({2, 3}, pattern(6, 2))}}});
+  out = try_run_node(
+      {.op_type = "ConvTranspose", .inputs = {{"x", f32({2, 3}, pattern(6, 1))}, {"w", f32({2, 3}, pattern(6, 2))}}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("at least one spatial dim"), std::string::npos) << out.error().message();
   out = try_run_node({.op_type = "ConvTranspose", .inputs = {{"x", x}, {"w", f32({2, 1, 3, 1}, pattern(6, 2))}}});
@@ -363,9 +369,10 @@ TEST(NnCol2Im, CountsOverlapsAndHandlesStridesDilationsPads) {
   // 3x3 image, 2x2 blocks at stride 1: 4 blocks; summing ones counts how
   // many blocks cover each pixel.
   auto ones = f32({1, 4, 4}, Doubles(16, 1.0));
-  auto out = run_node({.op_type = "Col2Im", .opset = 18,
-                       .inputs = {{"x", ones}, {"image", Tensor::from<int64_t>({2}, {3, 3})},
-                                  {"block", Tensor::from<int64_t>({2}, {2, 2})}}});
+  auto out = run_node(
+      {.op_type = "Col2Im",
+       .opset = 18,
+       .inputs = {{"x", ones}, {"image", Tensor::from<int64_t>({2}, {3, 3})}, {"block", Tensor::from<int64_t>({2}, {2, 2})}}});
   expect_tensor_near(out[0].tensor(), f32({1, 1, 3, 3}, {1, 2, 1, 2, 4, 2, 1, 2, 1}));
 
   // 2 channels, 5x4 image, 2x2 blocks, dilations [2, 1], strides [1, 2], pads [1, 0, 0, 1]:
@@ -382,14 +389,18 @@ TEST(NnCol2Im, CountsOverlapsAndHandlesStridesDilationsPads) {
         if (ih < 0 || ih >= 5 || iw < 0 || iw >= 4) continue;
         expected[static_cast<size_t>(c * 20 + ih * 4 + iw)] += col[static_cast<size_t>((c * 4 + kr) * cols + p)];
       }
-  out = run_node({.op_type = "Col2Im", .opset = 18,
-                  .inputs = {{"x", f32({1, rows, cols}, col)}, {"image", Tensor::from<int64_t>({2}, image)},
+  out = run_node({.op_type = "Col2Im",
+                  .opset = 18,
+                  .inputs = {{"x", f32({1, rows, cols}, col)},
+                             {"image", Tensor::from<int64_t>({2}, image)},
                              {"block", Tensor::from<int64_t>({2}, block)}},
                   .attributes = {attr("strides", strides), attr("dilations", dil), attr("pads", pads)}});
   expect_tensor_near(out[0].tensor(), f32({1, channels, 5, 4}, expected));
 
-  auto bad = try_run_node({.op_type = "Col2Im", .opset = 18,
-                           .inputs = {{"x", f32({1, 4, 5}, Doubles(20, 1.0))}, {"image", Tensor::from<int64_t>({2}, {3, 3})},
+  auto bad = try_run_node({.op_type = "Col2Im",
+                           .opset = 18,
+                           .inputs = {{"x", f32({1, 4, 5}, Doubles(20, 1.0))},
+                                      {"image", Tensor::from<int64_t>({2}, {3, 3})},
                                       {"block", Tensor::from<int64_t>({2}, {2, 2})}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("input dim 2 is 5"), std::string::npos) << bad.error().message();
@@ -399,13 +410,15 @@ TEST(NnCol2Im, CountsOverlapsAndHandlesStridesDilationsPads) {
 
 TEST(NnPool, MaxPoolIndicesIncludeThePlaneOffsetAndFollowStorageOrder) {
   auto x = f32({2, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 8, 7, 6, 5, 4, 3, 2, 1});
-  auto out = run_node({.op_type = "MaxPool", .inputs = {{"x", x}}, .attributes = {attr("kernel_shape", Ints{2, 2})},
-                       .num_outputs = 2});
+  auto out =
+      run_node({.op_type = "MaxPool", .inputs = {{"x", x}}, .attributes = {attr("kernel_shape", Ints{2, 2})}, .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), f32({2, 1, 2, 2}, {5, 6, 8, 9, 9, 8, 6, 5}));
   expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({2, 1, 2, 2}, {4, 5, 7, 8, 9, 10, 12, 13}));
   // Column major: (h, w) counts as w * H + h inside the plane.
-  out = run_node({.op_type = "MaxPool", .inputs = {{"x", x}},
-                  .attributes = {attr("kernel_shape", Ints{2, 2}), attr("storage_order", 1)}, .num_outputs = 2});
+  out = run_node({.op_type = "MaxPool",
+                  .inputs = {{"x", x}},
+                  .attributes = {attr("kernel_shape", Ints{2, 2}), attr("storage_order", 1)},
+                  .num_outputs = 2});
   expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({2, 1, 2, 2}, {4, 7, 5, 8, 9, 12, 10, 13}));
 }
 
@@ -456,17 +469,20 @@ TEST(NnPool, DilationsInMaxAverageAndLpPool) {
 
 TEST(NnPool, MaxPoolOnIntegersAnd3D) {
   auto x = Tensor::from<int8_t>({1, 1, 4}, {-5, 3, -1, 7});
-  auto out = run_node({.op_type = "MaxPool", .inputs = {{"x", x}},
-                       .attributes = {attr("kernel_shape", Ints{2}), attr("strides", Ints{2})}, .num_outputs = 2});
+  auto out = run_node({.op_type = "MaxPool",
+                       .inputs = {{"x", x}},
+                       .attributes = {attr("kernel_shape", Ints{2}), attr("strides", Ints{2})},
+                       .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({1, 1, 2}, {3, 7}));
   expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({1, 1, 2}, {1, 3}));
   auto u = Tensor::from<uint8_t>({1, 1, 2}, {200, 9});
-  expect_tensor_near(run_node({.op_type = "MaxPool", .inputs = {{"x", u}}, .attributes = {attr("kernel_shape", Ints{2})}})[0].tensor(),
-                     Tensor::from<uint8_t>({1, 1, 1}, {200}));
+  expect_tensor_near(
+      run_node({.op_type = "MaxPool", .inputs = {{"x", u}}, .attributes = {attr("kernel_shape", Ints{2})}})[0].tensor(),
+      Tensor::from<uint8_t>({1, 1, 1}, {200}));
   // 2x2x2 cube, kernel covering all of it.
   auto cube = f32({1, 1, 2, 2, 2}, {1, 8, 3, 4, 5, 6, 7, 2});
-  out = run_node({.op_type = "MaxPool", .inputs = {{"x", cube}}, .attributes = {attr("kernel_shape", Ints{2, 2, 2})},
-                  .num_outputs = 2});
+  out = run_node(
+      {.op_type = "MaxPool", .inputs = {{"x", cube}}, .attributes = {attr("kernel_shape", Ints{2, 2, 2})}, .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), f32({1, 1, 1, 1, 1}, {8}));
   expect_tensor_near(out[1].tensor(), Tensor::from<int64_t>({1, 1, 1, 1, 1}, {1}));
 }
@@ -503,7 +519,8 @@ TEST(NnPool, BadInputsAreErrors) {
   out = try_run_node({.op_type = "AveragePool", .inputs = {{"x", x}}, .attributes = {attr("kernel_shape", Ints{5, 5})}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("larger than the padded input"), std::string::npos) << out.error().message();
-  out = try_run_node({.op_type = "AveragePool", .inputs = {{"x", Tensor::from<int32_t>({1, 1, 2}, {1, 2})}},
+  out = try_run_node({.op_type = "AveragePool",
+                      .inputs = {{"x", Tensor::from<int32_t>({1, 1, 2}, {1, 2})}},
                       .attributes = {attr("kernel_shape", Ints{2})}});
   ASSERT_FALSE(out.ok());
   out = try_run_node({.op_type = "MaxUnpool",
@@ -526,9 +543,12 @@ TEST(NnNorm, BatchNormInferenceInEveryFloatType) {
   // (x - mean) / sqrt(var) * scale + B with epsilon 0: channel 0 has mean 1,
   // std 2, scale 1, B 0; channel 1 mean 3, std 1, scale 2, B 1.
   for (DataType type : {DataType::float32, DataType::float64, DataType::float16}) {
-    auto out = run_node({.op_type = "BatchNormalization", .opset = 9,
-                         .inputs = {{"x", make(type, {1, 2, 1, 2}, {1, 2, 3, 4})}, {"s", make(type, {2}, {1, 2})},
-                                    {"b", make(type, {2}, {0, 1})}, {"m", make(type, {2}, {1, 3})},
+    auto out = run_node({.op_type = "BatchNormalization",
+                         .opset = 9,
+                         .inputs = {{"x", make(type, {1, 2, 1, 2}, {1, 2, 3, 4})},
+                                    {"s", make(type, {2}, {1, 2})},
+                                    {"b", make(type, {2}, {0, 1})},
+                                    {"m", make(type, {2}, {1, 3})},
                                     {"v", make(type, {2}, {4, 1})}},
                          .attributes = {attr("epsilon", 0.0f)}});
     expect_tensor_near(out[0].tensor(), make(type, {1, 2, 1, 2}, {0, 0.5, 1, 3}));
@@ -537,9 +557,13 @@ TEST(NnNorm, BatchNormInferenceInEveryFloatType) {
 
 TEST(NnNorm, BatchNormSpatialZeroBeforeOpset9) {
   // One parameter per element of a sample: x is [N=2, C=1, 2].
-  auto out = run_node({.op_type = "BatchNormalization", .opset = 7,
-                       .inputs = {{"x", f32({2, 1, 2}, {1, 2, 3, 4})}, {"s", f32({1, 2}, {1, 1})}, {"b", f32({1, 2}, {0, 0})},
-                                  {"m", f32({1, 2}, {0, 10})}, {"v", f32({1, 2}, {1, 4})}},
+  auto out = run_node({.op_type = "BatchNormalization",
+                       .opset = 7,
+                       .inputs = {{"x", f32({2, 1, 2}, {1, 2, 3, 4})},
+                                  {"s", f32({1, 2}, {1, 1})},
+                                  {"b", f32({1, 2}, {0, 0})},
+                                  {"m", f32({1, 2}, {0, 10})},
+                                  {"v", f32({1, 2}, {1, 4})}},
                        .attributes = {attr("epsilon", 0.0f), attr("spatial", 0)}});
   expect_tensor_near(out[0].tensor(), f32({2, 1, 2}, {1, -4, 3, -3}));
 }
@@ -547,20 +571,27 @@ TEST(NnNorm, BatchNormSpatialZeroBeforeOpset9) {
 TEST(NnNorm, BatchNormTrainingModeUpdatesRunningStatistics) {
   // Batch statistics of 1, 2, 3, 4: mean 2.5, population variance 1.25.
   const double inv = 1.0 / std::sqrt(1.25);
-  auto out = run_node({.op_type = "BatchNormalization", .opset = 15,
-                       .inputs = {{"x", f32({2, 1, 2}, {1, 2, 3, 4})}, {"s", f32({1}, {1})}, {"b", f32({1}, {0})},
-                                  {"m", f32({1}, {0})}, {"v", f32({1}, {1})}},
+  auto out = run_node({.op_type = "BatchNormalization",
+                       .opset = 15,
+                       .inputs = {{"x", f32({2, 1, 2}, {1, 2, 3, 4})},
+                                  {"s", f32({1}, {1})},
+                                  {"b", f32({1}, {0})},
+                                  {"m", f32({1}, {0})},
+                                  {"v", f32({1}, {1})}},
                        .attributes = {attr("epsilon", 0.0f), attr("training_mode", 1)},
                        .num_outputs = 3});
   expect_tensor_near(out[0].tensor(), f32({2, 1, 2}, {-1.5 * inv, -0.5 * inv, 0.5 * inv, 1.5 * inv}));
-  expect_tensor_near(out[1].tensor(), f32({1}, {0.25}));          // 0 * 0.9 + 2.5 * 0.1
-  expect_tensor_near(out[2].tensor(), f32({1}, {0.9 + 0.125}));   // 1 * 0.9 + 1.25 * 0.1
+  expect_tensor_near(out[1].tensor(), f32({1}, {0.25}));         // 0 * 0.9 + 2.5 * 0.1
+  expect_tensor_near(out[2].tensor(), f32({1}, {0.9 + 0.125}));  // 1 * 0.9 + 1.25 * 0.1
 }
 
 TEST(NnNorm, BatchNormParameterOfTheWrongLengthIsAnError) {
   auto out = try_run_node({.op_type = "BatchNormalization",
-                           .inputs = {{"x", f32({1, 2, 2}, {1, 2, 3, 4})}, {"s", f32({3}, {1, 1, 1})}, {"b", f32({2}, {0, 0})},
-                                      {"m", f32({2}, {0, 0})}, {"v", f32({2}, {1, 1})}}});
+                           .inputs = {{"x", f32({1, 2, 2}, {1, 2, 3, 4})},
+                                      {"s", f32({3}, {1, 1, 1})},
+                                      {"b", f32({2}, {0, 0})},
+                                      {"m", f32({2}, {0, 0})},
+                                      {"v", f32({2}, {1, 1})}}});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("scale has shape [3]"), std::string::npos) << out.error().message();
 }
@@ -569,7 +600,8 @@ TEST(NnNorm, LayerNormWithStatisticsOutputs) {
   // Rows [1, 2, 3] and [2, 4, 6]: means 2 and 4, variances 2/3 and 8/3; both
   // normalize to [-a, 0, a] with a = sqrt(1.5).
   const double a = std::sqrt(1.5);
-  auto out = run_node({.op_type = "LayerNormalization", .opset = 17,
+  auto out = run_node({.op_type = "LayerNormalization",
+                       .opset = 17,
                        .inputs = {{"x", f32({2, 3}, {1, 2, 3, 2, 4, 6})}, {"s", f32({3}, {1, 1, 2})}, {"b", f32({3}, {0, 0, 1})}},
                        .attributes = {attr("epsilon", 0.0f)},
                        .num_outputs = 3});
@@ -582,15 +614,16 @@ TEST(NnNorm, LayerNormAxisZeroBroadcastScaleAndHalf) {
   // All four values form one row: mean 4, variance 5.
   const double inv = 1 / std::sqrt(5.0);
   for (DataType type : {DataType::float32, DataType::float16}) {
-    auto out = run_node({.op_type = "LayerNormalization", .opset = 17,
+    auto out = run_node({.op_type = "LayerNormalization",
+                         .opset = 17,
                          .inputs = {{"x", make(type, {2, 2}, {1, 3, 5, 7})}, {"s", make(type, {1}, {2})}},
                          .attributes = {attr("axis", 0), attr("epsilon", 0.0f)},
                          .num_outputs = 2});
     expect_tensor_near(out[0].tensor(), make(type, {2, 2}, {-6 * inv, -2 * inv, 2 * inv, 6 * inv}), 2e-3, 2e-3);
     expect_tensor_near(out[1].tensor(), f32({1, 1}, {4}));  // stash_type 1: float32 statistics
   }
-  auto bad = try_run_node({.op_type = "LayerNormalization", .opset = 17,
-                           .inputs = {{"x", f32({2, 3}, pattern(6, 1))}, {"s", f32({2}, {1, 1})}}});
+  auto bad = try_run_node(
+      {.op_type = "LayerNormalization", .opset = 17, .inputs = {{"x", f32({2, 3}, pattern(6, 1))}, {"s", f32({2}, {1, 1})}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("does not broadcast"), std::string::npos) << bad.error().message();
 }
@@ -598,21 +631,25 @@ TEST(NnNorm, LayerNormAxisZeroBroadcastScaleAndHalf) {
 TEST(NnNorm, GroupNormOpset18ScalesPerGroupAndOpset21PerChannel) {
   // Groups {1, 3} and {2, 6}: means 2 and 4, std 1 and 2: both give [-1, 1].
   auto x = f32({1, 4, 1}, {1, 3, 2, 6});
-  auto old = run_node({.op_type = "GroupNormalization", .opset = 18,
+  auto old = run_node({.op_type = "GroupNormalization",
+                       .opset = 18,
                        .inputs = {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {0, 1})}},
                        .attributes = {attr("num_groups", 2), attr("epsilon", 0.0f)}});
   expect_tensor_near(old[0].tensor(), f32({1, 4, 1}, {-2, 2, -2, 4}));
-  auto now = run_node({.op_type = "GroupNormalization", .opset = 21,
+  auto now = run_node({.op_type = "GroupNormalization",
+                       .opset = 21,
                        .inputs = {{"x", x}, {"s", f32({4}, {1, 2, 3, 4})}, {"b", f32({4}, {0, 0, 0, 1})}},
                        .attributes = {attr("num_groups", 2), attr("epsilon", 0.0f)}});
   expect_tensor_near(now[0].tensor(), f32({1, 4, 1}, {-1, 2, -3, 5}));
   // The opset 18 shapes are wrong at 21, and 3 groups do not divide 4 channels.
-  auto bad = try_run_node({.op_type = "GroupNormalization", .opset = 21,
+  auto bad = try_run_node({.op_type = "GroupNormalization",
+                           .opset = 21,
                            .inputs = {{"x", x}, {"s", f32({2}, {2, 3})}, {"b", f32({2}, {0, 1})}},
                            .attributes = {attr("num_groups", 2)}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("one per channel"), std::string::npos) << bad.error().message();
-  bad = try_run_node({.op_type = "GroupNormalization", .opset = 18,
+  bad = try_run_node({.op_type = "GroupNormalization",
+                      .opset = 18,
                       .inputs = {{"x", x}, {"s", f32({3}, {1, 1, 1})}, {"b", f32({3}, {0, 0, 0})}},
                       .attributes = {attr("num_groups", 3)}});
   ASSERT_FALSE(bad.ok());
@@ -624,38 +661,43 @@ TEST(NnNorm, InstanceNormInDouble) {
   const double inv = 1 / std::sqrt(1.25);
   auto out = run_node({.op_type = "InstanceNormalization",
                        .inputs = {{"x", make(DataType::float64, {1, 1, 4}, {1, 2, 3, 4})},
-                                  {"s", make(DataType::float64, {1}, {2})}, {"b", make(DataType::float64, {1}, {1})}},
+                                  {"s", make(DataType::float64, {1}, {2})},
+                                  {"b", make(DataType::float64, {1}, {1})}},
                        .attributes = {attr("epsilon", 0.0f)}});
-  expect_tensor_near(out[0].tensor(),
-                     make(DataType::float64, {1, 1, 4}, {1 - 3 * inv, 1 - inv, 1 + inv, 1 + 3 * inv}), 1e-12, 1e-12);
+  expect_tensor_near(out[0].tensor(), make(DataType::float64, {1, 1, 4}, {1 - 3 * inv, 1 - inv, 1 + inv, 1 + 3 * inv}), 1e-12,
+                     1e-12);
 }
 
 TEST(NnNorm, LrnWindowIsAsymmetricForEvenSizes) {
   // x = [1, 2, 3] over channels, alpha / size = 1, beta 1, bias 1.
   auto x = f32({1, 3, 1}, {1, 2, 3});
-  auto odd = run_node({.op_type = "LRN", .inputs = {{"x", x}},
+  auto odd = run_node({.op_type = "LRN",
+                       .inputs = {{"x", x}},
                        .attributes = {attr("size", 3), attr("alpha", 3.0f), attr("beta", 1.0f), attr("bias", 1.0f)}});
   expect_tensor_near(odd[0].tensor(), f32({1, 3, 1}, {1.0 / 6, 2.0 / 15, 3.0 / 14}));
   // size 2: channels c and c + 1.
-  auto even = run_node({.op_type = "LRN", .inputs = {{"x", x}},
+  auto even = run_node({.op_type = "LRN",
+                        .inputs = {{"x", x}},
                         .attributes = {attr("size", 2), attr("alpha", 2.0f), attr("beta", 1.0f), attr("bias", 1.0f)}});
   expect_tensor_near(even[0].tensor(), f32({1, 3, 1}, {1.0 / 6, 2.0 / 14, 3.0 / 10}));
 }
 
 TEST(NnNorm, LpNormalizationAndMeanVarianceNormalization) {
   auto x = f32({2, 2}, {3, 4, 0, 0});
-  expect_tensor_near(run_node({.op_type = "LpNormalization", .inputs = {{"x", x}}})[0].tensor(),
-                     f32({2, 2}, {0.6, 0.8, 0, 0}));
+  expect_tensor_near(run_node({.op_type = "LpNormalization", .inputs = {{"x", x}}})[0].tensor(), f32({2, 2}, {0.6, 0.8, 0, 0}));
   expect_tensor_near(run_node({.op_type = "LpNormalization", .inputs = {{"x", x}}, .attributes = {attr("p", 1)}})[0].tensor(),
                      f32({2, 2}, {3.0 / 7, 4.0 / 7, 0, 0}));
-  expect_tensor_near(run_node({.op_type = "LpNormalization", .inputs = {{"x", f32({2, 2}, {3, 1, 4, 0})}},
-                               .attributes = {attr("axis", 0)}})[0].tensor(),
-                     f32({2, 2}, {0.6, 1, 0.8, 0}));
+  expect_tensor_near(
+      run_node({.op_type = "LpNormalization", .inputs = {{"x", f32({2, 2}, {3, 1, 4, 0})}}, .attributes = {attr("axis", 0)}})[0]
+          .tensor(),
+      f32({2, 2}, {0.6, 1, 0.8, 0}));
   auto bad = try_run_node({.op_type = "LpNormalization", .inputs = {{"x", x}}, .attributes = {attr("p", 3)}});
   ASSERT_FALSE(bad.ok());
   // Rows [1, 3] (mean 2, std 1) and [2, 2] (std 0: stays 0).
-  expect_tensor_near(run_node({.op_type = "MeanVarianceNormalization", .inputs = {{"x", f32({2, 2}, {1, 3, 2, 2})}},
-                               .attributes = {attr("axes", Ints{1})}})[0].tensor(),
+  expect_tensor_near(run_node({.op_type = "MeanVarianceNormalization",
+                               .inputs = {{"x", f32({2, 2}, {1, 3, 2, 2})}},
+                               .attributes = {attr("axes", Ints{1})}})[0]
+                         .tensor(),
                      f32({2, 2}, {-1, 1, 0, 0}));
   bad = try_run_node({.op_type = "MeanVarianceNormalization", .inputs = {{"x", f32({2, 2}, {1, 3, 2, 2})}}});
   ASSERT_FALSE(bad.ok());  // default axes [0, 2, 3] need rank 4
@@ -728,8 +770,10 @@ TEST(NnDropout, InferenceMasksChangeTypeAtOpset10) {
   expect_tensor_near(old[1].tensor(), f32({3}, {1, 1, 1}));
   auto mid = run_node({.op_type = "Dropout", .opset = 10, .inputs = {{"x", x}}, .num_outputs = 2});
   expect_tensor_near(mid[1].tensor(), Tensor::from<bool>({3}, {true, true, true}));
-  auto now = run_node({.op_type = "Dropout", .opset = 13,
-                       .inputs = {{"x", x}, {"r", f32({}, {0.9})}, {"t", Tensor::from<bool>({}, {false})}}, .num_outputs = 2});
+  auto now = run_node({.op_type = "Dropout",
+                       .opset = 13,
+                       .inputs = {{"x", x}, {"r", f32({}, {0.9})}, {"t", Tensor::from<bool>({}, {false})}},
+                       .num_outputs = 2});
   expect_tensor_near(now[0].tensor(), x);
   expect_tensor_near(now[1].tensor(), Tensor::from<bool>({3}, {true, true, true}));
 }
@@ -737,9 +781,11 @@ TEST(NnDropout, InferenceMasksChangeTypeAtOpset10) {
 TEST(NnDropout, TrainingDropsAboutRatioAndScalesTheRest) {
   const int64_t n = 4000;
   auto x = f32({n}, Doubles(static_cast<size_t>(n), 1.0));
-  auto spec = testing::NodeSpec{.op_type = "Dropout", .opset = 13,
+  auto spec = testing::NodeSpec{.op_type = "Dropout",
+                                .opset = 13,
                                 .inputs = {{"x", x}, {"r", f32({}, {0.25})}, {"t", Tensor::from<bool>({}, {true})}},
-                                .attributes = {attr("seed", 7)}, .num_outputs = 2};
+                                .attributes = {attr("seed", 7)},
+                                .num_outputs = 2};
   auto first = run_node(spec);
   auto second = run_node(spec);
   const Tensor& y = first[0].tensor();
@@ -752,8 +798,8 @@ TEST(NnDropout, TrainingDropsAboutRatioAndScalesTheRest) {
     EXPECT_EQ(keep, second[1].tensor().data<bool>()[i]) << "a seed gives one mask";
   }
   EXPECT_NEAR(static_cast<double>(kept) / n, 0.75, 0.03);
-  auto bad = try_run_node({.op_type = "Dropout", .opset = 13,
-                           .inputs = {{"x", x}, {"r", f32({}, {1.0})}, {"t", Tensor::from<bool>({}, {true})}}});
+  auto bad = try_run_node(
+      {.op_type = "Dropout", .opset = 13, .inputs = {{"x", x}, {"r", f32({}, {1.0})}, {"t", Tensor::from<bool>({}, {true})}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("ratio is 1"), std::string::npos) << bad.error().message();
 }
@@ -765,8 +811,11 @@ TEST(NnLoss, NegativeLogLikelihoodReductionsWeightsAndIgnoreIndex) {
   auto target = Tensor::from<int64_t>({2}, {2, 0});
   auto weight = f32({3}, {1, 2, 3});
   auto run = [&](std::vector<onnx::AttributeProto> a, const Tensor& t) {
-    return run_node({.op_type = "NegativeLogLikelihoodLoss", .opset = 13,
-                     .inputs = {{"x", input}, {"t", t}, {"w", weight}}, .attributes = a})[0].tensor();
+    return run_node({.op_type = "NegativeLogLikelihoodLoss",
+                     .opset = 13,
+                     .inputs = {{"x", input}, {"t", t}, {"w", weight}},
+                     .attributes = a})[0]
+        .tensor();
   };
   // Losses 3 * 3 = 9 and 0.5 * 1 = 0.5; weights 3 and 1.
   expect_tensor_near(run({attr("reduction", "none")}, target), f32({2}, {9, 0.5}));
@@ -779,11 +828,12 @@ TEST(NnLoss, NegativeLogLikelihoodReductionsWeightsAndIgnoreIndex) {
   Tensor all = run({attr("ignore_index", 0)}, Tensor::from<int64_t>({2}, {0, 0}));
   EXPECT_TRUE(std::isnan(all.data<float>()[0]));
 
-  auto bad = try_run_node({.op_type = "NegativeLogLikelihoodLoss", .opset = 13,
-                           .inputs = {{"x", input}, {"t", Tensor::from<int64_t>({2}, {2, 3})}}});
+  auto bad = try_run_node(
+      {.op_type = "NegativeLogLikelihoodLoss", .opset = 13, .inputs = {{"x", input}, {"t", Tensor::from<int64_t>({2}, {2, 3})}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("target[1] = 3 is not a class index"), std::string::npos) << bad.error().message();
-  bad = try_run_node({.op_type = "NegativeLogLikelihoodLoss", .opset = 13,
+  bad = try_run_node({.op_type = "NegativeLogLikelihoodLoss",
+                      .opset = 13,
                       .inputs = {{"x", input}, {"t", Tensor::from<int64_t>({3}, {0, 0, 0})}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("target has shape [3]"), std::string::npos) << bad.error().message();
@@ -791,7 +841,8 @@ TEST(NnLoss, NegativeLogLikelihoodReductionsWeightsAndIgnoreIndex) {
 
 TEST(NnLoss, SoftmaxCrossEntropyInDoubleWithLogProb) {
   // Two equal scores: log_prob = -ln 2 for both, loss ln 2.
-  auto out = run_node({.op_type = "SoftmaxCrossEntropyLoss", .opset = 13,
+  auto out = run_node({.op_type = "SoftmaxCrossEntropyLoss",
+                       .opset = 13,
                        .inputs = {{"x", make(DataType::float64, {1, 2}, {0, 0})}, {"t", Tensor::from<int64_t>({1}, {1})}},
                        .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), make(DataType::float64, {}, {std::log(2.0)}), 1e-12, 1e-12);
@@ -799,7 +850,8 @@ TEST(NnLoss, SoftmaxCrossEntropyInDoubleWithLogProb) {
   // [N=1, C=2, d=2], scores (0, ln 3) at d0 and (ln 3, 0) at d1, labels 1 and 1:
   // log_prob of class 1 is ln(3/4) then ln(1/4).
   auto scores = f32({1, 2, 2}, {0, std::log(3.0), std::log(3.0), 0});
-  out = run_node({.op_type = "SoftmaxCrossEntropyLoss", .opset = 13,
+  out = run_node({.op_type = "SoftmaxCrossEntropyLoss",
+                  .opset = 13,
                   .inputs = {{"x", scores}, {"t", Tensor::from<int64_t>({1, 2}, {1, 1})}},
                   .attributes = {attr("reduction", "none")}});
   expect_tensor_near(out[0].tensor(), f32({1, 2}, {-std::log(0.75), -std::log(0.25)}));
@@ -818,35 +870,36 @@ Tensor deform_sequence(Shape shape, int a, int m, double d, double s) {
 
 TEST(DeformConv, MatchesTorchvisionWithMaskBiasAndOffsetGroups) {
   // Padding 1 sends taps outside X (they read 0); two offset groups.
-  auto out = run_node({.op_type = "DeformConv", .opset = 19,
+  auto out = run_node({.op_type = "DeformConv",
+                       .opset = 19,
                        .inputs = {{"x", deform_sequence({1, 2, 3, 3}, 5, 13, 4, 1)},
                                   {"w", deform_sequence({2, 2, 2, 2}, 3, 7, 5, 0.6)},
                                   {"offset", deform_sequence({1, 16, 4, 4}, 7, 11, 10, 0.5)},
                                   {"b", Tensor::from<double>({2}, {0.5, -0.25})},
                                   {"mask", deform_sequence({1, 8, 4, 4}, 2, 5, 4, 0)}},
                        .attributes = {attr("pads", Ints{1, 1, 1, 1}), attr("offset_group", int64_t{2})}});
-  expect_tensor_near(out[0].tensor(),
-                     Tensor::from<double>({1, 2, 4, 4},
-                                          {-0.2275, 0.1575, 0.449375, 0.416, 0.2475, 0.84275, 0.686375, 0.59675, 0.5645,
-                                           0.80525, 0.98375, 0.087625, -0.12225, 0.6745, 0.225, 0.4115, -0.213, -0.113125,
-                                           -0.461125, -0.2455, -0.125625, -0.43925, 0.204625, -0.44275, -0.478, -0.28775,
-                                           -0.32, -0.478375, -0.05625, -0.222, -0.198125, -0.3025}),
-                     1e-9);
+  expect_tensor_near(
+      out[0].tensor(),
+      Tensor::from<double>({1, 2, 4, 4}, {-0.2275, 0.1575,    0.449375,  0.416,     0.2475,    0.84275,  0.686375,  0.59675,
+                                          0.5645,  0.80525,   0.98375,   0.087625,  -0.12225,  0.6745,   0.225,     0.4115,
+                                          -0.213,  -0.113125, -0.461125, -0.2455,   -0.125625, -0.43925, 0.204625,  -0.44275,
+                                          -0.478,  -0.28775,  -0.32,     -0.478375, -0.05625,  -0.222,   -0.198125, -0.3025}),
+      1e-9);
 }
 
 TEST(DeformConv, MatchesTorchvisionWithGroupsStridesAndDilations) {
-  auto out = run_node({.op_type = "DeformConv", .opset = 19,
+  auto out = run_node({.op_type = "DeformConv",
+                       .opset = 19,
                        .inputs = {{"x", deform_sequence({1, 2, 5, 5}, 5, 13, 4, 1)},
                                   {"w", deform_sequence({4, 1, 3, 3}, 3, 7, 5, 0.6)},
                                   {"offset", deform_sequence({1, 18, 3, 3}, 7, 11, 10, 0.5)}},
-                       .attributes = {attr("group", int64_t{2}), attr("strides", Ints{2, 2}),
-                                      attr("dilations", Ints{2, 2}), attr("pads", Ints{2, 2, 2, 2})}});
+                       .attributes = {attr("group", int64_t{2}), attr("strides", Ints{2, 2}), attr("dilations", Ints{2, 2}),
+                                      attr("pads", Ints{2, 2, 2, 2})}});
   expect_tensor_near(out[0].tensor(),
-                     Tensor::from<double>({1, 4, 3, 3},
-                                          {-0.697, 0.0275, 0.023, 1.03, 0.392, -0.52, 0.475, -0.956, -0.245,
-                                           -0.051, 0.613, -0.551, 1.163, -0.5145, 0.2025, -0.29, 0.323, 0.102,
-                                           0.34, -0.593, -0.294, 0.475, -0.64, 0.87, -0.265, 0.845, 0.376,
-                                           0.014, -0.256, -0.06, 0.08, -0.362, 0.885, -0.225, 0.62, 0.059}),
+                     Tensor::from<double>({1, 4, 3, 3}, {-0.697, 0.0275, 0.023,  1.03,  0.392,   -0.52,  0.475,  -0.956, -0.245,
+                                                         -0.051, 0.613,  -0.551, 1.163, -0.5145, 0.2025, -0.29,  0.323,  0.102,
+                                                         0.34,   -0.593, -0.294, 0.475, -0.64,   0.87,   -0.265, 0.845,  0.376,
+                                                         0.014,  -0.256, -0.06,  0.08,  -0.362,  0.885,  -0.225, 0.62,   0.059}),
                      1e-9);
 }
 
@@ -858,17 +911,19 @@ TEST(DeformConv, ZeroOffsetsMakeAPlainConvolutionInFloat32) {
     return Tensor::from<float>(t.shape(), v);
   };
   std::vector<float> zeros(12 * 4 * 6, 0.0f);  // 2 x 6 taps, 4 x 6 positions
-  auto deform = run_node({.op_type = "DeformConv", .opset = 19,
-                          .inputs = {{"x", to_float(x)}, {"w", to_float(w)},
-                                     {"offset", Tensor::from<float>({1, 12, 4, 6}, zeros)}},
-                          .attributes = {attr("pads", Ints{0, 1, 0, 1})}});
-  auto conv = run_node({.op_type = "Conv", .inputs = {{"x", to_float(x)}, {"w", to_float(w)}},
-                        .attributes = {attr("pads", Ints{0, 1, 0, 1})}});
+  auto deform =
+      run_node({.op_type = "DeformConv",
+                .opset = 19,
+                .inputs = {{"x", to_float(x)}, {"w", to_float(w)}, {"offset", Tensor::from<float>({1, 12, 4, 6}, zeros)}},
+                .attributes = {attr("pads", Ints{0, 1, 0, 1})}});
+  auto conv = run_node(
+      {.op_type = "Conv", .inputs = {{"x", to_float(x)}, {"w", to_float(w)}}, .attributes = {attr("pads", Ints{0, 1, 0, 1})}});
   expect_tensor_near(deform[0].tensor(), conv[0].tensor(), 1e-5);
 }
 
 TEST(DeformConv, RefusesAnOffsetOfTheWrongShape) {
-  auto bad = try_run_node({.op_type = "DeformConv", .opset = 19,
+  auto bad = try_run_node({.op_type = "DeformConv",
+                           .opset = 19,
                            .inputs = {{"x", deform_sequence({1, 2, 3, 3}, 5, 13, 4, 1)},
                                       {"w", deform_sequence({2, 2, 2, 2}, 3, 7, 5, 0.6)},
                                       {"offset", deform_sequence({1, 8, 3, 3}, 7, 11, 10, 0.5)}}});
@@ -882,19 +937,20 @@ TEST(NnRmsNormalization, RowScalesAndScaleType) {
   // Rows [3, 4] and [0, 5]: mean squares 12.5 both, RMS sqrt(12.5).
   const double rms = std::sqrt(12.5);
   auto x = Tensor::from<float>({2, 2}, {3, 4, 0, 5});
-  auto out = run_node({.op_type = "RMSNormalization", .opset = 23,
+  auto out = run_node({.op_type = "RMSNormalization",
+                       .opset = 23,
                        .inputs = {{"x", x}, {"scale", Tensor::from<float>({2, 1}, {1, 2})}},
                        .attributes = {attr("axis", 1), attr("epsilon", 0.0f)}});
-  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, {float(3 / rms), float(4 / rms), 0,
-                                                                   float(2 * 5 / rms)}));
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, {float(3 / rms), float(4 / rms), 0, float(2 * 5 / rms)}));
   // float16 X, float Scale: Y is float. X = [1, -1, 1, -1] has RMS 1.
   std::vector<Float16> halves = {Float16(1.0f), Float16(-1.0f), Float16(1.0f), Float16(-1.0f)};
-  out = run_node({.op_type = "RMSNormalization", .opset = 23,
+  out = run_node({.op_type = "RMSNormalization",
+                  .opset = 23,
                   .inputs = {{"x", Tensor::from<Float16>({4}, halves)}, {"scale", Tensor::from<float>({4}, {1, 2, 3, 4})}},
                   .attributes = {attr("epsilon", 0.0f)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({4}, {1, -2, 3, -4}));
-  auto bad = try_run_node({.op_type = "RMSNormalization", .opset = 23,
-                           .inputs = {{"x", x}, {"scale", Tensor::from<float>({3}, {1, 1, 1})}}});
+  auto bad = try_run_node(
+      {.op_type = "RMSNormalization", .opset = 23, .inputs = {{"x", x}, {"scale", Tensor::from<float>({3}, {1, 1, 1})}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("does not broadcast"), std::string::npos) << bad.error().message();
 }
@@ -908,23 +964,28 @@ TEST(NnRotaryEmbedding, SharedCachePartialRotationAndBadPositions) {
   // Token 0 is not turned (cos 1, sin 0); token 1 by 90 degrees (cos 0, sin 1).
   auto cos = Tensor::from<float>({2, 2}, {1, 1, 0, 0});
   auto sin = Tensor::from<float>({2, 2}, {0, 0, 1, 1});
-  auto out = run_node({.op_type = "RotaryEmbedding", .opset = 23,
+  auto out = run_node({.op_type = "RotaryEmbedding",
+                       .opset = 23,
                        .inputs = {{"x", x}, {"cos", cos}, {"sin", sin}},
                        .attributes = {attr("rotary_embedding_dim", 4)}});
   // Turned by 90 degrees: (x1, x2) -> (-x2, x1).
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 1, 2, 6}, {1, 2, 3, 4, 5, 6, -3, -4, 1, 2, 5, 6}));
   // Interleaved: pairs (x0, x1) and (x2, x3).
-  out = run_node({.op_type = "RotaryEmbedding", .opset = 23,
+  out = run_node({.op_type = "RotaryEmbedding",
+                  .opset = 23,
                   .inputs = {{"x", x}, {"cos", cos}, {"sin", sin}},
                   .attributes = {attr("rotary_embedding_dim", 4), attr("interleaved", 1)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 1, 2, 6}, {1, 2, 3, 4, 5, 6, -2, 1, -4, 3, 5, 6}));
-  auto bad = try_run_node({.op_type = "RotaryEmbedding", .opset = 23,
-                           .inputs = {{"x", x}, {"cos", cos}, {"sin", sin},
-                                      {"position_ids", Tensor::from<int64_t>({1, 2}, {0, 2})}},
-                           .attributes = {attr("rotary_embedding_dim", 4)}});
+  auto bad =
+      try_run_node({.op_type = "RotaryEmbedding",
+                    .opset = 23,
+                    .inputs = {{"x", x}, {"cos", cos}, {"sin", sin}, {"position_ids", Tensor::from<int64_t>({1, 2}, {0, 2})}},
+                    .attributes = {attr("rotary_embedding_dim", 4)}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("position_ids element 1 is 2"), std::string::npos) << bad.error().message();
-  bad = try_run_node({.op_type = "RotaryEmbedding", .opset = 23, .inputs = {{"x", x}, {"cos", cos}, {"sin", sin}},
+  bad = try_run_node({.op_type = "RotaryEmbedding",
+                      .opset = 23,
+                      .inputs = {{"x", x}, {"cos", cos}, {"sin", sin}},
                       .attributes = {attr("rotary_embedding_dim", 3)}});
   ASSERT_FALSE(bad.ok());
 }
@@ -934,13 +995,15 @@ TEST(NnCausalConvWithState, CarriesThePastAndChecksItsShape) {
   // P = [10, 1, 2, 3]: y[t] = P[t] + P[t + 1] + bias; present = the last k - 1 = 1.
   auto x = Tensor::from<float>({1, 1, 3}, {1, 2, 3});
   auto w = Tensor::from<float>({1, 1, 2}, {1, 1});
-  auto out = run_node({.op_type = "CausalConvWithState", .opset = 27,
-                       .inputs = {{"x", x}, {"w", w}, {"b", Tensor::from<float>({1}, {0.5f})},
-                                  {"past", Tensor::from<float>({1, 1, 1}, {10})}},
-                       .num_outputs = 2});
+  auto out = run_node(
+      {.op_type = "CausalConvWithState",
+       .opset = 27,
+       .inputs = {{"x", x}, {"w", w}, {"b", Tensor::from<float>({1}, {0.5f})}, {"past", Tensor::from<float>({1, 1, 1}, {10})}},
+       .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 1, 3}, {11.5f, 3.5f, 5.5f}));
   expect_tensor_near(out[1].tensor(), Tensor::from<float>({1, 1, 1}, {3}));
-  auto bad = try_run_node({.op_type = "CausalConvWithState", .opset = 27,
+  auto bad = try_run_node({.op_type = "CausalConvWithState",
+                           .opset = 27,
                            .inputs = {{"x", x}, {"w", w}, {"", Tensor()}, {"past", Tensor::from<float>({1, 1, 2}, {0, 0})}},
                            .num_outputs = 2});
   ASSERT_FALSE(bad.ok());
@@ -959,22 +1022,33 @@ TEST(NnLinearAttention, RecurrencesByHand) {
                                              attr("scale", 1.0f), attr("update_rule", rule)};
   };
   // linear: S = 3, then 7; o = 1 * 3, 2 * 7.
-  auto out = run_node({.op_type = "LinearAttention", .opset = 27, .inputs = {{"q", q}, {"k", k}, {"v", v}},
-                       .attributes = heads("linear"), .num_outputs = 2});
+  auto out = run_node({.op_type = "LinearAttention",
+                       .opset = 27,
+                       .inputs = {{"q", q}, {"k", k}, {"v", v}},
+                       .attributes = heads("linear"),
+                       .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 2, 1}, {3, 14}));
   expect_tensor_near(out[1].tensor(), Tensor::from<float>({1, 1, 1, 1}, {7}));
   // gated_delta, decay exp(g) = 1/2, beta 1/2, past 2:
   // S' = 1, S = 1 + (3 - 1) / 2 = 2; then S' = 1, S = 1 + (4 - 1) / 2 = 2.5.
   const float g = std::log(0.5f);
-  out = run_node({.op_type = "LinearAttention", .opset = 27,
-                  .inputs = {{"q", q}, {"k", k}, {"v", v}, {"past", Tensor::from<float>({1, 1, 1, 1}, {2})},
+  out = run_node({.op_type = "LinearAttention",
+                  .opset = 27,
+                  .inputs = {{"q", q},
+                             {"k", k},
+                             {"v", v},
+                             {"past", Tensor::from<float>({1, 1, 1, 1}, {2})},
                              {"decay", Tensor::from<float>({1, 2, 1}, {g, g})},
                              {"beta", Tensor::from<float>({1, 2, 1}, {0.5f, 0.5f})}},
-                  .attributes = heads("gated_delta"), .num_outputs = 2});
+                  .attributes = heads("gated_delta"),
+                  .num_outputs = 2});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, 2, 1}, {2, 5}));
   expect_tensor_near(out[1].tensor(), Tensor::from<float>({1, 1, 1, 1}, {2.5f}));
-  auto bad = try_run_node({.op_type = "LinearAttention", .opset = 27, .inputs = {{"q", q}, {"k", k}, {"v", v}},
-                           .attributes = heads("delta"), .num_outputs = 2});
+  auto bad = try_run_node({.op_type = "LinearAttention",
+                           .opset = 27,
+                           .inputs = {{"q", q}, {"k", k}, {"v", v}},
+                           .attributes = heads("delta"),
+                           .num_outputs = 2});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("needs the beta input"), std::string::npos) << bad.error().message();
 }

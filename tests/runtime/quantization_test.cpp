@@ -34,25 +34,29 @@ TEST(Quantization, QuantizeRoundsHalfToEvenThenSaturates) {
   // x / 2 = 0.5, 1.5, 2.5, -0.5, -1.5, 300, -300
   auto x = Tensor::from<float>({7}, {1, 3, 5, -1, -3, 600, -600});
   auto scale = Tensor::from<float>({}, {2});
-  auto out = run_node({.op_type = "QuantizeLinear", .opset = 13,
-                       .inputs = {{"x", x}, {"s", scale}, {"z", Tensor::from<uint8_t>({}, {10})}}});
+  auto out = run_node(
+      {.op_type = "QuantizeLinear", .opset = 13, .inputs = {{"x", x}, {"s", scale}, {"z", Tensor::from<uint8_t>({}, {10})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<uint8_t>({7}, {10, 12, 12, 10, 8, 255, 0}));
   // An odd zero point: the rounding happens before it is added.
-  out = run_node({.op_type = "QuantizeLinear", .opset = 13,
-                  .inputs = {{"x", x}, {"s", scale}, {"z", Tensor::from<int8_t>({}, {1})}}});
+  out = run_node(
+      {.op_type = "QuantizeLinear", .opset = 13, .inputs = {{"x", x}, {"s", scale}, {"z", Tensor::from<int8_t>({}, {1})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({7}, {1, 3, 3, 1, -1, 127, -128}));
   // No zero point: uint8 with zero 0.
   out = run_node({.op_type = "QuantizeLinear", .opset = 10, .inputs = {{"x", x}, {"s", scale}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<uint8_t>({7}, {0, 2, 2, 0, 0, 255, 0}));
   // Far out of range, infinite and NaN inputs saturate (NaN to 0).
   const float inf = std::numeric_limits<float>::infinity();
-  out = run_node({.op_type = "QuantizeLinear", .opset = 13,
+  out = run_node({.op_type = "QuantizeLinear",
+                  .opset = 13,
                   .inputs = {{"x", Tensor::from<float>({5}, {1e10f, -1e10f, inf, -inf, std::nanf("")})},
-                             {"s", Tensor::from<float>({}, {0.5f})}, {"z", Tensor::from<int8_t>({}, {3})}}});
+                             {"s", Tensor::from<float>({}, {0.5f})},
+                             {"z", Tensor::from<int8_t>({}, {3})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({5}, {127, -128, 127, -128, 0}));
   // int32 input (opset 10).
-  out = run_node({.op_type = "QuantizeLinear", .opset = 10,
-                  .inputs = {{"x", Tensor::from<int32_t>({3}, {7, -9, 1000})}, {"s", Tensor::from<float>({}, {2})},
+  out = run_node({.op_type = "QuantizeLinear",
+                  .opset = 10,
+                  .inputs = {{"x", Tensor::from<int32_t>({3}, {7, -9, 1000})},
+                             {"s", Tensor::from<float>({}, {2})},
                              {"z", Tensor::from<int8_t>({}, {0})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({3}, {4, -4, 127}));
 }
@@ -60,17 +64,22 @@ TEST(Quantization, QuantizeRoundsHalfToEvenThenSaturates) {
 TEST(Quantization, PerAxisAndBlockedScales) {
   auto x = Tensor::from<float>({2, 4}, {1, 2, 3, 4, 10, 20, 30, 40});
   // Per axis 0: scales 1 and 10.
-  auto out = run_node({.op_type = "QuantizeLinear", .opset = 13,
-                       .inputs = {{"x", x}, {"s", Tensor::from<float>({2}, {1, 10})}, {"z", Tensor::from<uint8_t>({2}, {0, 100})}},
-                       .attributes = {attr("axis", 0)}});
+  auto out =
+      run_node({.op_type = "QuantizeLinear",
+                .opset = 13,
+                .inputs = {{"x", x}, {"s", Tensor::from<float>({2}, {1, 10})}, {"z", Tensor::from<uint8_t>({2}, {0, 100})}},
+                .attributes = {attr("axis", 0)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<uint8_t>({2, 4}, {1, 2, 3, 4, 101, 102, 103, 104}));
   // Blocks of 2 along axis 1 (opset 21): scale [2, 2].
-  out = run_node({.op_type = "QuantizeLinear", .opset = 21,
+  out = run_node({.op_type = "QuantizeLinear",
+                  .opset = 21,
                   .inputs = {{"x", x}, {"s", Tensor::from<float>({2, 2}, {1, 2, 5, 10})}},
                   .attributes = {attr("axis", 1), attr("block_size", 2), attr("output_dtype", 3)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({2, 4}, {1, 2, 2, 2, 2, 4, 3, 4}));
-  out = run_node({.op_type = "DequantizeLinear", .opset = 21,
-                  .inputs = {{"x", Tensor::from<int8_t>({2, 3}, {1, 2, 3, 4, 5, 6})}, {"s", Tensor::from<float>({2, 2}, {1, 2, 3, 4})},
+  out = run_node({.op_type = "DequantizeLinear",
+                  .opset = 21,
+                  .inputs = {{"x", Tensor::from<int8_t>({2, 3}, {1, 2, 3, 4, 5, 6})},
+                             {"s", Tensor::from<float>({2, 2}, {1, 2, 3, 4})},
                              {"z", Tensor::from<int8_t>({2, 2}, {0, 1, 0, 1})}},
                   .attributes = {attr("axis", 1), attr("block_size", 2)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {1, 2, 4, 12, 15, 20}));
@@ -78,21 +87,28 @@ TEST(Quantization, PerAxisAndBlockedScales) {
 
 TEST(Quantization, Opset19And21Types) {
   // float16 input and scale quantize; float16 scale dequantizes to float16.
-  auto out = run_node({.op_type = "QuantizeLinear", .opset = 19,
-                       .inputs = {{"x", half_tensor({3}, {1.5f, -2.5f, 100})}, {"s", half_tensor({}, {0.5f})},
-                                  {"z", Tensor::from<int8_t>({}, {0})}}});
+  auto out = run_node(
+      {.op_type = "QuantizeLinear",
+       .opset = 19,
+       .inputs = {
+           {"x", half_tensor({3}, {1.5f, -2.5f, 100})}, {"s", half_tensor({}, {0.5f})}, {"z", Tensor::from<int8_t>({}, {0})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({3}, {3, -5, 127}));
-  out = run_node({.op_type = "DequantizeLinear", .opset = 19,
-                  .inputs = {{"x", Tensor::from<uint8_t>({2}, {130, 120})}, {"s", half_tensor({}, {0.25f})},
+  out = run_node({.op_type = "DequantizeLinear",
+                  .opset = 19,
+                  .inputs = {{"x", Tensor::from<uint8_t>({2}, {130, 120})},
+                             {"s", half_tensor({}, {0.25f})},
                              {"z", Tensor::from<uint8_t>({}, {128})}}});
   expect_tensor_near(out[0].tensor(), half_tensor({2}, {0.5f, -2}));
   // int16 (opset 21).
-  out = run_node({.op_type = "QuantizeLinear", .opset = 21,
-                  .inputs = {{"x", Tensor::from<float>({2}, {1000.4f, -40000})}, {"s", Tensor::from<float>({}, {1})},
+  out = run_node({.op_type = "QuantizeLinear",
+                  .opset = 21,
+                  .inputs = {{"x", Tensor::from<float>({2}, {1000.4f, -40000})},
+                             {"s", Tensor::from<float>({}, {1})},
                              {"z", Tensor::from<int16_t>({}, {0})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int16_t>({2}, {1000, -32768}));
   // int32 dequantizes without a zero point.
-  out = run_node({.op_type = "DequantizeLinear", .opset = 13,
+  out = run_node({.op_type = "DequantizeLinear",
+                  .opset = 13,
                   .inputs = {{"x", Tensor::from<int32_t>({3}, {-100000, 0, 7})}, {"s", Tensor::from<float>({}, {0.5f})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {-50000, 0, 3.5f}));
 }
@@ -104,27 +120,32 @@ TEST(Quantization, BadScalesAreErrors) {
     std::string needle;
   };
   std::vector<Case> cases;
-  cases.push_back({{.op_type = "QuantizeLinear", .opset = 13,
-                    .inputs = {{"x", x}, {"s", Tensor::from<float>({2}, {1, 1})}}},
+  cases.push_back({{.op_type = "QuantizeLinear", .opset = 13, .inputs = {{"x", x}, {"s", Tensor::from<float>({2}, {1, 1})}}},
                    "input y_scale has 2 elements but axis 1"});
-  cases.push_back({{.op_type = "QuantizeLinear", .opset = 10,
-                    .inputs = {{"x", x}, {"s", Tensor::from<float>({3}, {1, 1, 1})}}},
+  cases.push_back({{.op_type = "QuantizeLinear", .opset = 10, .inputs = {{"x", x}, {"s", Tensor::from<float>({3}, {1, 1, 1})}}},
                    "per-tensor"});
-  cases.push_back({{.op_type = "QuantizeLinear", .opset = 13,
+  cases.push_back({{.op_type = "QuantizeLinear",
+                    .opset = 13,
                     .inputs = {{"x", x}, {"s", Tensor::from<float>({3}, {1, 1, 1})}, {"z", Tensor::from<uint8_t>({}, {0})}}},
                    "they must match"});
-  cases.push_back({{.op_type = "QuantizeLinear", .opset = 13,
-                    .inputs = {{"x", x}, {"s", Tensor::from<float>({2}, {1, 1})}}, .attributes = {attr("axis", 2)}},
+  cases.push_back({{.op_type = "QuantizeLinear",
+                    .opset = 13,
+                    .inputs = {{"x", x}, {"s", Tensor::from<float>({2}, {1, 1})}},
+                    .attributes = {attr("axis", 2)}},
                    "axis 2 is out of range"});
-  cases.push_back({{.op_type = "QuantizeLinear", .opset = 21,
+  cases.push_back({{.op_type = "QuantizeLinear",
+                    .opset = 21,
                     .inputs = {{"x", x}, {"s", Tensor::from<float>({2, 1}, {1, 1})}},
                     .attributes = {attr("axis", 1), attr("block_size", 2)}},
                    "it must be 2 along dim 1"});
-  cases.push_back({{.op_type = "DequantizeLinear", .opset = 13,
-                    .inputs = {{"x", Tensor::from<int8_t>({2}, {1, 2})}, {"s", Tensor::from<float>({}, {1})},
+  cases.push_back({{.op_type = "DequantizeLinear",
+                    .opset = 13,
+                    .inputs = {{"x", Tensor::from<int8_t>({2}, {1, 2})},
+                               {"s", Tensor::from<float>({}, {1})},
                                {"z", Tensor::from<uint8_t>({}, {0})}}},
                    "x_zero_point is uint8 but x is int8"});
-  cases.push_back({{.op_type = "DequantizeLinear", .opset = 13,
+  cases.push_back({{.op_type = "DequantizeLinear",
+                    .opset = 13,
                     .inputs = {{"x", Tensor::from<float>({2}, {1, 2})}, {"s", Tensor::from<float>({}, {1})}}},
                    "input x must be"});
   for (const Case& c : cases) {
@@ -136,20 +157,24 @@ TEST(Quantization, BadScalesAreErrors) {
 
 TEST(Quantization, DynamicQuantizeIncludesZeroInTheRange) {
   // Range [0, 5.1]: scale 0.02, zero point 0.
-  auto out = run_node({.op_type = "DynamicQuantizeLinear", .opset = 11,
-                       .inputs = {{"x", Tensor::from<float>({3}, {1, 2.56f, 5.1f})}}, .num_outputs = 3});
+  auto out = run_node({.op_type = "DynamicQuantizeLinear",
+                       .opset = 11,
+                       .inputs = {{"x", Tensor::from<float>({3}, {1, 2.56f, 5.1f})}},
+                       .num_outputs = 3});
   expect_tensor_near(out[1].tensor(), Tensor::from<float>({}, {0.02f}));
   expect_tensor_near(out[2].tensor(), Tensor::from<uint8_t>({}, {0}));
   expect_tensor_near(out[0].tensor(), Tensor::from<uint8_t>({3}, {50, 128, 255}));
   // Range [-2.55, 0]: scale 0.01, zero point 255.
-  out = run_node({.op_type = "DynamicQuantizeLinear", .opset = 11,
-                  .inputs = {{"x", Tensor::from<float>({2}, {-2.55f, -1.001f})}}, .num_outputs = 3});
+  out = run_node({.op_type = "DynamicQuantizeLinear",
+                  .opset = 11,
+                  .inputs = {{"x", Tensor::from<float>({2}, {-2.55f, -1.001f})}},
+                  .num_outputs = 3});
   expect_tensor_near(out[1].tensor(), Tensor::from<float>({}, {0.01f}));
   expect_tensor_near(out[2].tensor(), Tensor::from<uint8_t>({}, {255}));
   expect_tensor_near(out[0].tensor(), Tensor::from<uint8_t>({2}, {0, 155}));
   // All zeros: no range, everything 0.
-  out = run_node({.op_type = "DynamicQuantizeLinear", .opset = 11,
-                  .inputs = {{"x", Tensor::from<float>({2}, {0, 0})}}, .num_outputs = 3});
+  out = run_node(
+      {.op_type = "DynamicQuantizeLinear", .opset = 11, .inputs = {{"x", Tensor::from<float>({2}, {0, 0})}}, .num_outputs = 3});
   expect_tensor_near(out[0].tensor(), Tensor::from<uint8_t>({2}, {0, 0}));
   expect_tensor_near(out[1].tensor(), Tensor::from<float>({}, {0}));
 }
@@ -159,15 +184,27 @@ TEST(Quantization, QLinearMatMulRequantizesPerRowAndColumn) {
   auto b = Tensor::from<int8_t>({2, 2}, {1, 3, 2, 5});
   // Real products: row 0 [10, 26], row 1 [10, 30]; a_scale 0.5, b_scale
   // per column [1, 2], y_scale 1 -> [5, 26], [5, 30]; y zero point 100.
-  auto out = run_node({.op_type = "QLinearMatMul", .opset = 10,
-                       .inputs = {{"a", a}, {"sa", Tensor::from<float>({}, {0.5f})}, {"za", Tensor::from<uint8_t>({}, {10})},
-                                  {"b", b}, {"sb", Tensor::from<float>({2}, {1, 2})}, {"zb", Tensor::from<int8_t>({}, {0})},
-                                  {"sy", Tensor::from<float>({}, {1})}, {"zy", Tensor::from<uint8_t>({}, {100})}}});
+  auto out = run_node({.op_type = "QLinearMatMul",
+                       .opset = 10,
+                       .inputs = {{"a", a},
+                                  {"sa", Tensor::from<float>({}, {0.5f})},
+                                  {"za", Tensor::from<uint8_t>({}, {10})},
+                                  {"b", b},
+                                  {"sb", Tensor::from<float>({2}, {1, 2})},
+                                  {"zb", Tensor::from<int8_t>({}, {0})},
+                                  {"sy", Tensor::from<float>({}, {1})},
+                                  {"zy", Tensor::from<uint8_t>({}, {100})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<uint8_t>({2, 2}, {105, 126, 105, 130}));
-  auto bad = try_run_node({.op_type = "QLinearMatMul", .opset = 10,
-                           .inputs = {{"a", a}, {"sa", Tensor::from<float>({3}, {1, 1, 1})}, {"za", Tensor::from<uint8_t>({}, {10})},
-                                      {"b", b}, {"sb", Tensor::from<float>({}, {1})}, {"zb", Tensor::from<int8_t>({}, {0})},
-                                      {"sy", Tensor::from<float>({}, {1})}, {"zy", Tensor::from<uint8_t>({}, {100})}}});
+  auto bad = try_run_node({.op_type = "QLinearMatMul",
+                           .opset = 10,
+                           .inputs = {{"a", a},
+                                      {"sa", Tensor::from<float>({3}, {1, 1, 1})},
+                                      {"za", Tensor::from<uint8_t>({}, {10})},
+                                      {"b", b},
+                                      {"sb", Tensor::from<float>({}, {1})},
+                                      {"zb", Tensor::from<int8_t>({}, {0})},
+                                      {"sy", Tensor::from<float>({}, {1})},
+                                      {"zy", Tensor::from<uint8_t>({}, {100})}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("a_scale"), std::string::npos) << bad.error().message();
 }
@@ -234,11 +271,11 @@ std::vector<int32_t> naive_conv(const ConvCase& c, const std::vector<uint8_t>& x
 TEST(Quantization, ConvIntegerMatchesNaiveLoop) {
   std::mt19937 gen(5);
   const std::vector<ConvCase> cases = {
-      {{1, 2, 7}, {3, 2, 3}, {2}, {1}, {1, 2}},                                        // 1-D, stride 2
-      {{2, 4, 9, 8}, {6, 2, 3, 2}, {1, 2}, {2, 1}, {1, 0, 2, 1}, 2},                     // groups, dilation
-      {{1, 3, 10, 11}, {4, 3, 3, 3}, {2, 3}, {1, 1}, {0, 0, 0, 0}, 1, "SAME_UPPER"},     // auto_pad
-      {{1, 2, 4, 5, 6}, {2, 2, 2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}},     // 3-D
-      {{1, 16, 40, 40}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},                   // big enough for threads
+      {{1, 2, 7}, {3, 2, 3}, {2}, {1}, {1, 2}},                                       // 1-D, stride 2
+      {{2, 4, 9, 8}, {6, 2, 3, 2}, {1, 2}, {2, 1}, {1, 0, 2, 1}, 2},                  // groups, dilation
+      {{1, 3, 10, 11}, {4, 3, 3, 3}, {2, 3}, {1, 1}, {0, 0, 0, 0}, 1, "SAME_UPPER"},  // auto_pad
+      {{1, 2, 4, 5, 6}, {2, 2, 2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}},   // 3-D
+      {{1, 16, 40, 40}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},                // big enough for threads
   };
   for (const ConvCase& c : cases) {
     std::vector<uint8_t> x(static_cast<size_t>(runtime::shape_size(c.x)));
@@ -254,11 +291,14 @@ TEST(Quantization, ConvIntegerMatchesNaiveLoop) {
                                                     attr("group", c.group), attr("auto_pad", c.auto_pad)};
     if (c.auto_pad == "NOTSET") attributes.push_back(attr("pads", c.pads));
     for (int threads : {1, 2}) {
-      auto out = run_node({.op_type = "ConvInteger", .opset = 10,
-                           .inputs = {{"x", Tensor::from<uint8_t>(c.x, x)}, {"w", Tensor::from<int8_t>(c.w, w)},
+      auto out = run_node({.op_type = "ConvInteger",
+                           .opset = 10,
+                           .inputs = {{"x", Tensor::from<uint8_t>(c.x, x)},
+                                      {"w", Tensor::from<int8_t>(c.w, w)},
                                       {"xz", Tensor::from<uint8_t>({}, {7})},
                                       {"wz", Tensor::from<int8_t>({c.w[0]}, wz_values)}},
-                           .attributes = attributes, .threads = threads});
+                           .attributes = attributes,
+                           .threads = threads});
       expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>(out_shape, expected));
     }
   }
@@ -268,10 +308,16 @@ TEST(Quantization, QLinearConvAddsBiasAndRequantizes) {
   // One 2x2 input, one 1x1 kernel per map: y = x - 2 scaled.
   auto x = Tensor::from<uint8_t>({1, 1, 2, 2}, {2, 3, 4, 10});
   auto w = Tensor::from<int8_t>({2, 1, 1, 1}, {1, -2});
-  auto out = run_node({.op_type = "QLinearConv", .opset = 10,
-                       .inputs = {{"x", x}, {"sx", Tensor::from<float>({}, {0.5f})}, {"zx", Tensor::from<uint8_t>({}, {2})},
-                                  {"w", w}, {"sw", Tensor::from<float>({2}, {1, 0.25f})}, {"zw", Tensor::from<int8_t>({}, {0})},
-                                  {"sy", Tensor::from<float>({}, {1})}, {"zy", Tensor::from<int8_t>({}, {-10})},
+  auto out = run_node({.op_type = "QLinearConv",
+                       .opset = 10,
+                       .inputs = {{"x", x},
+                                  {"sx", Tensor::from<float>({}, {0.5f})},
+                                  {"zx", Tensor::from<uint8_t>({}, {2})},
+                                  {"w", w},
+                                  {"sw", Tensor::from<float>({2}, {1, 0.25f})},
+                                  {"zw", Tensor::from<int8_t>({}, {0})},
+                                  {"sy", Tensor::from<float>({}, {1})},
+                                  {"zy", Tensor::from<int8_t>({}, {-10})},
                                   {"b", Tensor::from<int32_t>({2}, {4, 0})}}});
   // Map 0: (x-2+4)*0.5 = [2, 2.5, 3, 6] -> [2, 2, 3, 6] - 10.
   // Map 1: (x-2)*-2*0.125 = [0, -0.25, -0.5, -2] -> [0, 0, -0, -2] - 10.
@@ -289,15 +335,18 @@ TEST(Quantization, BadConvolutionsAreErrors) {
       {Tensor::from<uint8_t>({2, 3, 1, 1}, std::vector<uint8_t>(6, 1)), {}, "has 4 channels"},
       {Tensor::from<uint8_t>({3, 2, 1, 1}, std::vector<uint8_t>(6, 1)), {attr("group", 2)}, "not a multiple of group"},
       {Tensor::from<uint8_t>({1, 4, 5, 5}, std::vector<uint8_t>(100, 1)), {}, "does not fit"},
-      {Tensor::from<uint8_t>({1, 4, 1, 1}, std::vector<uint8_t>(4, 1)), {attr("strides", std::vector<int64_t>{1})},
+      {Tensor::from<uint8_t>({1, 4, 1, 1}, std::vector<uint8_t>(4, 1)),
+       {attr("strides", std::vector<int64_t>{1})},
        "attribute strides has 1 values"},
       {Tensor::from<uint8_t>({1, 4, 1}, std::vector<uint8_t>(4, 1)), {}, "same rank"},
       {Tensor::from<uint8_t>({1, 4, 1, 1}, std::vector<uint8_t>(4, 1)),
-       {attr("pads", std::vector<int64_t>{int64_t(1) << 40, 0, 0, 0})}, "attribute pads has"},
+       {attr("pads", std::vector<int64_t>{int64_t(1) << 40, 0, 0, 0})},
+       "attribute pads has"},
       {Tensor::from<uint8_t>({1, 4, 1, 1}, std::vector<uint8_t>(4, 1)), {attr("auto_pad", "SAME")}, "auto_pad 'SAME'"},
   };
   for (const Case& c : cases) {
-    auto out = try_run_node({.op_type = "ConvInteger", .opset = 10, .inputs = {{"x", x}, {"w", c.w}}, .attributes = c.attributes});
+    auto out =
+        try_run_node({.op_type = "ConvInteger", .opset = 10, .inputs = {{"x", x}, {"w", c.w}}, .attributes = c.attributes});
     ASSERT_FALSE(out.ok()) << c.needle;
     EXPECT_NE(out.error().message().find(c.needle), std::string::npos) << out.error().message();
   }
@@ -326,7 +375,8 @@ TEST(Quantization, QuantizeToFloat8RoundsToNearestEvenAndSaturates) {
         {"x", x}, {"s", Tensor::from<float>({}, {2})}, {"z", float8_tensor(c.type, {}, {0})}};
     auto saturated = run_node({.op_type = "QuantizeLinear", .opset = 19, .inputs = inputs});
     expect_tensor_near(saturated[0].tensor(), float8_tensor(c.type, {6}, c.saturated));
-    auto unsaturated = run_node({.op_type = "QuantizeLinear", .opset = 19, .inputs = inputs, .attributes = {attr("saturate", 0)}});
+    auto unsaturated =
+        run_node({.op_type = "QuantizeLinear", .opset = 19, .inputs = inputs, .attributes = {attr("saturate", 0)}});
     expect_tensor_near(unsaturated[0].tensor(), float8_tensor(c.type, {6}, c.unsaturated));
   }
 }
@@ -338,13 +388,17 @@ TEST(Quantization, QuantizeToInt4RoundsThenSaturatesToFourBits) {
   const auto x = Tensor::from<float>({6}, {-20, -3, 0, 3, 5, 100});
   const auto scale = Tensor::from<float>({}, {2});
   // The int4 zero point is an initializer: it comes through a packed TensorProto.
-  auto out = run_node({.op_type = "QuantizeLinear", .opset = 21,
+  auto out = run_node({.op_type = "QuantizeLinear",
+                       .opset = 21,
                        .inputs = {{"x", x}, {"s", scale}, {"z", int4_tensor(DataType::int4, {}, {1}), true}}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int4, {6}, {-8, -1, 1, 3, 3, 7}));
-  out = run_node({.op_type = "QuantizeLinear", .opset = 21,
+  out = run_node({.op_type = "QuantizeLinear",
+                  .opset = 21,
                   .inputs = {{"x", x}, {"s", scale}, {"z", int4_tensor(DataType::uint4, {}, {8})}}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint4, {6}, {0, 6, 8, 10, 10, 15}));
-  out = run_node({.op_type = "QuantizeLinear", .opset = 21, .inputs = {{"x", x}, {"s", scale}},
+  out = run_node({.op_type = "QuantizeLinear",
+                  .opset = 21,
+                  .inputs = {{"x", x}, {"s", scale}},
                   .attributes = {attr("output_dtype", static_cast<int64_t>(DataType::int4))}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int4, {6}, {-8, -2, 0, 2, 2, 7}));
 }
@@ -366,17 +420,23 @@ TEST(Quantization, DequantizeFloat8AndInt4) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(runtime::to_string(c.type));
-    auto out = run_node({.op_type = "DequantizeLinear", .opset = 19,
-                         .inputs = {{"x", float8_tensor(c.type, {5}, c.codes)}, {"s", Tensor::from<float>({}, {0.5f})},
+    auto out = run_node({.op_type = "DequantizeLinear",
+                         .opset = 19,
+                         .inputs = {{"x", float8_tensor(c.type, {5}, c.codes)},
+                                    {"s", Tensor::from<float>({}, {0.5f})},
                                     {"z", float8_tensor(c.type, {}, {0})}}});
     expect_tensor_near(out[0].tensor(), Tensor::from<float>({5}, c.expected), 0, 0);
   }
-  auto out = run_node({.op_type = "DequantizeLinear", .opset = 21,
-                       .inputs = {{"x", int4_tensor(DataType::int4, {4}, {-8, -1, 0, 7})}, {"s", Tensor::from<float>({}, {0.5f})},
+  auto out = run_node({.op_type = "DequantizeLinear",
+                       .opset = 21,
+                       .inputs = {{"x", int4_tensor(DataType::int4, {4}, {-8, -1, 0, 7})},
+                                  {"s", Tensor::from<float>({}, {0.5f})},
                                   {"z", int4_tensor(DataType::int4, {}, {-1})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({4}, {-3.5f, 0, 0.5f, 4}));
-  out = run_node({.op_type = "DequantizeLinear", .opset = 21,
-                  .inputs = {{"x", int4_tensor(DataType::uint4, {3}, {0, 15, 8}), true}, {"s", Tensor::from<float>({}, {2})},
+  out = run_node({.op_type = "DequantizeLinear",
+                  .opset = 21,
+                  .inputs = {{"x", int4_tensor(DataType::uint4, {3}, {0, 15, 8}), true},
+                             {"s", Tensor::from<float>({}, {2})},
                              {"z", int4_tensor(DataType::uint4, {}, {8})}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {-16, 14, 0}));
 }
@@ -388,15 +448,21 @@ TEST(Quantization, BlockedQuantizationToInt2AndBack) {
   const auto x = Tensor::from<float>({1, 4}, {1, -3, 0.4f, 2.6f});
   const auto scale = Tensor::from<float>({1, 2}, {0.5f, 1});
   const auto zero = int4_tensor(DataType::int2, {1, 2}, {0, -1});
-  auto q = run_node({.op_type = "QuantizeLinear", .opset = 25, .inputs = {{"x", x}, {"s", scale}, {"z", zero}},
+  auto q = run_node({.op_type = "QuantizeLinear",
+                     .opset = 25,
+                     .inputs = {{"x", x}, {"s", scale}, {"z", zero}},
                      .attributes = {attr("axis", int64_t{1}), attr("block_size", int64_t{2})}});
   expect_tensor_near(q[0].tensor(), int4_tensor(DataType::int2, {1, 4}, {1, -2, -1, 1}));
-  auto dq = run_node({.op_type = "DequantizeLinear", .opset = 25, .inputs = {{"x", q[0].tensor()}, {"s", scale}, {"z", zero}},
+  auto dq = run_node({.op_type = "DequantizeLinear",
+                      .opset = 25,
+                      .inputs = {{"x", q[0].tensor()}, {"s", scale}, {"z", zero}},
                       .attributes = {attr("axis", int64_t{1}), attr("block_size", int64_t{2})}});
   expect_tensor_near(dq[0].tensor(), Tensor::from<float>({1, 4}, {0.5f, -1, 0, 2}), 0, 0);
   // uint2 per tensor: 7 / 2 = 3.5 -> 4 -> 3; 2.9 / 2 -> 1; -1 -> 0.
-  q = run_node({.op_type = "QuantizeLinear", .opset = 25,
-                .inputs = {{"x", Tensor::from<float>({3}, {7, 2.9f, -1})}, {"s", Tensor::from<float>({}, {2})},
+  q = run_node({.op_type = "QuantizeLinear",
+                .opset = 25,
+                .inputs = {{"x", Tensor::from<float>({3}, {7, 2.9f, -1})},
+                           {"s", Tensor::from<float>({}, {2})},
                            {"z", int4_tensor(DataType::uint2, {}, {0})}}});
   expect_tensor_near(q[0].tensor(), int4_tensor(DataType::uint2, {3}, {3, 1, 0}));
 }
@@ -404,16 +470,20 @@ TEST(Quantization, BlockedQuantizationToInt2AndBack) {
 TEST(Quantization, QuantizeToFloat4E2M1RoundsLikeCast) {
   // x / 2 = 0.5 (code 1), 2.5 (a tie: 2, code 4), -6.5 (beyond 6: -6, 0xf);
   // back at scale 2: 1, 4, -12.
-  auto q = run_node({.op_type = "QuantizeLinear", .opset = 23,
-                     .inputs = {{"x", Tensor::from<float>({3}, {1, 5, -13})}, {"s", Tensor::from<float>({}, {2})},
+  auto q = run_node({.op_type = "QuantizeLinear",
+                     .opset = 23,
+                     .inputs = {{"x", Tensor::from<float>({3}, {1, 5, -13})},
+                                {"s", Tensor::from<float>({}, {2})},
                                 {"z", float8_tensor(DataType::float4e2m1, {}, {0})}}});
   expect_tensor_near(q[0].tensor(), float8_tensor(DataType::float4e2m1, {3}, {0x1, 0x4, 0xf}));
-  auto dq = run_node({.op_type = "DequantizeLinear", .opset = 23,
-                      .inputs = {{"x", q[0].tensor()}, {"s", Tensor::from<float>({}, {2})}}});
+  auto dq = run_node(
+      {.op_type = "DequantizeLinear", .opset = 23, .inputs = {{"x", q[0].tensor()}, {"s", Tensor::from<float>({}, {2})}}});
   expect_tensor_near(dq[0].tensor(), Tensor::from<float>({3}, {1, 4, -12}), 0, 0);
   // E8M0 is a scale type, not a quantized one.
-  auto bad = try_run_node({.op_type = "QuantizeLinear", .opset = 25,
-                           .inputs = {{"x", Tensor::from<float>({1}, {1})}, {"s", Tensor::from<float>({}, {2})},
+  auto bad = try_run_node({.op_type = "QuantizeLinear",
+                           .opset = 25,
+                           .inputs = {{"x", Tensor::from<float>({1}, {1})},
+                                      {"s", Tensor::from<float>({}, {2})},
                                       {"z", float8_tensor(DataType::float8e8m0, {}, {127})}}});
   EXPECT_FALSE(bad.ok());
 }

@@ -46,9 +46,9 @@ Moments moments_of(const Tensor& t) {
 }
 
 TEST(Random, UniformHasTheRangeMeanAndSpreadAsked) {
-  auto out = run_node({.op_type = "RandomUniform",
-                       .attributes = {attr("shape", std::vector<int64_t>{kDraws}), attr("low", -2.0f),
-                                      attr("high", 3.0f), attr("seed", 7.0f)}});
+  auto out = run_node(
+      {.op_type = "RandomUniform",
+       .attributes = {attr("shape", std::vector<int64_t>{kDraws}), attr("low", -2.0f), attr("high", 3.0f), attr("seed", 7.0f)}});
   const Tensor& y = out[0].tensor();
   ASSERT_EQ(y.dtype(), DataType::float32);
   ASSERT_EQ(y.shape(), runtime::Shape({kDraws}));
@@ -80,7 +80,8 @@ TEST(Random, LikeFormsTakeShapeAndTypeFromTheInput) {
   auto normal = run_node({.op_type = "RandomNormalLike", .inputs = {{"x", x}}});
   EXPECT_EQ(normal[0].tensor().dtype(), DataType::float64);
   EXPECT_EQ(normal[0].tensor().shape(), runtime::Shape({2, 3}));
-  auto uniform = run_node({.op_type = "RandomUniformLike", .inputs = {{"x", x}},
+  auto uniform = run_node({.op_type = "RandomUniformLike",
+                           .inputs = {{"x", x}},
                            .attributes = {attr("dtype", int64_t{1}), attr("low", 5.0f), attr("high", 6.0f)}});
   const Tensor& y = uniform[0].tensor();
   EXPECT_EQ(y.dtype(), DataType::float32);
@@ -95,8 +96,7 @@ TEST(Random, LikeFormsTakeShapeAndTypeFromTheInput) {
 }
 
 TEST(Random, ASeedRepeatsTheSequenceInEverySession) {
-  NodeSpec seeded{.op_type = "RandomNormal",
-                  .attributes = {attr("shape", std::vector<int64_t>{8}), attr("seed", 3.0f)}};
+  NodeSpec seeded{.op_type = "RandomNormal", .attributes = {attr("shape", std::vector<int64_t>{8}), attr("seed", 3.0f)}};
   auto first = make_node_session(seeded);
   auto second = make_node_session(seeded);
   ASSERT_TRUE(first.ok() && second.ok());
@@ -122,16 +122,17 @@ TEST(Random, ASeedRepeatsTheSequenceInEverySession) {
 
 TEST(Random, BernoulliDrawsOnesWithTheGivenProbability) {
   // p = 0 and p = 1 leave nothing to chance.
-  auto edges = run_node({.op_type = "Bernoulli", .opset = 15,
-                         .inputs = {{"p", Tensor::from<float>({4}, {0, 1, 1, 0})}}});
+  auto edges = run_node({.op_type = "Bernoulli", .opset = 15, .inputs = {{"p", Tensor::from<float>({4}, {0, 1, 1, 0})}}});
   expect_tensor_near(edges[0].tensor(), Tensor::from<float>({4}, {0, 1, 1, 0}), 0, 0);
-  auto as_bool = run_node({.op_type = "Bernoulli", .opset = 15,
+  auto as_bool = run_node({.op_type = "Bernoulli",
+                           .opset = 15,
                            .inputs = {{"p", Tensor::from<double>({2}, {1, 0})}},
                            .attributes = {attr("dtype", int64_t{9})}});
   expect_tensor_near(as_bool[0].tensor(), Tensor::from<bool>({2}, {true, false}), 0, 0);
 
   std::vector<float> p(kDraws, 0.3f);
-  auto out = run_node({.op_type = "Bernoulli", .opset = 15,
+  auto out = run_node({.op_type = "Bernoulli",
+                       .opset = 15,
                        .inputs = {{"p", Tensor::from<float>({kDraws}, p)}},
                        .attributes = {attr("seed", 1.0f), attr("dtype", int64_t{7})}});
   const Tensor& y = out[0].tensor();
@@ -154,7 +155,8 @@ TEST(Random, MultinomialFollowsTheSoftmaxOfItsRows) {
   // shifted by 5, which softmax ignores). Row 1: only class 2 is possible.
   Tensor logits = Tensor::from<float>({2, 3}, {std::log(0.2f) + 5, std::log(0.8f) + 5, kNegInf,  //
                                                kNegInf, kNegInf, 0});
-  auto out = run_node({.op_type = "Multinomial", .inputs = {{"x", logits}},
+  auto out = run_node({.op_type = "Multinomial",
+                       .inputs = {{"x", logits}},
                        .attributes = {attr("sample_size", kDraws), attr("dtype", int64_t{7})}});
   const Tensor& y = out[0].tensor();
   ASSERT_EQ(y.dtype(), DataType::int64);

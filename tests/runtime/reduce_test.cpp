@@ -28,7 +28,8 @@ const float kNaN = std::numeric_limits<float>::quiet_NaN();
 // x = [[1, -2, 3], [-4, 5, -6]] reduced with axes given as an input.
 Tensor reduce18(const std::string& op, const std::vector<int64_t>& axes, int keepdims = 1) {
   auto x = Tensor::from<float>({2, 3}, {1, -2, 3, -4, 5, -6});
-  auto out = run_node({.op_type = op, .opset = 18,
+  auto out = run_node({.op_type = op,
+                       .opset = 18,
                        .inputs = {{"x", x}, {"axes", Tensor::from<int64_t>({static_cast<int64_t>(axes.size())}, axes)}},
                        .attributes = {attr("keepdims", keepdims)}});
   return out[0].tensor();
@@ -55,10 +56,8 @@ TEST(Reduce, AbsentOrEmptyAxesReduceAllUnlessNoop) {
   for (const std::string op : {"ReduceSum", "ReduceSumSquare", "ReduceL1"}) {
     const int64_t opset = op == "ReduceSum" ? 13 : 18;
     auto all = run_node({.op_type = op, .opset = opset, .inputs = {{"x", x}}, .attributes = {attr("keepdims", 0)}});
-    auto empty = run_node({.op_type = op, .opset = opset,
-                           .inputs = {{"x", x}, {"axes", Tensor::from<int64_t>({0}, {})}}});
-    auto noop = run_node({.op_type = op, .opset = opset, .inputs = {{"x", x}},
-                          .attributes = {attr("noop_with_empty_axes", 1)}});
+    auto empty = run_node({.op_type = op, .opset = opset, .inputs = {{"x", x}, {"axes", Tensor::from<int64_t>({0}, {})}}});
+    auto noop = run_node({.op_type = op, .opset = opset, .inputs = {{"x", x}}, .attributes = {attr("noop_with_empty_axes", 1)}});
     // Reducing over no axes folds each element alone: x, x^2, |x|.
     if (op == "ReduceSum") {
       expect_tensor_near(all[0].tensor(), Tensor::from<float>({}, {6}));
@@ -77,7 +76,9 @@ TEST(Reduce, AbsentOrEmptyAxesReduceAllUnlessNoop) {
 TEST(Reduce, EmptySetsGiveTheIdentity) {
   auto x = Tensor::from<float>({2, 0}, {});
   auto reduce = [&](const std::string& op) {
-    return run_node({.op_type = op, .opset = 18, .inputs = {{"x", x}, {"axes", Tensor::from<int64_t>({1}, {1})}},
+    return run_node({.op_type = op,
+                     .opset = 18,
+                     .inputs = {{"x", x}, {"axes", Tensor::from<int64_t>({1}, {1})}},
                      .attributes = {attr("keepdims", 0)}})[0]
         .tensor();
   };
@@ -89,10 +90,12 @@ TEST(Reduce, EmptySetsGiveTheIdentity) {
   expect_tensor_near(reduce("ReduceLogSum"), Tensor::from<float>({2}, {-kInf, -kInf}));
   expect_tensor_near(reduce("ReduceLogSumExp"), Tensor::from<float>({2}, {-kInf, -kInf}));
   expect_tensor_near(reduce("ReduceMean"), Tensor::from<float>({2}, {kNaN, kNaN}));
-  auto ints = run_node({.op_type = "ReduceMax", .opset = 18,
+  auto ints = run_node({.op_type = "ReduceMax",
+                        .opset = 18,
                         .inputs = {{"x", Tensor::from<int32_t>({0, 3}, {})}, {"axes", Tensor::from<int64_t>({1}, {0})}}});
   expect_tensor_near(ints[0].tensor(), Tensor::from<int32_t>({1, 3}, std::vector<int32_t>(3, INT32_MIN)));
-  auto mean = try_run_node({.op_type = "ReduceMean", .opset = 18,
+  auto mean = try_run_node({.op_type = "ReduceMean",
+                            .opset = 18,
                             .inputs = {{"x", Tensor::from<int32_t>({0, 3}, {})}, {"axes", Tensor::from<int64_t>({1}, {0})}}});
   ASSERT_FALSE(mean.ok());
   EXPECT_NE(mean.error().message().find("empty set"), std::string::npos) << mean.error().message();
@@ -100,11 +103,14 @@ TEST(Reduce, EmptySetsGiveTheIdentity) {
 
 TEST(Reduce, IntegerAndHalfTypes) {
   auto x = Tensor::from<int32_t>({2, 3}, {7, -8, 2, 1, 2, 4});
-  auto out = run_node({.op_type = "ReduceMean", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axes", std::vector<int64_t>{1})}});
+  auto out = run_node(
+      {.op_type = "ReduceMean", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axes", std::vector<int64_t>{1})}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({2, 1}, {0, 2}));  // 1/3 and 7/3 truncate
   out = run_node({.op_type = "ReduceProd", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("keepdims", 0)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int32_t>({}, {-896}));
-  out = run_node({.op_type = "ReduceL1", .opset = 13, .inputs = {{"x", Tensor::from<int8_t>({3}, {-128, 1, 2})}},
+  out = run_node({.op_type = "ReduceL1",
+                  .opset = 13,
+                  .inputs = {{"x", Tensor::from<int8_t>({3}, {-128, 1, 2})}},
                   .attributes = {attr("keepdims", 0)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({}, {-125}));  // 131 wraps like int8 arithmetic
   Tensor h(DataType::float16, {2, 2});
@@ -115,19 +121,23 @@ TEST(Reduce, IntegerAndHalfTypes) {
   EXPECT_FLOAT_EQ(static_cast<float>(out[0].tensor().data<Float16>()[0]), -1.5f);
   EXPECT_FLOAT_EQ(static_cast<float>(out[0].tensor().data<Float16>()[1]), 5.5f);
   // ReduceMax on bool (opset 20) is "any".
-  out = run_node({.op_type = "ReduceMax", .opset = 20,
-                  .inputs = {{"x", Tensor::from<bool>({2, 2}, {false, true, false, false})}, {"axes", Tensor::from<int64_t>({1}, {1})}},
-                  .attributes = {attr("keepdims", 0)}});
+  out = run_node(
+      {.op_type = "ReduceMax",
+       .opset = 20,
+       .inputs = {{"x", Tensor::from<bool>({2, 2}, {false, true, false, false})}, {"axes", Tensor::from<int64_t>({1}, {1})}},
+       .attributes = {attr("keepdims", 0)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<bool>({2}, {true, false}));
 }
 
 TEST(Reduce, NaNAndInfinities) {
   auto x = Tensor::from<float>({2, 2}, {1, kNaN, 1000, 1000});
-  auto out = run_node({.op_type = "ReduceMax", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axes", std::vector<int64_t>{1})}});
+  auto out = run_node(
+      {.op_type = "ReduceMax", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axes", std::vector<int64_t>{1})}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 1}, {kNaN, 1000}));
   // LogSumExp stays finite where exp would overflow, and an infinite
   // maximum is the answer.
-  out = run_node({.op_type = "ReduceLogSumExp", .opset = 13,
+  out = run_node({.op_type = "ReduceLogSumExp",
+                  .opset = 13,
                   .inputs = {{"x", Tensor::from<float>({2, 2}, {1000, 1000, kInf, 1})}},
                   .attributes = {attr("axes", std::vector<int64_t>{1})}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 1}, {1000 + std::log(2.0f), kInf}));
@@ -171,7 +181,8 @@ TEST(Reduce, LargeReductionsAgreeAcrossThreadsAndLayouts) {
     for (size_t d = 0; d < c.shape.size(); ++d) out_shape.push_back(reduced[d] ? 1 : c.shape[d]);
     std::vector<float> expected(sums.begin(), sums.end());
     for (int threads : {1, 2}) {
-      auto out = run_node({.op_type = "ReduceSum", .opset = 13,
+      auto out = run_node({.op_type = "ReduceSum",
+                           .opset = 13,
                            .inputs = {{"x", Tensor::from<float>(c.shape, x)},
                                       {"axes", Tensor::from<int64_t>({static_cast<int64_t>(c.axes.size())}, c.axes)}},
                            .threads = threads});
@@ -189,16 +200,18 @@ TEST(Reduce, BadAxesAreErrors) {
   std::vector<Case> cases;
   cases.push_back({{.op_type = "ReduceSum", .opset = 13, .inputs = {{"x", x}, {"axes", Tensor::from<int64_t>({1}, {2})}}},
                    "axis 2 is out of range for input data of rank 2"});
-  cases.push_back({{.op_type = "ReduceMean", .opset = 11, .inputs = {{"x", x}}, .attributes = {attr("axes", std::vector<int64_t>{-3})}},
-                   "axis -3 is out of range"});
+  cases.push_back(
+      {{.op_type = "ReduceMean", .opset = 11, .inputs = {{"x", x}}, .attributes = {attr("axes", std::vector<int64_t>{-3})}},
+       "axis -3 is out of range"});
   cases.push_back({{.op_type = "ReduceMax", .opset = 18, .inputs = {{"x", x}, {"axes", Tensor::from<int64_t>({2}, {1, -1})}}},
                    "given twice"});
   cases.push_back({{.op_type = "ReduceL2", .opset = 18, .inputs = {{"x", x}, {"axes", Tensor::from<int32_t>({1}, {1})}}},
                    "axes must be int64"});
-  cases.push_back({{.op_type = "ArgMax", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axis", 2)}},
-                   "axis 2 is out of range"});
-  cases.push_back({{.op_type = "ArgMin", .opset = 13, .inputs = {{"x", Tensor::from<float>({2, 0}, {})}}, .attributes = {attr("axis", 1)}},
-                   "is empty"});
+  cases.push_back(
+      {{.op_type = "ArgMax", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axis", 2)}}, "axis 2 is out of range"});
+  cases.push_back(
+      {{.op_type = "ArgMin", .opset = 13, .inputs = {{"x", Tensor::from<float>({2, 0}, {})}}, .attributes = {attr("axis", 1)}},
+       "is empty"});
   for (const Case& c : cases) {
     auto out = try_run_node(c.spec);
     ASSERT_FALSE(out.ok()) << c.needle;
@@ -210,10 +223,14 @@ TEST(ReduceArg, TiesNaNAndLastIndex) {
   auto x = Tensor::from<float>({2, 4}, {1, 3, 3, 0, 2, kNaN, 5, kNaN});
   auto out = run_node({.op_type = "ArgMax", .opset = 13, .inputs = {{"x", x}}, .attributes = {attr("axis", 1)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2, 1}, {1, 1}));
-  out = run_node({.op_type = "ArgMax", .opset = 13, .inputs = {{"x", x}},
+  out = run_node({.op_type = "ArgMax",
+                  .opset = 13,
+                  .inputs = {{"x", x}},
                   .attributes = {attr("axis", 1), attr("select_last_index", 1), attr("keepdims", 0)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2}, {2, 3}));
-  out = run_node({.op_type = "ArgMin", .opset = 13, .inputs = {{"x", Tensor::from<int32_t>({2, 3}, {4, 1, 1, 0, 9, 0})}},
+  out = run_node({.op_type = "ArgMin",
+                  .opset = 13,
+                  .inputs = {{"x", Tensor::from<int32_t>({2, 3}, {4, 1, 1, 0, 9, 0})}},
                   .attributes = {attr("axis", 0), attr("select_last_index", 1)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({1, 3}, {1, 0, 1}));
 }

@@ -39,9 +39,9 @@ struct RnnCase {
   bool linear_before_reset = false;  // GRU
   bool batch_first = false;          // layout = 1
   bool bias = true;
-  bool peepholes = false;       // LSTM
-  bool initial_states = false;  // initial_h (and initial_c for LSTM)
-  bool constant_weights = true;  // W, R, B and P as initializers (read once) or fed on each run
+  bool peepholes = false;                // LSTM
+  bool initial_states = false;           // initial_h (and initial_c for LSTM)
+  bool constant_weights = true;          // W, R, B and P as initializers (read once) or fed on each run
   std::vector<std::string> activations;  // empty: the defaults, else the attribute
 };
 
@@ -91,12 +91,8 @@ Expected reference(const RnnCase& c, const Inputs& in) {
   const float* R = in.r.data<float>();
   const float* B = in.b.data<float>();
   const float* P = in.p.data<float>();
-  auto x_at = [&](int64_t t, int64_t b, int64_t i) -> double {
-    return X[(c.batch_first ? b * S + t : t * N + b) * I + i];
-  };
-  auto state_index = [&](int64_t d, int64_t b, int64_t j) {
-    return (c.batch_first ? b * dirs + d : d * N + b) * H + j;
-  };
+  auto x_at = [&](int64_t t, int64_t b, int64_t i) -> double { return X[(c.batch_first ? b * S + t : t * N + b) * I + i]; };
+  auto state_index = [&](int64_t d, int64_t b, int64_t j) { return (c.batch_first ? b * dirs + d : d * N + b) * H + j; };
   auto y_index = [&](int64_t t, int64_t d, int64_t b, int64_t j) {
     return (c.batch_first ? (b * S + t) * dirs + d : (t * dirs + d) * N + b) * H + j;
   };
@@ -229,8 +225,7 @@ void expect_matches_reference(const RnnCase& c, const std::string& label) {
 using Cases = std::vector<std::pair<std::string, RnnCase>>;
 
 // Adds the plain forward case of `cell` as `change` alters it.
-template <class Change>
-void add_case(Cases& cases, Cell cell, std::string label, Change change) {
+template <class Change> void add_case(Cases& cases, Cell cell, std::string label, Change change) {
   RnnCase c;
   c.cell = cell;
   change(c);

@@ -85,20 +85,21 @@ std::vector<int> threads_seen_by_concurrent_runs(int session_threads, int runs) 
   std::vector<int> seen;
   runtime::KernelRegistry registry;
   registry.add("test", "Probe", 1, runtime::kLatestOpset, runtime::make_kernel([&](runtime::KernelContext& ctx) -> Status {
-    arrived.fetch_add(1);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (arrived.load() < runs && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    {
-      std::lock_guard lock(seen_mutex);
-      seen.push_back(omp_get_max_threads());
-    }
-    ctx.output(0, runtime::DataType::float32, {1}).mutable_data<float>()[0] = 1;
-    return {};
-  }));
+                 arrived.fetch_add(1);
+                 const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+                 while (arrived.load() < runs && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+                 {
+                   std::lock_guard lock(seen_mutex);
+                   seen.push_back(omp_get_max_threads());
+                 }
+                 ctx.output(0, runtime::DataType::float32, {1}).mutable_data<float>()[0] = 1;
+                 return {};
+               }));
   auto model = testing::model_from_text(R"(
     <ir_version: 8, opset_import: ["" : 17, "test" : 1]>
     g (float[1] x) => (float[1] y) { y = test.Probe (x) })");
-  auto session = runtime::Session::create(std::move(model), {.threads = session_threads, .adapt_to_load = false, .registry = &registry});
+  auto session =
+      runtime::Session::create(std::move(model), {.threads = session_threads, .adapt_to_load = false, .registry = &registry});
   EXPECT_TRUE(session.ok()) << session.error().message();
   if (!session.ok()) return {};
   // Each run starts once the ones before it are inside the kernel.
@@ -215,8 +216,8 @@ TEST(Session, NodesAreHeldToTheirSchemasInputAndOutputCounts) {
                   "input 1 ('X') of Where is required but omitted");
   EXPECT_CONTAINS(build_error({.op_type = "Relu", .inputs = {{"x", x}}, .num_outputs = 0}), "node 'under_test'");
   // Optional inputs and outputs may be left out.
-  EXPECT_TRUE(testing::try_run_node({.op_type = "Clip", .inputs = {{"x", x}, {"", x}, {"hi", Tensor::from<float>({}, {0.5f})}}})
-                  .ok());
+  EXPECT_TRUE(
+      testing::try_run_node({.op_type = "Clip", .inputs = {{"x", x}, {"", x}, {"hi", Tensor::from<float>({}, {0.5f})}}}).ok());
   EXPECT_TRUE(testing::try_run_node({.op_type = "Dropout", .inputs = {{"x", x}}, .num_outputs = 1}).ok());
   EXPECT_CONTAINS(build_error({.op_type = "TopK", .inputs = {{"x", x}, {"k", Tensor::from<int64_t>({1}, {1})}}}),
                   "TopK has 2 outputs, got 1");

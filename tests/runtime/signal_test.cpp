@@ -49,9 +49,8 @@ TEST(SignalWindow, HannPeriodicAndSymmetric) {
   expect_tensor_near(window("HannWindow", 4, 1), Tensor::from<float>({4}, {0, 0.5f, 1, 0.5f}));
   expect_tensor_near(window("HannWindow", 5, 0), Tensor::from<float>({5}, {0, 0.5f, 1, 0.5f, 0}));
   // np.hanning(8)[:7], the periodic window of 7 points.
-  expect_tensor_near(window("HannWindow", 7, 1),
-                     Tensor::from<float>({7}, {0, 0.188255099f, 0.611260467f, 0.950484434f, 0.950484434f,
-                                               0.611260467f, 0.188255099f}));
+  expect_tensor_near(window("HannWindow", 7, 1), Tensor::from<float>({7}, {0, 0.188255099f, 0.611260467f, 0.950484434f,
+                                                                           0.950484434f, 0.611260467f, 0.188255099f}));
 }
 
 TEST(SignalWindow, HammingUsesTheSpecCoefficients) {
@@ -60,9 +59,8 @@ TEST(SignalWindow, HammingUsesTheSpecCoefficients) {
   expect_tensor_near(window("HammingWindow", 4, 1), Tensor::from<float>({4}, {ends, a, 1, a}));
   expect_tensor_near(window("HammingWindow", 5, 0), Tensor::from<float>({5}, {ends, a, 1, a, ends}));
   // numpy: 25/46 - 21/46 * np.cos(2 * np.pi * np.arange(6) / 5)
-  expect_tensor_near(window("HammingWindow", 6, 0),
-                     Tensor::from<float>({6}, {0.086956522f, 0.402405285f, 0.912812106f, 0.912812106f,
-                                               0.402405285f, 0.086956522f}));
+  expect_tensor_near(window("HammingWindow", 6, 0), Tensor::from<float>({6}, {0.086956522f, 0.402405285f, 0.912812106f,
+                                                                              0.912812106f, 0.402405285f, 0.086956522f}));
 }
 
 TEST(SignalWindow, BlackmanPeriodicAndSymmetric) {
@@ -117,15 +115,15 @@ TEST(SignalDft, Opset20AxisInputAndOddLengths) {
   // numpy: np.fft.fft([[1,2],[3,-1],[0,4],[2,2],[-1,5]], axis=0)
   auto x = Tensor::from<float>({5, 2, 1}, {1, 2, 3, -1, 0, 4, 2, 2, -1, 5});
   auto y = run({.op_type = "DFT", .opset = 20, .inputs = {{"x", x}, {"", {}}, {"axis", scalar(0)}}});
-  expect_tensor_near(y, complex_tensor({5, 2, 2}, {5, 0, 12, 0, 0, -2.628656f, -1.618034f, 4.530769f, 0, -4.253254f,
-                                                   0.618034f, 5.428825f, 0, 4.253254f, 0.618034f, -5.428825f, 0,
-                                                   2.628656f, -1.618034f, -4.530769f}));
+  expect_tensor_near(y, complex_tensor({5, 2, 2}, {5, 0,          12,         0,         0, -2.628656f, -1.618034f, 4.530769f,
+                                                   0, -4.253254f, 0.618034f,  5.428825f, 0, 4.253254f,  0.618034f,  -5.428825f,
+                                                   0, 2.628656f,  -1.618034f, -4.530769f}));
   // Axis -2 is the default of opset 20. numpy: np.fft.fft([1,2,0,-1,3,5,2])
   auto x7 = Tensor::from<float>({1, 7, 1}, {1, 2, 0, -1, 3, 5, 2});
   auto y7 = run({.op_type = "DFT", .opset = 20, .inputs = {{"x", x7}}});
-  expect_tensor_near(y7, complex_tensor({1, 7, 2}, {12, 0, 0.5794168f, 6.610175f, -3.147948f, -5.296745f, 0.06853167f,
-                                                    -0.009445764f, 0.06853167f, 0.009445764f, -3.147948f, 5.296745f,
-                                                    0.5794168f, -6.610175f}));
+  expect_tensor_near(y7,
+                     complex_tensor({1, 7, 2}, {12, 0, 0.5794168f, 6.610175f, -3.147948f, -5.296745f, 0.06853167f, -0.009445764f,
+                                                0.06853167f, 0.009445764f, -3.147948f, 5.296745f, 0.5794168f, -6.610175f}));
 }
 
 TEST(SignalDft, ComplexInputForwardAndInverse) {
@@ -180,7 +178,8 @@ TEST(SignalDft, InverseOnesidedRebuildsTheRealSignal) {
   expect_tensor_near(y, Tensor::from<float>({1, 6, 1}, {1, 2, 3, 4, 5, 6}), 1e-5);
   // dft_length 5 reads 3 bins: np.fft.irfft(np.fft.rfft([1,2,3,4,5]), n=5) is [1..5].
   auto odd = complex_tensor({1, 3, 2}, {15, 0, -2.5f, 3.440955f, -2.5f, 0.8122992f});
-  auto y5 = run({.op_type = "DFT", .inputs = {{"x", odd}, {"dft_length", scalar(5)}},
+  auto y5 = run({.op_type = "DFT",
+                 .inputs = {{"x", odd}, {"dft_length", scalar(5)}},
                  .attributes = {attr("inverse", 1), attr("onesided", 1)}});
   expect_tensor_near(y5, Tensor::from<float>({1, 5, 1}, {1, 2, 3, 4, 5}), 1e-5);
 }
@@ -232,8 +231,7 @@ TEST(SignalDft, RejectsBadInput) {
   expect_error({.op_type = "DFT", .inputs = {{"x", Tensor::from<float>({1, 2, 3}, {1, 2, 3, 4, 5, 6})}}},
                "1 (real) or 2 (complex)");
   expect_error({.op_type = "DFT", .inputs = {{"x", x}}, .attributes = {attr("axis", 2)}}, "real/imaginary dim");
-  expect_error({.op_type = "DFT", .opset = 20, .inputs = {{"x", x}, {"", {}}, {"axis", scalar(-1)}}},
-               "real/imaginary dim");
+  expect_error({.op_type = "DFT", .opset = 20, .inputs = {{"x", x}, {"", {}}, {"axis", scalar(-1)}}}, "real/imaginary dim");
   expect_error({.op_type = "DFT", .opset = 20, .inputs = {{"x", x}, {"", {}}, {"axis", scalar(3)}}}, "out of range");
   expect_error({.op_type = "DFT", .inputs = {{"x", x}, {"dft_length", scalar(0)}}}, "DFT length must be in [1,");
   expect_error({.op_type = "DFT", .inputs = {{"x", z}}, .attributes = {attr("onesided", 1)}}, "takes a real input");
@@ -254,23 +252,26 @@ Tensor ramp8() { return Tensor::from<float>({1, 8, 1}, {0, 1, 2, 3, 4, 5, 6, 7})
 
 TEST(SignalStft, FramesWithoutWindow) {
   // numpy: np.fft.rfft of the three frames (onesided is the default).
-  auto y = run({.op_type = "STFT",
-                .inputs = {{"signal", ramp8()}, {"frame_step", scalar(2)}, {"", {}}, {"frame_length", scalar(4)}}});
+  auto y =
+      run({.op_type = "STFT", .inputs = {{"signal", ramp8()}, {"frame_step", scalar(2)}, {"", {}}, {"frame_length", scalar(4)}}});
   expect_tensor_near(y, Tensor::from<float>({1, 3, 3, 2}, {6, 0, -2, 2, -2, 0, 14, 0, -2, 2, -2, 0, 22, 0, -2, 2, -2, 0}));
 }
 
 TEST(SignalStft, WindowedTwoSided) {
   // The periodic Hann window [0, .5, 1, .5] gives frame_length 4.
   // numpy: np.fft.fft(frames * np.hanning(5)[:4], axis=1)
-  auto y = run({.op_type = "STFT",
-                .inputs = {{"signal", ramp8()}, {"frame_step", scalar(2)}, {"window", Tensor::from<float>({4}, {0, 0.5f, 1, 0.5f})}},
-                .attributes = {attr("onesided", 0)}});
-  expect_tensor_near(y, Tensor::from<float>({1, 3, 4, 2}, {4, 0, -2, 1, 0, 0, -2, -1, 8, 0, -4, 1, 0, 0, -4, -1,
-                                                           12, 0, -6, 1, 0, 0, -6, -1}));
+  auto y =
+      run({.op_type = "STFT",
+           .inputs = {{"signal", ramp8()}, {"frame_step", scalar(2)}, {"window", Tensor::from<float>({4}, {0, 0.5f, 1, 0.5f})}},
+           .attributes = {attr("onesided", 0)}});
+  expect_tensor_near(
+      y, Tensor::from<float>({1, 3, 4, 2}, {4, 0, -2, 1, 0, 0, -2, -1, 8, 0, -4, 1, 0, 0, -4, -1, 12, 0, -6, 1, 0, 0, -6, -1}));
   // The same window with frame_length given too; a trailing partial frame is dropped.
   auto x9 = Tensor::from<float>({1, 9, 1}, {0, 1, 2, 3, 4, 5, 6, 7, 100});
   auto y9 = run({.op_type = "STFT",
-                 .inputs = {{"signal", x9}, {"frame_step", scalar(2)}, {"window", Tensor::from<float>({4}, {0, 0.5f, 1, 0.5f})},
+                 .inputs = {{"signal", x9},
+                            {"frame_step", scalar(2)},
+                            {"window", Tensor::from<float>({4}, {0, 0.5f, 1, 0.5f})},
                             {"frame_length", scalar(4)}},
                  .attributes = {attr("onesided", 0)}});
   expect_tensor_near(y9, y);
@@ -282,20 +283,21 @@ TEST(SignalStft, ComplexSignal) {
   auto y = run({.op_type = "STFT",
                 .inputs = {{"signal", s}, {"frame_step", scalar(2)}, {"", {}}, {"frame_length", scalar(3)}},
                 .attributes = {attr("onesided", 0)}});
-  expect_tensor_near(y, Tensor::from<float>({1, 2, 3, 2}, {4, 1, -1.366025f, 5.098076f, 0.3660254f, -0.09807621f, 2, 2,
-                                                           3.5f, 1.598076f, 3.5f, -3.598076f}));
+  expect_tensor_near(y, Tensor::from<float>({1, 2, 3, 2}, {4, 1, -1.366025f, 5.098076f, 0.3660254f, -0.09807621f, 2, 2, 3.5f,
+                                                           1.598076f, 3.5f, -3.598076f}));
 }
 
 TEST(SignalStft, RejectsBadInput) {
   auto step = scalar(2);
   expect_error({.op_type = "STFT", .inputs = {{"signal", Tensor::from<float>({8, 1}, {})}, {"frame_step", step}}},
                "signal must be [batch, length");
-  expect_error({.op_type = "STFT", .inputs = {{"signal", ramp8()}, {"frame_step", scalar(0)}}},
-               "frame_step must be positive");
+  expect_error({.op_type = "STFT", .inputs = {{"signal", ramp8()}, {"frame_step", scalar(0)}}}, "frame_step must be positive");
   expect_error({.op_type = "STFT", .inputs = {{"signal", ramp8()}, {"frame_step", step}, {"", {}}, {"frame_length", scalar(9)}}},
                "frame_length must be in [1, 8]");
   expect_error({.op_type = "STFT",
-                .inputs = {{"signal", ramp8()}, {"frame_step", step}, {"window", Tensor::from<float>({3}, {1, 1, 1})},
+                .inputs = {{"signal", ramp8()},
+                           {"frame_step", step},
+                           {"window", Tensor::from<float>({3}, {1, 1, 1})},
                            {"frame_length", scalar(4)}}},
                "differs from the window's length 3");
   expect_error({.op_type = "STFT",
@@ -309,8 +311,10 @@ TEST(SignalStft, RejectsBadInput) {
 
 NodeSpec mel_spec(int64_t bins, int64_t dft_length, int64_t sample_rate, float lower, float upper) {
   return {.op_type = "MelWeightMatrix",
-          .inputs = {{"num_mel_bins", scalar(bins)}, {"dft_length", scalar(dft_length)},
-                     {"sample_rate", scalar(sample_rate)}, {"lower_edge_hertz", Tensor::from<float>({}, {lower})},
+          .inputs = {{"num_mel_bins", scalar(bins)},
+                     {"dft_length", scalar(dft_length)},
+                     {"sample_rate", scalar(sample_rate)},
+                     {"lower_edge_hertz", Tensor::from<float>({}, {lower})},
                      {"upper_edge_hertz", Tensor::from<float>({}, {upper})}}};
 }
 
@@ -323,7 +327,7 @@ TEST(SignalMel, TrianglesByHand) {
   // gives the same matrix.
   const float t = 1.0f / 3, tt = 2.0f / 3;
   std::vector<float> expected(17 * 3, 0.0f);
-  const std::vector<std::vector<float>> rows = {{0, 0, 0}, {1, 0, 0},  {0, 1, 0},  {0, tt, t},
+  const std::vector<std::vector<float>> rows = {{0, 0, 0},  {1, 0, 0}, {0, 1, 0},  {0, tt, t},
                                                 {0, t, tt}, {0, 0, 1}, {0, 0, tt}, {0, 0, t}};
   for (size_t r = 0; r < rows.size(); ++r) std::copy(rows[r].begin(), rows[r].end(), expected.begin() + 3 * r);
   expect_tensor_near(run(mel_spec(3, 32, 16000, 300, 6000)), Tensor::from<float>({17, 3}, expected));

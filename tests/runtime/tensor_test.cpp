@@ -47,24 +47,25 @@ TEST(Tensor, CheckedShapeSizeRefusesNegativeAndOverflowingShapes) {
 }
 
 TEST(Tensor, SplitNumOutputsMakesTheLastPartSmaller) {
-  auto out = run_node({.op_type = "Split", .opset = 18, .inputs = {{"x", iota({7})}},
-                       .attributes = {attr("num_outputs", 3)}, .num_outputs = 3});
+  auto out = run_node(
+      {.op_type = "Split", .opset = 18, .inputs = {{"x", iota({7})}}, .attributes = {attr("num_outputs", 3)}, .num_outputs = 3});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {0, 1, 2}));
   expect_tensor_near(out[1].tensor(), Tensor::from<float>({3}, {3, 4, 5}));
   expect_tensor_near(out[2].tensor(), Tensor::from<float>({1}, {6}));
 }
 
 TEST(Tensor, SplitSizesThatDoNotAddUpAreRefused) {
-  auto out = try_run_node({.op_type = "Split", .opset = 13,
-                           .inputs = {{"x", iota({6})}, {"s", Tensor::from<int64_t>({2}, {2, 3})}}, .num_outputs = 2});
+  auto out = try_run_node({.op_type = "Split",
+                           .opset = 13,
+                           .inputs = {{"x", iota({6})}, {"s", Tensor::from<int64_t>({2}, {2, 3})}},
+                           .num_outputs = 2});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.error().message().find("do not add up"), std::string::npos) << out.error().message();
 }
 
 TEST(Tensor, ReshapeIsAViewAndInfersMinusOne) {
   auto x = iota({2, 3, 4});
-  auto out = run_node({.op_type = "Reshape", .opset = 14,
-                       .inputs = {{"x", x}, {"s", Tensor::from<int64_t>({2}, {0, -1})}}});
+  auto out = run_node({.op_type = "Reshape", .opset = 14, .inputs = {{"x", x}, {"s", Tensor::from<int64_t>({2}, {0, -1})}}});
   EXPECT_EQ(out[0].tensor().shape(), (runtime::Shape{2, 12}));
   EXPECT_TRUE(out[0].tensor().shares_buffer_with(x)) << "Reshape must not copy";
   auto bad = try_run_node({.op_type = "Reshape", .inputs = {{"x", x}, {"s", Tensor::from<int64_t>({2}, {5, -1})}}});
@@ -73,14 +74,16 @@ TEST(Tensor, ReshapeIsAViewAndInfersMinusOne) {
 }
 
 TEST(Tensor, ReshapeAllowZeroKeepsAZeroDim) {
-  auto out = run_node({.op_type = "Reshape", .opset = 14,
+  auto out = run_node({.op_type = "Reshape",
+                       .opset = 14,
                        .inputs = {{"x", iota({0, 3})}, {"s", Tensor::from<int64_t>({2}, {3, 0})}},
                        .attributes = {attr("allowzero", 1)}});
   EXPECT_EQ(out[0].tensor().shape(), (runtime::Shape{3, 0}));
 }
 
 TEST(Tensor, SliceWithNegativeStepReverses) {
-  auto out = run_node({.op_type = "Slice", .opset = 13,
+  auto out = run_node({.op_type = "Slice",
+                       .opset = 13,
                        .inputs = {{"x", iota({2, 5})},
                                   {"starts", Tensor::from<int64_t>({1}, {-1})},
                                   {"ends", Tensor::from<int64_t>({1}, {INT64_MIN})},
@@ -101,10 +104,12 @@ TEST(Tensor, TransposeMovingOnlyDimsOfOneKeepsTheBuffer) {
   // [1, 2, 3] -> [2, 1, 3]: the elements stay in order, so the output is the
   // input under a new shape; [2, 1, 3] -> [3, 1, 2] (perm 2, 1, 0) moves them.
   auto x = Tensor::from<float>({1, 2, 3}, {1, 2, 3, 4, 5, 6});
-  auto same = run_node({.op_type = "Transpose", .inputs = {{"x", x}}, .attributes = {attr("perm", std::vector<int64_t>{1, 0, 2})}});
+  auto same =
+      run_node({.op_type = "Transpose", .inputs = {{"x", x}}, .attributes = {attr("perm", std::vector<int64_t>{1, 0, 2})}});
   expect_tensor_near(same[0].tensor(), Tensor::from<float>({2, 1, 3}, {1, 2, 3, 4, 5, 6}));
   EXPECT_TRUE(same[0].tensor().shares_buffer_with(x));
-  auto moved = run_node({.op_type = "Transpose", .inputs = {{"x", x.reshaped({2, 1, 3})}},
+  auto moved = run_node({.op_type = "Transpose",
+                         .inputs = {{"x", x.reshaped({2, 1, 3})}},
                          .attributes = {attr("perm", std::vector<int64_t>{2, 1, 0})}});
   expect_tensor_near(moved[0].tensor(), Tensor::from<float>({3, 1, 2}, {1, 4, 2, 5, 3, 6}));
   EXPECT_FALSE(moved[0].tensor().shares_buffer_with(x));
@@ -119,22 +124,27 @@ TEST(Tensor, TileAndExpandRepeat) {
 }
 
 TEST(Tensor, CastSaturatesInsteadOfOverflowing) {
-  auto out = run_node({.op_type = "Cast", .inputs = {{"x", Tensor::from<float>({4}, {300.0f, -1e20f, std::nanf(""), 7.9f})}},
+  auto out = run_node({.op_type = "Cast",
+                       .inputs = {{"x", Tensor::from<float>({4}, {300.0f, -1e20f, std::nanf(""), 7.9f})}},
                        .attributes = {attr("to", static_cast<int64_t>(DataType::int8))}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int8_t>({4}, {127, -128, 0, 7}));
 }
 
 TEST(Tensor, CastBetweenStringsAndNumbers) {
-  auto to_string = run_node({.op_type = "Cast", .inputs = {{"x", Tensor::from<float>({2}, {0.1f, -3.0f})}},
+  auto to_string = run_node({.op_type = "Cast",
+                             .inputs = {{"x", Tensor::from<float>({2}, {0.1f, -3.0f})}},
                              .attributes = {attr("to", static_cast<int64_t>(DataType::string))}});
   expect_tensor_near(to_string[0].tensor(), Tensor::from<std::string>({2}, {"0.1", "-3"}));
-  auto back = run_node({.op_type = "Cast", .inputs = {{"x", Tensor::from<std::string>({3}, {"2.5", "-inf", "1e3"})}},
+  auto back = run_node({.op_type = "Cast",
+                        .inputs = {{"x", Tensor::from<std::string>({3}, {"2.5", "-inf", "1e3"})}},
                         .attributes = {attr("to", static_cast<int64_t>(DataType::float64))}});
   expect_tensor_near(back[0].tensor(), Tensor::from<double>({3}, {2.5, -INFINITY, 1000}));
 }
 
 TEST(Tensor, ShapeStartAndEnd) {
-  auto out = run_node({.op_type = "Shape", .opset = 15, .inputs = {{"x", iota({2, 3, 4, 5})}},
+  auto out = run_node({.op_type = "Shape",
+                       .opset = 15,
+                       .inputs = {{"x", iota({2, 3, 4, 5})}},
                        .attributes = {attr("start", 1), attr("end", -1)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2}, {3, 4}));
 }
@@ -148,14 +158,15 @@ TEST(Tensor, DepthToSpaceModesDiffer) {
   auto dcr2 = run_node({.op_type = "DepthToSpace", .inputs = {{"x", x2}}, .attributes = {attr("blocksize", 2)}});
   // DCR: output channel c, position (b1, b2) reads channel (b1*2 + b2)*2 + c.
   expect_tensor_near(dcr2[0].tensor(), Tensor::from<float>({1, 2, 2, 2}, {0, 2, 4, 6, 1, 3, 5, 7}));
-  auto crd2 = run_node({.op_type = "DepthToSpace", .inputs = {{"x", x2}},
-                        .attributes = {attr("blocksize", 2), attr("mode", "CRD")}});
+  auto crd2 =
+      run_node({.op_type = "DepthToSpace", .inputs = {{"x", x2}}, .attributes = {attr("blocksize", 2), attr("mode", "CRD")}});
   expect_tensor_near(crd2[0].tensor(), Tensor::from<float>({1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 TEST(Tensor, UnsqueezeAxesMoveFromAttributeToInput) {
   auto x = iota({3});
-  auto old = run_node({.op_type = "Unsqueeze", .opset = 11, .inputs = {{"x", x}}, .attributes = {attr("axes", std::vector<int64_t>{0, 2})}});
+  auto old = run_node(
+      {.op_type = "Unsqueeze", .opset = 11, .inputs = {{"x", x}}, .attributes = {attr("axes", std::vector<int64_t>{0, 2})}});
   EXPECT_EQ(old[0].tensor().shape(), (runtime::Shape{1, 3, 1}));
   auto now = run_node({.op_type = "Unsqueeze", .opset = 13, .inputs = {{"x", x}, {"a", Tensor::from<int64_t>({1}, {-1})}}});
   EXPECT_EQ(now[0].tensor().shape(), (runtime::Shape{3, 1}));
@@ -215,7 +226,9 @@ TEST(Tensor, CastToFloat8RoundsToNearestEvenAndSaturates) {
     expect_tensor_near(saturated[0].tensor(), float8_tensor(c.to, {13}, c.saturated));
     auto unsaturated = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", x}}, .attributes = {to, attr("saturate", 0)}});
     expect_tensor_near(unsaturated[0].tensor(), float8_tensor(c.to, {13}, c.unsaturated));
-    auto like = run_node({.op_type = "CastLike", .opset = 19, .inputs = {{"x", x}, {"like", float8_tensor(c.to, {1}, {0})}},
+    auto like = run_node({.op_type = "CastLike",
+                          .opset = 19,
+                          .inputs = {{"x", x}, {"like", float8_tensor(c.to, {1}, {0})}},
                           .attributes = {attr("saturate", 0)}});
     expect_tensor_near(like[0].tensor(), float8_tensor(c.to, {13}, c.unsaturated));
   }
@@ -239,16 +252,22 @@ TEST(Tensor, CastFromFloat8IsExact) {
   for (const Case& c : cases) {
     SCOPED_TRACE(runtime::to_string(c.from));
     const int64_t n = static_cast<int64_t>(c.codes.size());
-    auto out = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", float8_tensor(c.from, {n}, c.codes)}},
+    auto out = run_node({.op_type = "Cast",
+                         .opset = 19,
+                         .inputs = {{"x", float8_tensor(c.from, {n}, c.codes)}},
                          .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
     expect_tensor_near(out[0].tensor(), Tensor::from<float>({n}, c.values), 0, 0);
   }
   // -0 keeps its sign where the format has one.
-  auto zero = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", float8_tensor(DataType::float8e4m3fn, {1}, {0x80})}},
+  auto zero = run_node({.op_type = "Cast",
+                        .opset = 19,
+                        .inputs = {{"x", float8_tensor(DataType::float8e4m3fn, {1}, {0x80})}},
                         .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
   EXPECT_TRUE(std::signbit(zero[0].tensor().data<float>()[0]));
   // Between float8 formats: E5M2's 57344 is beyond E4M3FN's 448.
-  auto narrowed = run_node({.op_type = "Cast", .opset = 19, .inputs = {{"x", float8_tensor(DataType::float8e5m2, {2}, {0x7b, 0x3c})}},
+  auto narrowed = run_node({.op_type = "Cast",
+                            .opset = 19,
+                            .inputs = {{"x", float8_tensor(DataType::float8e5m2, {2}, {0x7b, 0x3c})}},
                             .attributes = {attr("to", static_cast<int64_t>(DataType::float8e4m3fn))}});
   expect_tensor_near(narrowed[0].tensor(), float8_tensor(DataType::float8e4m3fn, {2}, {0x7e, 0x38}));
 }
@@ -260,24 +279,35 @@ TEST(Tensor, CastToInt4SaturatesFloatsAndWrapsIntegers) {
   // spec's rule for narrowing fixed point: 200 = 0xc8 -> 0x8 = -8.
   const auto to_int4 = attr("to", static_cast<int64_t>(DataType::int4));
   const auto to_uint4 = attr("to", static_cast<int64_t>(DataType::uint4));
-  auto out = run_node({.op_type = "Cast", .opset = 21,
+  auto out = run_node({.op_type = "Cast",
+                       .opset = 21,
                        .inputs = {{"x", Tensor::from<float>({7}, {-20, -8.5f, -1.5f, 0.9f, 7.9f, 20, std::nanf("")})}},
                        .attributes = {to_int4}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int4, {7}, {-8, -8, -1, 0, 7, 7, 0}));
-  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", Tensor::from<float>({5}, {-3, 2.5f, 15.5f, 100, std::nanf("")})}},
+  out = run_node({.op_type = "Cast",
+                  .opset = 21,
+                  .inputs = {{"x", Tensor::from<float>({5}, {-3, 2.5f, 15.5f, 100, std::nanf("")})}},
                   .attributes = {to_uint4}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint4, {5}, {0, 2, 15, 15, 0}));
-  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", Tensor::from<int32_t>({5}, {200, -9, 8, 7, -8})}},
+  out = run_node({.op_type = "Cast",
+                  .opset = 21,
+                  .inputs = {{"x", Tensor::from<int32_t>({5}, {200, -9, 8, 7, -8})}},
                   .attributes = {to_int4}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int4, {5}, {-8, 7, -8, 7, -8}));
-  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", Tensor::from<int32_t>({4}, {200, -1, 16, 15})}},
+  out = run_node({.op_type = "Cast",
+                  .opset = 21,
+                  .inputs = {{"x", Tensor::from<int32_t>({4}, {200, -1, 16, 15})}},
                   .attributes = {to_uint4}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint4, {4}, {8, 15, 0, 15}));
   // And back, exactly.
-  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", int4_tensor(DataType::int4, {3}, {-8, -1, 7})}},
+  out = run_node({.op_type = "Cast",
+                  .opset = 21,
+                  .inputs = {{"x", int4_tensor(DataType::int4, {3}, {-8, -1, 7})}},
                   .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({3}, {-8, -1, 7}), 0, 0);
-  out = run_node({.op_type = "Cast", .opset = 21, .inputs = {{"x", int4_tensor(DataType::uint4, {2}, {15, 0})}},
+  out = run_node({.op_type = "Cast",
+                  .opset = 21,
+                  .inputs = {{"x", int4_tensor(DataType::uint4, {2}, {15, 0})}},
                   .attributes = {attr("to", static_cast<int64_t>(DataType::int64))}});
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2}, {15, 0}));
 }
@@ -289,16 +319,19 @@ TEST(Tensor, LowPrecisionTypesMoveThroughDataMovementOps) {
   EXPECT_TRUE(reshaped[0].tensor().shares_buffer_with(x)) << "Reshape must not copy";
   auto transposed = run_node({.op_type = "Transpose", .opset = 21, .inputs = {{"x", x}}});
   expect_tensor_near(transposed[0].tensor(), int4_tensor(DataType::int4, {3, 2}, {-8, 1, -1, 2, 0, 7}));
-  auto unsqueezed = run_node({.op_type = "Unsqueeze", .opset = 21,
-                              .inputs = {{"x", float8_tensor(DataType::float8e5m2, {2}, {0x3c, 0x7c})},
-                                         {"a", Tensor::from<int64_t>({1}, {0})}}});
+  auto unsqueezed = run_node(
+      {.op_type = "Unsqueeze",
+       .opset = 21,
+       .inputs = {{"x", float8_tensor(DataType::float8e5m2, {2}, {0x3c, 0x7c})}, {"a", Tensor::from<int64_t>({1}, {0})}}});
   expect_tensor_near(unsqueezed[0].tensor(), float8_tensor(DataType::float8e5m2, {1, 2}, {0x3c, 0x7c}));
   // Attribute tensors come through a TensorProto: the int4 one packed, with
   // an odd count.
-  auto constant = run_node({.op_type = "Constant", .opset = 21,
-                            .attributes = {attr("value", int4_tensor(DataType::uint4, {3}, {1, 15, 9}))}});
+  auto constant = run_node(
+      {.op_type = "Constant", .opset = 21, .attributes = {attr("value", int4_tensor(DataType::uint4, {3}, {1, 15, 9}))}});
   expect_tensor_near(constant[0].tensor(), int4_tensor(DataType::uint4, {3}, {1, 15, 9}));
-  auto filled = run_node({.op_type = "ConstantOfShape", .opset = 21, .inputs = {{"s", Tensor::from<int64_t>({1}, {3})}},
+  auto filled = run_node({.op_type = "ConstantOfShape",
+                          .opset = 21,
+                          .inputs = {{"s", Tensor::from<int64_t>({1}, {3})}},
                           .attributes = {attr("value", float8_tensor(DataType::float8e4m3fn, {1}, {0x7e}))}});
   expect_tensor_near(filled[0].tensor(), float8_tensor(DataType::float8e4m3fn, {3}, {0x7e, 0x7e, 0x7e}));
 }
@@ -370,7 +403,9 @@ TEST(Tensor, CastToFloat4E2M1RoundsToNearestEvenAndAlwaysSaturates) {
   // Every code back to float, exactly.
   std::vector<uint8_t> all(16);
   for (uint8_t i = 0; i < 16; ++i) all[i] = i;
-  auto back = run_node({.op_type = "Cast", .opset = 23, .inputs = {{"x", float8_tensor(DataType::float4e2m1, {16}, all)}},
+  auto back = run_node({.op_type = "Cast",
+                        .opset = 23,
+                        .inputs = {{"x", float8_tensor(DataType::float4e2m1, {16}, all)}},
                         .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
   expect_tensor_near(back[0].tensor(),
                      Tensor::from<float>({16}, {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6}), 0, 0);
@@ -391,27 +426,37 @@ TEST(Tensor, CastToFloat8E8M0FollowsEachRoundMode) {
   };
   const std::vector<Case> cases = {
       {"up", {127, 128, 128, 129, 127, 129, 0, 0xfe, 0xff, 0xff, 128}, {127, 128, 128, 129, 127, 129, 0, 0xff, 0xff, 0xff, 128}},
-      {"down", {127, 127, 127, 128, 126, 129, 0, 0xfe, 0xff, 0xff, 127}, {127, 127, 127, 128, 126, 129, 0, 0xfe, 0xff, 0xff, 127}},
-      {"nearest", {127, 127, 128, 129, 127, 129, 0, 0xfe, 0xff, 0xff, 128}, {127, 127, 128, 129, 127, 129, 0, 0xff, 0xff, 0xff, 128}},
+      {"down",
+       {127, 127, 127, 128, 126, 129, 0, 0xfe, 0xff, 0xff, 127},
+       {127, 127, 127, 128, 126, 129, 0, 0xfe, 0xff, 0xff, 127}},
+      {"nearest",
+       {127, 127, 128, 129, 127, 129, 0, 0xfe, 0xff, 0xff, 128},
+       {127, 127, 128, 129, 127, 129, 0, 0xff, 0xff, 0xff, 128}},
   };
   const auto to = attr("to", static_cast<int64_t>(DataType::float8e8m0));
   for (const Case& c : cases) {
     SCOPED_TRACE(c.mode);
-    auto out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", x}}, .attributes = {to, attr("round_mode", std::string(c.mode))}});
+    auto out = run_node(
+        {.op_type = "Cast", .opset = 25, .inputs = {{"x", x}}, .attributes = {to, attr("round_mode", std::string(c.mode))}});
     expect_tensor_near(out[0].tensor(), float8_tensor(DataType::float8e8m0, {11}, c.saturated));
-    out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", x}},
+    out = run_node({.op_type = "Cast",
+                    .opset = 25,
+                    .inputs = {{"x", x}},
                     .attributes = {to, attr("round_mode", std::string(c.mode)), attr("saturate", 0)}});
     expect_tensor_near(out[0].tensor(), float8_tensor(DataType::float8e8m0, {11}, c.unsaturated));
-    auto like = run_node({.op_type = "CastLike", .opset = 25,
+    auto like = run_node({.op_type = "CastLike",
+                          .opset = 25,
                           .inputs = {{"x", x}, {"like", float8_tensor(DataType::float8e8m0, {1}, {0})}},
                           .attributes = {attr("round_mode", std::string(c.mode))}});
     expect_tensor_near(like[0].tensor(), float8_tensor(DataType::float8e8m0, {11}, c.saturated));
   }
-  auto back = run_node({.op_type = "Cast", .opset = 25,
+  auto back = run_node({.op_type = "Cast",
+                        .opset = 25,
                         .inputs = {{"x", float8_tensor(DataType::float8e8m0, {5}, {127, 128, 0, 0xfe, 0xff})}},
                         .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
   expect_tensor_near(back[0].tensor(), Tensor::from<float>({5}, {1, 2, 0x1p-127f, 0x1p127f, std::nanf("")}), 0, 0);
-  auto bad = try_run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", x}}, .attributes = {to, attr("round_mode", std::string("odd"))}});
+  auto bad = try_run_node(
+      {.op_type = "Cast", .opset = 25, .inputs = {{"x", x}}, .attributes = {to, attr("round_mode", std::string("odd"))}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("round_mode"), std::string::npos) << bad.error().message();
 }
@@ -421,17 +466,22 @@ TEST(Tensor, CastToInt2SaturatesFloatsAndWrapsIntegers) {
   // [0, 3], NaN gives 0; integers keep their low 2 bits (5 = 0b101 -> 1,
   // -3 = ...1101 -> 0b01 = 1, 2 = 0b10 -> -2).
   const auto to_int2 = attr("to", static_cast<int64_t>(DataType::int2));
-  auto out = run_node({.op_type = "Cast", .opset = 25,
+  auto out = run_node({.op_type = "Cast",
+                       .opset = 25,
                        .inputs = {{"x", Tensor::from<float>({7}, {-3, -2, -1.5f, 0.9f, 1, 2.5f, std::nanf("")})}},
                        .attributes = {to_int2}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int2, {7}, {-2, -2, -1, 0, 1, 1, 0}));
-  out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", Tensor::from<float>({4}, {-1, 2.5f, 3, 10})}},
+  out = run_node({.op_type = "Cast",
+                  .opset = 25,
+                  .inputs = {{"x", Tensor::from<float>({4}, {-1, 2.5f, 3, 10})}},
                   .attributes = {attr("to", static_cast<int64_t>(DataType::uint2))}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint2, {4}, {0, 2, 3, 3}));
-  out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", Tensor::from<int32_t>({4}, {5, -3, 2, 3})}},
-                  .attributes = {to_int2}});
+  out = run_node(
+      {.op_type = "Cast", .opset = 25, .inputs = {{"x", Tensor::from<int32_t>({4}, {5, -3, 2, 3})}}, .attributes = {to_int2}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::int2, {4}, {1, 1, -2, -1}));
-  out = run_node({.op_type = "Cast", .opset = 25, .inputs = {{"x", int4_tensor(DataType::int2, {4}, {-2, -1, 0, 1})}},
+  out = run_node({.op_type = "Cast",
+                  .opset = 25,
+                  .inputs = {{"x", int4_tensor(DataType::int2, {4}, {-2, -1, 0, 1})}},
                   .attributes = {attr("to", static_cast<int64_t>(DataType::float32))}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({4}, {-2, -1, 0, 1}), 0, 0);
 }
@@ -440,14 +490,18 @@ TEST(Tensor, SubByteTypesMoveThroughDataMovementOps) {
   const auto x = int4_tensor(DataType::int2, {2, 3}, {-2, -1, 0, 1, 1, -2});
   auto transposed = run_node({.op_type = "Transpose", .opset = 25, .inputs = {{"x", x}}});
   expect_tensor_near(transposed[0].tensor(), int4_tensor(DataType::int2, {3, 2}, {-2, 1, -1, 1, 0, -2}));
-  auto concat = run_node({.op_type = "Concat", .opset = 25, .inputs = {{"a", x}, {"b", x}}, .attributes = {attr("axis", int64_t{0})}});
+  auto concat =
+      run_node({.op_type = "Concat", .opset = 25, .inputs = {{"a", x}, {"b", x}}, .attributes = {attr("axis", int64_t{0})}});
   expect_tensor_near(concat[0].tensor(), int4_tensor(DataType::int2, {4, 3}, {-2, -1, 0, 1, 1, -2, -2, -1, 0, 1, 1, -2}));
   const auto f4 = float8_tensor(DataType::float4e2m1, {4}, {0x1, 0x7, 0xf, 0x8});
-  auto gathered = run_node({.op_type = "Gather", .opset = 25, .inputs = {{"x", f4}, {"i", Tensor::from<int64_t>({3}, {3, 0, -2})}}});
+  auto gathered =
+      run_node({.op_type = "Gather", .opset = 25, .inputs = {{"x", f4}, {"i", Tensor::from<int64_t>({3}, {3, 0, -2})}}});
   expect_tensor_near(gathered[0].tensor(), float8_tensor(DataType::float4e2m1, {3}, {0x8, 0x1, 0xf}));
-  auto sliced = run_node({.op_type = "Slice", .opset = 25,
+  auto sliced = run_node({.op_type = "Slice",
+                          .opset = 25,
                           .inputs = {{"x", float8_tensor(DataType::float8e8m0, {4}, {1, 2, 3, 4})},
-                                     {"s", Tensor::from<int64_t>({1}, {1})}, {"e", Tensor::from<int64_t>({1}, {3})}}});
+                                     {"s", Tensor::from<int64_t>({1}, {1})},
+                                     {"e", Tensor::from<int64_t>({1}, {3})}}});
   expect_tensor_near(sliced[0].tensor(), float8_tensor(DataType::float8e8m0, {2}, {2, 3}));
   auto identity = run_node({.op_type = "Identity", .opset = 25, .inputs = {{"x", int4_tensor(DataType::uint2, {2}, {3, 1})}}});
   expect_tensor_near(identity[0].tensor(), int4_tensor(DataType::uint2, {2}, {3, 1}));
@@ -503,19 +557,25 @@ TEST(Tensor, LargeBuffersServeLaterShapesUpToHalfTheirSize) {
 // BitCast (opset 26) where the backend data has no case: the 4-bit types,
 // bytes read as bool, and widths that differ.
 TEST(Tensor, BitCastKeepsBitsAndRefusesOtherWidths) {
-  auto out = run_node({.op_type = "BitCast", .opset = 26,
+  auto out = run_node({.op_type = "BitCast",
+                       .opset = 26,
                        .inputs = {{"x", int4_tensor(DataType::int4, {3}, {-1, -8, 7})}},
                        .attributes = {attr("to", static_cast<int64_t>(DataType::uint4))}});
   expect_tensor_near(out[0].tensor(), int4_tensor(DataType::uint4, {3}, {15, 8, 7}));
-  out = run_node({.op_type = "BitCast", .opset = 26,
+  out = run_node({.op_type = "BitCast",
+                  .opset = 26,
                   .inputs = {{"x", Tensor::from<uint8_t>({3}, {0, 1, 2})}},
                   .attributes = {attr("to", static_cast<int64_t>(DataType::boolean))}});
   expect_tensor_near(out[0].tensor(), Tensor::from<bool>({3}, {false, true, true}));
   // -2 as int16 is 0xfffe.
-  out = run_node({.op_type = "BitCast", .opset = 26, .inputs = {{"x", Tensor::from<int16_t>({1}, {-2})}},
+  out = run_node({.op_type = "BitCast",
+                  .opset = 26,
+                  .inputs = {{"x", Tensor::from<int16_t>({1}, {-2})}},
                   .attributes = {attr("to", static_cast<int64_t>(DataType::uint16))}});
   expect_tensor_near(out[0].tensor(), Tensor::from<uint16_t>({1}, {0xfffe}));
-  auto bad = try_run_node({.op_type = "BitCast", .opset = 26, .inputs = {{"x", Tensor::from<float>({1}, {1})}},
+  auto bad = try_run_node({.op_type = "BitCast",
+                           .opset = 26,
+                           .inputs = {{"x", Tensor::from<float>({1}, {1})}},
                            .attributes = {attr("to", static_cast<int64_t>(DataType::float64))}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("widths must be equal"), std::string::npos) << bad.error().message();

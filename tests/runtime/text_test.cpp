@@ -37,8 +37,11 @@ void expect_error(const Result<std::vector<runtime::Datum>>& out, const std::str
 
 // Pool: 1-grams 17, 12; 2-grams (94, 12), (17, 28), (94, 17); output i is n-gram i.
 std::vector<onnx::AttributeProto> int_pool(const std::string& mode, int64_t max_skip_count) {
-  return {attr("mode", mode), attr("min_gram_length", int64_t{1}), attr("max_gram_length", int64_t{2}),
-          attr("max_skip_count", max_skip_count), attr("ngram_counts", std::vector<int64_t>{0, 2}),
+  return {attr("mode", mode),
+          attr("min_gram_length", int64_t{1}),
+          attr("max_gram_length", int64_t{2}),
+          attr("max_skip_count", max_skip_count),
+          attr("ngram_counts", std::vector<int64_t>{0, 2}),
           attr("ngram_indexes", std::vector<int64_t>{0, 1, 2, 3, 4}),
           attr("pool_int64s", std::vector<int64_t>{17, 12, 94, 12, 17, 28, 94, 17})};
 }
@@ -52,7 +55,8 @@ TEST(TfIdfVectorizer, SkipsWidenTheGapBetweenItems) {
   auto skipping = run_node({.op_type = "TfIdfVectorizer", .opset = 9, .inputs = {{"x", x}}, .attributes = int_pool("TF", 2)});
   expect_tensor_near(skipping[0].tensor(), Tensor::from<float>({5}, {1, 1, 1, 1, 1}));
   // int32 tokens match the int64 pool the same way.
-  auto narrow = run_node({.op_type = "TfIdfVectorizer", .opset = 9,
+  auto narrow = run_node({.op_type = "TfIdfVectorizer",
+                          .opset = 9,
                           .inputs = {{"x", Tensor::from<int32_t>({5}, {94, 17, 36, 12, 28})}},
                           .attributes = int_pool("TF", 0)});
   expect_tensor_near(narrow[0].tensor(), Tensor::from<float>({5}, {1, 1, 0, 0, 1}));
@@ -64,15 +68,21 @@ TEST(TfIdfVectorizer, EachSkipCountsOnItsOwnButUnigramsOnce) {
   // Without 1-grams, the row [1, 2, 1] has (1, 1) only with the gap.
   // ReferenceEvaluator agrees.
   auto attributes = [](int64_t min_gram_length) {
-    return std::vector<onnx::AttributeProto>{
-        attr("mode", "TF"), attr("min_gram_length", min_gram_length), attr("max_gram_length", int64_t{2}),
-        attr("max_skip_count", int64_t{1}), attr("ngram_counts", std::vector<int64_t>{0, 1}),
-        attr("ngram_indexes", std::vector<int64_t>{0, 1}), attr("pool_int64s", std::vector<int64_t>{1, 1, 1})};
+    return std::vector<onnx::AttributeProto>{attr("mode", "TF"),
+                                             attr("min_gram_length", min_gram_length),
+                                             attr("max_gram_length", int64_t{2}),
+                                             attr("max_skip_count", int64_t{1}),
+                                             attr("ngram_counts", std::vector<int64_t>{0, 1}),
+                                             attr("ngram_indexes", std::vector<int64_t>{0, 1}),
+                                             attr("pool_int64s", std::vector<int64_t>{1, 1, 1})};
   };
-  auto both = run_node({.op_type = "TfIdfVectorizer", .opset = 9,
-                        .inputs = {{"x", Tensor::from<int64_t>({3}, {1, 1, 1})}}, .attributes = attributes(1)});
+  auto both = run_node({.op_type = "TfIdfVectorizer",
+                        .opset = 9,
+                        .inputs = {{"x", Tensor::from<int64_t>({3}, {1, 1, 1})}},
+                        .attributes = attributes(1)});
   expect_tensor_near(both[0].tensor(), Tensor::from<float>({2}, {3, 3}));
-  auto bigrams = run_node({.op_type = "TfIdfVectorizer", .opset = 9,
+  auto bigrams = run_node({.op_type = "TfIdfVectorizer",
+                           .opset = 9,
                            .inputs = {{"x", Tensor::from<int64_t>({2, 3}, {1, 1, 1, 1, 2, 1})}},
                            .attributes = attributes(2)});
   expect_tensor_near(bigrams[0].tensor(), Tensor::from<float>({2, 2}, {0, 3, 0, 1}));
@@ -82,17 +92,22 @@ TEST(TfIdfVectorizer, HugeSkipsAndGramLengthsStayBounded) {
   // Gaps past the row and lengths past the pool find nothing more than skip 2 did.
   auto attributes = int_pool("TF", std::numeric_limits<int64_t>::max());
   attributes[2] = attr("max_gram_length", std::numeric_limits<int64_t>::max());
-  auto out = run_node({.op_type = "TfIdfVectorizer", .opset = 9,
-                       .inputs = {{"x", Tensor::from<int64_t>({5}, {94, 17, 36, 12, 28})}}, .attributes = attributes});
+  auto out = run_node({.op_type = "TfIdfVectorizer",
+                       .opset = 9,
+                       .inputs = {{"x", Tensor::from<int64_t>({5}, {94, 17, 36, 12, 28})}},
+                       .attributes = attributes});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({5}, {1, 1, 1, 1, 1}));
 }
 
 // Pool: 1-grams a, b, c and the 2-gram (a, b), sent to coordinates 3, 2, 1, 0.
 std::vector<onnx::AttributeProto> string_pool(const std::string& mode, bool weighted) {
-  std::vector<onnx::AttributeProto> a = {
-      attr("mode", mode), attr("min_gram_length", int64_t{1}), attr("max_gram_length", int64_t{2}),
-      attr("max_skip_count", int64_t{0}), attr("ngram_counts", std::vector<int64_t>{0, 3}),
-      attr("ngram_indexes", std::vector<int64_t>{3, 2, 1, 0}), attr("pool_strings", std::vector<std::string>{"a", "b", "c", "a", "b"})};
+  std::vector<onnx::AttributeProto> a = {attr("mode", mode),
+                                         attr("min_gram_length", int64_t{1}),
+                                         attr("max_gram_length", int64_t{2}),
+                                         attr("max_skip_count", int64_t{0}),
+                                         attr("ngram_counts", std::vector<int64_t>{0, 3}),
+                                         attr("ngram_indexes", std::vector<int64_t>{3, 2, 1, 0}),
+                                         attr("pool_strings", std::vector<std::string>{"a", "b", "c", "a", "b"})};
   if (weighted) a.push_back(attr("weights", std::vector<float>{0.5f, 1, 2, 4}));
   return a;
 }
@@ -100,7 +115,8 @@ std::vector<onnx::AttributeProto> string_pool(const std::string& mode, bool weig
 TEST(TfIdfVectorizer, StringPoolInEveryModeOnABatch) {
   const Tensor x = strings({2, 4}, {"a", "b", "a", "c", "c", "c", "b", "b"});
   auto run = [&](const std::string& mode, bool weighted) {
-    auto out = run_node({.op_type = "TfIdfVectorizer", .opset = 9, .inputs = {{"x", x}}, .attributes = string_pool(mode, weighted)});
+    auto out =
+        run_node({.op_type = "TfIdfVectorizer", .opset = 9, .inputs = {{"x", x}}, .attributes = string_pool(mode, weighted)});
     return out[0].tensor();
   };
   // Counts by coordinate [(a,b), c, b, a]: row 0 [1, 1, 1, 2], row 1 [0, 2, 2, 0].
@@ -115,14 +131,15 @@ TEST(TfIdfVectorizer, StringPoolInEveryModeOnABatch) {
 }
 
 TEST(TfIdfVectorizer, EmptyRowsGiveZeros) {
-  auto out = run_node({.op_type = "TfIdfVectorizer", .opset = 9, .inputs = {{"x", strings({2, 0}, {})}},
-                       .attributes = string_pool("TF", false)});
+  auto out = run_node(
+      {.op_type = "TfIdfVectorizer", .opset = 9, .inputs = {{"x", strings({2, 0}, {})}}, .attributes = string_pool("TF", false)});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 4}, {0, 0, 0, 0, 0, 0, 0, 0}));
 }
 
 TEST(TfIdfVectorizer, RefusesInconsistentAttributesAndInputs) {
   auto run = [](std::vector<onnx::AttributeProto> attributes, Tensor x) {
-    return try_run_node({.op_type = "TfIdfVectorizer", .opset = 9, .inputs = {{"x", std::move(x)}}, .attributes = std::move(attributes)});
+    return try_run_node(
+        {.op_type = "TfIdfVectorizer", .opset = 9, .inputs = {{"x", std::move(x)}}, .attributes = std::move(attributes)});
   };
   const Tensor ints = Tensor::from<int64_t>({2}, {17, 12});
   auto both_pools = int_pool("TF", 0);
@@ -200,19 +217,22 @@ TEST(StringNormalizer, RefusesOtherShapesTypesAndSettings) {
 
 TEST(StringConcat, BroadcastsLikeNumpy) {
   // ReferenceEvaluator: [[x1, x2, x], [yy1, yy2, yy]].
-  auto out = run_node({.op_type = "StringConcat", .opset = 20,
+  auto out = run_node({.op_type = "StringConcat",
+                       .opset = 20,
                        .inputs = {{"x", strings({2, 1}, {"x", "yy"})}, {"y", strings({3}, {"1", "2", ""})}}});
   expect_tensor_near(out[0].tensor(), strings({2, 3}, {"x1", "x2", "x", "yy1", "yy2", "yy"}));
-  auto scalar = run_node({.op_type = "StringConcat", .opset = 20,
-                          .inputs = {{"x", strings({2}, {"a", "b"})}, {"y", strings({}, {"!"})}}});
+  auto scalar =
+      run_node({.op_type = "StringConcat", .opset = 20, .inputs = {{"x", strings({2}, {"a", "b"})}, {"y", strings({}, {"!"})}}});
   expect_tensor_near(scalar[0].tensor(), strings({2}, {"a!", "b!"}));
 }
 
 TEST(StringConcat, RefusesNonStringsAndMismatchedShapes) {
-  expect_error(try_run_node({.op_type = "StringConcat", .opset = 20,
+  expect_error(try_run_node({.op_type = "StringConcat",
+                             .opset = 20,
                              .inputs = {{"x", strings({1}, {"a"})}, {"y", Tensor::from<int64_t>({1}, {1})}}}),
                "must be string tensors");
-  expect_error(try_run_node({.op_type = "StringConcat", .opset = 20,
+  expect_error(try_run_node({.op_type = "StringConcat",
+                             .opset = 20,
                              .inputs = {{"x", strings({2}, {"a", "b"})}, {"y", strings({3}, {"1", "2", "3"})}}}),
                "cannot broadcast");
 }
@@ -220,7 +240,8 @@ TEST(StringConcat, RefusesNonStringsAndMismatchedShapes) {
 // --- StringSplit -------------------------------------------------------------------
 
 std::vector<runtime::Datum> split(const Tensor& x, std::vector<onnx::AttributeProto> attributes) {
-  return run_node({.op_type = "StringSplit", .opset = 20, .inputs = {{"x", x}}, .attributes = std::move(attributes), .num_outputs = 2});
+  return run_node(
+      {.op_type = "StringSplit", .opset = 20, .inputs = {{"x", x}}, .attributes = std::move(attributes), .num_outputs = 2});
 }
 
 TEST(StringSplit, DelimiterKeepsEmptyParts) {
@@ -253,8 +274,9 @@ TEST(StringSplit, MaxsplitKeepsTheRestWhole) {
 }
 
 TEST(StringSplit, RefusesNonStrings) {
-  expect_error(try_run_node({.op_type = "StringSplit", .opset = 20, .inputs = {{"x", Tensor::from<float>({1}, {1})}}, .num_outputs = 2}),
-               "X must be a string tensor");
+  expect_error(
+      try_run_node({.op_type = "StringSplit", .opset = 20, .inputs = {{"x", Tensor::from<float>({1}, {1})}}, .num_outputs = 2}),
+      "X must be a string tensor");
 }
 
 // RegexFullMatch (opset 20): the whole string must match; a bad pattern is
@@ -264,11 +286,13 @@ TEST(Text, RegexFullMatchWholeStringsOnly) {
   auto x = Tensor::from<std::string>({4}, {"aab", "aabx", "b", ""});
   auto out = run_node({.op_type = "RegexFullMatch", .opset = 20, .inputs = {{"x", x}}, .attributes = {attr("pattern", "a+b")}});
   expect_tensor_near(out[0].tensor(), Tensor::from<bool>({4}, {true, false, false, false}));
-  auto bad = try_run_node({.op_type = "RegexFullMatch", .opset = 20, .inputs = {{"x", x}}, .attributes = {attr("pattern", "(a")}});
+  auto bad =
+      try_run_node({.op_type = "RegexFullMatch", .opset = 20, .inputs = {{"x", x}}, .attributes = {attr("pattern", "(a")}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("not a valid RE2 pattern"), std::string::npos) << bad.error().message();
   auto long_a = Tensor::from<std::string>({1}, {std::string(100000, 'a')});
-  out = run_node({.op_type = "RegexFullMatch", .opset = 20, .inputs = {{"x", long_a}}, .attributes = {attr("pattern", "(a*)*b")}});
+  out =
+      run_node({.op_type = "RegexFullMatch", .opset = 20, .inputs = {{"x", long_a}}, .attributes = {attr("pattern", "(a*)*b")}});
   expect_tensor_near(out[0].tensor(), Tensor::from<bool>({1}, {false}));
 }
 

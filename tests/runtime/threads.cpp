@@ -87,24 +87,30 @@ TEST(ThreadCreation, RecurrentOps) {
       w = RandomNormal <shape = [2, 512, 64], seed = 1.0> ()
       r = RandomNormal <shape = [2, 512, 128], seed = 2.0> ()
       y = LSTM <hidden_size = 128, direction = "bidirectional"> (x, w, r)
-    })"), 0) << "bidirectional LSTM";
+    })"),
+            0)
+      << "bidirectional LSTM";
   EXPECT_EQ(threads_created_by_warm_runs(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[32, 4, 64] x) => (float[32, 1, 4, 256] y) {
       w = RandomNormal <shape = [1, 768, 64], seed = 1.0> ()
       r = RandomNormal <shape = [1, 768, 256], seed = 2.0> ()
       y = GRU <hidden_size = 256> (x, w, r)
-    })"), 0) << "GRU";
+    })"),
+            0)
+      << "GRU";
 }
 
 TEST(ThreadCreation, BatchedMatMul) {
   // Small products, threads across the batch; large ones, threads in each.
   EXPECT_EQ(threads_created_by_warm_runs(R"(
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[12, 64, 64] a, float[12, 64, 64] b) => (float[12, 64, 64] y) { y = MatMul (a, b) })"), 0);
+    g (float[12, 64, 64] a, float[12, 64, 64] b) => (float[12, 64, 64] y) { y = MatMul (a, b) })"),
+            0);
   EXPECT_EQ(threads_created_by_warm_runs(R"(
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[2, 256, 256] a, float[2, 256, 256] b) => (float[2, 256, 256] y) { y = MatMul (a, b) })"), 0);
+    g (float[2, 256, 256] a, float[2, 256, 256] b) => (float[2, 256, 256] y) { y = MatMul (a, b) })"),
+            0);
 }
 
 TEST(ThreadCreation, Convolutions) {
@@ -115,13 +121,17 @@ TEST(ThreadCreation, Convolutions) {
     g (double[1, 256, 8, 8] x) => (double[1, 256, 8, 8] y) {
       w = RandomNormal <shape = [256, 256, 3, 3], dtype = 11> ()
       y = Conv <pads = [2, 2, 2, 2], dilations = [2, 2]> (x, w)
-    })"), 0) << "Conv";
+    })"),
+            0)
+      << "Conv";
   EXPECT_EQ(threads_created_by_warm_runs(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[1, 256, 16, 16] x) => (float[1, 256, 32, 32] y) {
       w = RandomNormal <shape = [256, 256, 2, 2]> ()
       y = ConvTranspose <strides = [2, 2]> (x, w)
-    })"), 0) << "ConvTranspose";
+    })"),
+            0)
+      << "ConvTranspose";
 }
 
 TEST(ThreadCreation, ExportedModels) {
@@ -179,8 +189,7 @@ TEST(HeldToOneThread, ConvolutionsLeaveTheWorkerIdle) {
   EXPECT_GT(worker_on_two, 0) << "the worker never ran: the measurement sees nothing";
   EXPECT_LT(worker_on_one, worker_on_two / 10) << worker_on_one << " ns against " << worker_on_two;
   // The same convolution, on weights the two primitives share.
-  for (int64_t i = 0; i < on_one.numel(); ++i)
-    ASSERT_NEAR(on_one.data<float>()[i], on_two.data<float>()[i], 1e-4) << i;
+  for (int64_t i = 0; i < on_one.numel(); ++i) ASSERT_NEAR(on_one.data<float>()[i], on_two.data<float>()[i], 1e-4) << i;
 }
 
 }  // namespace

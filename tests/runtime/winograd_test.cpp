@@ -69,9 +69,8 @@ void expect_matches_direct_sum(const Case& k) {
     for (int64_t mb = 0; mb < blocks * channel_block(); ++mb)
       for (int64_t r = 0; r < oh; ++r)
         for (int64_t col = 0; col < ow; ++col) {
-          const float got =
-              y.data<float>()[((i * blocks + mb / channel_block()) * oh + r) * ow * channel_block() + col * channel_block() +
-                              mb % channel_block()];
+          const float got = y.data<float>()[((i * blocks + mb / channel_block()) * oh + r) * ow * channel_block() +
+                                            col * channel_block() + mb % channel_block()];
           if (mb >= k.m) {
             ASSERT_EQ(got, 0.0f) << "padded channel " << mb;
             continue;
@@ -101,14 +100,11 @@ TEST(Winograd, OddSizesAsymmetricPadsAndPartialChannelBlocks) {
   expect_matches_direct_sum({.n = 2, .c = 13, .m = 21, .h = 10, .w = 12, .pads = {1, 0, 2, 1}, .bias = true});
 }
 
-TEST(Winograd, NoPadsAndNoBias) {
-  expect_matches_direct_sum({.n = 1, .c = 8, .m = 16, .h = 12, .w = 7, .pads = {0, 0, 0, 0}});
-}
+TEST(Winograd, NoPadsAndNoBias) { expect_matches_direct_sum({.n = 1, .c = 8, .m = 16, .h = 12, .w = 7, .pads = {0, 0, 0, 0}}); }
 
 TEST(Winograd, ResidualThenReluAsOneStep) {
   FusedActivation relu{.kind = FusedActivation::Kind::relu, .add_residual = true};
-  expect_matches_direct_sum(
-      {.n = 1, .c = 24, .m = 40, .h = 14, .w = 14, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true});
+  expect_matches_direct_sum({.n = 1, .c = 24, .m = 40, .h = 14, .w = 14, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true});
 }
 
 TEST(Winograd, ClipAboveZeroLeavesPaddedChannelsZero) {
@@ -126,8 +122,7 @@ void expect_matches_direct_sum_on_two_threads(const Case& k) {
 TEST(Winograd, ManyTilesRunInSeveralChunksOnTwoThreads) {
   // 47 x 47 outputs: 576 tiles of 2 x 2, over the tiles one chunk of 16 + 16
   // channels holds; two chunks, so the two threads share every step.
-  expect_matches_direct_sum_on_two_threads(
-      {.n = 1, .c = 16, .m = 16, .h = 47, .w = 47, .pads = {1, 1, 1, 1}, .bias = true});
+  expect_matches_direct_sum_on_two_threads({.n = 1, .c = 16, .m = 16, .h = 47, .w = 47, .pads = {1, 1, 1, 1}, .bias = true});
 }
 
 TEST(Winograd, ManyChunksGoWholeToEachOfTwoThreads) {

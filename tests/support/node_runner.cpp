@@ -153,8 +153,7 @@ void expect_tensor_near(const Tensor& actual, const Tensor& expected, double ato
     return;
   }
   if (expected.dtype() == DataType::boolean) {
-    for (int64_t i = 0; i < expected.numel(); ++i)
-      EXPECT_EQ(actual.data<bool>()[i], expected.data<bool>()[i]) << "element " << i;
+    for (int64_t i = 0; i < expected.numel(); ++i) EXPECT_EQ(actual.data<bool>()[i], expected.data<bool>()[i]) << "element " << i;
     return;
   }
   if (runtime::is_low_precision(expected.dtype())) {

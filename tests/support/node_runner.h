@@ -17,9 +17,9 @@
 namespace onnxkit::testing {
 
 struct NodeInput {
-  std::string name;          // "" for an omitted optional input
+  std::string name;  // "" for an omitted optional input
   runtime::Tensor value;
-  bool constant = false;     // an initializer (seen by the kernel at build time)
+  bool constant = false;  // an initializer (seen by the kernel at build time)
 };
 
 struct NodeSpec {
@@ -67,7 +67,6 @@ runtime::Tensor int4_tensor(runtime::DataType type, runtime::Shape shape, const 
 // Same type and shape, and every element within atol + rtol * |expected|
 // (exact for integers, bools and strings; NaN equals NaN; float8, int4 and
 // uint4 compare their encodings).
-void expect_tensor_near(const runtime::Tensor& actual, const runtime::Tensor& expected, double atol = 1e-5,
-                        double rtol = 1e-5);
+void expect_tensor_near(const runtime::Tensor& actual, const runtime::Tensor& expected, double atol = 1e-5, double rtol = 1e-5);
 
 }  // namespace onnxkit::testing

@@ -1,7 +1,7 @@
 #include "support/test_support.h"
 
-#include <gtest/gtest.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
 #include <onnx/defs/parser.h>
 
 #include <algorithm>
@@ -72,7 +72,9 @@ std::string declared_dims(const ir::Model& model, const std::string& name) {
   if (v == nullptr || !v->has_type() || !v->type().tensor_type().has_shape()) return "none";
   std::string out;
   for (const auto& d : v->type().tensor_type().shape().dim())
-    out += (out.empty() ? "" : ",") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
+    out += (out.empty() ? "" : ",") + (d.has_dim_value()   ? std::to_string(d.dim_value())
+                                       : d.has_dim_param() ? d.dim_param()
+                                                           : "?");
   return out;
 }
 

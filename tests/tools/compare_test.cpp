@@ -13,8 +13,8 @@ namespace onnxkit {
 namespace {
 
 using runtime::Tensor;
-using tools::Tolerance;
 using tools::TensorStats;
+using tools::Tolerance;
 
 Tolerance tolerance(double rtol, double atol, tools::ErrorStat stat = tools::ErrorStat::elemwise, double q = 0.99) {
   Tolerance t;
@@ -34,14 +34,14 @@ TEST(CompareStats, EveryStatisticWorkedByHand) {
   EXPECT_EQ(s.elements, 4);
   EXPECT_EQ(s.mismatches, 2);  // 0.5 > 0.1 + 0.1 * 2 and 4 > 0.1 + 0.1 * 4
   EXPECT_DOUBLE_EQ(s.max_abs, 4);
-  EXPECT_DOUBLE_EQ(s.max_rel, 1);         // 4 / 4 (0.5 / 2 = 0.25 is less)
-  EXPECT_DOUBLE_EQ(s.mean_abs, 1.125);    // 4.5 / 4
-  EXPECT_DOUBLE_EQ(s.median_abs, 0.25);   // sorted [0, 0, 0.5, 4]: (0 + 0.5) / 2
-  EXPECT_DOUBLE_EQ(s.quantile_abs, 1.375);  // position 0.75 * 3 = 2.25: 0.5 + 0.25 * (4 - 0.5)
+  EXPECT_DOUBLE_EQ(s.max_rel, 1);                    // 4 / 4 (0.5 / 2 = 0.25 is less)
+  EXPECT_DOUBLE_EQ(s.mean_abs, 1.125);               // 4.5 / 4
+  EXPECT_DOUBLE_EQ(s.median_abs, 0.25);              // sorted [0, 0, 0.5, 4]: (0 + 0.5) / 2
+  EXPECT_DOUBLE_EQ(s.quantile_abs, 1.375);           // position 0.75 * 3 = 2.25: 0.5 + 0.25 * (4 - 0.5)
   EXPECT_NEAR(s.cosine, 0.6793662204867575, 1e-12);  // 15 / sqrt(30 * 16.25)
   EXPECT_NEAR(s.snr_db, 2.6626788940476924, 1e-12);  // 10 log10(30 / 16.25)
-  EXPECT_NEAR(s.required_atol, 3.6, 1e-6);   // 4 - 0.1 * 4
-  EXPECT_NEAR(s.required_rtol, 0.975, 1e-6);  // (4 - 0.1) / 4
+  EXPECT_NEAR(s.required_atol, 3.6, 1e-6);           // 4 - 0.1 * 4
+  EXPECT_NEAR(s.required_rtol, 0.975, 1e-6);         // (4 - 0.1) / 4
   EXPECT_EQ(s.mismatch, "at [1]: expected 2, got 2.5");
   // The required tolerances do pass.
   EXPECT_TRUE(tools::compare_tensor_stats(e, a, tolerance(0.1, 3.6 + 1e-6)).passed);
@@ -162,9 +162,11 @@ TEST(CompareModels, RenamedTensorsPairByStructure) {
 }
 
 TEST(CompareModels, DifferentInputsAreOneError) {
-  auto report = tools::compare_models(shared(testing::model_from_text(kModel)), shared(testing::model_from_text(
-                                          R"(<ir_version: 8, opset_import: ["" : 17]> g (float[2, 3] a, float[2, 3] b) => (float[2, 3] y) { y = Add (a, b) })")),
-                                      {});
+  auto report = tools::compare_models(
+      shared(testing::model_from_text(kModel)),
+      shared(testing::model_from_text(
+          R"(<ir_version: 8, opset_import: ["" : 17]> g (float[2, 3] a, float[2, 3] b) => (float[2, 3] y) { y = Add (a, b) })")),
+      {});
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.error().message().find("the models take different inputs: A takes 'x', B takes 'a', 'b'"), std::string::npos)
       << report.error().message();

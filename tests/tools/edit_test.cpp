@@ -279,8 +279,8 @@ TEST(EditTensors, LiteralsBeyondJson) {
   auto empty = tools::parse_tensor_literal("float:[[], []]");
   ASSERT_TRUE(empty.ok()) << empty.error().message();
   EXPECT_EQ(std::vector<int64_t>(empty->dims().begin(), empty->dims().end()), (std::vector<int64_t>{2, 0}));
-  for (const char* bad : {"int64:[1, [2]]", "int64:[[1], 2]", "int64:[1e3]", "float:[1,]", "float:{\"a\": 1}",
-                          "float:[null]", "float:[1] 2", "int64:[-9223372036854775809]"})
+  for (const char* bad : {"int64:[1, [2]]", "int64:[[1], 2]", "int64:[1e3]", "float:[1,]", "float:{\"a\": 1}", "float:[null]",
+                          "float:[1] 2", "int64:[-9223372036854775809]"})
     EXPECT_FALSE(tools::parse_tensor_literal(bad).ok()) << bad;
   // Nesting 100,000 deep recursed once per '[' in the hand-written parser.
   const std::string deep = "float:" + std::string(100000, '[') + "1" + std::string(100000, ']');
@@ -439,8 +439,7 @@ TEST(EditModel, ValidationNamesADanglingInput) {
   g.remove_node(g.find_value("y")->producer());  // Identity and Add still read y
   auto valid = tools::validate_edited_model(*model);
   ASSERT_FALSE(valid.ok());
-  EXPECT_NE(valid.error().message().find("reads 'y', which nothing defines"), std::string::npos)
-      << valid.error().message();
+  EXPECT_NE(valid.error().message().find("reads 'y', which nothing defines"), std::string::npos) << valid.error().message();
 }
 
 TEST(EditModel, ConvertOpset) {
@@ -491,11 +490,10 @@ TEST(EditOperations, AppliedInOrder) {
   auto model = model_from_text(kChain);
   name_nodes(*model);
   tools::EditToolReport report;
-  for (const tools::EditOperation& op : std::vector<tools::EditOperation>{
-           {"remove-node", "n_i", "--remove-node"},
-           {"rename", "x=image", "--rename"},
-           {"add-output", "y", "--add-output"},
-           {"cleanup", "", "--cleanup"}}) {
+  for (const tools::EditOperation& op : std::vector<tools::EditOperation>{{"remove-node", "n_i", "--remove-node"},
+                                                                          {"rename", "x=image", "--rename"},
+                                                                          {"add-output", "y", "--add-output"},
+                                                                          {"cleanup", "", "--cleanup"}}) {
     Status applied = tools::apply_edit_operation(model, op, report);
     ASSERT_TRUE(applied.ok()) << op.name << ": " << applied.error().message();
   }

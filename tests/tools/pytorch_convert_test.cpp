@@ -145,7 +145,7 @@ TEST(Safetensors, RefusesFilesThatDoNotHoldTogether) {
     std::ofstream(dir / "bad.safetensors", std::ios::binary) << bytes << header << data;
     return io::read_safetensors(dir / "bad.safetensors");
   };
-  EXPECT_FALSE(write(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "1234").ok());   // past the end
+  EXPECT_FALSE(write(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "1234").ok());      // past the end
   EXPECT_FALSE(write(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", "12345678").ok());  // a gap
   EXPECT_FALSE(write(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "12345678").ok());  // shape vs size
   EXPECT_FALSE(write(R"({"a":{"dtype":"Q9","shape":[2],"data_offsets":[0,8]}})", "12345678").ok());   // dtype

@@ -82,8 +82,6 @@ class EliminateCommonSubexpressions final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_eliminate_common_subexpressions() {
-  return std::make_unique<EliminateCommonSubexpressions>();
-}
+std::unique_ptr<Pass> make_eliminate_common_subexpressions() { return std::make_unique<EliminateCommonSubexpressions>(); }
 
 }  // namespace onnxkit::passes::eliminate

@@ -44,14 +44,15 @@ std::optional<std::vector<int64_t>> without_copies(const ir::Node& first, std::v
 }
 
 bool is_view(const ir::Node& node) {
-  return node.is_onnx_op("Reshape") || node.is_onnx_op("Flatten") || node.is_onnx_op("Squeeze") ||
-         node.is_onnx_op("Unsqueeze");
+  return node.is_onnx_op("Reshape") || node.is_onnx_op("Flatten") || node.is_onnx_op("Squeeze") || node.is_onnx_op("Unsqueeze");
 }
 
 class MergeConsecutiveReshapes final : public Pass {
  public:
   std::string_view name() const override { return "merge-consecutive-reshapes"; }
-  std::string_view summary() const override { return "make a Reshape of a Reshape, Flatten, Squeeze or Unsqueeze read that one's input"; }
+  std::string_view summary() const override {
+    return "make a Reshape of a Reshape, Flatten, Squeeze or Unsqueeze read that one's input";
+  }
 
   size_t run(ir::Graph& graph, PassContext& context) const override {
     size_t changes = 0;
@@ -61,15 +62,14 @@ class MergeConsecutiveReshapes final : public Pass {
       if (context.excluded(*first) || context.excluded(*second) || first->input(0) == nullptr) continue;
       auto target = context.constant_ints(second->input(1));
       if (!target) continue;
-      const bool copies_dims = second->attr_int("allowzero", 0) == 0 &&
-                               std::find(target->begin(), target->end(), 0) != target->end();
+      const bool copies_dims =
+          second->attr_int("allowzero", 0) == 0 && std::find(target->begin(), target->end(), 0) != target->end();
       if (copies_dims) {
         auto independent = without_copies(*first, *target, context);
         if (!independent) continue;
-        second->set_input(1, context.add_constant(
-                                 graph, second->output(0)->name() + "_shape",
-                                 runtime::Tensor::from<int64_t>({static_cast<int64_t>(independent->size())},
-                                                                *independent)));
+        second->set_input(
+            1, context.add_constant(graph, second->output(0)->name() + "_shape",
+                                    runtime::Tensor::from<int64_t>({static_cast<int64_t>(independent->size())}, *independent)));
       }
       second->set_input(0, first->input(0));
       context.note(fmt::format("{} now reads the input of {}", second->describe(), first->describe()));

@@ -25,8 +25,8 @@ size_t rewrite(ir::Node& second, PassContext& context) {
   if (context.opset() < 10) return 0;
   ir::Value* t = second.input(0);
   ir::Node* first = t != nullptr ? t->producer() : nullptr;
-  if (first == nullptr || first->graph() != second.graph() || !first->is_onnx_op("Slice") ||
-      context.excluded(*first) || first->input(0) == nullptr)
+  if (first == nullptr || first->graph() != second.graph() || !first->is_onnx_op("Slice") || context.excluded(*first) ||
+      first->input(0) == nullptr)
     return 0;
   auto outer = constant_slice(*first, context);
   auto inner = constant_slice(second, context);
@@ -56,8 +56,8 @@ size_t rewrite(ir::Node& second, PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_merge_consecutive_slices() {
-  return make_node_pass("merge-consecutive-slices", "merge a Slice of a Slice over other axes into one Slice",
-                        {"Slice"}, rewrite);
+  return make_node_pass("merge-consecutive-slices", "merge a Slice of a Slice over other axes into one Slice", {"Slice"},
+                        rewrite);
 }
 
 }  // namespace onnxkit::passes::eliminate

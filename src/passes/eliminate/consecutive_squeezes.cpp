@@ -29,8 +29,7 @@ namespace {
 
 // The axes of `node` made non-negative against `rank` (when known); nullopt
 // when absent, not constant, out of range, repeated, or negative with no rank.
-std::optional<std::vector<int64_t>> axes_of(const ir::Node& node, const PassContext& context,
-                                            std::optional<int64_t> rank) {
+std::optional<std::vector<int64_t>> axes_of(const ir::Node& node, const PassContext& context, std::optional<int64_t> rank) {
   auto axes = ints_attribute_or_input(node, context, "axes", 1, 13);
   if (!axes || axes->empty()) return std::nullopt;
   if (rank) {
@@ -53,8 +52,7 @@ int64_t nth_not_in(const std::set<int64_t>& skipped, int64_t index) {
 }
 
 // The merged axes, in the first node's input (Squeeze) or the second's output (Unsqueeze).
-std::optional<std::vector<int64_t>> merged_axes(const ir::Node& first, const ir::Node& second,
-                                                const PassContext& context) {
+std::optional<std::vector<int64_t>> merged_axes(const ir::Node& first, const ir::Node& second, const PassContext& context) {
   const auto rank = known_rank(first.input(0));
   const bool unsqueeze = second.op_type() == "Unsqueeze";
   auto given0 = ints_attribute_or_input(first, context, "axes", 1, 13);
@@ -84,8 +82,8 @@ std::optional<std::vector<int64_t>> merged_axes(const ir::Node& first, const ir:
 size_t rewrite(ir::Node& second, PassContext& context) {
   ir::Value* t = second.input(0);
   ir::Node* first = t != nullptr ? t->producer() : nullptr;
-  if (first == nullptr || first->graph() != second.graph() || !first->is_onnx_op(second.op_type()) ||
-      context.excluded(*first) || first->input(0) == nullptr)
+  if (first == nullptr || first->graph() != second.graph() || !first->is_onnx_op(second.op_type()) || context.excluded(*first) ||
+      first->input(0) == nullptr)
     return 0;
   auto merged = merged_axes(*first, second, context);
   if (!merged) return 0;
@@ -94,8 +92,7 @@ size_t rewrite(ir::Node& second, PassContext& context) {
     second.set_attribute(onnx::MakeAttribute("axes", *merged));
   } else {
     second.set_input(1, context.add_constant(*second.graph(), second.output(0)->name() + "_axes",
-                                             runtime::Tensor::from<int64_t>({static_cast<int64_t>(merged->size())},
-                                                                            *merged)));
+                                             runtime::Tensor::from<int64_t>({static_cast<int64_t>(merged->size())}, *merged)));
   }
   second.set_input(0, first->input(0));
   context.note(fmt::format("merged {} into one {}", what, second.op_type()));
@@ -105,9 +102,8 @@ size_t rewrite(ir::Node& second, PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_merge_consecutive_squeezes() {
-  return make_node_pass("merge-consecutive-squeezes",
-                        "merge an Unsqueeze of an Unsqueeze, or a Squeeze of a Squeeze, into one", {"Unsqueeze", "Squeeze"},
-                        rewrite);
+  return make_node_pass("merge-consecutive-squeezes", "merge an Unsqueeze of an Unsqueeze, or a Squeeze of a Squeeze, into one",
+                        {"Unsqueeze", "Squeeze"}, rewrite);
 }
 
 }  // namespace onnxkit::passes::eliminate

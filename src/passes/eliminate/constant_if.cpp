@@ -30,8 +30,8 @@ Status inline_if_branch(ir::Node& node, bool taken) {
   if (attribute == nullptr || attribute->graph == nullptr) return make_error("{} has no {}", node.describe(), branch_name);
   ir::Graph& branch = *attribute->graph;
   if (branch.outputs().size() != node.outputs().size())
-    return make_error("{}: its {} returns {} values for {} outputs", node.describe(), branch_name,
-                      branch.outputs().size(), node.outputs().size());
+    return make_error("{}: its {} returns {} values for {} outputs", node.describe(), branch_name, branch.outputs().size(),
+                      node.outputs().size());
   ir::Graph& graph = *node.graph();
   ONNXKIT_TRY(graph.absorb_subgraph(branch, &node));
   // The branch stops listing its results, so that they can take over the If's outputs.

@@ -56,8 +56,7 @@ class EliminateDuplicateInitializers final : public Pass {
       auto data = view_constant(*value, context);
       if (!data || data->dtype() == runtime::DataType::string) continue;
       const std::string_view bytes(static_cast<const char*>(data->raw()), data->nbytes());
-      const size_t key = std::hash<std::string_view>{}(bytes) ^ (static_cast<size_t>(data->dtype()) << 1) ^
-                         (data->rank() << 8);
+      const size_t key = std::hash<std::string_view>{}(bytes) ^ (static_cast<size_t>(data->dtype()) << 1) ^ (data->rank() << 8);
       std::vector<Constant>& bucket = seen[key];
       const Constant* twin = nullptr;
       for (const Constant& earlier : bucket)
@@ -77,8 +76,6 @@ class EliminateDuplicateInitializers final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_eliminate_duplicate_initializers() {
-  return std::make_unique<EliminateDuplicateInitializers>();
-}
+std::unique_ptr<Pass> make_eliminate_duplicate_initializers() { return std::make_unique<EliminateDuplicateInitializers>(); }
 
 }  // namespace onnxkit::passes::eliminate

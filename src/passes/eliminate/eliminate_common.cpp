@@ -9,14 +9,13 @@ namespace onnxkit::passes::eliminate {
 
 std::unique_ptr<Pass> make_bypass_pass(std::string_view name, std::string_view summary,
                                        std::initializer_list<std::string_view> op_types, NoopTest is_noop) {
-  return make_node_pass(name, summary, op_types,
-                        [is_noop = std::move(is_noop)](ir::Node& node, PassContext& context) -> size_t {
-                          if (!is_noop(node, context)) return 0;
-                          std::string what = node.describe();
-                          if (!bypass_node(node)) return 0;
-                          context.note(fmt::format("removed {}", what));
-                          return 1;
-                        });
+  return make_node_pass(name, summary, op_types, [is_noop = std::move(is_noop)](ir::Node& node, PassContext& context) -> size_t {
+    if (!is_noop(node, context)) return 0;
+    std::string what = node.describe();
+    if (!bypass_node(node)) return 0;
+    context.note(fmt::format("removed {}", what));
+    return 1;
+  });
 }
 
 std::optional<size_t> known_rank(const ir::Value* value) {

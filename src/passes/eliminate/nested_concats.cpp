@@ -49,9 +49,8 @@ size_t rewrite(ir::Node& outer, PassContext& context) {
   std::vector<std::string> absorbed;
   for (ir::Value* input : outer.inputs()) {
     ir::Node* inner = input != nullptr ? input->producer() : nullptr;
-    const bool flattens = inner != nullptr && inner != &outer && inner->graph() == outer.graph() &&
-                          inner->is_onnx_op("Concat") && !context.excluded(*inner) &&
-                          inner->attribute("axis") != nullptr && inner->outputs().size() == 1 &&
+    const bool flattens = inner != nullptr && inner != &outer && inner->graph() == outer.graph() && inner->is_onnx_op("Concat") &&
+                          !context.excluded(*inner) && inner->attribute("axis") != nullptr && inner->outputs().size() == 1 &&
                           read_only_by(input, &outer) && same_axis(outer, *inner);
     if (!flattens) {
       spliced.push_back(input);
@@ -71,8 +70,8 @@ size_t rewrite(ir::Node& outer, PassContext& context) {
 
 std::unique_ptr<Pass> make_flatten_nested_concats() {
   return make_node_pass("flatten-nested-concats",
-                        "splice into a Concat the inputs of a Concat along the same axis that only it reads",
-                        {"Concat"}, rewrite);
+                        "splice into a Concat the inputs of a Concat along the same axis that only it reads", {"Concat"},
+                        rewrite);
 }
 
 }  // namespace onnxkit::passes::eliminate

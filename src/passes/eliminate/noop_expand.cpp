@@ -27,8 +27,7 @@ bool keeps_shape(const ir::Node& expand, const PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_eliminate_noop_expand() {
-  return make_bypass_pass("eliminate-noop-expand", "remove Expand to a shape the input already has", {"Expand"},
-                          keeps_shape);
+  return make_bypass_pass("eliminate-noop-expand", "remove Expand to a shape the input already has", {"Expand"}, keeps_shape);
 }
 
 }  // namespace onnxkit::passes::eliminate

@@ -26,8 +26,7 @@ bool keeps_shape(const ir::Node& flatten, const PassContext&) {
 }  // namespace
 
 std::unique_ptr<Pass> make_eliminate_noop_flatten() {
-  return make_bypass_pass("eliminate-noop-flatten", "remove Flatten of a 2-D tensor to its own shape", {"Flatten"},
-                          keeps_shape);
+  return make_bypass_pass("eliminate-noop-flatten", "remove Flatten of a 2-D tensor to its own shape", {"Flatten"}, keeps_shape);
 }
 
 }  // namespace onnxkit::passes::eliminate

@@ -39,8 +39,7 @@ bool keeps_shape(const ir::Node& reshape, const PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_eliminate_noop_reshape() {
-  return make_bypass_pass("eliminate-noop-reshape", "remove Reshape to the input's own shape", {"Reshape"},
-                          keeps_shape);
+  return make_bypass_pass("eliminate-noop-reshape", "remove Reshape to the input's own shape", {"Reshape"}, keeps_shape);
 }
 
 }  // namespace onnxkit::passes::eliminate

@@ -35,8 +35,7 @@ bool keeps_everything(const ir::Node& slice, const PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_eliminate_noop_slice() {
-  return make_bypass_pass("eliminate-noop-slice", "remove Slice that keeps every element", {"Slice"},
-                          keeps_everything);
+  return make_bypass_pass("eliminate-noop-slice", "remove Slice that keeps every element", {"Slice"}, keeps_everything);
 }
 
 }  // namespace onnxkit::passes::eliminate

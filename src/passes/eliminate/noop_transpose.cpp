@@ -25,8 +25,8 @@ bool keeps_axes(const ir::Node& transpose, const PassContext&) {
 }  // namespace
 
 std::unique_ptr<Pass> make_eliminate_noop_transpose() {
-  return make_bypass_pass("eliminate-noop-transpose", "remove Transpose with the identity permutation",
-                          {"Transpose"}, keeps_axes);
+  return make_bypass_pass("eliminate-noop-transpose", "remove Transpose with the identity permutation", {"Transpose"},
+                          keeps_axes);
 }
 
 }  // namespace onnxkit::passes::eliminate

@@ -20,8 +20,8 @@ namespace onnxkit::passes::eliminate {
 namespace {
 
 // The axes of a Squeeze or Unsqueeze, non-negative against `rank` and sorted.
-std::optional<std::vector<int64_t>> sorted_axes(const ir::Node& node, const PassContext& context,
-                                                std::optional<int64_t> rank, const ir::Value* squeezed_input) {
+std::optional<std::vector<int64_t>> sorted_axes(const ir::Node& node, const PassContext& context, std::optional<int64_t> rank,
+                                                const ir::Value* squeezed_input) {
   bool present = false;
   auto axes = ints_attribute_or_input(node, context, "axes", 1, 13, &present);
   if (present && !axes) return std::nullopt;
@@ -69,9 +69,7 @@ bool undoes(const ir::Node& first, const ir::Node& second, const PassContext& co
 class EliminateSqueezeUnsqueeze final : public Pass {
  public:
   std::string_view name() const override { return "eliminate-squeeze-unsqueeze"; }
-  std::string_view summary() const override {
-    return "remove Squeeze followed by Unsqueeze on the same axes, and the reverse";
-  }
+  std::string_view summary() const override { return "remove Squeeze followed by Unsqueeze on the same axes, and the reverse"; }
 
   size_t run(ir::Graph& graph, PassContext& context) const override {
     size_t changes = 0;

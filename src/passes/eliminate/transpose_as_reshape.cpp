@@ -17,7 +17,6 @@
 
 #include <fmt/format.h>
 
-
 #include "passes/eliminate/eliminate_common.h"
 #include "runtime/tensor.h"
 
@@ -67,9 +66,8 @@ size_t rewrite(ir::Node& transpose, PassContext& context) {
   if (!target) return 0;
   ir::Graph& graph = *transpose.graph();
   const std::string what = transpose.describe();
-  ir::Value* shape = context.add_constant(
-      graph, transpose.output(0)->name() + "_shape",
-      runtime::Tensor::from<int64_t>({static_cast<int64_t>(target->size())}, *target));
+  ir::Value* shape = context.add_constant(graph, transpose.output(0)->name() + "_shape",
+                                          runtime::Tensor::from<int64_t>({static_cast<int64_t>(target->size())}, *target));
   ir::Node* reshape = graph.insert_node(&transpose, "Reshape", {x, shape}, {transpose.output(0)->name() + "_reshaped"});
   if (!transpose.name().empty()) reshape->set_name(graph.unique_node_name(transpose.name() + "_as_reshape"));
   if (!replace_value(graph, transpose.output(0), reshape->output(0))) {
@@ -84,8 +82,8 @@ size_t rewrite(ir::Node& transpose, PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_transpose_as_reshape() {
-  return make_node_pass("transpose-as-reshape", "make a Transpose that only moves axes of size 1 a Reshape",
-                        {"Transpose"}, rewrite);
+  return make_node_pass("transpose-as-reshape", "make a Transpose that only moves axes of size 1 a Reshape", {"Transpose"},
+                        rewrite);
 }
 
 }  // namespace onnxkit::passes::eliminate

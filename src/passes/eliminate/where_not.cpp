@@ -17,9 +17,8 @@ namespace {
 size_t rewrite(ir::Node& where, PassContext& context) {
   ir::Value* condition = where.input(0);
   ir::Node* negation = condition != nullptr ? condition->producer() : nullptr;
-  if (negation == nullptr || negation->graph() != where.graph() || !negation->is_onnx_op("Not") ||
-      context.excluded(*negation) || negation->input(0) == nullptr || where.input(1) == nullptr ||
-      where.input(2) == nullptr)
+  if (negation == nullptr || negation->graph() != where.graph() || !negation->is_onnx_op("Not") || context.excluded(*negation) ||
+      negation->input(0) == nullptr || where.input(1) == nullptr || where.input(2) == nullptr)
     return 0;
   ir::Value* a = where.input(1);
   ir::Value* b = where.input(2);
@@ -33,8 +32,7 @@ size_t rewrite(ir::Node& where, PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_eliminate_where_not() {
-  return make_node_pass("eliminate-where-not", "make a Where on Not(c) read c with its two branches swapped",
-                        {"Where"}, rewrite);
+  return make_node_pass("eliminate-where-not", "make a Where on Not(c) read c with its two branches swapped", {"Where"}, rewrite);
 }
 
 }  // namespace onnxkit::passes::eliminate

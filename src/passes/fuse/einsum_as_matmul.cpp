@@ -66,8 +66,7 @@ size_t rewrite(ir::Node& einsum, PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_einsum_as_matmul() {
-  return make_node_pass("einsum-as-matmul", "make an Einsum that is a batched matrix product a MatMul", {"Einsum"},
-                        rewrite);
+  return make_node_pass("einsum-as-matmul", "make an Einsum that is a batched matrix product a MatMul", {"Einsum"}, rewrite);
 }
 
 }  // namespace onnxkit::passes::fuse

@@ -37,9 +37,8 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_fuse_add_into_conv_bias() {
-  return make_fusion_pass("fuse-add-into-conv-bias",
-                          "fold an Add of a per-channel constant into the bias of the Conv before it", {"Conv"},
-                          Repeat::while_it_fuses, fuse_once);  // Conv, Add, Add: both fold
+  return make_fusion_pass("fuse-add-into-conv-bias", "fold an Add of a per-channel constant into the bias of the Conv before it",
+                          {"Conv"}, Repeat::while_it_fuses, fuse_once);  // Conv, Add, Add: both fold
 }
 
 }  // namespace onnxkit::passes::fuse

@@ -70,8 +70,7 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
   if (!bn_affine) return false;
 
   std::vector<double> new_weights = *as_doubles(*weights);
-  for (size_t i = 0; i < new_weights.size(); ++i)
-    new_weights[i] *= bn_affine->scale[static_cast<size_t>(channel_of[i])];
+  for (size_t i = 0; i < new_weights.size(); ++i) new_weights[i] *= bn_affine->scale[static_cast<size_t>(channel_of[i])];
   for (size_t o = 0; o < bias->size(); ++o) (*bias)[o] = (*bias)[o] * bn_affine->scale[o] + bn_affine->shift[o];
 
   return commit_fusion(context, conv, *bn,
@@ -83,10 +82,9 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_fuse_bn_into_conv() {
-  return make_fusion_pass(
-      "fuse-bn-into-conv",
-      "fold an inference BatchNormalization into the weights and bias of the Conv/ConvTranspose before it",
-      {"Conv", "ConvTranspose"}, Repeat::while_it_fuses, fuse_once);  // Conv, BN, BN: both fold
+  return make_fusion_pass("fuse-bn-into-conv",
+                          "fold an inference BatchNormalization into the weights and bias of the Conv/ConvTranspose before it",
+                          {"Conv", "ConvTranspose"}, Repeat::while_it_fuses, fuse_once);  // Conv, BN, BN: both fold
 }
 
 }  // namespace onnxkit::passes::fuse

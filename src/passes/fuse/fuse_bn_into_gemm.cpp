@@ -27,8 +27,7 @@ bool fuse_once(ir::Node& gemm, PassContext& context) {
   ir::Value* gemm_out = gemm.output(0);
   ir::Node* bn = sole_consumer(gemm_out);
   // Checked before B is read: reading copies it, and B may be most of the model.
-  if (bn == nullptr || !bn->is_onnx_op("BatchNormalization") || context.excluded(*bn) || bn->input(0) != gemm_out)
-    return false;
+  if (bn == nullptr || !bn->is_onnx_op("BatchNormalization") || context.excluded(*bn) || bn->input(0) != gemm_out) return false;
 
   // Before opset 7 a per-feature C needs Gemm's `broadcast` attribute; not worth the case.
   if (context.opset() < 7) return false;
@@ -71,9 +70,8 @@ bool fuse_once(ir::Node& gemm, PassContext& context) {
 }  // namespace
 
 std::unique_ptr<Pass> make_fuse_bn_into_gemm() {
-  return make_fusion_pass("fuse-bn-into-gemm",
-                          "fold an inference BatchNormalization into the B and C of the Gemm before it", {"Gemm"},
-                          Repeat::while_it_fuses, fuse_once);
+  return make_fusion_pass("fuse-bn-into-gemm", "fold an inference BatchNormalization into the B and C of the Gemm before it",
+                          {"Gemm"}, Repeat::while_it_fuses, fuse_once);
 }
 
 }  // namespace onnxkit::passes::fuse

@@ -25,8 +25,7 @@ std::optional<std::string> absorb_consumer(ir::Node& anchor, ir::Node& consumer)
 }  // namespace
 
 std::unique_ptr<Pass> make_fusion_pass(std::string_view name, std::string_view summary,
-                                       std::initializer_list<std::string_view> op_types, Repeat repeat,
-                                       FuseStep fuse) {
+                                       std::initializer_list<std::string_view> op_types, Repeat repeat, FuseStep fuse) {
   return make_node_pass(name, summary, op_types,
                         [repeat, fuse = std::move(fuse)](ir::Node& anchor, PassContext& context) -> size_t {
                           size_t fused = 0;
@@ -38,8 +37,8 @@ std::unique_ptr<Pass> make_fusion_pass(std::string_view name, std::string_view s
                         });
 }
 
-bool commit_fusion(PassContext& context, ir::Node& anchor, ir::Node& consumer,
-                   const std::vector<FusedConstant>& constants, std::string_view into) {
+bool commit_fusion(PassContext& context, ir::Node& anchor, ir::Node& consumer, const std::vector<FusedConstant>& constants,
+                   std::string_view into) {
   const std::optional<std::string> consumer_description = absorb_consumer(anchor, consumer);
   if (!consumer_description) return false;
   // Named after the anchor, else its output (which absorb_consumer may have renamed).
@@ -77,8 +76,8 @@ bool is_fusable_weight_type(runtime::DataType type) {
   return type == runtime::DataType::float32 || type == runtime::DataType::float64;
 }
 
-std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& constant, size_t rank,
-                                                      size_t channel_axis, int64_t channels) {
+std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& constant, size_t rank, size_t channel_axis,
+                                                      int64_t channels) {
   if (constant.rank() > rank || channel_axis >= rank || channels <= 0) return std::nullopt;
   auto values = as_doubles(constant);
   if (!values) return std::nullopt;
@@ -94,12 +93,10 @@ std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& con
   return values;
 }
 
-std::optional<ConvChannelOperand> conv_then_per_channel(ir::Node& conv, std::string_view op,
-                                                        const PassContext& context) {
+std::optional<ConvChannelOperand> conv_then_per_channel(ir::Node& conv, std::string_view op, const PassContext& context) {
   ir::Value* conv_out = conv.output(0);
   ir::Node* consumer = sole_consumer(conv_out);
-  if (consumer == nullptr || !consumer->is_onnx_op(op) || context.excluded(*consumer) || context.opset() < 7)
-    return std::nullopt;
+  if (consumer == nullptr || !consumer->is_onnx_op(op) || context.excluded(*consumer) || context.opset() < 7) return std::nullopt;
   auto operand = context.constant(other_operand(*consumer, conv_out));
   auto weights = context.constant(conv.input(1));
   if (!operand || !weights || !is_fusable_weight_type(weights->dtype()) || operand->dtype() != weights->dtype() ||
@@ -110,8 +107,8 @@ std::optional<ConvChannelOperand> conv_then_per_channel(ir::Node& conv, std::str
   return ConvChannelOperand{consumer, std::move(*weights), std::move(*per_channel)};
 }
 
-std::optional<std::vector<double>> bias_values(const ir::Node& node, const PassContext& context,
-                                               runtime::DataType type, int64_t channels) {
+std::optional<std::vector<double>> bias_values(const ir::Node& node, const PassContext& context, runtime::DataType type,
+                                               int64_t channels) {
   if (node.input(2) == nullptr) return std::vector<double>(static_cast<size_t>(channels), 0.0);
   auto given = context.constant(node.input(2));
   if (!given || given->dtype() != type || given->numel() != channels) return std::nullopt;

@@ -63,8 +63,8 @@ struct FusedConstant {
 // go to that output, the consumer goes, the anchor reads `constants`, and a
 // note says "ANCHOR: folded CONSUMER <into>". False, and nothing changed,
 // when replace_value declines.
-bool commit_fusion(PassContext& context, ir::Node& anchor, ir::Node& consumer,
-                   const std::vector<FusedConstant>& constants, std::string_view into);
+bool commit_fusion(PassContext& context, ir::Node& anchor, ir::Node& consumer, const std::vector<FusedConstant>& constants,
+                   std::string_view into);
 
 // The elements of a float32, float64, float16 or bfloat16 tensor as doubles;
 // nullopt for other types.
@@ -81,27 +81,26 @@ bool is_fusable_weight_type(runtime::DataType type);
 // `channels` or 1 there, and cannot make that tensor bigger: one value per
 // channel (a scalar repeated `channels` times). Else nullopt: [C] against a
 // 4-D conv output aligns with the width, not the channels.
-std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& constant, size_t rank,
-                                                      size_t channel_axis, int64_t channels);
+std::optional<std::vector<double>> per_channel_values(const runtime::Tensor& constant, size_t rank, size_t channel_axis,
+                                                      int64_t channels);
 
 // A Conv whose output `op` (Add, Mul) alone reads, the other operand being
 // a constant of one value per output channel (see per_channel_values): the
 // Conv's weights, which give the channels, and those values.
 struct ConvChannelOperand {
   ir::Node* consumer;
-  runtime::Tensor weights;  // float32/float64 [M, C/group, k...]
+  runtime::Tensor weights;          // float32/float64 [M, C/group, k...]
   std::vector<double> per_channel;  // M values
 };
 // Nullopt when `conv`'s output is not so read, its weights are not a
 // fusable constant of rank 3 or more, or the operand has another type.
 // Opset 7+ (older Add and Mul broadcast by attribute).
-std::optional<ConvChannelOperand> conv_then_per_channel(ir::Node& conv, std::string_view op,
-                                                        const PassContext& context);
+std::optional<ConvChannelOperand> conv_then_per_channel(ir::Node& conv, std::string_view op, const PassContext& context);
 
 // A Conv's bias B (input 2) as doubles, zeros when absent; nullopt when
 // present but not a constant of `type` with `channels` elements.
-std::optional<std::vector<double>> bias_values(const ir::Node& node, const PassContext& context,
-                                               runtime::DataType type, int64_t channels);
+std::optional<std::vector<double>> bias_values(const ir::Node& node, const PassContext& context, runtime::DataType type,
+                                               int64_t channels);
 
 // A BatchNormalization in inference mode as the affine map it computes per
 // channel c: y = x * scale[c] + shift[c], where

@@ -75,13 +75,12 @@ bool fuse(ir::Node& matmul, PassContext& context) {
   return true;
 }
 
-
 }  // namespace
 
 std::unique_ptr<Pass> make_fuse_matmul_add_into_gemm() {
   // The step removes the MatMul it fuses.
-  return make_fusion_pass("fuse-matmul-add-into-gemm", "turn a 2-D MatMul followed by a bias Add into one Gemm",
-                          {"MatMul"}, Repeat::once, fuse);
+  return make_fusion_pass("fuse-matmul-add-into-gemm", "turn a 2-D MatMul followed by a bias Add into one Gemm", {"MatMul"},
+                          Repeat::once, fuse);
 }
 
 }  // namespace onnxkit::passes::fuse

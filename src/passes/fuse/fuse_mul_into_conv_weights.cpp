@@ -35,8 +35,7 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
   const size_t per_output = new_weights.size() / static_cast<size_t>(channels);
   for (size_t i = 0; i < new_weights.size(); ++i) new_weights[i] *= factor[i / per_output];
 
-  std::vector<FusedConstant> constants = {
-      {1, from_doubles(weights.dtype(), weights.shape(), new_weights), "_weight_fused"}};
+  std::vector<FusedConstant> constants = {{1, from_doubles(weights.dtype(), weights.shape(), new_weights), "_weight_fused"}};
   if (conv.input(2) != nullptr)  // no B stays no B
     constants.push_back({2, from_doubles(weights.dtype(), {channels}, *bias), "_bias_fused"});
   return commit_fusion(context, conv, *mul->consumer, constants, "into its weights");
@@ -46,8 +45,8 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
 
 std::unique_ptr<Pass> make_fuse_mul_into_conv_weights() {
   return make_fusion_pass("fuse-mul-into-conv-weights",
-                          "fold a Mul by a per-channel constant into the weights and bias of the Conv before it",
-                          {"Conv"}, Repeat::while_it_fuses, fuse_once);
+                          "fold a Mul by a per-channel constant into the weights and bias of the Conv before it", {"Conv"},
+                          Repeat::while_it_fuses, fuse_once);
 }
 
 }  // namespace onnxkit::passes::fuse

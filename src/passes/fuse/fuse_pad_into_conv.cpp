@@ -53,8 +53,7 @@ bool pads_like_zeros(const ir::Node& consumer) {
   if (consumer.is_onnx_op("Conv")) return true;
   if (!consumer.is_onnx_op("AveragePool") || consumer.attr_int("ceil_mode", 0) != 0) return false;
   const std::vector<int64_t> own = consumer.attr_ints("pads");
-  return consumer.attr_int("count_include_pad", 0) == 1 ||
-         std::all_of(own.begin(), own.end(), [](int64_t p) { return p == 0; });
+  return consumer.attr_int("count_include_pad", 0) == 1 || std::all_of(own.begin(), own.end(), [](int64_t p) { return p == 0; });
 }
 
 bool fuse(ir::Node& pad, PassContext& context) {
@@ -90,15 +89,13 @@ bool fuse(ir::Node& pad, PassContext& context) {
   return true;
 }
 
-
 }  // namespace
 
 std::unique_ptr<Pass> make_fuse_pad_into_conv() {
   // The step removes the Pad it fuses.
-  return make_fusion_pass(
-      "fuse-pad-into-conv",
-      "merge a zero Pad of the spatial axes into the pads of the Conv or counting AveragePool after it", {"Pad"},
-      Repeat::once, fuse);
+  return make_fusion_pass("fuse-pad-into-conv",
+                          "merge a zero Pad of the spatial axes into the pads of the Conv or counting AveragePool after it",
+                          {"Pad"}, Repeat::once, fuse);
 }
 
 }  // namespace onnxkit::passes::fuse

@@ -68,8 +68,8 @@ bool fuse(ir::Node& pad, PassContext& context) {
 
 std::unique_ptr<Pass> make_fuse_pad_into_maxpool() {
   return make_fusion_pass("fuse-pad-into-maxpool",
-                          "merge a -inf Pad (or a 0 Pad of a Relu's output) into the pads of the MaxPool after it",
-                          {"Pad"}, Repeat::once, fuse);
+                          "merge a -inf Pad (or a 0 Pad of a Relu's output) into the pads of the MaxPool after it", {"Pad"},
+                          Repeat::once, fuse);
 }
 
 }  // namespace onnxkit::passes::fuse

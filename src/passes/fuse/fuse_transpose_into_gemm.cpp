@@ -43,8 +43,8 @@ bool fuse(ir::Node& gemm, PassContext& context) {
 
 std::unique_ptr<Pass> make_fuse_transpose_into_gemm() {
   // A Gemm may absorb the Transposes of both A and B.
-  return make_fusion_pass("fuse-transpose-into-gemm", "fold a 2-D Transpose of a Gemm's A or B into transA/transB",
-                          {"Gemm"}, Repeat::while_it_fuses, fuse);
+  return make_fusion_pass("fuse-transpose-into-gemm", "fold a 2-D Transpose of a Gemm's A or B into transA/transB", {"Gemm"},
+                          Repeat::while_it_fuses, fuse);
 }
 
 }  // namespace onnxkit::passes::fuse

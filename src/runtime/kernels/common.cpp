@@ -35,15 +35,13 @@ void from_float32(const Tensor& f, Tensor& out) {
 
 Status check_attribute_range(const std::vector<int64_t>& v, std::string_view name) {
   for (int64_t x : v)
-    if (x > kMaxAttributeValue)
-      return make_error("{} has a value above {}: {}", name, kMaxAttributeValue, shape_to_string(v));
+    if (x > kMaxAttributeValue) return make_error("{} has a value above {}: {}", name, kMaxAttributeValue, shape_to_string(v));
   return {};
 }
 
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what, std::string_view operand) {
   if (axis < -rank || axis >= rank)
-    return make_error("{} {} is out of range for {} of rank {} (accepted: [{}, {}])", what, axis, operand, rank, -rank,
-                      rank - 1);
+    return make_error("{} {} is out of range for {} of rank {} (accepted: [{}, {}])", what, axis, operand, rank, -rank, rank - 1);
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -63,8 +61,10 @@ Result<std::vector<int64_t>> normalize_perm(std::vector<int64_t> perm, size_t ra
 }
 
 Result<std::vector<int64_t>> read_int64s(const Tensor& tensor) {
-  if (tensor.dtype() == DataType::int64) return std::vector<int64_t>(tensor.values<int64_t>().begin(), tensor.values<int64_t>().end());
-  if (tensor.dtype() == DataType::int32) return std::vector<int64_t>(tensor.values<int32_t>().begin(), tensor.values<int32_t>().end());
+  if (tensor.dtype() == DataType::int64)
+    return std::vector<int64_t>(tensor.values<int64_t>().begin(), tensor.values<int64_t>().end());
+  if (tensor.dtype() == DataType::int32)
+    return std::vector<int64_t>(tensor.values<int32_t>().begin(), tensor.values<int32_t>().end());
   return make_error("expected an int64 (or int32) tensor, got {}", to_string(tensor.dtype()));
 }
 
@@ -118,21 +118,21 @@ Result<double> read_float_scalar(KernelContext& ctx, size_t i, std::string_view 
 
 namespace {
 
-template <class T>
-void copy_strided_as(const T* src, const std::vector<int64_t>& strides, T* dst, const Shape& shape) {
-  for_each_strided_run<1>(shape, {strides}, [&](int64_t o, const std::array<int64_t, 1>& off, const std::array<int64_t, 1>& step, int64_t n) {
-    const T* s = src + off[0];
-    T* d = dst + o;
-    if (step[0] == 1) {
-      if constexpr (std::is_trivially_copyable_v<T>) {
-        std::memcpy(d, s, static_cast<size_t>(n) * sizeof(T));
-      } else {
-        for (int64_t i = 0; i < n; ++i) d[i] = s[i];
-      }
-    } else {
-      for (int64_t i = 0; i < n; ++i) d[i] = s[i * step[0]];
-    }
-  });
+template <class T> void copy_strided_as(const T* src, const std::vector<int64_t>& strides, T* dst, const Shape& shape) {
+  for_each_strided_run<1>(shape, {strides},
+                          [&](int64_t o, const std::array<int64_t, 1>& off, const std::array<int64_t, 1>& step, int64_t n) {
+                            const T* s = src + off[0];
+                            T* d = dst + o;
+                            if (step[0] == 1) {
+                              if constexpr (std::is_trivially_copyable_v<T>) {
+                                std::memcpy(d, s, static_cast<size_t>(n) * sizeof(T));
+                              } else {
+                                for (int64_t i = 0; i < n; ++i) d[i] = s[i];
+                              }
+                            } else {
+                              for (int64_t i = 0; i < n; ++i) d[i] = s[i * step[0]];
+                            }
+                          });
 }
 
 struct Bytes16 {
@@ -143,24 +143,12 @@ struct Bytes16 {
 
 void copy_strided(const Tensor& src, int64_t offset, const std::vector<int64_t>& strides, Tensor& out) {
   switch (src.dtype() == DataType::string ? 0 : element_size(src.dtype())) {
-    case 0:
-      copy_strided_as(src.data<std::string>() + offset, strides, out.mutable_data<std::string>(), out.shape());
-      break;
-    case 1:
-      copy_strided_as(src.data<uint8_t>() + offset, strides, out.mutable_data<uint8_t>(), out.shape());
-      break;
-    case 2:
-      copy_strided_as(src.data<uint16_t>() + offset, strides, out.mutable_data<uint16_t>(), out.shape());
-      break;
-    case 4:
-      copy_strided_as(src.data<uint32_t>() + offset, strides, out.mutable_data<uint32_t>(), out.shape());
-      break;
-    case 8:
-      copy_strided_as(src.data<uint64_t>() + offset, strides, out.mutable_data<uint64_t>(), out.shape());
-      break;
-    default:
-      copy_strided_as(src.data<Bytes16>() + offset, strides, out.mutable_data<Bytes16>(), out.shape());
-      break;
+    case 0: copy_strided_as(src.data<std::string>() + offset, strides, out.mutable_data<std::string>(), out.shape()); break;
+    case 1: copy_strided_as(src.data<uint8_t>() + offset, strides, out.mutable_data<uint8_t>(), out.shape()); break;
+    case 2: copy_strided_as(src.data<uint16_t>() + offset, strides, out.mutable_data<uint16_t>(), out.shape()); break;
+    case 4: copy_strided_as(src.data<uint32_t>() + offset, strides, out.mutable_data<uint32_t>(), out.shape()); break;
+    case 8: copy_strided_as(src.data<uint64_t>() + offset, strides, out.mutable_data<uint64_t>(), out.shape()); break;
+    default: copy_strided_as(src.data<Bytes16>() + offset, strides, out.mutable_data<Bytes16>(), out.shape()); break;
   }
 }
 
@@ -171,8 +159,8 @@ void copy_elements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t d
     return;
   }
   size_t es = element_size(src.dtype());
-  std::memcpy(static_cast<char*>(dst.mutable_raw()) + dst_offset * es,
-              static_cast<const char*>(src.raw()) + src_offset * es, static_cast<size_t>(count) * es);
+  std::memcpy(static_cast<char*>(dst.mutable_raw()) + dst_offset * es, static_cast<const char*>(src.raw()) + src_offset * es,
+              static_cast<size_t>(count) * es);
 }
 
 }  // namespace onnxkit::runtime

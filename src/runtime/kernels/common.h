@@ -15,18 +15,15 @@ namespace onnxkit::runtime {
 
 // --- element types --------------------------------------------------------------
 
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+template <class T> constexpr bool is_half_v = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
 
 // The type arithmetic happens in: float for the 16-bit floats, else T.
-template <class T>
-using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+template <class T> using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
 // For kernels that only move elements (Gather, Pad...): every element type,
 // the low-precision ones as their one byte of code (uint8_t), which moving
 // keeps whatever the format.
-template <class F>
-Status dispatch_movable(DataType type, F&& f) {
+template <class F> Status dispatch_movable(DataType type, F&& f) {
   if (is_low_precision(type)) return f.template operator()<uint8_t>();
   return dispatch_all(type, std::forward<F>(f));
 }
@@ -41,13 +38,10 @@ void from_float32(const Tensor& f, Tensor& out);
 // for the others. The 16-bit floats go through float32 copies of `inputs`
 // (a null, an absent optional input, stays null) and of `y`, which gets the
 // result back after. Any other element type of `y` is an error.
-template <class F>
-Status compute_in_float(const std::vector<const Tensor*>& inputs, Tensor& y, F&& f) {
+template <class F> Status compute_in_float(const std::vector<const Tensor*>& inputs, Tensor& y, F&& f) {
   switch (y.dtype()) {
-    case DataType::float32:
-      return f.template operator()<float>(inputs, y);
-    case DataType::float64:
-      return f.template operator()<double>(inputs, y);
+    case DataType::float32: return f.template operator()<float>(inputs, y);
+    case DataType::float64: return f.template operator()<double>(inputs, y);
     case DataType::float16:
     case DataType::bfloat16: {
       std::vector<Tensor> wide;
@@ -62,8 +56,7 @@ Status compute_in_float(const std::vector<const Tensor*>& inputs, Tensor& y, F&&
       from_float32(yf, y);
       return {};
     }
-    default:
-      return make_error("element type {} is not supported here (floating point only)", to_string(y.dtype()));
+    default: return make_error("element type {} is not supported here (floating point only)", to_string(y.dtype()));
   }
 }
 
@@ -91,8 +84,7 @@ Status check_attribute_range(const std::vector<int64_t>& v, std::string_view nam
 // `axis` in [-rank, rank) made non-negative; otherwise an error naming it
 // (`what`) and the tensor it indexes (`operand`), e.g. "axis 2 is out of
 // range for input data of rank 2 (accepted: [-2, 1])".
-Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what = "axis",
-                               std::string_view operand = "a tensor");
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank, std::string_view what = "axis", std::string_view operand = "a tensor");
 
 // A Transpose's perm for an input of `rank`: empty means reversed; entries
 // may be negative; an error when one is out of range or repeated.

@@ -30,8 +30,7 @@ ONNXKIT_VECTOR_CLONES void tanh_floats(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fast_tanh(x[i]);
 }
 
-ONNXKIT_VECTOR_CLONES void hard_sigmoid_floats(const float* x, float* y, int64_t n, float alpha, float beta,
-                                               bool times_x) {
+ONNXKIT_VECTOR_CLONES void hard_sigmoid_floats(const float* x, float* y, int64_t n, float alpha, float beta, bool times_x) {
   // Written as selects that a NaN fails, so that it goes through.
   auto gate = [alpha, beta](float v) {
     float g = alpha * v + beta;
@@ -70,8 +69,7 @@ namespace {
 
 // combine(term(0), ..., term(n - 1)) from `init`, kept in 8 partial lanes so
 // that the loop vectorizes (the order of a sum differs from the serial one).
-template <class Term, class Combine>
-inline float reduce_in_lanes(int64_t n, float init, Term term, Combine combine) {
+template <class Term, class Combine> inline float reduce_in_lanes(int64_t n, float init, Term term, Combine combine) {
   constexpr int kLanes = 8;
   const int64_t whole = n / kLanes * kLanes;
   float lanes[kLanes];
@@ -89,8 +87,8 @@ inline float larger(float a, float b) { return b > a ? b : a; }
 
 }  // namespace
 
-ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias,
-                                             float* y, int64_t n, float epsilon) {
+ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias, float* y,
+                                             int64_t n, float epsilon) {
   auto value = [&](int64_t i) { return add != nullptr ? x[i] + add[i] : x[i]; };
   const float mean = reduce_in_lanes(n, 0.0f, value, plus) / static_cast<float>(n);
   // The variance from the centred values: no cancellation for large means.
@@ -106,11 +104,13 @@ ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, c
 }
 
 ONNXKIT_VECTOR_CLONES float max_floats(const float* x, int64_t n) {
-  return reduce_in_lanes(n, -INFINITY, [&](int64_t i) { return x[i]; }, larger);
+  return reduce_in_lanes(
+      n, -INFINITY, [&](int64_t i) { return x[i]; }, larger);
 }
 
 ONNXKIT_VECTOR_CLONES float exp_sum_floats(const float* x, float* y, int64_t n, float shift) {
-  return reduce_in_lanes(n, 0.0f, [&](int64_t i) { return y[i] = fast_exp(x[i] - shift); }, plus);
+  return reduce_in_lanes(
+      n, 0.0f, [&](int64_t i) { return y[i] = fast_exp(x[i] - shift); }, plus);
 }
 
 ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
@@ -118,16 +118,16 @@ ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
 
-ONNXKIT_VECTOR_CLONES void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d,
-                                           float* y) {
+ONNXKIT_VECTOR_CLONES void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d, float* y) {
   for (int64_t j = 0; j < n; ++j) {
     const float* row = rows + j * stride;
-    y[j] = reduce_in_lanes(d, 0.0f, [&](int64_t i) { return x[i] * row[i]; }, plus);
+    y[j] = reduce_in_lanes(
+        d, 0.0f, [&](int64_t i) { return x[i] * row[i]; }, plus);
   }
 }
 
-ONNXKIT_VECTOR_CLONES void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride, int64_t n,
-                                                    int64_t d, float* __restrict y) {
+ONNXKIT_VECTOR_CLONES void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride, int64_t n, int64_t d,
+                                                    float* __restrict y) {
   for (int64_t j = 0; j < n; ++j) {
     if (w[j] == 0.0f) continue;  // a masked key
     const float* __restrict row = rows + j * stride;
@@ -136,13 +136,14 @@ ONNXKIT_VECTOR_CLONES void add_weighted_rows_floats(const float* w, const float*
   }
 }
 
-ONNXKIT_VECTOR_CLONES void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k,
-                                              int64_t n, float alpha, float beta, float* __restrict y) {
+ONNXKIT_VECTOR_CLONES void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k, int64_t n,
+                                              float alpha, float beta, float* __restrict y) {
   auto store = [&](int64_t j, float sum) { y[j] = alpha * sum + (beta == 0.0f ? 0.0f : beta * y[j]); };
   if (trans_b) {
     for (int64_t j = 0; j < n; ++j) {
       const float* row = b + j * ldb;
-      store(j, reduce_in_lanes(k, 0.0f, [&](int64_t p) { return x[p] * row[p]; }, plus));
+      store(j, reduce_in_lanes(
+                   k, 0.0f, [&](int64_t p) { return x[p] * row[p]; }, plus));
     }
     return;
   }

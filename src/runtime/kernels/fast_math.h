@@ -16,11 +16,15 @@ namespace onnxkit::runtime {
 
 namespace fast_math_constants {
 // scripts/fit_fast_math.py; largest relative errors: exp 2.0e-08, erf 5.9e-08, tanh 8.1e-09
-inline constexpr float kExp[7] = {1.000000000e+00f, 1.000000038e+00f, 5.000000047e-01f, 1.666641551e-01f, 4.166635290e-02f, 8.375126398e-03f, 1.394110847e-03f};
-inline constexpr float kErfNumerator[6] = {1.128379146e+00f, 1.904067215e-01f, 5.274875263e-02f, 3.765626197e-03f, 2.848825915e-04f, 2.050080762e-06f};
-inline constexpr float kErfDenominator[6] = {1.000000000e+00f, 5.020763044e-01f, 1.141092129e-01f, 1.496923619e-02f, 1.162537082e-03f, 3.809164121e-05f};
+inline constexpr float kExp[7] = {1.000000000e+00f, 1.000000038e+00f, 5.000000047e-01f, 1.666641551e-01f,
+                                  4.166635290e-02f, 8.375126398e-03f, 1.394110847e-03f};
+inline constexpr float kErfNumerator[6] = {1.128379146e+00f, 1.904067215e-01f, 5.274875263e-02f,
+                                           3.765626197e-03f, 2.848825915e-04f, 2.050080762e-06f};
+inline constexpr float kErfDenominator[6] = {1.000000000e+00f, 5.020763044e-01f, 1.141092129e-01f,
+                                             1.496923619e-02f, 1.162537082e-03f, 3.809164121e-05f};
 inline constexpr float kErfLast = 3.92f;
-inline constexpr float kTanh[6] = {9.999999960e-01f, -3.333325986e-01f, 1.333111406e-01f, -5.372010766e-02f, 2.058819147e-02f, -5.657135192e-03f};
+inline constexpr float kTanh[6] = {9.999999960e-01f,  -3.333325986e-01f, 1.333111406e-01f,
+                                   -5.372010766e-02f, 2.058819147e-02f,  -5.657135192e-03f};
 inline constexpr float kTanhSmall = 0.625f;
 }  // namespace fast_math_constants
 
@@ -36,9 +40,8 @@ inline float fast_exp(float x) {
   const float shifted = x * 1.44269504f + kRound;
   const float n = shifted - kRound;
   const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
-  const float p =
-      ((kExp[0] + kExp[1] * r) + (r * r) * (kExp[2] + kExp[3] * r)) +
-      (r * r) * (r * r) * ((kExp[4] + kExp[5] * r) + (r * r) * kExp[6]);
+  const float p = ((kExp[0] + kExp[1] * r) + (r * r) * (kExp[2] + kExp[3] * r)) +
+                  (r * r) * (r * r) * ((kExp[4] + kExp[5] * r) + (r * r) * kExp[6]);
   int32_t bits;
   std::memcpy(&bits, &shifted, sizeof bits);
   const int32_t scale_bits = (bits - 0x4b400000 + 127) << 23;  // 2^n
@@ -70,8 +73,8 @@ inline float fast_tanh(float x) {
   using namespace fast_math_constants;
   const float a = std::fabs(x);
   const float u = a * a;
-  const float small = a * (((kTanh[0] + kTanh[1] * u) + (u * u) * (kTanh[2] + kTanh[3] * u)) +
-                           (u * u) * (u * u) * (kTanh[4] + kTanh[5] * u));
+  const float small =
+      a * (((kTanh[0] + kTanh[1] * u) + (u * u) * (kTanh[2] + kTanh[3] * u)) + (u * u) * (u * u) * (kTanh[4] + kTanh[5] * u));
   // fast_exp saturates at e^88.7, so that large |x| gives exactly 1.
   const float large = 1.0f - 2.0f / (fast_exp(2.0f * a) + 1.0f);
   const float y = a < kTanhSmall ? small : large;
@@ -128,7 +131,7 @@ void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride,
 // n x k with trans_b. The one-row product of a decoding step's MatMul or a
 // classifier's Gemm, which sgemm costs more to set up than to do: B is
 // read once, four rows at a time into a block of sums kept in cache.
-void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k, int64_t n, float alpha,
-                        float beta, float* y);
+void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k, int64_t n, float alpha, float beta,
+                        float* y);
 
 }  // namespace onnxkit::runtime

@@ -32,17 +32,14 @@ namespace {
 // The register tile: kMr rows by two vector registers of columns, 12
 // accumulators of the 16 AVX registers, leaving room for the operands.
 constexpr int kMr = 6;
-template <class T>
-constexpr int kNr = 64 / static_cast<int>(sizeof(T));
+template <class T> constexpr int kNr = 64 / static_cast<int>(sizeof(T));
 // A kc-deep slice of B panels (kc x nc) stays in L2 while the A panels
 // stream through it; one A panel (kMr x kc) and one B panel (kc x kNr) sit in L1.
 constexpr int64_t kKc = 256;
 constexpr int64_t kMc = 72;
-template <class T>
-constexpr int64_t kNc = (256 * 1024 / static_cast<int64_t>(sizeof(T))) / kKc;
+template <class T> constexpr int64_t kNc = (256 * 1024 / static_cast<int64_t>(sizeof(T))) / kKc;
 
-template <class T>
-struct Problem {
+template <class T> struct Problem {
   bool trans_a, trans_b;
   int64_t m, n, k;
   T alpha;
@@ -61,8 +58,7 @@ struct Problem {
 // Rows i0..i0+mc, depth p0..p0+kc of op(A) as panels of kMr rows: element
 // (r, q) of a panel at q * kMr + r. Rows past mc are left unset: the kernel
 // for a short panel never reads them.
-template <class T>
-ONNXKIT_MATH_INLINE void pack_a(const Problem<T>& pr, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* dst) {
+template <class T> ONNXKIT_MATH_INLINE void pack_a(const Problem<T>& pr, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* dst) {
   for (int64_t ir = 0; ir < mc; ir += kMr) {
     const int64_t mr = std::min<int64_t>(kMr, mc - ir);
     T* panel = dst + ir * kc;
@@ -82,8 +78,7 @@ ONNXKIT_MATH_INLINE void pack_a(const Problem<T>& pr, int64_t i0, int64_t mc, in
 
 // Depth p0..p0+kc, columns j0..j0+nc of op(B) as panels of kNr columns,
 // zero-padded: the kernel always computes full panels.
-template <class T>
-ONNXKIT_MATH_INLINE void pack_b(const Problem<T>& pr, int64_t p0, int64_t kc, int64_t j0, int64_t nc, T* dst) {
+template <class T> ONNXKIT_MATH_INLINE void pack_b(const Problem<T>& pr, int64_t p0, int64_t kc, int64_t j0, int64_t nc, T* dst) {
   constexpr int nr_full = kNr<T>;
   for (int64_t jr = 0; jr < nc; jr += nr_full) {
     const int64_t nr = std::min<int64_t>(nr_full, nc - jr);
@@ -110,22 +105,13 @@ ONNXKIT_MATH_INLINE void pack_b(const Problem<T>& pr, int64_t p0, int64_t kc, in
 // only the first nr columns are stored. The accumulators are spelled as
 // vectors (a GCC/Clang extension, lowered to whatever registers the target
 // has): left to itself the vectorizer spills this loop nest to the stack.
-template <class T>
-struct VecOf;
-template <>
-struct VecOf<float> {
-  typedef float type __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<double> {
-  typedef double type __attribute__((vector_size(32)));
-};
-template <class T>
-using Vec = typename VecOf<T>::type;
+template <class T> struct VecOf;
+template <> struct VecOf<float> { typedef float type __attribute__((vector_size(32))); };
+template <> struct VecOf<double> { typedef double type __attribute__((vector_size(32))); };
+template <class T> using Vec = typename VecOf<T>::type;
 
 template <class T, int R>
-ONNXKIT_MATH_INLINE void micro_kernel(int64_t kc, const T* ap, const T* bp, T alpha, T beta, T* c, int64_t ldc,
-                                      int64_t nr) {
+ONNXKIT_MATH_INLINE void micro_kernel(int64_t kc, const T* ap, const T* bp, T alpha, T beta, T* c, int64_t ldc, int64_t nr) {
   constexpr int N = kNr<T>;
   constexpr int W = static_cast<int>(32 / sizeof(T));
   static_assert(N == 2 * W);
@@ -157,8 +143,7 @@ ONNXKIT_MATH_INLINE void micro_kernel(int64_t kc, const T* ap, const T* bp, T al
 
 // One mc x nc tile of C, through the whole depth.
 template <class T>
-ONNXKIT_MATH_INLINE void compute_tile(const Problem<T>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc, T* abuf,
-                                      T* bbuf) {
+ONNXKIT_MATH_INLINE void compute_tile(const Problem<T>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc, T* abuf, T* bbuf) {
   constexpr int nr_full = kNr<T>;
   for (int64_t p0 = 0; p0 < pr.k; p0 += kKc) {
     const int64_t kc = std::min(kKc, pr.k - p0);
@@ -185,13 +170,13 @@ ONNXKIT_MATH_INLINE void compute_tile(const Problem<T>& pr, int64_t i0, int64_t 
   }
 }
 
-ONNXKIT_MATH_CLONES void tile_float(const Problem<float>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
-                                    float* abuf, float* bbuf) {
+ONNXKIT_MATH_CLONES void tile_float(const Problem<float>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* abuf,
+                                    float* bbuf) {
   compute_tile(pr, i0, mc, j0, nc, abuf, bbuf);
 }
 
-ONNXKIT_MATH_CLONES void tile_double(const Problem<double>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc,
-                                     double* abuf, double* bbuf) {
+ONNXKIT_MATH_CLONES void tile_double(const Problem<double>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc, double* abuf,
+                                     double* bbuf) {
   compute_tile(pr, i0, mc, j0, nc, abuf, bbuf);
 }
 
@@ -204,8 +189,7 @@ void run_tile(const Problem<double>& pr, int64_t i0, int64_t mc, int64_t j0, int
 
 // Sum of x[p] * y[p], in sixteen partial sums so the loop vectorizes
 // without reassociating one running sum.
-template <class T>
-ONNXKIT_MATH_INLINE T dot(const T* x, const T* y, int64_t k) {
+template <class T> ONNXKIT_MATH_INLINE T dot(const T* x, const T* y, int64_t k) {
   constexpr int L = 16;
   T part[L] = {};
   int64_t p = 0;
@@ -220,8 +204,8 @@ ONNXKIT_MATH_INLINE T dot(const T* x, const T* y, int64_t k) {
 // out[i * out_stride] = alpha * (row i of `rows`) . v + beta * out[...], for
 // i in first..last: rows read one by one (rows are contiguous).
 template <class T>
-ONNXKIT_MATH_INLINE void rows_dot_vector(const T* rows, int64_t ld, const T* v, int64_t k, int64_t first,
-                                         int64_t last, T alpha, T beta, T* out, int64_t out_stride) {
+ONNXKIT_MATH_INLINE void rows_dot_vector(const T* rows, int64_t ld, const T* v, int64_t k, int64_t first, int64_t last, T alpha,
+                                         T beta, T* out, int64_t out_stride) {
   for (int64_t i = first; i < last; ++i) {
     T& o = out[i * out_stride];
     const T s = alpha * dot(rows + i * ld, v, k);
@@ -232,8 +216,8 @@ ONNXKIT_MATH_INLINE void rows_dot_vector(const T* rows, int64_t ld, const T* v, 
 // The same where `cols` holds the vector's k coefficients' columns as rows
 // (element (p, i) at cols[p * ld + i]): streamed row by row into `acc`.
 template <class T>
-ONNXKIT_MATH_INLINE void cols_times_vector(const T* cols, int64_t ld, const T* v, int64_t k, int64_t first,
-                                           int64_t last, T alpha, T beta, T* acc, T* out, int64_t out_stride) {
+ONNXKIT_MATH_INLINE void cols_times_vector(const T* cols, int64_t ld, const T* v, int64_t k, int64_t first, int64_t last, T alpha,
+                                           T beta, T* acc, T* out, int64_t out_stride) {
   std::fill(acc, acc + (last - first), T(0));
   for (int64_t p = 0; p < k; ++p) {
     const T* row = cols + p * ld + first;
@@ -249,25 +233,20 @@ ONNXKIT_MATH_INLINE void cols_times_vector(const T* cols, int64_t ld, const T* v
 
 // Products with one row or one column: the register tile would be mostly
 // padding, so these stream A or B once instead.
-template <class T>
-ONNXKIT_MATH_INLINE void vector_product(const Problem<T>& pr, int64_t first, int64_t last, T* scratch) {
+template <class T> ONNXKIT_MATH_INLINE void vector_product(const Problem<T>& pr, int64_t first, int64_t last, T* scratch) {
   // scratch holds k contiguous elements of the vector operand, then the
   // accumulators of outputs first..last when needed.
   T* v = scratch;
   if (pr.n == 1) {
     for (int64_t p = 0; p < pr.k; ++p) v[p] = pr.at_b(p, 0);
-    if (!pr.trans_a)
-      rows_dot_vector(pr.a, pr.lda, v, pr.k, first, last, pr.alpha, pr.beta, pr.c, pr.ldc);
-    else
-      cols_times_vector(pr.a, pr.lda, v, pr.k, first, last, pr.alpha, pr.beta, scratch + pr.k, pr.c, pr.ldc);
+    if (!pr.trans_a) rows_dot_vector(pr.a, pr.lda, v, pr.k, first, last, pr.alpha, pr.beta, pr.c, pr.ldc);
+    else cols_times_vector(pr.a, pr.lda, v, pr.k, first, last, pr.alpha, pr.beta, scratch + pr.k, pr.c, pr.ldc);
     return;
   }
   // m == 1: columns first..last of the single row.
   for (int64_t p = 0; p < pr.k; ++p) v[p] = pr.at_a(0, p);
-  if (pr.trans_b)
-    rows_dot_vector(pr.b, pr.ldb, v, pr.k, first, last, pr.alpha, pr.beta, pr.c, int64_t{1});
-  else
-    cols_times_vector(pr.b, pr.ldb, v, pr.k, first, last, pr.alpha, pr.beta, scratch + pr.k, pr.c, int64_t{1});
+  if (pr.trans_b) rows_dot_vector(pr.b, pr.ldb, v, pr.k, first, last, pr.alpha, pr.beta, pr.c, int64_t{1});
+  else cols_times_vector(pr.b, pr.ldb, v, pr.k, first, last, pr.alpha, pr.beta, scratch + pr.k, pr.c, int64_t{1});
 }
 
 ONNXKIT_MATH_CLONES void vector_float(const Problem<float>& pr, int64_t first, int64_t last, float* scratch) {
@@ -276,19 +255,14 @@ ONNXKIT_MATH_CLONES void vector_float(const Problem<float>& pr, int64_t first, i
 ONNXKIT_MATH_CLONES void vector_double(const Problem<double>& pr, int64_t first, int64_t last, double* scratch) {
   vector_product(pr, first, last, scratch);
 }
-void run_vector(const Problem<float>& pr, int64_t first, int64_t last, float* scratch) {
-  vector_float(pr, first, last, scratch);
-}
+void run_vector(const Problem<float>& pr, int64_t first, int64_t last, float* scratch) { vector_float(pr, first, last, scratch); }
 void run_vector(const Problem<double>& pr, int64_t first, int64_t last, double* scratch) {
   vector_double(pr, first, last, scratch);
 }
 
-int usable_threads(double work) {
-  return work < kParallelMacs ? 1 : available_threads();
-}
+int usable_threads(double work) { return work < kParallelMacs ? 1 : available_threads(); }
 
-template <class T>
-void gemm_blocked(const Problem<T>& pr) {
+template <class T> void gemm_blocked(const Problem<T>& pr) {
   if (pr.m <= 0 || pr.n <= 0) return;
   if (pr.k <= 0 || pr.alpha == T(0)) {
     // Nothing to multiply: C = beta * C, without reading C when beta is 0.
@@ -306,7 +280,7 @@ void gemm_blocked(const Problem<T>& pr) {
     const int64_t chunks = std::min<int64_t>(threads, outputs);
     const int64_t per = (outputs + chunks - 1) / chunks;
     std::vector<T> scratch(static_cast<size_t>(chunks * (pr.k + per)));
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) if (chunks > 1) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
     for (int64_t t = 0; t < chunks; ++t) {
       const int64_t first = t * per, last = std::min(outputs, first + per);
       if (first < last) run_vector(pr, first, last, scratch.data() + t * (pr.k + per));
@@ -360,8 +334,8 @@ ONNXKIT_MATH_CLONES void integer_rows(int64_t first, int64_t last, int64_t n, in
 
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   const int threads = usable_threads(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
   if (m == 1 && !trans_a && k > 0 && alpha != 0.0f) {
@@ -369,7 +343,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
     constexpr int64_t kLine = 16;
     const int64_t lines = (n + kLine - 1) / kLine;
     const int64_t chunks = std::min<int64_t>(threads, lines);
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) if (chunks > 1) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
     for (int64_t t = 0; t < chunks; ++t) {
       const int64_t first = std::min(n, lines * t / chunks * kLine), last = std::min(n, lines * (t + 1) / chunks * kLine);
       if (first < last)
@@ -381,8 +355,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   // the smallest product among all the threads it may use (an LSTM step's
   // 1 x 512 x 128 took twice as long on two threads as on one).
   const ThreadLimit limit(threads);
-  if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success)
-    return;
+  if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == dnnl_success) return;
   gemm_portable(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -396,14 +369,14 @@ void gemm_portable(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   gemm_blocked(Problem<float>{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }
 
-void gemm_portable(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                   int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+void gemm_portable(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+                   const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   gemm_blocked(Problem<double>{trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }
 
 template <class A, class B>
-void gemm_integer(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const int32_t* a_zero, const B* b,
-                  int64_t ldb, const int32_t* b_zero, int32_t* c, int64_t ldc) {
+void gemm_integer(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const int32_t* a_zero, const B* b, int64_t ldb,
+                  const int32_t* b_zero, int32_t* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   // Both 8-bit operands minus an 8-bit zero point fit int16; B is stored by
   // column so every output is a contiguous dot product.
@@ -418,18 +391,17 @@ void gemm_integer(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, cons
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int64_t chunks = std::min<int64_t>(usable_threads(work), m);
   const int64_t per = (m + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) if (chunks > 1) schedule(static)
-  for (int64_t t = 0; t < chunks; ++t)
-    integer_rows(t * per, std::min(m, (t + 1) * per), n, k, as.data(), bt.data(), c, ldc);
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
+  for (int64_t t = 0; t < chunks; ++t) integer_rows(t * per, std::min(m, (t + 1) * per), n, k, as.data(), bt.data(), c, ldc);
 }
 
-template void gemm_integer<uint8_t, uint8_t>(int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int32_t*,
-                                             const uint8_t*, int64_t, const int32_t*, int32_t*, int64_t);
-template void gemm_integer<uint8_t, int8_t>(int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int32_t*,
-                                            const int8_t*, int64_t, const int32_t*, int32_t*, int64_t);
-template void gemm_integer<int8_t, uint8_t>(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int32_t*,
-                                            const uint8_t*, int64_t, const int32_t*, int32_t*, int64_t);
-template void gemm_integer<int8_t, int8_t>(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int32_t*,
-                                           const int8_t*, int64_t, const int32_t*, int32_t*, int64_t);
+template void gemm_integer<uint8_t, uint8_t>(int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int32_t*, const uint8_t*,
+                                             int64_t, const int32_t*, int32_t*, int64_t);
+template void gemm_integer<uint8_t, int8_t>(int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int32_t*, const int8_t*,
+                                            int64_t, const int32_t*, int32_t*, int64_t);
+template void gemm_integer<int8_t, uint8_t>(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int32_t*, const uint8_t*,
+                                            int64_t, const int32_t*, int32_t*, int64_t);
+template void gemm_integer<int8_t, int8_t>(int64_t, int64_t, int64_t, const int8_t*, int64_t, const int32_t*, const int8_t*,
+                                           int64_t, const int32_t*, int32_t*, int64_t);
 
 }  // namespace onnxkit::runtime

@@ -19,33 +19,27 @@
 
 namespace onnxkit::runtime {
 
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc);
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 void gemm_portable(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-void gemm_portable(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                   int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+void gemm_portable(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+                   const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 namespace detail {
-template <class T, bool = std::is_integral_v<T>>
-struct WrappingSum {
-  using type = T;
-};
-template <class T>
-struct WrappingSum<T, true> {
-  using type = std::make_unsigned_t<T>;
-};
+template <class T, bool = std::is_integral_v<T>> struct WrappingSum { using type = T; };
+template <class T> struct WrappingSum<T, true> { using type = std::make_unsigned_t<T>; };
 }  // namespace detail
 
 // The definition of the product, one dot product per element, accumulated in
 // Acc. Integer accumulation wraps (done in the unsigned type, so it is defined).
 template <class T, class Acc = T>
-void gemm_reference(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, Acc alpha, const T* a, int64_t lda,
-                    const T* b, int64_t ldb, Acc beta, T* c, int64_t ldc) {
+void gemm_reference(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, Acc alpha, const T* a, int64_t lda, const T* b,
+                    int64_t ldb, Acc beta, T* c, int64_t ldc) {
   using Sum = typename detail::WrappingSum<Acc>::type;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -69,7 +63,7 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 // be null for zero. A is m x k (row-major, lda), B is k x n (ldb), C is m x n
 // (ldc), never transposed. Parallel over rows when large.
 template <class A, class B>
-void gemm_integer(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const int32_t* a_zero, const B* b,
-                  int64_t ldb, const int32_t* b_zero, int32_t* c, int64_t ldc);
+void gemm_integer(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, const int32_t* a_zero, const B* b, int64_t ldb,
+                  const int32_t* b_zero, int32_t* c, int64_t ldc);
 
 }  // namespace onnxkit::runtime

@@ -46,24 +46,23 @@ Result<WindowGeometry> resolve_window(const WindowAttributes& attrs, const std::
   auto per_axis = [&](const std::vector<int64_t>& v, const char* name, int64_t fallback) -> Result<std::vector<int64_t>> {
     if (v.empty()) return std::vector<int64_t>(rank, fallback);
     if (v.size() != rank)
-      return make_error("attribute {} has {} values ({}), the input has {} spatial dims", name, v.size(),
-                        shape_to_string(v), rank);
+      return make_error("attribute {} has {} values ({}), the input has {} spatial dims", name, v.size(), shape_to_string(v),
+                        rank);
     return v;
   };
   WindowGeometry g;
   g.in = in;
   g.kernel = kernel;
   if (kernel.size() != rank)
-    return make_error("kernel_shape {} has {} dims, the input has {} spatial dims", shape_to_string(kernel),
-                      kernel.size(), rank);
+    return make_error("kernel_shape {} has {} dims, the input has {} spatial dims", shape_to_string(kernel), kernel.size(), rank);
   ONNXKIT_ASSIGN(g.strides, per_axis(attrs.strides, "strides", 1));
   ONNXKIT_ASSIGN(g.dilations, per_axis(attrs.dilations, "dilations", 1));
   g.pads_begin.assign(rank, 0);
   g.pads_end.assign(rank, 0);
   if (attrs.auto_pad == AutoPad::notset && !attrs.pads.empty()) {
     if (attrs.pads.size() != 2 * rank)
-      return make_error("pads {} has {} values, expected {} (begin and end of {} spatial dims)",
-                        shape_to_string(attrs.pads), attrs.pads.size(), 2 * rank, rank);
+      return make_error("pads {} has {} values, expected {} (begin and end of {} spatial dims)", shape_to_string(attrs.pads),
+                        attrs.pads.size(), 2 * rank, rank);
     for (size_t i = 0; i < rank; ++i) {
       g.pads_begin[i] = attrs.pads[i];
       g.pads_end[i] = attrs.pads[rank + i];
@@ -89,9 +88,8 @@ Result<WindowGeometry> resolve_window(const WindowAttributes& attrs, const std::
       case AutoPad::notset: {
         const int64_t span = in[i] + g.pads_begin[i] + g.pads_end[i] - extent;
         if (span < 0)
-          return make_error(
-              "spatial dim {}: the window ({} with dilation) does not fit: it is larger than the padded input ({})", i,
-              extent, in[i] + g.pads_begin[i] + g.pads_end[i]);
+          return make_error("spatial dim {}: the window ({} with dilation) does not fit: it is larger than the padded input ({})",
+                            i, extent, in[i] + g.pads_begin[i] + g.pads_end[i]);
         if (attrs.ceil_mode && attrs.auto_pad == AutoPad::notset) {
           g.out[i] = ceil_div(span, s) + 1;
           // A last window that would start in the end padding is dropped.
@@ -137,8 +135,8 @@ Status check_image_and_filter(const Shape& x, const Shape& w) {
   if (x.size() < 3)
     return make_error("X must have shape [N, C, D1, ...] with at least one spatial dim, got {}", shape_to_string(x));
   if (w.size() != x.size())
-    return make_error("W has rank {} ({}), X has rank {} ({}): they must match (the same rank)", w.size(),
-                      shape_to_string(w), x.size(), shape_to_string(x));
+    return make_error("W has rank {} ({}), X has rank {} ({}): they must match (the same rank)", w.size(), shape_to_string(w),
+                      x.size(), shape_to_string(x));
   for (int64_t d : x)
     if (d < 0) return make_error("X has a negative dim: {}", shape_to_string(x));
   for (int64_t d : w)
@@ -162,8 +160,8 @@ Result<ConvParams> make_conv_params(const ConvAttributes& attrs, const Shape& x,
                       shape_to_string(w), w[1], shape_to_string(x), p.in_channels, p.group, p.in_channels / p.group);
   std::vector<int64_t> kernel(w.begin() + 2, w.end());
   if (!attrs.window.kernel_shape.empty() && attrs.window.kernel_shape != kernel)
-    return make_error("kernel_shape {} does not match the spatial dims of W {}",
-                      shape_to_string(attrs.window.kernel_shape), shape_to_string(w));
+    return make_error("kernel_shape {} does not match the spatial dims of W {}", shape_to_string(attrs.window.kernel_shape),
+                      shape_to_string(w));
   for (int64_t k : kernel)
     if (k < 1) return make_error("W {} has an empty kernel dim", shape_to_string(w));
   ONNXKIT_ASSIGN(p.window, resolve_window(attrs.window, std::vector<int64_t>(x.begin() + 2, x.end()), kernel));

@@ -58,7 +58,7 @@ struct ConvParams {
   int64_t in_channels = 0;   // C
   int64_t out_channels = 0;  // M
   int64_t group = 1;
-  WindowGeometry window;     // spatial dims: input, kernel, strides, dilations, pads, output
+  WindowGeometry window;  // spatial dims: input, kernel, strides, dilations, pads, output
 
   Shape x_shape() const;  // [N, C, in...]
   Shape w_shape() const;  // [M, C / group, kernel...]

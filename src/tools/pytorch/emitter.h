@@ -74,9 +74,9 @@ class Emit {
   size_t num_inputs() const { return node.inputs().size(); }
   bool has(size_t i) const { return node.input(i) != nullptr; }
   const ir::Value* input(size_t i) const { return node.input(i); }
-  int32_t dtype(size_t i) const;                              // 0: unknown
+  int32_t dtype(size_t i) const;  // 0: unknown
   std::optional<int64_t> rank(size_t i) const;
-  std::optional<std::vector<int64_t>> dims(size_t i) const;   // -1: symbolic
+  std::optional<std::vector<int64_t>> dims(size_t i) const;  // -1: symbolic
   Kind kind(size_t i) const;
   // Input i's data when it is a constant (initializer or Constant node).
   const runtime::Tensor* constant(size_t i);

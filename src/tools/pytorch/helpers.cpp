@@ -8,12 +8,15 @@ namespace onnxkit::tools::pytorch {
 
 const std::map<std::string, Helper, std::less<>>& python_helpers() {
   static const std::map<std::string, Helper, std::less<>> helpers = {
-      {"onnx_div", {R"(def _onnx_div(a, b):
+      {"onnx_div",
+       {R"(def _onnx_div(a, b):
     """ONNX Div: true division for floats, C's truncating division for integers."""
     t = a if torch.is_tensor(a) else b
     return a / b if t.is_floating_point() else torch.div(a, b, rounding_mode="trunc")
-)", {}}},
-      {"onnx_same_pads", {R"(def _onnx_same_pads(x, kernel, strides, dilations, upper):
+)",
+        {}}},
+      {"onnx_same_pads",
+       {R"(def _onnx_same_pads(x, kernel, strides, dilations, upper):
     """F.pad's list for auto_pad SAME_UPPER (upper) or SAME_LOWER over x's spatial dims."""
     pads = []
     for i in reversed(range(len(kernel))):
@@ -23,8 +26,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         small = total // 2
         pads += [small, total - small] if upper else [total - small, small]
     return pads
-)", {}}},
-      {"onnx_pool_indices", {R"(def _onnx_pool_indices(indices, x, storage_order):
+)",
+        {}}},
+      {"onnx_pool_indices",
+       {R"(def _onnx_pool_indices(indices, x, storage_order):
     """torch's max-pool indices count within each (n, c) plane, ONNX's over the whole tensor."""
     plane = math.prod(x.shape[2:])
     if storage_order:  # column-major within the plane
@@ -32,32 +37,42 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         indices = (indices % w) * h + indices // w
     first = torch.arange(x.shape[0] * x.shape[1], device=indices.device) * plane
     return indices + first.reshape(x.shape[0], x.shape[1], *([1] * (indices.dim() - 2)))
-)", {}}},
-      {"onnx_lrn", {R"(def _onnx_lrn(x, size, alpha, beta, bias):
+)",
+        {}}},
+      {"onnx_lrn",
+       {R"(def _onnx_lrn(x, size, alpha, beta, bias):
     """LRN over channels [c - (size - 1) // 2, c + size // 2], as ONNX centres an even window."""
     front = (size - 1) // 2
     squares = F.pad(x.square().movedim(1, -1), (front, size - 1 - front)).movedim(-1, 1)
     return x / (bias + alpha / size * squares.unfold(1, size, 1).sum(-1)) ** beta
-)", {}}},
-      {"onnx_reshape", {R"(def _onnx_reshape(x, shape, allowzero):
+)",
+        {}}},
+      {"onnx_reshape",
+       {R"(def _onnx_reshape(x, shape, allowzero):
     """ONNX Reshape: unless allowzero, a 0 keeps the input's dim."""
     shape = [int(d) for d in shape]
     if not allowzero:
         shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
     return x.reshape(shape)
-)", {}}},
-      {"onnx_squeeze", {R"(def _onnx_squeeze(x, axes):
+)",
+        {}}},
+      {"onnx_squeeze",
+       {R"(def _onnx_squeeze(x, axes):
     for axis in sorted((a % x.dim() for a in axes), reverse=True):
         x = x.squeeze(axis)
     return x
-)", {}}},
-      {"onnx_unsqueeze", {R"(def _onnx_unsqueeze(x, axes):
+)",
+        {}}},
+      {"onnx_unsqueeze",
+       {R"(def _onnx_unsqueeze(x, axes):
     rank = x.dim() + len(axes)
     for axis in sorted(a % rank for a in axes):
         x = x.unsqueeze(axis)
     return x
-)", {}}},
-      {"onnx_slice", {R"(def _onnx_slice(x, starts, ends, axes=None, steps=None):
+)",
+        {}}},
+      {"onnx_slice",
+       {R"(def _onnx_slice(x, starts, ends, axes=None, steps=None):
     """ONNX Slice: negative steps walk the flipped axis."""
     starts, ends = [int(v) for v in starts], [int(v) for v in ends]
     axes = range(len(starts)) if axes is None else [int(a) % x.dim() for a in axes]
@@ -73,11 +88,15 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         x = x.flip(axis)
         index[axis] = slice(dim - 1 - start, max(dim - 1 - end, dim - 1 - start), -step)
     return x[tuple(index)]
-)", {}}},
-      {"onnx_gather", {R"(def _onnx_gather(x, indices, axis):
+)",
+        {}}},
+      {"onnx_gather",
+       {R"(def _onnx_gather(x, indices, axis):
     return x[(slice(None),) * (axis % x.dim()) + (indices.long(),)]
-)", {}}},
-      {"onnx_gather_nd", {R"(def _onnx_gather_nd(x, indices, batch_dims):
+)",
+        {}}},
+      {"onnx_gather_nd",
+       {R"(def _onnx_gather_nd(x, indices, batch_dims):
     indices = indices.long()
     k = indices.shape[-1]
     batch = math.prod(x.shape[:batch_dims])
@@ -87,8 +106,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     ids = torch.where(ids < 0, ids + sizes, ids)
     out = torch.stack([data[b][tuple(ids[b].t())] for b in range(batch)])
     return out.reshape(*indices.shape[:-1], *x.shape[batch_dims + k:])
-)", {}}},
-      {"onnx_scatter_nd", {R"(def _onnx_scatter_nd(x, indices, updates, reduction):
+)",
+        {}}},
+      {"onnx_scatter_nd",
+       {R"(def _onnx_scatter_nd(x, indices, updates, reduction):
     out = x.clone()
     k = indices.shape[-1]
     ids = tuple(indices.long().reshape(-1, k).t())
@@ -103,8 +124,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
             key = tuple(i[j] for i in ids)
             out[key] = combine(out[key], updates[j])
     return out
-)", {}}},
-      {"onnx_pad", {R"(def _onnx_pad(x, pads, mode, value, axes=None):
+)",
+        {}}},
+      {"onnx_pad",
+       {R"(def _onnx_pad(x, pads, mode, value, axes=None):
     """ONNX Pad with pads [begin per axis..., end per axis...] known only at run time."""
     pads = [int(p) for p in pads]
     n = len(pads) // 2
@@ -122,8 +145,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     if not x.is_floating_point():  # torch reflects and replicates floats only
         return F.pad(x.double(), order, mode=mode).to(x.dtype)
     return F.pad(x, order, mode=mode)
-)", {}}},
-      {"onnx_one_hot", {R"(def _onnx_one_hot(indices, depth, values, axis):
+)",
+        {}}},
+      {"onnx_one_hot",
+       {R"(def _onnx_one_hot(indices, depth, values, axis):
     """ONNX OneHot: negative indices count from depth; out-of-range ones are all off."""
     indices = indices.long()
     indices = torch.where(indices < 0, indices + depth, indices)
@@ -131,31 +156,41 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     hot = F.one_hot(torch.where(valid, indices, 0), depth).bool() & valid.unsqueeze(-1)
     out = torch.where(hot, values[1], values[0])
     return out.movedim(-1, axis % out.dim())
-)", {}}},
-      {"onnx_depth_to_space", {R"(def _onnx_depth_to_space(x, b):
+)",
+        {}}},
+      {"onnx_depth_to_space",
+       {R"(def _onnx_depth_to_space(x, b):
     """DepthToSpace in DCR order (F.pixel_shuffle is CRD)."""
     n, c, h, w = x.shape
     return x.reshape(n, b, b, c // (b * b), h, w).permute(0, 3, 4, 1, 5, 2).reshape(n, c // (b * b), h * b, w * b)
-)", {}}},
-      {"onnx_space_to_depth", {R"(def _onnx_space_to_depth(x, b):
+)",
+        {}}},
+      {"onnx_space_to_depth",
+       {R"(def _onnx_space_to_depth(x, b):
     n, c, h, w = x.shape
     return x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4).reshape(n, c * b * b, h // b, w // b)
-)", {}}},
-      {"onnx_compress", {R"(def _onnx_compress(x, condition, axis):
+)",
+        {}}},
+      {"onnx_compress",
+       {R"(def _onnx_compress(x, condition, axis):
     if axis is None:
         x, axis = x.flatten(), 0
     keep = torch.nonzero(condition.bool()[: x.shape[axis]]).flatten()
     return x.index_select(axis, keep)
-)", {}}},
-      {"onnx_reverse_sequence", {R"(def _onnx_reverse_sequence(x, lengths, batch_axis, time_axis):
+)",
+        {}}},
+      {"onnx_reverse_sequence",
+       {R"(def _onnx_reverse_sequence(x, lengths, batch_axis, time_axis):
     out = x.clone()
     t = time_axis - (1 if time_axis > batch_axis else 0)
     for b in range(x.shape[batch_axis]):
         n = int(lengths[b])
         out.select(batch_axis, b).narrow(t, 0, n).copy_(x.select(batch_axis, b).narrow(t, 0, n).flip(t))
     return out
-)", {}}},
-      {"onnx_unique", {R"(def _onnx_unique(x, sorted_, axis):
+)",
+        {}}},
+      {"onnx_unique",
+       {R"(def _onnx_unique(x, sorted_, axis):
     """ONNX Unique: values, first occurrences, inverse indices, counts; unsorted keeps first-seen order."""
     flat, dim = (x.flatten(), 0) if axis is None else (x, axis % x.dim())
     values, inverse, counts = torch.unique(flat, sorted=True, return_inverse=True, return_counts=True, dim=dim)
@@ -169,8 +204,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         remap[order] = torch.arange(len(order), device=x.device)
         inverse = remap[inverse]
     return values, first, inverse, counts
-)", {}}},
-      {"onnx_resize", {R"(def _onnx_resize(x, sizes, scales, roi, mode, coordinate_mode, nearest_mode, cubic_a, exclude_outside,
+)",
+        {}}},
+      {"onnx_resize",
+       {R"(def _onnx_resize(x, sizes, scales, roi, mode, coordinate_mode, nearest_mode, cubic_a, exclude_outside,
                  extrapolation_value, antialias, aspect_policy, axes):
     """ONNX Resize as ONNX defines it, axis by axis (its interpolations are separable):
     each output position maps to an input coordinate, read by nearest, linear or cubic taps."""
@@ -263,8 +300,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
             y = y.masked_fill(mask, extrapolation_value)
         x = y
     return x
-)", {}}},
-      {"onnx_dft", {R"(def _onnx_dft(x, length, axis, inverse, onesided):
+)",
+        {}}},
+      {"onnx_dft",
+       {R"(def _onnx_dft(x, length, axis, inverse, onesided):
     """ONNX DFT: the last dim holds (real) or (real, imaginary)."""
     signal = torch.view_as_complex(x.contiguous()) if x.shape[-1] == 2 else x[..., 0].to(torch.complex64 if x.dtype != torch.float64 else torch.complex128)
     axis = axis % (x.dim() - 1) if axis < 0 else axis
@@ -273,35 +312,45 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     if onesided:
         y = y.narrow(axis, 0, n // 2 + 1)
     return torch.view_as_real(y).to(x.dtype)
-)", {}}},
-      {"onnx_broadcast_on_axis", {R"(def _onnx_broadcast_on_axis(t, x, axis):
+)",
+        {}}},
+      {"onnx_broadcast_on_axis",
+       {R"(def _onnx_broadcast_on_axis(t, x, axis):
     """A per-axis scale or zero point ([C]) shaped to broadcast over x at axis."""
     if t is None or t.dim() == 0 or t.numel() == 1 and x.dim() == 0:
         return t
     shape = [1] * x.dim()
     shape[axis % x.dim()] = -1
     return t.reshape(shape)
-)", {}}},
-      {"onnx_quantize", {R"(def _onnx_quantize(x, scale, zero_point, axis, dtype):
+)",
+        {}}},
+      {"onnx_quantize",
+       {R"(def _onnx_quantize(x, scale, zero_point, axis, dtype):
     scale = _onnx_broadcast_on_axis(scale, x, axis)
     zero = 0 if zero_point is None else _onnx_broadcast_on_axis(zero_point, x, axis).to(torch.float32)
     info = torch.iinfo(dtype)
     return torch.clamp(torch.round(x.to(torch.float32) / scale) + zero, info.min, info.max).to(dtype)
-)", {"onnx_broadcast_on_axis"}}},
-      {"onnx_dequantize", {R"(def _onnx_dequantize(x, scale, zero_point, axis):
+)",
+        {"onnx_broadcast_on_axis"}}},
+      {"onnx_dequantize",
+       {R"(def _onnx_dequantize(x, scale, zero_point, axis):
     scale = _onnx_broadcast_on_axis(scale, x, axis)
     zero = 0 if zero_point is None else _onnx_broadcast_on_axis(zero_point, x, axis).to(torch.float32)
     return ((x.to(torch.float32) - zero) * scale).to(scale.dtype)
-)", {"onnx_broadcast_on_axis"}}},
-      {"onnx_dynamic_quantize", {R"(def _onnx_dynamic_quantize(x):
+)",
+        {"onnx_broadcast_on_axis"}}},
+      {"onnx_dynamic_quantize",
+       {R"(def _onnx_dynamic_quantize(x):
     """DynamicQuantizeLinear: uint8 over [min(0, x), max(0, x)]."""
     low, high = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
     scale = (high - low) / 255
     zero = torch.clamp(torch.round(-low / scale), 0, 255)
     y = torch.clamp(torch.round(x / scale) + zero, 0, 255).to(torch.uint8)
     return y, scale.to(torch.float32), zero.to(torch.uint8)
-)", {}}},
-      {"onnx_conv_padding", {R"(def _onnx_conv_padding(x, kernel, strides, pads, dilations, auto_pad):
+)",
+        {}}},
+      {"onnx_conv_padding",
+       {R"(def _onnx_conv_padding(x, kernel, strides, pads, dilations, auto_pad):
     """x padded as a Conv's pads or auto_pad say (for convolutions torch cannot pad itself)."""
     n = len(kernel)
     strides = strides or [1] * n
@@ -313,8 +362,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     for i in reversed(range(n)):
         order += [pads[i], pads[i + n]]
     return F.pad(x, order)
-)", {"onnx_same_pads"}}},
-      {"onnx_conv_integer", {R"(def _onnx_conv_integer(x, w, x_zero, w_zero, strides, pads, dilations, group, auto_pad):
+)",
+        {"onnx_same_pads"}}},
+      {"onnx_conv_integer",
+       {R"(def _onnx_conv_integer(x, w, x_zero, w_zero, strides, pads, dilations, group, auto_pad):
     """ConvInteger in float64, which holds the int32 sums exactly."""
     x = x.double() - (x_zero.double() if torch.is_tensor(x_zero) else x_zero)
     if torch.is_tensor(w_zero) and w_zero.numel() > 1:
@@ -323,20 +374,26 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     x = _onnx_conv_padding(x, w.shape[2:], strides, pads, dilations, auto_pad)
     conv = (F.conv1d, F.conv2d, F.conv3d)[w.dim() - 3]
     return conv(x, w, None, strides or 1, 0, dilations or 1, group).round().to(torch.int32)
-)", {"onnx_conv_padding"}}},
-      {"onnx_requantize", {R"(def _onnx_requantize(acc, scale, y_zero):
+)",
+        {"onnx_conv_padding"}}},
+      {"onnx_requantize",
+       {R"(def _onnx_requantize(acc, scale, y_zero):
     """An exact integer accumulation, scaled and rounded into y_zero's type."""
     info = torch.iinfo(y_zero.dtype)
     return torch.clamp(torch.round(acc.double() * scale) + y_zero.double(), info.min, info.max).to(y_zero.dtype)
-)", {}}},
-      {"onnx_qlinear_matmul", {R"(def _onnx_qlinear_matmul(a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero):
+)",
+        {}}},
+      {"onnx_qlinear_matmul",
+       {R"(def _onnx_qlinear_matmul(a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero):
     if a_zero.numel() > 1:
         a_zero = a_zero.reshape(-1, 1)
     acc = (a.long() - a_zero.long()) @ (b.long() - b_zero.long())
     scale = (a_scale.double() * (b_scale.double() / y_scale.double())).to(torch.float32).double()
     return _onnx_requantize(acc, scale, y_zero)
-)", {"onnx_requantize"}}},
-      {"onnx_qlinear_conv", {R"(def _onnx_qlinear_conv(x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, bias, strides, pads, dilations, group, auto_pad):
+)",
+        {"onnx_requantize"}}},
+      {"onnx_qlinear_conv",
+       {R"(def _onnx_qlinear_conv(x, x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, bias, strides, pads, dilations, group, auto_pad):
     acc = _onnx_conv_integer(x, w, x_zero, w_zero, strides, pads, dilations, group, auto_pad).double()
     if bias is not None:
         acc = acc + bias.double().reshape(1, -1, *([1] * (acc.dim() - 2)))
@@ -344,8 +401,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     if scale.numel() > 1:
         scale = scale.reshape(1, -1, *([1] * (acc.dim() - 2)))
     return _onnx_requantize(acc, scale.to(torch.float32).double(), y_zero)
-)", {"onnx_conv_integer", "onnx_requantize"}}},
-      {"onnx_nms", {R"(def _onnx_nms(boxes, scores, max_per_class, iou_threshold, score_threshold, center_point_box):
+)",
+        {"onnx_conv_integer", "onnx_requantize"}}},
+      {"onnx_nms",
+       {R"(def _onnx_nms(boxes, scores, max_per_class, iou_threshold, score_threshold, center_point_box):
     """NonMaxSuppression: greedy, per batch and class; [selected, 3] of (batch, class, box).
     torchvision's nms when importable (the same rule: an IoU above the threshold
     suppresses; fast on the thousands of boxes of a detector), else a loop."""
@@ -390,14 +449,18 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
                     kept.append(i)
             selected += [[b, c, i] for i in kept]
     return torch.tensor(selected, dtype=torch.int64).reshape(-1, 3)
-)", {}}},
-      {"onnx_roi_align", {R"(def _onnx_roi_align(x, rois, batch_indices, size, spatial_scale, sampling_ratio, aligned):
+)",
+        {}}},
+      {"onnx_roi_align",
+       {R"(def _onnx_roi_align(x, rois, batch_indices, size, spatial_scale, sampling_ratio, aligned):
     """RoiAlign (average) through torchvision, which must be installed for this model."""
     from torchvision.ops import roi_align
     boxes = torch.cat([batch_indices.to(rois.dtype).reshape(-1, 1), rois], dim=1)
     return roi_align(x, boxes, size, spatial_scale, sampling_ratio, aligned)
-)", {}}},
-      {"onnx_max_unpool", {R"(def _onnx_max_unpool(x, indices, kernel, strides, pads, output_shape):
+)",
+        {}}},
+      {"onnx_max_unpool",
+       {R"(def _onnx_max_unpool(x, indices, kernel, strides, pads, output_shape):
     """MaxUnpool: ONNX's indices count over the whole tensor of the default
     output shape (torch's within each (n, c) plane); a larger output_shape
     pads that result at the end."""
@@ -414,16 +477,20 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
             grow += [0, int(output_shape[2 + i]) - spatial[i]]
         out = F.pad(out, grow)
     return out
-)", {}}},
-      {"onnx_layer_norm", {R"(def _onnx_layer_norm(x, scale, bias, axis, epsilon):
+)",
+        {}}},
+      {"onnx_layer_norm",
+       {R"(def _onnx_layer_norm(x, scale, bias, axis, epsilon):
     """LayerNormalization with its Mean and InvStdDev outputs."""
     dims = tuple(range(axis % x.dim(), x.dim()))
     mean = x.mean(dim=dims, keepdim=True)
     inv_std = torch.rsqrt((x - mean).square().mean(dim=dims, keepdim=True) + epsilon)
     y = (x - mean) * inv_std * scale
     return (y if bias is None else y + bias), mean, inv_std
-)", {}}},
-      {"onnx_rnn", {R"(def _onnx_rnn(kind, x, w, r, b, lengths, h0, c0, p, hidden, direction, layout, activations, alphas, betas, clip,
+)",
+        {}}},
+      {"onnx_rnn",
+       {R"(def _onnx_rnn(kind, x, w, r, b, lengths, h0, c0, p, hidden, direction, layout, activations, alphas, betas, clip,
               input_forget, linear_before_reset):
     """ONNX's RNN, GRU and LSTM as the spec writes them, step by step: what
     torch's layers cannot express (clip, peepholes, other activations,
@@ -510,13 +577,17 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     if layout:
         return y.permute(2, 0, 1, 3), h.transpose(0, 1), c.transpose(0, 1)
     return y, h, c
-)", {}}},
-      {"onnx_deform_conv", {R"(def _onnx_deform_conv(x, weight, offset, bias, mask, stride, padding, dilation, _):
+)",
+        {}}},
+      {"onnx_deform_conv",
+       {R"(def _onnx_deform_conv(x, weight, offset, bias, mask, stride, padding, dilation, _):
     """DeformConv through torchvision, which must be installed for this model."""
     from torchvision.ops import deform_conv2d
     return deform_conv2d(x, offset, weight, bias, stride, padding, dilation, mask)
-)", {}}},
-      {"onnx_center_crop_pad", {R"(def _onnx_center_crop_pad(x, shape, axes):
+)",
+        {}}},
+      {"onnx_center_crop_pad",
+       {R"(def _onnx_center_crop_pad(x, shape, axes):
     """CenterCropPad: crop or zero-pad each axis to its size, about the centre."""
     axes = range(x.dim()) if axes is None else [a % x.dim() for a in axes]
     for axis, size in zip(axes, [int(s) for s in shape]):
@@ -528,13 +599,17 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
             grow = [0, 0] * (x.dim() - 1 - axis) + [before, size - dim - before]
             x = F.pad(x, grow)
     return x
-)", {}}},
-      {"onnx_max_roi_pool", {R"(def _onnx_max_roi_pool(x, rois, size, spatial_scale):
+)",
+        {}}},
+      {"onnx_max_roi_pool",
+       {R"(def _onnx_max_roi_pool(x, rois, size, spatial_scale):
     """MaxRoiPool through torchvision, which must be installed for this model."""
     from torchvision.ops import roi_pool
     return roi_pool(x, rois, size, spatial_scale)
-)", {}}},
-      {"onnx_stft", {R"(def _onnx_stft(signal, step, window, length, onesided):
+)",
+        {}}},
+      {"onnx_stft",
+       {R"(def _onnx_stft(signal, step, window, length, onesided):
     """STFT: frames of `length` every `step` samples, no centring: [batch, frames, bins, 2]."""
     length = window.shape[0] if length is None else int(length)
     s = torch.view_as_complex(signal.contiguous()) if signal.shape[-1] == 2 else signal[..., 0]
@@ -543,8 +618,10 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         frames = frames * window
     y = torch.fft.rfft(frames, dim=-1) if onesided and not s.is_complex() else torch.fft.fft(frames, dim=-1)
     return torch.view_as_real(y).to(signal.dtype)
-)", {}}},
-      {"onnx_mel_weight_matrix", {R"(def _onnx_mel_weight_matrix(bins, dft_length, sample_rate, low_hz, high_hz, dtype):
+)",
+        {}}},
+      {"onnx_mel_weight_matrix",
+       {R"(def _onnx_mel_weight_matrix(bins, dft_length, sample_rate, low_hz, high_hz, dtype):
     """MelWeightMatrix as ONNX's definition computes it: triangles on the mel scale."""
     bins, dft_length, sample_rate = int(bins), int(dft_length), int(sample_rate)
     low_mel = 2595 * math.log10(1 + low_hz / 700)
@@ -562,13 +639,17 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
         for j in range(center, high):
             out[j, i] = (high - j) / (high - center)
     return out.to(dtype)
-)", {}}},
-      {"onnx_prod", {R"(def _onnx_prod(x, dims, keepdim):
+)",
+        {}}},
+      {"onnx_prod",
+       {R"(def _onnx_prod(x, dims, keepdim):
     for d in sorted((d % x.dim() for d in dims), reverse=True):
         x = x.prod(dim=d, keepdim=keepdim)
     return x
-)", {}}},
-      {"onnx_reduce", {R"(def _onnx_reduce(x, op, axes, keepdim, noop_with_empty_axes):
+)",
+        {}}},
+      {"onnx_reduce",
+       {R"(def _onnx_reduce(x, op, axes, keepdim, noop_with_empty_axes):
     """An ONNX reduction whose axes are known only at run time."""
     axes = [int(a) for a in axes]
     if not axes:
@@ -589,7 +670,8 @@ const std::map<std::string, Helper, std::less<>>& python_helpers() {
     source = {"l1": x.abs(), "l2": x.square(), "sum_square": x.square()}.get(op, x)
     y = source.sum(dim=dims, keepdim=keepdim)
     return y.sqrt() if op == "l2" else y.log() if op == "log_sum" else y
-)", {"onnx_prod"}}},
+)",
+        {"onnx_prod"}}},
   };
   return helpers;
 }

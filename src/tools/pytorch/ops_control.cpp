@@ -70,7 +70,8 @@ Status emit_loop(Emit& e) {
   if (body->inputs().size() != carried + 2 || body->outputs().size() < carried + 1)
     return e.fail("the body's inputs and outputs do not match the loop's");
   const size_t scans = body->outputs().size() - 1 - carried;
-  std::optional<int64_t> trips = e.has(0) && e.constant_ints(0) ? std::optional<int64_t>(e.constant_ints(0)->at(0)) : std::nullopt;
+  std::optional<int64_t> trips =
+      e.has(0) && e.constant_ints(0) ? std::optional<int64_t>(e.constant_ints(0)->at(0)) : std::nullopt;
   bool counted = e.has(0) && !(trips && *trips >= (int64_t{1} << 31) && e.has(1));
   if (!counted && !e.has(1)) return e.fail("a loop with neither a trip count nor a condition never ends");
 
@@ -115,8 +116,8 @@ Status emit_loop(Emit& e) {
     e.line(fmt::format("while {}:  {}", keep, e.w.comment(e.node)));
   }
   e.w.bind(iteration, {Kind::integer, counter, onnx::TensorProto::INT64});
-  e.w.bind(body->inputs()[1], {Kind::tensor, keep.empty() ? "torch.tensor(True)" : fmt::format("torch.tensor({})", keep),
-                               onnx::TensorProto::BOOL});
+  e.w.bind(body->inputs()[1],
+           {Kind::tensor, keep.empty() ? "torch.tensor(True)" : fmt::format("torch.tensor({})", keep), onnx::TensorProto::BOOL});
   for (size_t k = 0; k < carried; ++k)
     e.w.bind(body->inputs()[k + 2], {kinds[k] == Kind::tensor ? Kind::tensor : Kind::sequence, names[k], e.dtype(k + 2)});
   ONNXKIT_ASSIGN(std::vector<std::string> lines, e.w.emit_block(*body));
@@ -181,7 +182,8 @@ Status emit_scan(Emit& e) {
   for (size_t k = 0; k < states; ++k) e.w.bind(body->inputs()[k], {Kind::tensor, names[k], e.dtype(k)});
   for (size_t j = 0; j < scan_inputs; ++j) {
     std::string at = in_dirs[j] != 0 ? fmt::format("{}.shape[{}] - 1 - {}", xs[j], in_axes[j], t) : t;
-    e.w.bind(body->inputs()[states + j], {Kind::tensor, fmt::format("{}.select({}, {})", xs[j], in_axes[j], at), e.dtype(states + j)});
+    e.w.bind(body->inputs()[states + j],
+             {Kind::tensor, fmt::format("{}.select({}, {})", xs[j], in_axes[j], at), e.dtype(states + j)});
   }
   ONNXKIT_ASSIGN(std::vector<std::string> lines, e.w.emit_block(*body));
   e.w.append(lines);

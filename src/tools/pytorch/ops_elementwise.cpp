@@ -13,14 +13,13 @@ namespace onnxkit::tools::pytorch {
 namespace {
 
 // `f(x)` for a one-input op.
-template <const char* Format>
-Status unary(Emit& e) {
+template <const char* Format> Status unary(Emit& e) {
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
   e.assign(0, fmt::format(fmt::runtime(Format), x));
   return {};
 }
 
-#define UNARY(name, format)               \
+#define UNARY(name, format)                \
   constexpr char name##_format[] = format; \
   constexpr EmitFn name = unary<name##_format>;
 
@@ -165,8 +164,8 @@ Status emit_prelu(Emit& e) {
     // nn.PReLU holds one slope, or one per channel (dim 1): slopes shaped
     // [C], [C, 1, 1]... over a channel dim of C.
     bool one = slope->numel() == 1;
-    bool per_channel = *rank >= 2 && slope->rank() >= 1 && static_cast<int64_t>(slope->rank()) == *rank - 1 &&
-                       slope->dim(0) == slope->numel();
+    bool per_channel =
+        *rank >= 2 && slope->rank() >= 1 && static_cast<int64_t>(slope->rank()) == *rank - 1 && slope->dim(0) == slope->numel();
     if (*rank == 2 && slope->rank() == 1) per_channel = true;
     if (one || per_channel) {
       runtime::Tensor weight = slope->reshaped({slope->numel()});
@@ -242,8 +241,7 @@ Result<bool> emit_int_arithmetic(Emit& e, std::string_view op) {
   return true;
 }
 
-template <const char* Op>
-Status binary_operator(Emit& e) {
+template <const char* Op> Status binary_operator(Emit& e) {
   ONNXKIT_ASSIGN(bool done, emit_int_arithmetic(e, Op));
   if (done) return {};
   if (e.has_attr("broadcast") && e.attr_int("broadcast", 0) != 0 && e.has_attr("axis"))
@@ -289,8 +287,7 @@ Status emit_pow(Emit& e) {
   return {};
 }
 
-template <const char* Function>
-Status binary_function(Emit& e) {
+template <const char* Function> Status binary_function(Emit& e) {
   ONNXKIT_ASSIGN(std::string a, e.tensor(0));
   ONNXKIT_ASSIGN(std::string b, e.operand(1, 0));
   e.assign(0, fmt::format("{}({}, {})", Function, a, b));
@@ -350,7 +347,8 @@ Status emit_where(Emit& e) {
 
 Status cast_to(Emit& e, int32_t to) {
   std::string dtype = torch_dtype(to);
-  if (dtype.empty()) return e.fail(fmt::format("torch has no {} tensors", runtime::to_string(static_cast<runtime::DataType>(to))));
+  if (dtype.empty())
+    return e.fail(fmt::format("torch has no {} tensors", runtime::to_string(static_cast<runtime::DataType>(to))));
   Kind k = e.kind(0);
   bool integer_target = to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32;
   if ((k == Kind::ints || k == Kind::integer) && integer_target) {  // a shape stays a shape
@@ -370,7 +368,8 @@ Status cast_to(Emit& e, int32_t to) {
 }
 
 Status emit_cast(Emit& e) {
-  if (e.attr_int("saturate", 1) == 0 && e.opset >= 19) return e.fail("saturate=0 applies to float8 types, which torch lacks here");
+  if (e.attr_int("saturate", 1) == 0 && e.opset >= 19)
+    return e.fail("saturate=0 applies to float8 types, which torch lacks here");
   return cast_to(e, static_cast<int32_t>(e.attr_int("to", 0)));
 }
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "tools/pytorch/emitter.h"
 #include "io/tensor_proto.h"
+#include "tools/pytorch/emitter.h"
 #include "tools/pytorch/writer.h"
 
 namespace onnxkit::tools::pytorch {
@@ -29,7 +29,7 @@ struct ResizeSpec {
   float extrapolation = 0;
   std::string policy = "stretch";
   std::optional<std::vector<int64_t>> axes;
-  int roi = -1, scales = -1, sizes = -1;            // inputs
+  int roi = -1, scales = -1, sizes = -1;               // inputs
   std::optional<std::vector<float>> scales_attribute;  // Upsample-7
 };
 
@@ -82,7 +82,8 @@ Status emit_resize_with(Emit& e, const ResizeSpec& s) {
   bool plain_cubic = s.cubic_a == -0.75f && !s.exclude_outside;
   if ((s.mode == "linear" || (s.mode == "cubic" && plain_cubic)) && s.coord == "align_corners") align = true;
   if (s.mode == "linear" && (s.coord == "half_pixel" || s.coord == "pytorch_half_pixel" || align)) torch_mode = "linear";
-  if (s.mode == "cubic" && plain_cubic && (s.coord == "half_pixel" || s.coord == "pytorch_half_pixel" || align)) torch_mode = "bicubic";
+  if (s.mode == "cubic" && plain_cubic && (s.coord == "half_pixel" || s.coord == "pytorch_half_pixel" || align))
+    torch_mode = "bicubic";
   if (torch_mode == "linear" && rank) torch_mode = *rank == 3 ? "linear" : *rank == 4 ? "bilinear" : "trilinear";
   if (torch_mode == "bicubic" && (!rank || *rank != 4)) torch_mode.clear();
   bool usable = !torch_mode.empty() && rank && *rank >= 3 && *rank <= 5 && !s.axes && s.policy == "stretch" && !s.antialias;
@@ -132,10 +133,10 @@ Status emit_resize_with(Emit& e, const ResizeSpec& s) {
     ONNXKIT_ASSIGN(std::string t, e.tensor(static_cast<size_t>(s.roi)));
     roi_arg = t + ".tolist()";
   }
-  e.assign(0, fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})", e.helper("onnx_resize"), x, sizes_arg, scales_arg,
-                          roi_arg, py_str(s.mode), py_str(s.coord), py_str(s.nearest), py_float(s.cubic_a),
-                          py_bool(s.exclude_outside), py_float(s.extrapolation), py_bool(s.antialias), py_str(s.policy),
-                          s.axes ? py_list(*s.axes) : "None"));
+  e.assign(
+      0, fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})", e.helper("onnx_resize"), x, sizes_arg, scales_arg,
+                     roi_arg, py_str(s.mode), py_str(s.coord), py_str(s.nearest), py_float(s.cubic_a), py_bool(s.exclude_outside),
+                     py_float(s.extrapolation), py_bool(s.antialias), py_str(s.policy), s.axes ? py_list(*s.axes) : "None"));
   return {};
 }
 
@@ -238,7 +239,8 @@ Status window(Emit& e, const char* function, const char* extra) {
   ONNXKIT_ASSIGN(std::string size, e.integer(0));
   std::string dtype = torch_dtype(static_cast<int32_t>(e.attr_int("output_datatype", onnx::TensorProto::FLOAT)));
   if (dtype.empty()) return e.fail("torch has no tensors of output_datatype");
-  e.assign(0, fmt::format("torch.{}({}, periodic={}{}, dtype={})", function, size, py_bool(e.attr_int("periodic", 1) != 0), extra, dtype));
+  e.assign(0, fmt::format("torch.{}({}, periodic={}{}, dtype={})", function, size, py_bool(e.attr_int("periodic", 1) != 0), extra,
+                          dtype));
   return {};
 }
 
@@ -394,14 +396,15 @@ Status emit_affine_grid(Emit& e) {
 }
 
 Status emit_roi_align(Emit& e) {
-  if (e.attr_string("mode", "avg") != "avg") return e.fail("max mode (ONNX's own, a max of weighted samples) has no PyTorch form");
+  if (e.attr_string("mode", "avg") != "avg")
+    return e.fail("max mode (ONNX's own, a max of weighted samples) has no PyTorch form");
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
   ONNXKIT_ASSIGN(std::string rois, e.tensor(1));
   ONNXKIT_ASSIGN(std::string batch, e.tensor(2));
   bool aligned = e.opset >= 16 && e.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
   e.assign(0, fmt::format("{}({}, {}, {}, ({}, {}), {}, {}, {})", e.helper("onnx_roi_align"), x, rois, batch,
-                          e.attr_int("output_height", 1), e.attr_int("output_width", 1), py_float(e.attr_float("spatial_scale", 1.0f)),
-                          e.attr_int("sampling_ratio", 0), py_bool(aligned)));
+                          e.attr_int("output_height", 1), e.attr_int("output_width", 1),
+                          py_float(e.attr_float("spatial_scale", 1.0f)), e.attr_int("sampling_ratio", 0), py_bool(aligned)));
   return {};
 }
 

@@ -40,15 +40,15 @@ struct Padding {
   bool same_upper = true;
 };
 
-Result<Padding> window_padding(Emit& e, size_t spatial, const std::vector<int64_t>& kernel,
-                               const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
+Result<Padding> window_padding(Emit& e, size_t spatial, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                               const std::vector<int64_t>& dilations) {
   Padding p;
   std::string auto_pad = e.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     p.same_upper = auto_pad == "SAME_UPPER";
     auto dims = e.dims(0);
-    bool known = dims && dims->size() == spatial + 2 &&
-                 std::all_of(dims->begin() + 2, dims->end(), [](int64_t d) { return d >= 0; });
+    bool known =
+        dims && dims->size() == spatial + 2 && std::all_of(dims->begin() + 2, dims->end(), [](int64_t d) { return d >= 0; });
     if (!known) {
       p.same_at_run_time = true;
       p.begin.assign(spatial, 0);
@@ -65,7 +65,8 @@ Result<Padding> window_padding(Emit& e, size_t spatial, const std::vector<int64_
     }
     return p;
   }
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty()) return e.fail(fmt::format("unknown auto_pad '{}'", auto_pad));
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !auto_pad.empty())
+    return e.fail(fmt::format("unknown auto_pad '{}'", auto_pad));
   std::vector<int64_t> pads = e.attr_ints("pads");
   if (auto_pad == "VALID" || pads.empty()) pads.assign(2 * spatial, 0);
   if (pads.size() != 2 * spatial) return e.fail(fmt::format("pads has {} entries for {} spatial dims", pads.size(), spatial));
@@ -85,9 +86,8 @@ std::string pad_before(Emit& e, const std::string& x, const Padding& p, bool all
   if (p.same_at_run_time) {
     symmetric.assign(n, 0);
     std::string padded = e.local(x + "_padded");
-    e.line(fmt::format("{} = F.pad({}, {}({}, {}, {}, {}, {}){})  {}", padded, x, e.helper("onnx_same_pads"), x,
-                       py_list(kernel), py_list(strides), py_list(dilations), py_bool(p.same_upper), value_arg,
-                       e.w.comment(e.node)));
+    e.line(fmt::format("{} = F.pad({}, {}({}, {}, {}, {}, {}){})  {}", padded, x, e.helper("onnx_same_pads"), x, py_list(kernel),
+                       py_list(strides), py_list(dilations), py_bool(p.same_upper), value_arg, e.w.comment(e.node)));
     return padded;
   }
   std::vector<int64_t> extra_begin(n), extra_end(n);
@@ -121,9 +121,12 @@ Status emit_conv(Emit& e) {
   std::string input = pad_before(e, x, pads, false, "", kernel, strides, dilations, symmetric);
 
   std::string options;
-  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; })) options += ", stride=" + int_or_tuple(strides);
-  if (std::any_of(symmetric.begin(), symmetric.end(), [](int64_t s) { return s != 0; })) options += ", padding=" + int_or_tuple(symmetric);
-  if (std::any_of(dilations.begin(), dilations.end(), [](int64_t s) { return s != 1; })) options += ", dilation=" + int_or_tuple(dilations);
+  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
+    options += ", stride=" + int_or_tuple(strides);
+  if (std::any_of(symmetric.begin(), symmetric.end(), [](int64_t s) { return s != 0; }))
+    options += ", padding=" + int_or_tuple(symmetric);
+  if (std::any_of(dilations.begin(), dilations.end(), [](int64_t s) { return s != 1; }))
+    options += ", dilation=" + int_or_tuple(dilations);
   if (group != 1) options += fmt::format(", groups={}", group);
 
   const runtime::Tensor* weight = e.constant(1);
@@ -164,7 +167,8 @@ Status emit_conv_transpose(Emit& e) {
     auto dims = e.dims(0);
     if (!dims || dims->size() != spatial + 2 || std::any_of(dims->begin() + 2, dims->end(), [](int64_t d) { return d < 0; }))
       return e.fail("output_shape and SAME padding need the input's spatial dims, which are not static");
-    if (output_shape.size() > spatial) output_shape.erase(output_shape.begin(), output_shape.end() - static_cast<int64_t>(spatial));
+    if (output_shape.size() > spatial)
+      output_shape.erase(output_shape.begin(), output_shape.end() - static_cast<int64_t>(spatial));
     for (size_t i = 0; i < spatial; ++i) {
       int64_t in = (*dims)[i + 2];
       int64_t target = output_shape.empty() ? in * strides[i] : output_shape[i];
@@ -197,12 +201,15 @@ Status emit_conv_transpose(Emit& e) {
     }
   }
   std::string options;
-  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; })) options += ", stride=" + int_or_tuple(strides);
-  if (std::any_of(padding.begin(), padding.end(), [](int64_t s) { return s != 0; })) options += ", padding=" + int_or_tuple(padding);
+  if (std::any_of(strides.begin(), strides.end(), [](int64_t s) { return s != 1; }))
+    options += ", stride=" + int_or_tuple(strides);
+  if (std::any_of(padding.begin(), padding.end(), [](int64_t s) { return s != 0; }))
+    options += ", padding=" + int_or_tuple(padding);
   if (std::any_of(output_padding.begin(), output_padding.end(), [](int64_t s) { return s != 0; }))
     options += ", output_padding=" + int_or_tuple(output_padding);
   if (group != 1) options += fmt::format(", groups={}", group);
-  if (std::any_of(dilations.begin(), dilations.end(), [](int64_t s) { return s != 1; })) options += ", dilation=" + int_or_tuple(dilations);
+  if (std::any_of(dilations.begin(), dilations.end(), [](int64_t s) { return s != 1; }))
+    options += ", dilation=" + int_or_tuple(dilations);
 
   const runtime::Tensor* weight = e.constant(1);
   const runtime::Tensor* bias = e.has(2) ? e.constant(2) : nullptr;
@@ -233,8 +240,8 @@ Status emit_conv_transpose(Emit& e) {
   e.line(fmt::format("{} = {}  {}", full, call, e.w.comment(e.node)));
   std::vector<std::string> index = {":", ":"};
   for (size_t i = 0; i < spatial; ++i)
-    index.push_back(fmt::format("{}:{}", crop_begin[i] != 0 ? py_int(crop_begin[i]) : "",
-                                crop_end[i] != 0 ? py_int(-crop_end[i]) : ""));
+    index.push_back(
+        fmt::format("{}:{}", crop_begin[i] != 0 ? py_int(crop_begin[i]) : "", crop_end[i] != 0 ? py_int(-crop_end[i]) : ""));
   e.assign(0, fmt::format("{}[{}]", full, fmt::join(index, ", ")));
   return {};
 }
@@ -272,7 +279,8 @@ bool torch_can_pad(const Window& w) {
 std::string window_options(const Window& w, const std::vector<int64_t>& padding) {
   std::string options = ", " + int_or_tuple(w.kernel);
   if (w.strides != w.kernel) options += ", stride=" + int_or_tuple(w.strides);
-  if (std::any_of(padding.begin(), padding.end(), [](int64_t p) { return p != 0; })) options += ", padding=" + int_or_tuple(padding);
+  if (std::any_of(padding.begin(), padding.end(), [](int64_t p) { return p != 0; }))
+    options += ", padding=" + int_or_tuple(padding);
   if (std::any_of(w.dilations.begin(), w.dilations.end(), [](int64_t d) { return d != 1; }))
     options += ", dilation=" + int_or_tuple(w.dilations);
   if (w.ceil) options += ", ceil_mode=True";
@@ -389,9 +397,7 @@ Status emit_global_lp_pool(Emit& e) {
 
 // --- normalization ----------------------------------------------------------------
 
-std::string eps_option(float eps, float fallback) {
-  return eps == fallback ? "" : ", eps=" + py_float(eps);
-}
+std::string eps_option(float eps, float fallback) { return eps == fallback ? "" : ", eps=" + py_float(eps); }
 
 bool all_constant(Emit& e, std::initializer_list<size_t> inputs) {
   for (size_t i : inputs)
@@ -415,9 +421,12 @@ Status emit_batch_norm(Emit& e) {
     if (std::fabs(momentum - 0.1) > 1e-6) options += fmt::format(", momentum={:.6g}", momentum);
     runtime::Tensor batches(runtime::DataType::int64, {});
     batches.mutable_data<int64_t>()[0] = 0;
-    std::string m = e.module(fmt::format("nn.BatchNorm{}d({}{})", d, scale.numel(), options),
-                             {{"weight", scale}, {"bias", *e.constant(2)}, {"running_mean", *e.constant(3), false},
-                              {"running_var", *e.constant(4), false}, {"num_batches_tracked", batches, false}});
+    std::string m =
+        e.module(fmt::format("nn.BatchNorm{}d({}{})", d, scale.numel(), options), {{"weight", scale},
+                                                                                   {"bias", *e.constant(2)},
+                                                                                   {"running_mean", *e.constant(3), false},
+                                                                                   {"running_var", *e.constant(4), false},
+                                                                                   {"num_batches_tracked", batches, false}});
     e.assign(0, fmt::format("{}({})", m, x));
     return {};
   }
@@ -426,8 +435,8 @@ Status emit_batch_norm(Emit& e) {
     ONNXKIT_ASSIGN(std::string a, e.tensor(i));
     args.push_back(a);
   }
-  e.assign(0, fmt::format("F.batch_norm({}, {}, {}, weight={}, bias={}, training=False{})", x, args[0], args[1], args[2],
-                          args[3], eps_option(eps, 1e-5f)));
+  e.assign(0, fmt::format("F.batch_norm({}, {}, {}, weight={}, bias={}, training=False{})", x, args[0], args[1], args[2], args[3],
+                          eps_option(eps, 1e-5f)));
   return {};
 }
 
@@ -437,8 +446,9 @@ Status emit_instance_norm(Emit& e) {
   auto rank = e.rank(0);
   if (rank && *rank >= 3 && *rank <= 5 && all_constant(e, {1, 2})) {
     const runtime::Tensor& scale = *e.constant(1);
-    std::string m = e.module(fmt::format("nn.InstanceNorm{}d({}{}, affine=True)", *rank - 2, scale.numel(), eps_option(eps, 1e-5f)),
-                             {{"weight", scale}, {"bias", *e.constant(2)}});
+    std::string m =
+        e.module(fmt::format("nn.InstanceNorm{}d({}{}, affine=True)", *rank - 2, scale.numel(), eps_option(eps, 1e-5f)),
+                 {{"weight", scale}, {"bias", *e.constant(2)}});
     e.assign(0, fmt::format("{}({})", m, x));
     return {};
   }
@@ -468,7 +478,8 @@ Status emit_layer_norm(Emit& e) {
   const runtime::Tensor* scale = e.constant(1);
   const runtime::Tensor* bias = e.has(2) ? e.constant(2) : nullptr;
   if (axis && rank && scale != nullptr && is_float_type(static_cast<int32_t>(scale->dtype())) &&
-      static_cast<int64_t>(scale->rank()) == *rank - *axis && (!e.has(2) || (bias != nullptr && bias->shape() == scale->shape()))) {
+      static_cast<int64_t>(scale->rank()) == *rank - *axis &&
+      (!e.has(2) || (bias != nullptr && bias->shape() == scale->shape()))) {
     runtime::Tensor b = bias != nullptr ? *bias : runtime::Tensor(scale->dtype(), scale->shape());
     if (bias == nullptr) std::memset(b.mutable_raw(), 0, b.nbytes());
     std::string shape = scale->rank() == 1 ? py_int(scale->dim(0)) : py_tuple(scale->shape());
@@ -504,14 +515,16 @@ Status emit_group_norm(Emit& e) {
         runtime::Tensor out(t.dtype(), {channels});
         size_t size = runtime::element_size(t.dtype());
         for (int64_t c = 0; c < channels; ++c)
-          std::memcpy(static_cast<char*>(out.mutable_raw()) + c * size, static_cast<const char*>(t.raw()) + (c / per) * size, size);
+          std::memcpy(static_cast<char*>(out.mutable_raw()) + c * size, static_cast<const char*>(t.raw()) + (c / per) * size,
+                      size);
         return out;
       };
       w = widen(*scale);
       b = widen(*bias);
     }
     if (w.numel() == channels) {
-      std::string m = e.module(fmt::format("nn.GroupNorm({}, {}{})", groups, channels, eps_option(eps, 1e-5f)), {{"weight", w}, {"bias", b}});
+      std::string m =
+          e.module(fmt::format("nn.GroupNorm({}, {}{})", groups, channels, eps_option(eps, 1e-5f)), {{"weight", w}, {"bias", b}});
       e.assign(0, fmt::format("{}({})", m, x));
       return {};
     }
@@ -550,8 +563,8 @@ Status emit_mvn(Emit& e) {
   std::string mean = e.local(x + "_mean");
   e.line(fmt::format("{} = {}.mean(dim={}, keepdim=True)  {}", mean, x, dims, e.w.comment(e.node)));
   // ONNX's definition: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
-  e.assign(0, fmt::format("({} - {}) / (({}.square().mean(dim={}, keepdim=True) - {}.square()).sqrt() + 1e-9)", x, mean, x,
-                          dims, mean));
+  e.assign(0, fmt::format("({} - {}) / (({}.square().mean(dim={}, keepdim=True) - {}.square()).sqrt() + 1e-9)", x, mean, x, dims,
+                          mean));
   return {};
 }
 
@@ -578,8 +591,7 @@ Status softmax_like(Emit& e, const char* function) {
   if (name == "hardmax")
     e.assign(0, fmt::format("F.one_hot({f}.argmax(dim=-1), {f}.shape[-1]).to({x}.dtype).reshape({x}.shape)", fmt::arg("f", flat),
                             fmt::arg("x", x)));
-  else
-    e.assign(0, fmt::format("F.{}({}, dim=-1).reshape({}.shape)", function, flat, x));
+  else e.assign(0, fmt::format("F.{}({}, dim=-1).reshape({}.shape)", function, flat, x));
   return {};
 }
 

@@ -55,10 +55,7 @@ Status reduce(Emit& e, const Reduction& r) {
   return {};
 }
 
-template <const Reduction& R>
-Status emit_reduce(Emit& e) {
-  return reduce(e, R);
-}
+template <const Reduction& R> Status emit_reduce(Emit& e) { return reduce(e, R); }
 
 constexpr Reduction kSum{"sum", "{x}.sum(dim={dims}, keepdim={keep})", 13};
 constexpr Reduction kMean{"mean", "{x}.mean(dim={dims}, keepdim={keep})", 18};

@@ -15,9 +15,9 @@ namespace onnxkit::tools::pytorch {
 namespace {
 
 struct Cell {
-  const char* module;     // "nn.LSTM"
-  int gates;              // weight blocks per direction
-  std::vector<int> order; // torch's block k is ONNX's block order[k]
+  const char* module;      // "nn.LSTM"
+  int gates;               // weight blocks per direction
+  std::vector<int> order;  // torch's block k is ONNX's block order[k]
 };
 
 Status recurrent_module(Emit& e, const Cell& cell);
@@ -43,10 +43,10 @@ Status recurrent_by_steps(Emit& e, const Cell& cell) {
   for (float v : e.attr_floats("activation_beta")) betas.push_back(py_float(v));
   const char* kind = cell.gates == 4 ? "LSTM" : cell.gates == 3 ? "GRU" : "RNN";
   std::string call = fmt::format("{}({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})", e.helper("onnx_rnn"), py_str(kind),
-                                 fmt::join(args, ", "), e.attr_int("hidden_size", 0), py_str(e.attr_string("direction", "forward")),
-                                 e.attr_int("layout", 0), py_list(activations), py_list(alphas), py_list(betas),
-                                 e.has_attr("clip") ? py_float(e.attr_float("clip", 0)) : "None", e.attr_int("input_forget", 0),
-                                 e.attr_int("linear_before_reset", 0));
+                                 fmt::join(args, ", "), e.attr_int("hidden_size", 0),
+                                 py_str(e.attr_string("direction", "forward")), e.attr_int("layout", 0), py_list(activations),
+                                 py_list(alphas), py_list(betas), e.has_attr("clip") ? py_float(e.attr_float("clip", 0)) : "None",
+                                 e.attr_int("input_forget", 0), e.attr_int("linear_before_reset", 0));
   std::vector<size_t> outs = {0, 1, 2};
   std::vector<std::string> names;
   for (size_t k : outs) names.push_back(k < e.num_outputs() ? e.output_name(k) : "_");
@@ -83,7 +83,8 @@ Status recurrent_module(Emit& e, const Cell& cell) {
   }
   std::string nonlinearity;
   std::vector<std::string> activations;
-  if (const ir::Attribute* a = e.node.attribute("activations")) activations.assign(a->proto.strings().begin(), a->proto.strings().end());
+  if (const ir::Attribute* a = e.node.attribute("activations"))
+    activations.assign(a->proto.strings().begin(), a->proto.strings().end());
   if (cell.gates == 1) {
     std::string f = activations.empty() ? "Tanh" : activations[0];
     if (f != "Tanh" && f != "Relu") return e.fail(fmt::format("torch's RNN takes tanh or relu, not {}", f));
@@ -91,9 +92,11 @@ Status recurrent_module(Emit& e, const Cell& cell) {
       if (other != f) return e.fail("both directions must use the same activation");
     if (f == "Relu") nonlinearity = ", nonlinearity=\"relu\"";
   } else {
-    std::vector<std::string> standard = lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"} : std::vector<std::string>{"Sigmoid", "Tanh"};
+    std::vector<std::string> standard =
+        lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"} : std::vector<std::string>{"Sigmoid", "Tanh"};
     for (size_t k = 0; k < activations.size(); ++k)
-      if (activations[k] != standard[k % standard.size()]) return e.fail(fmt::format("torch's layer uses the standard activations, not {}", activations[k]));
+      if (activations[k] != standard[k % standard.size()])
+        return e.fail(fmt::format("torch's layer uses the standard activations, not {}", activations[k]));
   }
   if (cell.gates == 3 && e.attr_int("linear_before_reset", 0) == 0)
     return e.fail("torch's GRU applies the reset gate after the recurrent product (linear_before_reset=1); this node has 0");
@@ -104,7 +107,8 @@ Status recurrent_module(Emit& e, const Cell& cell) {
   for (int64_t d = 0; d < directions; ++d) {
     std::string suffix = d == 1 ? "_reverse" : "";
     weights.push_back({"weight_ih_l0" + suffix, reorder_blocks(w->part(d * gate_rows * input, {gate_rows, input}), cell.order)});
-    weights.push_back({"weight_hh_l0" + suffix, reorder_blocks(r->part(d * gate_rows * hidden, {gate_rows, hidden}), cell.order)});
+    weights.push_back(
+        {"weight_hh_l0" + suffix, reorder_blocks(r->part(d * gate_rows * hidden, {gate_rows, hidden}), cell.order)});
     if (b != nullptr) {
       weights.push_back({"bias_ih_l0" + suffix, reorder_blocks(b->part(d * 2 * gate_rows, {gate_rows}), cell.order)});
       weights.push_back({"bias_hh_l0" + suffix, reorder_blocks(b->part(d * 2 * gate_rows + gate_rows, {gate_rows}), cell.order)});
@@ -147,8 +151,12 @@ Status recurrent_module(Emit& e, const Cell& cell) {
   if (e.has_output(0)) {
     std::string y = reverse ? fmt::format("{}.flip({})", sequence, seq_axis) : sequence;
     // [seq, batch, directions * hidden] -> [seq, directions, batch, hidden] (batch first: [batch, seq, directions, hidden])
-    if (batch_first) e.assign(0, fmt::format("{y}.reshape({y}.shape[0], {y}.shape[1], {d}, {h})", fmt::arg("y", y), fmt::arg("d", directions), fmt::arg("h", hidden)));
-    else e.assign(0, fmt::format("{y}.reshape({y}.shape[0], {y}.shape[1], {d}, {h}).transpose(1, 2)", fmt::arg("y", y), fmt::arg("d", directions), fmt::arg("h", hidden)));
+    if (batch_first)
+      e.assign(0, fmt::format("{y}.reshape({y}.shape[0], {y}.shape[1], {d}, {h})", fmt::arg("y", y), fmt::arg("d", directions),
+                              fmt::arg("h", hidden)));
+    else
+      e.assign(0, fmt::format("{y}.reshape({y}.shape[0], {y}.shape[1], {d}, {h}).transpose(1, 2)", fmt::arg("y", y),
+                              fmt::arg("d", directions), fmt::arg("h", hidden)));
   }
   for (size_t k : {size_t{1}, size_t{2}}) {
     if (!e.has_output(k) || (k == 2 && !lstm)) continue;

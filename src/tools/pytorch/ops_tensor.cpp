@@ -57,8 +57,7 @@ std::optional<int64_t> parse_int(const std::string& text) {
   try {
     int64_t v = std::stoll(text, &pos);
     if (pos == text.size()) return v;
-  } catch (...) {
-  }
+  } catch (...) {}
   return std::nullopt;
 }
 
@@ -157,7 +156,8 @@ Status emit_flatten(Emit& e) {
   else if (axis && rank && *axis < *rank) e.assign(0, fmt::format("{}.flatten({}).flatten(0, {})", x, *axis, *axis - 1));
   else {
     std::string a = axis ? py_int(*axis) : fmt::format("{} % {}.dim()", e.attr_int("axis", 1), x);
-    e.assign(0, fmt::format("{x}.reshape(math.prod({x}.shape[:{a}]), math.prod({x}.shape[{a}:]))", fmt::arg("x", x), fmt::arg("a", a)));
+    e.assign(0, fmt::format("{x}.reshape(math.prod({x}.shape[:{a}]), math.prod({x}.shape[{a}:]))", fmt::arg("x", x),
+                            fmt::arg("a", a)));
   }
   return {};
 }
@@ -350,7 +350,8 @@ Status emit_slice(Emit& e) {
   ONNXKIT_ASSIGN(auto axes_text, slice_param(e, 3, "axes"));
   std::optional<std::vector<std::string>> steps_text;
   if (e.opset >= 10 && e.has(4)) steps_text = known_elements(e, 4);
-  bool dynamic_params = !starts || !ends || (e.opset >= 10 && e.has(3) && !axes_text) || (e.opset >= 10 && e.has(4) && !steps_text);
+  bool dynamic_params =
+      !starts || !ends || (e.opset >= 10 && e.has(3) && !axes_text) || (e.opset >= 10 && e.has(4) && !steps_text);
   auto general = [&]() -> Status {
     std::vector<std::string> args;
     for (size_t i = 1; i <= 4; ++i) {
@@ -363,7 +364,8 @@ Status emit_slice(Emit& e) {
       args.push_back(a);
     }
     if (e.opset < 10)
-      args = {py_list(e.attr_ints("starts")), py_list(e.attr_ints("ends")), e.has_attr("axes") ? py_list(e.attr_ints("axes")) : "None", "None"};
+      args = {py_list(e.attr_ints("starts")), py_list(e.attr_ints("ends")),
+              e.has_attr("axes") ? py_list(e.attr_ints("axes")) : "None", "None"};
     while (args.size() < 4) args.push_back("None");
     e.assign(0, fmt::format("{}({}, {})", e.helper("onnx_slice"), x, join_items(args)));
     return {};
@@ -510,8 +512,8 @@ Status emit_gather(Emit& e) {
 // Indices as torch.gather and scatter take them: int64, never negative.
 Result<std::string> element_indices(Emit& e, size_t i, const std::string& x, int64_t axis) {
   ONNXKIT_ASSIGN(std::string idx, e.tensor(i));
-  if (auto c = e.constant_ints(i); c && std::all_of(c->begin(), c->end(), [](int64_t v) { return v >= 0; }) &&
-                                   e.dtype(i) == onnx::TensorProto::INT64)
+  if (auto c = e.constant_ints(i);
+      c && std::all_of(c->begin(), c->end(), [](int64_t v) { return v >= 0; }) && e.dtype(i) == onnx::TensorProto::INT64)
     return idx;
   return fmt::format("{} % {}.shape[{}]", idx + (e.dtype(i) == onnx::TensorProto::INT64 ? "" : ".long()"), x, axis);
 }
@@ -534,7 +536,11 @@ Status emit_scatter_elements(Emit& e) {
     e.assign(0, fmt::format("{}.scatter({}, {}, {})", x, axis, idx, updates));
     return {};
   }
-  const char* reduce = reduction == "add" ? "sum" : reduction == "mul" ? "prod" : reduction == "max" ? "amax" : reduction == "min" ? "amin" : nullptr;
+  const char* reduce = reduction == "add"   ? "sum"
+                       : reduction == "mul" ? "prod"
+                       : reduction == "max" ? "amax"
+                       : reduction == "min" ? "amin"
+                                            : nullptr;
   if (reduce == nullptr) return e.fail(fmt::format("unknown reduction '{}'", reduction));
   e.assign(0, fmt::format("{}.scatter_reduce({}, {}, {}, \"{}\")", x, axis, idx, updates, reduce));
   return {};
@@ -590,9 +596,11 @@ Status emit_tile(Emit& e) {
 Status emit_pad(Emit& e) {
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
   std::string mode = e.attr_string("mode", "constant");
-  const char* torch_mode = mode == "constant" ? "constant" : mode == "reflect" ? "reflect" : mode == "edge" ? "replicate"
-                           : mode == "wrap"   ? "circular"
-                                              : nullptr;
+  const char* torch_mode = mode == "constant"  ? "constant"
+                           : mode == "reflect" ? "reflect"
+                           : mode == "edge"    ? "replicate"
+                           : mode == "wrap"    ? "circular"
+                                               : nullptr;
   if (torch_mode == nullptr) return e.fail(fmt::format("unknown mode '{}'", mode));
   std::optional<std::vector<int64_t>> pads;
   std::string value = "0";
@@ -687,9 +695,11 @@ Status emit_eye_like(Emit& e) {
   int32_t type = e.has_attr("dtype") ? static_cast<int32_t>(e.attr_int("dtype", 1)) : e.dtype(0);
   std::string dtype = torch_dtype(type != 0 ? type : onnx::TensorProto::FLOAT);
   int64_t k = e.attr_int("k", 0);
-  if (k == 0) e.assign(0, fmt::format("torch.eye({x}.shape[0], {x}.shape[1], dtype={d})", fmt::arg("x", x), fmt::arg("d", dtype)));
-  else e.assign(0, fmt::format("torch.ones({x}.shape[0], {x}.shape[1], dtype={d}).triu({k}).tril({k})", fmt::arg("x", x),
-                               fmt::arg("d", dtype), fmt::arg("k", k)));
+  if (k == 0)
+    e.assign(0, fmt::format("torch.eye({x}.shape[0], {x}.shape[1], dtype={d})", fmt::arg("x", x), fmt::arg("d", dtype)));
+  else
+    e.assign(0, fmt::format("torch.ones({x}.shape[0], {x}.shape[1], dtype={d}).triu({k}).tril({k})", fmt::arg("x", x),
+                            fmt::arg("d", dtype), fmt::arg("k", k)));
   return {};
 }
 

@@ -16,18 +16,17 @@ namespace {
 // builtins and modules the generated code calls, and nn.Module's own members.
 const std::set<std::string>& reserved_names() {
   static const std::set<std::string> names = {
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
-      "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
-      "not", "or", "pass", "raise", "return", "try", "while", "with", "yield", "self", "torch", "nn", "F", "math",
-      "os", "json", "list", "int", "float", "len", "range", "tuple", "bool", "max", "min", "sum", "abs", "round",
-      "any", "all", "zip", "print", "type", "isinstance", "enumerate", "reversed", "sorted", "map", "dict", "str",
-      "slice", "iter", "next", "object", "super", "set", "divmod", "pow", "hash", "id", "open",
+      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
+      "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass",
+      "raise", "return", "try", "while", "with", "yield", "self", "torch", "nn", "F", "math", "os", "json", "list", "int",
+      "float", "len", "range", "tuple", "bool", "max", "min", "sum", "abs", "round", "any", "all", "zip", "print", "type",
+      "isinstance", "enumerate", "reversed", "sorted", "map", "dict", "str", "slice", "iter", "next", "object", "super", "set",
+      "divmod", "pow", "hash", "id", "open",
       // nn.Module
-      "training", "forward", "eval", "train", "to", "cuda", "cpu", "double", "half", "bfloat16", "apply",
-      "state_dict", "load_state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "modules",
-      "named_modules", "children", "named_children", "register_buffer", "register_parameter", "add_module",
-      "zero_grad", "requires_grad_", "share_memory", "extra_repr", "get_submodule", "get_parameter", "get_buffer",
-      "register_module", "dump_patches", "call_super_init"};
+      "training", "forward", "eval", "train", "to", "cuda", "cpu", "double", "half", "bfloat16", "apply", "state_dict",
+      "load_state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children",
+      "named_children", "register_buffer", "register_parameter", "add_module", "zero_grad", "requires_grad_", "share_memory",
+      "extra_repr", "get_submodule", "get_parameter", "get_buffer", "register_module", "dump_patches", "call_super_init"};
   return names;
 }
 
@@ -219,7 +218,8 @@ Status Writer::emit_node(const ir::Node& node) {
     return make_error("cannot convert {} node '{}': {}", node.op_type(), node.name().empty() ? "(unnamed)" : node.name(), why);
   };
   if (!node.in_onnx_domain())
-    return fail(fmt::format("operators of domain '{}' have no PyTorch form (only the default ONNX domain converts)", node.domain()));
+    return fail(
+        fmt::format("operators of domain '{}' have no PyTorch form (only the default ONNX domain converts)", node.domain()));
   auto it = emitter_table().find(node.op_type());
   if (it == emitter_table().end()) {
     auto reason = unconvertible_ops().find(node.op_type());
@@ -234,7 +234,8 @@ Status Writer::emit_node(const ir::Node& node) {
     return fail(status.error().message());
   }
   for (const ir::Value* out : node.outputs())
-    if (out != nullptr && find(out) == nullptr && constant(out) == nullptr) return fail(fmt::format("output '{}' was not written", out->name()));
+    if (out != nullptr && find(out) == nullptr && constant(out) == nullptr)
+      return fail(fmt::format("output '{}' was not written", out->name()));
   return {};
 }
 

@@ -78,8 +78,8 @@ KernelFactory loop_kernel() {
     ONNXKIT_ASSIGN(auto body, info.subgraph("body"));
     const size_t carried = info.num_inputs() >= 2 ? info.num_inputs() - 2 : 0;
     if (body->inputs.size() != carried + 2)
-      return make_error("body takes {} inputs, expected {} (iteration, condition, {} carried)", body->inputs.size(),
-                        carried + 2, carried);
+      return make_error("body takes {} inputs, expected {} (iteration, condition, {} carried)", body->inputs.size(), carried + 2,
+                        carried);
     if (body->outputs.size() < carried + 1)
       return make_error("body returns {} values, expected at least {}", body->outputs.size(), carried + 1);
     const size_t scans = body->outputs.size() - 1 - carried;
@@ -132,14 +132,16 @@ Result<ScanConfig> scan_config(const KernelInfo& info, const GraphPlan& body, si
   ScanConfig c;
   c.scan_inputs = static_cast<size_t>(info.attr_int("num_scan_inputs", 0));
   const size_t given = info.num_inputs() - first_input;
-  if (c.scan_inputs == 0 || c.scan_inputs > given) return make_error("num_scan_inputs {} does not fit {} inputs", c.scan_inputs, given);
+  if (c.scan_inputs == 0 || c.scan_inputs > given)
+    return make_error("num_scan_inputs {} does not fit {} inputs", c.scan_inputs, given);
   c.states = given - c.scan_inputs;
   if (body.inputs.size() != c.states + c.scan_inputs)
     return make_error("body takes {} inputs, expected {}", body.inputs.size(), c.states + c.scan_inputs);
   if (body.outputs.size() < c.states) return make_error("body returns fewer values than the {} states", c.states);
   c.scan_outputs = body.outputs.size() - c.states;
   c.input_axes = info.attr_ints("scan_input_axes", std::vector<int64_t>(c.scan_inputs, 0));
-  c.input_directions = info.attr_ints("scan_input_directions", info.attr_ints("directions", std::vector<int64_t>(c.scan_inputs, 0)));
+  c.input_directions =
+      info.attr_ints("scan_input_directions", info.attr_ints("directions", std::vector<int64_t>(c.scan_inputs, 0)));
   c.output_axes = info.attr_ints("scan_output_axes", std::vector<int64_t>(c.scan_outputs, 0));
   c.output_directions = info.attr_ints("scan_output_directions", std::vector<int64_t>(c.scan_outputs, 0));
   if (c.input_axes.size() != c.scan_inputs || c.input_directions.size() != c.scan_inputs ||
@@ -150,8 +152,8 @@ Result<ScanConfig> scan_config(const KernelInfo& info, const GraphPlan& body, si
 
 // One Scan (opset 9 form) over tensors: returns the final states then the
 // stacked scan outputs.
-Result<std::vector<Datum>> run_scan(KernelContext& ctx, const GraphPlan& body, const ScanConfig& c,
-                                    std::vector<Datum> states, const std::vector<const Tensor*>& inputs) {
+Result<std::vector<Datum>> run_scan(KernelContext& ctx, const GraphPlan& body, const ScanConfig& c, std::vector<Datum> states,
+                                    const std::vector<const Tensor*>& inputs) {
   int64_t length = -1;
   std::vector<size_t> axes;
   for (size_t j = 0; j < c.scan_inputs; ++j) {

@@ -10,8 +10,8 @@
 
 namespace onnxkit::runtime::detection {
 
-void register_nms(KernelRegistry& registry);        // NonMaxSuppression (opset 10+)
-void register_roi_align(KernelRegistry& registry);  // RoiAlign (opsets 10 and 16)
+void register_nms(KernelRegistry& registry);           // NonMaxSuppression (opset 10+)
+void register_roi_align(KernelRegistry& registry);     // RoiAlign (opsets 10 and 16)
 void register_max_roi_pool(KernelRegistry& registry);  // MaxRoiPool (opset 1)
 
 }  // namespace onnxkit::runtime::detection

@@ -93,8 +93,7 @@ Status nms(KernelContext& ctx, bool center_point) {
   ONNXKIT_ASSIGN(const Tensor* boxes_t, ctx.tensor(kBoxes));
   ONNXKIT_ASSIGN(const Tensor* scores_t, ctx.tensor(kScores));
   if (boxes_t->rank() != 3 || boxes_t->dim(2) != 4)
-    return make_error("boxes must be [num_batches, spatial_dimension, 4], got shape {}",
-                      shape_to_string(boxes_t->shape()));
+    return make_error("boxes must be [num_batches, spatial_dimension, 4], got shape {}", shape_to_string(boxes_t->shape()));
   if (scores_t->rank() != 3)
     return make_error("scores must be [num_batches, num_classes, spatial_dimension], got shape {}",
                       shape_to_string(scores_t->shape()));
@@ -110,8 +109,7 @@ Status nms(KernelContext& ctx, bool center_point) {
   }
   ONNXKIT_ASSIGN(std::optional<double> iou_threshold, float_scalar(ctx, kIouThreshold, "iou_threshold"));
   const double iou_limit = iou_threshold.value_or(0.0);
-  if (!(iou_limit >= 0 && iou_limit <= 1))
-    return make_error("iou_threshold is {}; it must be in [0, 1]", iou_limit);
+  if (!(iou_limit >= 0 && iou_limit <= 1)) return make_error("iou_threshold is {}; it must be in [0, 1]", iou_limit);
   ONNXKIT_ASSIGN(std::optional<double> score_threshold, float_scalar(ctx, kScoreThreshold, "score_threshold"));
   if (score_threshold && std::isnan(*score_threshold)) return make_error("score_threshold is NaN");
   ONNXKIT_ASSIGN(std::vector<double> coords, read_doubles(*boxes_t, "boxes"));

@@ -28,8 +28,8 @@ struct NmsBox {
 NmsBox nms_box(const double* v, bool center_point);
 
 struct NmsLimits {
-  int64_t max_output = 0;                // at most this many kept (>= 0)
-  double iou_limit = 0;                  // suppress when IoU > this, in [0, 1]
+  int64_t max_output = 0;                 // at most this many kept (>= 0)
+  double iou_limit = 0;                   // suppress when IoU > this, in [0, 1]
   std::optional<double> score_threshold;  // candidates need a score above it
 };
 
@@ -42,8 +42,8 @@ void nms_select_reference(std::span<const NmsBox> boxes, const double* scores, c
 class NmsSelector {
  public:
   // `areas` holds boxes[i].area(), computed once for every class.
-  void select(std::span<const NmsBox> boxes, std::span<const double> areas, const double* scores,
-              const NmsLimits& limits, std::vector<int64_t>& kept);
+  void select(std::span<const NmsBox> boxes, std::span<const double> areas, const double* scores, const NmsLimits& limits,
+              std::vector<int64_t>& kept);
 
  private:
   struct Kept {

@@ -53,8 +53,7 @@ Result<Options> read_options(const KernelInfo& info) {
   o.height = info.attr_int("output_height", 1);
   o.width = info.attr_int("output_width", 1);
   for (auto [v, name] : {std::pair{o.height, "output_height"}, std::pair{o.width, "output_width"}})
-    if (v < 1 || v > kMaxOutputSide)
-      return make_error("attribute '{}' is {}; it must be in [1, {}]", name, v, kMaxOutputSide);
+    if (v < 1 || v > kMaxOutputSide) return make_error("attribute '{}' is {}; it must be in [1, {}]", name, v, kMaxOutputSide);
   o.sampling_ratio = info.attr_int("sampling_ratio", 0);
   if (o.sampling_ratio < 0 || o.sampling_ratio > static_cast<int64_t>(kFullGrid))
     return make_error("attribute 'sampling_ratio' is {}; it must be 0 (adaptive) or a count up to {}", o.sampling_ratio,
@@ -62,8 +61,8 @@ Result<Options> read_options(const KernelInfo& info) {
   o.spatial_scale = info.attr_float("spatial_scale", 1.0f);
   if (!std::isfinite(o.spatial_scale)) return make_error("attribute 'spatial_scale' is {}", o.spatial_scale);
   // Opset 16 added the attribute, and its default is not what opset 10 did.
-  const std::string transform = info.opset() >= 16 ? info.attr_string("coordinate_transformation_mode", "half_pixel")
-                                                   : std::string("output_half_pixel");
+  const std::string transform =
+      info.opset() >= 16 ? info.attr_string("coordinate_transformation_mode", "half_pixel") : std::string("output_half_pixel");
   if (transform == "half_pixel") o.half_pixel = true;
   else if (transform != "output_half_pixel")
     return make_error("attribute 'coordinate_transformation_mode' is '{}'; it must be half_pixel or output_half_pixel",
@@ -72,16 +71,14 @@ Result<Options> read_options(const KernelInfo& info) {
 }
 
 // One sample position along an axis: the two pixels it reads and their weights.
-template <class C>
-struct Tap {
+template <class C> struct Tap {
   int64_t low, high;
   C w_low, w_high;
 };
 
 // The taps of the samples of bin `bin` along an axis of `size` pixels
 // (size >= 1); samples more than a pixel outside are left out (they read 0).
-template <class C>
-void axis_taps(C start, C bin_size, int64_t bin, double grid, int64_t size, std::vector<Tap<C>>& taps) {
+template <class C> void axis_taps(C start, C bin_size, int64_t bin, double grid, int64_t size, std::vector<Tap<C>>& taps) {
   taps.clear();
   if (!(grid >= 1)) return;
   const C count = static_cast<C>(grid);
@@ -118,20 +115,18 @@ void axis_taps(C start, C bin_size, int64_t bin, double grid, int64_t size, std:
 }
 
 // Where a region lies in X's pixels, its bins and its sampling grid.
-template <class C>
-struct Region {
+template <class C> struct Region {
   const C* image;  // X's planes for the region's batch index
   C x1, y1, bin_w, bin_h;
   double grid_w, grid_h;  // samples per bin along each axis (may be 0)
 };
 
 template <class C>
-Result<std::vector<Region<C>>> make_regions(const Tensor& x, const C* in, const Tensor& rois_t,
-                                            const Tensor& index_t, const Options& o) {
+Result<std::vector<Region<C>>> make_regions(const Tensor& x, const C* in, const Tensor& rois_t, const Tensor& index_t,
+                                            const Options& o) {
   const int64_t num_rois = rois_t.dim(0);
   if (index_t.rank() != 1 || index_t.dim(0) != num_rois)
-    return make_error("batch_indices has shape {}; it must be [num_rois] = [{}]", shape_to_string(index_t.shape()),
-                      num_rois);
+    return make_error("batch_indices has shape {}; it must be [num_rois] = [{}]", shape_to_string(index_t.shape()), num_rois);
   if (index_t.dtype() != DataType::int64 && index_t.dtype() != DataType::int32)
     return make_error("batch_indices has element type {}; it must be int64", to_string(index_t.dtype()));
   ONNXKIT_ASSIGN(std::vector<int64_t> batch_index, read_int64s(index_t));
@@ -153,8 +148,8 @@ Result<std::vector<Region<C>>> make_regions(const Tensor& x, const C* in, const 
     C roi_w = static_cast<C>(roi[2]) * scale - offset - g.x1;
     C roi_h = static_cast<C>(roi[3]) * scale - offset - g.y1;
     if (!std::isfinite(g.x1) || !std::isfinite(g.y1) || !std::isfinite(roi_w) || !std::isfinite(roi_h))
-      return make_error("rois[{}] = [{}, {}, {}, {}] scaled by {} is not a finite region", r, roi[0], roi[1], roi[2],
-                        roi[3], o.spatial_scale);
+      return make_error("rois[{}] = [{}, {}, {}, {}] scaled by {} is not a finite region", r, roi[0], roi[1], roi[2], roi[3],
+                        o.spatial_scale);
     // Without the half-pixel shift regions are at least a pixel wide, as
     // in the original Mask R-CNN code that mode keeps.
     if (!o.half_pixel) {
@@ -212,8 +207,7 @@ void pool_region(const Region<C>& g, int64_t channels, int64_t height, int64_t w
   }
 }
 
-template <class C>
-Status roi_align(KernelContext& ctx, const Options& o) {
+template <class C> Status roi_align(KernelContext& ctx, const Options& o) {
   const Tensor& x = ctx.input(kX);
   ONNXKIT_ASSIGN(const Tensor* rois_t, ctx.tensor(kRois));
   ONNXKIT_ASSIGN(const Tensor* index_t, ctx.tensor(kBatchIndices));
@@ -257,8 +251,8 @@ Status roi_align(KernelContext& ctx, const Options& o) {
       const int me = parallel ? omp_get_thread_num() : 0;
       // The tap lists grow as needed, and nothing may leave a parallel region by throwing.
       try {
-        pool_region(regions[static_cast<size_t>(r)], channels, height, width, o, ys.data() + me * oh,
-                    xs.data() + me * ow, out + r * channels * oh * ow);
+        pool_region(regions[static_cast<size_t>(r)], channels, height, width, o, ys.data() + me * oh, xs.data() + me * ow,
+                    out + r * channels * oh * ow);
       } catch (const std::bad_alloc&) {
 #pragma omp atomic write
         out_of_memory = true;
@@ -286,8 +280,7 @@ void register_roi_align(KernelRegistry& registry) {
       try {
         if (x->dtype() == DataType::float64) return roi_align<double>(ctx, o);
         if (!is_floating(x->dtype()))
-          return make_error("X has element type {}; RoiAlign takes float16, bfloat16, float or double",
-                            to_string(x->dtype()));
+          return make_error("X has element type {}; RoiAlign takes float16, bfloat16, float or double", to_string(x->dtype()));
         return roi_align<float>(ctx, o);
       } catch (const std::bad_alloc&) {
         return make_error("out of memory while pooling the regions");

@@ -16,8 +16,7 @@ namespace {
 // (fast_math.h's vectorized forms).
 using FloatsFn = std::function<void(const float*, float*, int64_t)>;
 
-template <class F>
-ComputeFn map_activation(F f, FloatsFn floats = nullptr) {
+template <class F> ComputeFn map_activation(F f, FloatsFn floats = nullptr) {
   return ComputeFn([f, floats](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     Tensor& y = ctx.output(0, x->dtype(), x->shape());
@@ -37,8 +36,7 @@ ComputeFn map_activation(F f, FloatsFn floats = nullptr) {
 // Registers a float activation whose attributes are read once at build:
 // `make(info)` returns the per-element function, or a pair of it and the
 // float32 array form.
-template <class Make>
-void add_activation(KernelRegistry& r, const char* op, int64_t since, Make make, OpTraits traits = {}) {
+template <class Make> void add_activation(KernelRegistry& r, const char* op, int64_t since, Make make, OpTraits traits = {}) {
   r.add("", op, since, kLatestOpset, make_kernel([make](const KernelInfo& info) -> Result<ComputeFn> {
           auto made = make(info);
           if constexpr (requires { made.second; }) return map_activation(made.first, made.second);
@@ -48,14 +46,10 @@ void add_activation(KernelRegistry& r, const char* op, int64_t since, Make make,
 }
 
 // v limited to [0, 1], NaN going through as in hard_sigmoid_floats.
-template <class C>
-C unit_clamp(C v) {
-  return v < C(0) ? C(0) : (v > C(1) ? C(1) : v);
-}
+template <class C> C unit_clamp(C v) { return v < C(0) ? C(0) : (v > C(1) ? C(1) : v); }
 
 // The bound of Clip: an input (opset 11+) when given, else the attribute.
-template <class T>
-Result<T> clip_bound(KernelContext& ctx, size_t index, T fallback) {
+template <class T> Result<T> clip_bound(KernelContext& ctx, size_t index, T fallback) {
   if (!ctx.has_input(index)) return fallback;
   ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
   if (t->numel() != 1) return make_error("Clip bound {} must be a scalar, got shape {}", index, shape_to_string(t->shape()));
@@ -82,48 +76,65 @@ KernelFactory gelu_kernel() {
 }
 
 void register_activations(KernelRegistry& r) {
-  add_activation(r, "LeakyRelu", 6, [](const KernelInfo& info) {
-    float alpha = info.attr_float("alpha", 0.01f);
-    return [alpha](auto v) { return v >= 0 ? v : decltype(v)(alpha) * v; };
-  }, kBlockedUnaryZeroPreserving);
-  add_activation(r, "Elu", 6, [](const KernelInfo& info) {
-    float alpha = info.attr_float("alpha", 1.0f);
-    return [alpha](auto v) { return v >= 0 ? v : decltype(v)(alpha) * std::expm1(v); };
-  }, kBlockedUnaryZeroPreserving);
-  add_activation(r, "Selu", 6, [](const KernelInfo& info) {
-    float alpha = info.attr_float("alpha", 1.67326319217681884765625f);
-    float gamma = info.attr_float("gamma", 1.05070102214813232421875f);
-    return [alpha, gamma](auto v) {
-      using C = decltype(v);
-      return C(gamma) * (v > 0 ? v : C(alpha) * std::expm1(v));
-    };
-  }, kBlockedUnary);
-  add_activation(r, "Celu", 12, [](const KernelInfo& info) {
-    float alpha = info.attr_float("alpha", 1.0f);
-    return [alpha](auto v) {
-      using C = decltype(v);
-      return std::max(C(0), v) + std::min(C(0), C(alpha) * std::expm1(v / C(alpha)));
-    };
-  }, kBlockedUnary);
-  add_activation(r, "HardSigmoid", 6, [](const KernelInfo& info) {
-    float alpha = info.attr_float("alpha", 0.2f), beta = info.attr_float("beta", 0.5f);
-    auto f = [alpha, beta](auto v) {
-      using C = decltype(v);
-      return unit_clamp(C(alpha) * v + C(beta));
-    };
-    return std::pair(f, FloatsFn([alpha, beta](const float* x, float* y, int64_t n) {
-                       hard_sigmoid_floats(x, y, n, alpha, beta, false);
-                     }));
-  }, kBlockedUnary);
-  add_activation(r, "HardSwish", 14, [](const KernelInfo&) {
-    auto f = [](auto v) {
-      using C = decltype(v);
-      return v * unit_clamp(v / C(6) + C(0.5));
-    };
-    return std::pair(f, FloatsFn([](const float* x, float* y, int64_t n) {
-                       hard_sigmoid_floats(x, y, n, 1.0f / 6.0f, 0.5f, true);
-                     }));
-  }, kBlockedUnaryZeroPreserving);
+  add_activation(
+      r, "LeakyRelu", 6,
+      [](const KernelInfo& info) {
+        float alpha = info.attr_float("alpha", 0.01f);
+        return [alpha](auto v) { return v >= 0 ? v : decltype(v)(alpha) * v; };
+      },
+      kBlockedUnaryZeroPreserving);
+  add_activation(
+      r, "Elu", 6,
+      [](const KernelInfo& info) {
+        float alpha = info.attr_float("alpha", 1.0f);
+        return [alpha](auto v) { return v >= 0 ? v : decltype(v)(alpha) * std::expm1(v); };
+      },
+      kBlockedUnaryZeroPreserving);
+  add_activation(
+      r, "Selu", 6,
+      [](const KernelInfo& info) {
+        float alpha = info.attr_float("alpha", 1.67326319217681884765625f);
+        float gamma = info.attr_float("gamma", 1.05070102214813232421875f);
+        return [alpha, gamma](auto v) {
+          using C = decltype(v);
+          return C(gamma) * (v > 0 ? v : C(alpha) * std::expm1(v));
+        };
+      },
+      kBlockedUnary);
+  add_activation(
+      r, "Celu", 12,
+      [](const KernelInfo& info) {
+        float alpha = info.attr_float("alpha", 1.0f);
+        return [alpha](auto v) {
+          using C = decltype(v);
+          return std::max(C(0), v) + std::min(C(0), C(alpha) * std::expm1(v / C(alpha)));
+        };
+      },
+      kBlockedUnary);
+  add_activation(
+      r, "HardSigmoid", 6,
+      [](const KernelInfo& info) {
+        float alpha = info.attr_float("alpha", 0.2f), beta = info.attr_float("beta", 0.5f);
+        auto f = [alpha, beta](auto v) {
+          using C = decltype(v);
+          return unit_clamp(C(alpha) * v + C(beta));
+        };
+        return std::pair(f, FloatsFn([alpha, beta](const float* x, float* y, int64_t n) {
+                           hard_sigmoid_floats(x, y, n, alpha, beta, false);
+                         }));
+      },
+      kBlockedUnary);
+  add_activation(
+      r, "HardSwish", 14,
+      [](const KernelInfo&) {
+        auto f = [](auto v) {
+          using C = decltype(v);
+          return v * unit_clamp(v / C(6) + C(0.5));
+        };
+        return std::pair(
+            f, FloatsFn([](const float* x, float* y, int64_t n) { hard_sigmoid_floats(x, y, n, 1.0f / 6.0f, 0.5f, true); }));
+      },
+      kBlockedUnaryZeroPreserving);
   add_activation(r, "ThresholdedRelu", 10, [](const KernelInfo& info) {
     float alpha = info.attr_float("alpha", 1.0f);
     return [alpha](auto v) { return v > decltype(v)(alpha) ? v : decltype(v)(0); };
@@ -135,17 +146,23 @@ void register_activations(KernelRegistry& r) {
       return v < -C(lambd) ? v + C(bias) : (v > C(lambd) ? v - C(bias) : C(0));
     };
   });
-  add_activation(r, "Mish", 18, [](const KernelInfo&) {
-    return [](auto v) { return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))); };
-  }, kBlockedUnaryZeroPreserving);
-  add_activation(r, "Swish", 24, [](const KernelInfo& info) {
-    float alpha = info.attr_float("alpha", 1.0f);
-    auto f = [alpha](auto v) {
-      using C = decltype(v);
-      return v / (C(1) + std::exp(-C(alpha) * v));
-    };
-    return std::pair(f, FloatsFn([alpha](const float* x, float* y, int64_t n) { swish_floats(x, y, n, alpha); }));
-  }, kBlockedUnaryZeroPreserving);
+  add_activation(
+      r, "Mish", 18,
+      [](const KernelInfo&) {
+        return [](auto v) { return v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))); };
+      },
+      kBlockedUnaryZeroPreserving);
+  add_activation(
+      r, "Swish", 24,
+      [](const KernelInfo& info) {
+        float alpha = info.attr_float("alpha", 1.0f);
+        auto f = [alpha](auto v) {
+          using C = decltype(v);
+          return v / (C(1) + std::exp(-C(alpha) * v));
+        };
+        return std::pair(f, FloatsFn([alpha](const float* x, float* y, int64_t n) { swish_floats(x, y, n, alpha); }));
+      },
+      kBlockedUnaryZeroPreserving);
   r.add("", "Gelu", 20, kLatestOpset, gelu_kernel());
   // SwiGLU: Swish(A) * B, the gated feed-forward of LLaMA-style models; A and
   // B of one shape, no broadcasting.
@@ -155,9 +172,8 @@ void register_activations(KernelRegistry& r) {
             ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
             ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
             if (a->dtype() != b->dtype() || a->shape() != b->shape())
-              return make_error("A ({} {}) and B ({} {}) must have one element type and one shape",
-                                to_string(a->dtype()), shape_to_string(a->shape()), to_string(b->dtype()),
-                                shape_to_string(b->shape()));
+              return make_error("A ({} {}) and B ({} {}) must have one element type and one shape", to_string(a->dtype()),
+                                shape_to_string(a->shape()), to_string(b->dtype()), shape_to_string(b->shape()));
             Tensor& y = ctx.output(0, a->dtype(), a->shape());
             return dispatch_float(a->dtype(), [&]<class T>() -> Status {
               map_binary<T, T, T>(*a, *b, y, [alpha](auto gate, auto value) {

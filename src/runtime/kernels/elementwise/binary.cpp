@@ -9,8 +9,7 @@ namespace {
 
 // Checks the inputs, allocates the broadcast output of `out_type` (the
 // inputs' type when undefined) and hands both to `body`.
-template <class Body>
-Status with_binary(KernelContext& ctx, DataType out_type, Body&& body) {
+template <class Body> Status with_binary(KernelContext& ctx, DataType out_type, Body&& body) {
   ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
   ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
   if (a->dtype() != b->dtype())
@@ -20,8 +19,7 @@ Status with_binary(KernelContext& ctx, DataType out_type, Body&& body) {
   return body(*a, *b, out);
 }
 
-template <class F>
-void add_arithmetic(KernelRegistry& r, const char* op, F f, OpTraits traits) {
+template <class F> void add_arithmetic(KernelRegistry& r, const char* op, F f, OpTraits traits) {
   r.add("", op, 7, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
           return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
             return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
@@ -29,12 +27,12 @@ void add_arithmetic(KernelRegistry& r, const char* op, F f, OpTraits traits) {
               return {};
             });
           });
-        }), traits);
+        }),
+        traits);
 }
 
 // Integer division and modulo by zero would trap: refuse the input instead.
-template <class T>
-Status check_no_zero_divisor(const Tensor& b) {
+template <class T> Status check_no_zero_divisor(const Tensor& b) {
   if constexpr (std::is_integral_v<T>) {
     for (T v : b.values<T>())
       if (v == T(0)) return make_error("integer division by zero");
@@ -46,21 +44,18 @@ Status check_no_zero_divisor(const Tensor& b) {
 // negative value over -1, traps on x86 (SIGFPE) instead of wrapping. It
 // wraps to the most negative value, as numpy's and as Neg's; the remainder
 // is an exact 0.
-template <class T>
-T divide(T x, T y) {
+template <class T> T divide(T x, T y) {
   if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
     if (y == T(-1)) return static_cast<T>(T(0) - static_cast<std::make_unsigned_t<T>>(x));
   return x / y;
 }
-template <class T>
-T remainder(T x, T y) {
+template <class T> T remainder(T x, T y) {
   if constexpr (std::is_signed_v<T>)
     if (y == T(-1)) return T(0);
   return static_cast<T>(x % y);
 }
 
-template <class F>
-void add_comparison(KernelRegistry& r, const char* op, int64_t since, F f) {
+template <class F> void add_comparison(KernelRegistry& r, const char* op, int64_t since, F f) {
   r.add("", op, since, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
           return with_binary(ctx, DataType::boolean, [&](const Tensor& a, const Tensor& b, Tensor& out) {
             if (a.dtype() == DataType::boolean) {
@@ -79,8 +74,7 @@ void add_comparison(KernelRegistry& r, const char* op, int64_t since, F f) {
         }));
 }
 
-template <class F>
-void add_logical(KernelRegistry& r, const char* op, F f) {
+template <class F> void add_logical(KernelRegistry& r, const char* op, F f) {
   r.add("", op, 7, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
           return with_binary(ctx, DataType::boolean, [&](const Tensor& a, const Tensor& b, Tensor& out) -> Status {
             if (a.dtype() != DataType::boolean) return make_error("{} takes bool, got {}", "logical op", to_string(a.dtype()));
@@ -90,8 +84,7 @@ void add_logical(KernelRegistry& r, const char* op, F f) {
         }));
 }
 
-template <class F>
-void add_bitwise(KernelRegistry& r, const char* op, int64_t since, F f) {
+template <class F> void add_bitwise(KernelRegistry& r, const char* op, int64_t since, F f) {
   r.add("", op, since, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
           return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
             return dispatch_integer(a.dtype(), [&]<class T>() -> Status {
@@ -103,8 +96,7 @@ void add_bitwise(KernelRegistry& r, const char* op, int64_t since, F f) {
 }
 
 // Exponentiation by squaring: integer powers stay exact.
-template <class T, class E>
-T integer_power(T base, E exponent) {
+template <class T, class E> T integer_power(T base, E exponent) {
   if (exponent < 0) return base == T(1) ? T(1) : T(0);
   T result = 1;
   auto e = static_cast<uint64_t>(exponent);
@@ -154,12 +146,16 @@ void add_legacy_broadcast(KernelRegistry& r, const char* op) {
   const KernelDef& def = *r.find("", op, 7);
   KernelFactory modern = def.create;
   const OpTraits traits = def.traits;
-  r.add("", op, 1, 6, [modern](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
-    ONNXKIT_ASSIGN(std::unique_ptr<Kernel> kernel, modern(info));
-    std::optional<int64_t> axis;
-    if (info.has_attr("axis")) axis = info.attr_int("axis", 0);
-    return std::unique_ptr<Kernel>(std::make_unique<LegacyBroadcast>(std::move(kernel), info.attr_int("broadcast", 0) != 0, axis));
-  }, traits);
+  r.add(
+      "", op, 1, 6,
+      [modern](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+        ONNXKIT_ASSIGN(std::unique_ptr<Kernel> kernel, modern(info));
+        std::optional<int64_t> axis;
+        if (info.has_attr("axis")) axis = info.attr_int("axis", 0);
+        return std::unique_ptr<Kernel>(
+            std::make_unique<LegacyBroadcast>(std::move(kernel), info.attr_int("broadcast", 0) != 0, axis));
+      },
+      traits);
 }
 
 Status compute_div(KernelContext& ctx) {
@@ -246,9 +242,12 @@ Result<ComputeFn> build_bit_shift(const KernelInfo& info) {
 }  // namespace
 
 void register_binary(KernelRegistry& r) {
-  add_arithmetic(r, "Add", [](auto x, auto y) { return x + y; }, kBlockedBinaryZeroPreserving);
-  add_arithmetic(r, "Sub", [](auto x, auto y) { return x - y; }, kBlockedBinaryZeroPreserving);
-  add_arithmetic(r, "Mul", [](auto x, auto y) { return x * y; }, kBlockedBinaryZeroPreserving);
+  add_arithmetic(
+      r, "Add", [](auto x, auto y) { return x + y; }, kBlockedBinaryZeroPreserving);
+  add_arithmetic(
+      r, "Sub", [](auto x, auto y) { return x - y; }, kBlockedBinaryZeroPreserving);
+  add_arithmetic(
+      r, "Mul", [](auto x, auto y) { return x * y; }, kBlockedBinaryZeroPreserving);
   r.add("", "Div", 7, kLatestOpset, make_kernel(compute_div));
   r.add("", "Mod", 10, kLatestOpset, make_kernel(build_mod));
   r.add("", "Pow", 7, kLatestOpset, make_kernel(compute_pow));
@@ -285,8 +284,8 @@ void register_binary(KernelRegistry& r) {
             for_each_broadcast_run<3>(out.shape(), {&c->shape(), &x->shape(), &y->shape()},
                                       [&](int64_t o, const auto& off, const auto& step, int64_t n) {
                                         for (int64_t i = 0; i < n; ++i)
-                                          po[o + i] = pc[off[0] + i * step[0]] ? px[off[1] + i * step[1]]
-                                                                               : py[off[2] + i * step[2]];
+                                          po[o + i] =
+                                              pc[off[0] + i * step[0]] ? px[off[1] + i * step[1]] : py[off[2] + i * step[2]];
                                       });
             return {};
           });

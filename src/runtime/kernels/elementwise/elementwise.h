@@ -14,17 +14,14 @@
 
 namespace onnxkit::runtime::elementwise {
 
-template <class T>
-constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
+template <class T> constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
 
 // Traits (kernel.h) of the element-wise ops that run on blocked activations
 // as they are: on input 0 (`unary`) or inputs 0 and 1 (`binary`), mapping
 // zero to zero or not.
 inline constexpr OpTraits kBlockedUnary{.blocked = OpTraits::Blocked::elementwise_unary};
-inline constexpr OpTraits kBlockedUnaryZeroPreserving{.blocked = OpTraits::Blocked::elementwise_unary,
-                                                      .zero_preserving = true};
-inline constexpr OpTraits kBlockedBinaryZeroPreserving{.blocked = OpTraits::Blocked::elementwise_binary,
-                                                       .zero_preserving = true};
+inline constexpr OpTraits kBlockedUnaryZeroPreserving{.blocked = OpTraits::Blocked::elementwise_unary, .zero_preserving = true};
+inline constexpr OpTraits kBlockedBinaryZeroPreserving{.blocked = OpTraits::Blocked::elementwise_binary, .zero_preserving = true};
 
 // Binary ops do less work per element: below this, waking a second thread
 // costs more than it saves (measured on BERT's [128, 256] bias adds).
@@ -32,8 +29,7 @@ inline constexpr int64_t kParallelBinaryElements = 1 << 17;
 
 // body(begin, end) over [0, n) in one chunk per thread when n is at least
 // `parallel_from`.
-template <class Body>
-void map_chunks(int64_t n, Body body, int64_t parallel_from = kParallelWork) {
+template <class Body> void map_chunks(int64_t n, Body body, int64_t parallel_from = kParallelWork) {
   if (n < parallel_from) {
     body(0, n);
     return;
@@ -47,8 +43,7 @@ void map_chunks(int64_t n, Body body, int64_t parallel_from = kParallelWork) {
 }
 
 // out[i] = f(in[i]) over every element.
-template <class In, class Out, class F>
-void map_unary(const Tensor& in, Tensor& out, F f) {
+template <class In, class Out, class F> void map_unary(const Tensor& in, Tensor& out, F f) {
   const In* x = in.data<In>();
   Out* y = out.mutable_data<Out>();
   const int64_t n = in.numel();
@@ -126,8 +121,7 @@ void map_middle_broadcast(const Whole* whole, const Part* part, Out* out, const 
 // common cases (same shapes, a scalar, a row broadcast over rows, a per-row
 // or per-channel operand) run flat and in parallel when large; the rest walk
 // the broadcast runs.
-template <class A, class B, class Out, class F>
-void map_binary(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+template <class A, class B, class Out, class F> void map_binary(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   Out* po = out.mutable_data<Out>();

@@ -10,8 +10,7 @@ namespace {
 
 enum class Types { floats, numbers, signed_numbers };
 
-template <Types kTypes, class F>
-Status dispatch(DataType t, F&& f) {
+template <Types kTypes, class F> Status dispatch(DataType t, F&& f) {
   if constexpr (kTypes == Types::floats) {
     return dispatch_float(t, std::forward<F>(f));
   } else {
@@ -22,8 +21,7 @@ Status dispatch(DataType t, F&& f) {
 }
 
 // Registers `op` as y = f(x), same type, for every opset from `since`.
-template <Types kTypes, class F>
-void add_unary(KernelRegistry& r, const char* op, int64_t since, F f, OpTraits traits = {}) {
+template <Types kTypes, class F> void add_unary(KernelRegistry& r, const char* op, int64_t since, F f, OpTraits traits = {}) {
   r.add("", op, since, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
           ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
           Tensor& y = ctx.output(0, x->dtype(), x->shape());
@@ -31,7 +29,8 @@ void add_unary(KernelRegistry& r, const char* op, int64_t since, F f, OpTraits t
             map_unary<T, T>(*x, y, [&](compute_t<T> v) { return f(v); });
             return {};
           });
-        }), traits);
+        }),
+        traits);
 }
 
 }  // namespace
@@ -57,7 +56,8 @@ void register_unary(KernelRegistry& r) {
   add_unary<Types::floats>(r, "Round", 11, [](auto v) { return std::nearbyint(v); });  // half to even
   add_unary<Types::floats>(r, "Sqrt", 1, [](auto v) { return std::sqrt(v); });
   add_unary<Types::floats>(r, "Reciprocal", 1, [](auto v) { return decltype(v)(1) / v; });
-  add_unary<Types::floats>(r, "Exp", 1, [](auto v) { return std::exp(v); }, kBlockedUnary);
+  add_unary<Types::floats>(
+      r, "Exp", 1, [](auto v) { return std::exp(v); }, kBlockedUnary);
   add_unary<Types::floats>(r, "Log", 1, [](auto v) { return std::log(v); });
   add_unary<Types::floats>(r, "Sin", 7, [](auto v) { return std::sin(v); });
   add_unary<Types::floats>(r, "Cos", 7, [](auto v) { return std::cos(v); });
@@ -103,7 +103,8 @@ void register_unary(KernelRegistry& r) {
           });
         }),
         kBlockedUnary);
-  add_unary<Types::floats>(r, "Tanh", 1, [](auto v) { return std::tanh(v); }, kBlockedUnaryZeroPreserving);
+  add_unary<Types::floats>(
+      r, "Tanh", 1, [](auto v) { return std::tanh(v); }, kBlockedUnaryZeroPreserving);
   add_unary<Types::floats>(r, "Softsign", 1, [](auto v) { return v / (decltype(v)(1) + std::abs(v)); });
   add_unary<Types::floats>(
       r, "Softplus", 1,
@@ -143,9 +144,8 @@ void register_unary(KernelRegistry& r) {
             ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
             Tensor& y = ctx.output(0, DataType::boolean, x->shape());
             return dispatch_float(x->dtype(), [&]<class T>() -> Status {
-              map_unary<T, bool>(*x, y, [=](compute_t<T> v) {
-                return std::isinf(v) && ((v > 0 && positive) || (v < 0 && negative));
-              });
+              map_unary<T, bool>(*x, y,
+                                 [=](compute_t<T> v) { return std::isinf(v) && ((v > 0 && positive) || (v < 0 && negative)); });
               return {};
             });
           });

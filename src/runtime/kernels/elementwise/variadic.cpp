@@ -22,7 +22,8 @@ Status fold(KernelContext& ctx, Fold kind) {
   if (inputs.empty()) return make_error("needs at least one input");
   ONNXKIT_ASSIGN(Shape shape, broadcast_shapes(shapes));
   return dispatch_numeric(inputs[0]->dtype(), [&]<class T>() -> Status {
-    if (kind == Fold::mean && !is_float_v<T>) return make_error("Mean takes floating point, got {}", to_string(data_type_of<T>()));
+    if (kind == Fold::mean && !is_float_v<T>)
+      return make_error("Mean takes floating point, got {}", to_string(data_type_of<T>()));
     auto combine = [kind](auto x, auto y) {
       using C = decltype(x);
       switch (kind) {
@@ -34,8 +35,7 @@ Status fold(KernelContext& ctx, Fold kind) {
           if constexpr (std::is_floating_point_v<C>)
             if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<C>::quiet_NaN();
           return std::min(x, y);
-        default:
-          return static_cast<C>(x + y);
+        default: return static_cast<C>(x + y);
       }
     };
     // The first input stretched to the output shape, then each other folded in.

@@ -39,12 +39,30 @@ bool starts_with(std::span<const uint8_t> b, std::initializer_list<uint8_t> magi
 
 // Magic bytes of the formats the spec lists, and GIF.
 const std::array<Format, 8> kFormats = {{
-    {"JPEG", [](auto b) { return starts_with(b, {0xFF, 0xD8, 0xFF}); }, decode_jpeg},
-    {"PNG", [](auto b) { return starts_with(b, {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'}); }, decode_png},
-    {"BMP", [](auto b) { return starts_with(b, {'B', 'M'}); }, decode_bmp},
-    {"TIFF", [](auto b) { return starts_with(b, {'I', 'I', 42, 0}) || starts_with(b, {'M', 'M', 0, 42}); }, nullptr},
+    {"JPEG",
+     [](auto b) {
+       return starts_with(b, {0xFF, 0xD8, 0xFF});
+     },
+     decode_jpeg},
+    {"PNG",
+     [](auto b) {
+       return starts_with(b, {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'});
+     },
+     decode_png},
+    {"BMP",
+     [](auto b) {
+       return starts_with(b, {'B', 'M'});
+     },
+     decode_bmp},
+    {"TIFF",
+     [](auto b) {
+       return starts_with(b, {'I', 'I', 42, 0}) || starts_with(b, {'M', 'M', 0, 42});
+     },
+     nullptr},
     {"WebP",
-     [](auto b) { return starts_with(b, {'R', 'I', 'F', 'F'}) && b.size() >= 12 && std::equal(b.begin() + 8, b.begin() + 12, "WEBP"); },
+     [](auto b) {
+       return starts_with(b, {'R', 'I', 'F', 'F'}) && b.size() >= 12 && std::equal(b.begin() + 8, b.begin() + 12, "WEBP");
+     },
      nullptr},
     {"JPEG 2000",
      [](auto b) {
@@ -53,7 +71,11 @@ const std::array<Format, 8> kFormats = {{
      },
      nullptr},
     {"PNM", [](auto b) { return b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '7'; }, decode_pnm},
-    {"GIF", [](auto b) { return starts_with(b, {'G', 'I', 'F', '8'}); }, nullptr},
+    {"GIF",
+     [](auto b) {
+       return starts_with(b, {'G', 'I', 'F', '8'});
+     },
+     nullptr},
 }};
 
 Result<PixelFormat> read_pixel_format(const KernelInfo& info) {

@@ -41,8 +41,7 @@ class Parser {
     while (at_ < bytes_.size() && (std::isspace(bytes_[at_]) || bytes_[at_] == '#')) {
       if (bytes_[at_] == '#')
         while (at_ < bytes_.size() && bytes_[at_] != '\n') ++at_;
-      else
-        ++at_;
+      else ++at_;
     }
     if (at_ >= bytes_.size() || (bytes_[at_] != '0' && bytes_[at_] != '1'))
       return make_error("corrupt or truncated PNM data: expected a 0 or 1 at byte {}", at_);

@@ -19,8 +19,7 @@ Status wrap_indices(std::vector<int64_t>& indices, int64_t bound, std::string_vi
   for (size_t i = 0; i < indices.size(); ++i) {
     int64_t v = indices[i];
     if (v < -bound || v >= bound)
-      return make_error("{} element {} is {}, out of range [{}, {}) for {} of size {}", name, i, v, -bound, bound, what,
-                        bound);
+      return make_error("{} element {} is {}, out of range [{}, {}) for {} of size {}", name, i, v, -bound, bound, what, bound);
     if (v < 0) indices[i] = v + bound;
   }
   return {};

@@ -77,8 +77,7 @@ Status gather_elements(KernelContext& ctx, int64_t axis_attr) {
     const T* s = data->data<T>();
     T* d = y.mutable_data<T>();
     OffsetWalker walk(indices_t->shape(), strides);
-    for (int64_t p = 0; p < y.numel(); ++p, walk.next())
-      d[p] = s[walk.offset() + indices[static_cast<size_t>(p)] * axis_stride];
+    for (int64_t p = 0; p < y.numel(); ++p, walk.next()) d[p] = s[walk.offset() + indices[static_cast<size_t>(p)] * axis_stride];
     return {};
   });
 }
@@ -97,8 +96,7 @@ Status gather_nd(KernelContext& ctx, int64_t batch_dims) {
       return make_error("batch dim {} differs: data has shape {}, indices {}", i, shape_to_string(data->shape()),
                         shape_to_string(indices_t->shape()));
   const int64_t k = indices_t->dim(static_cast<size_t>(q - 1));
-  if (k > r - b)
-    return make_error("indices' last dim is {}, more than the {} dims of data after the {} batch dims", k, r - b, b);
+  if (k > r - b) return make_error("indices' last dim is {}, more than the {} dims of data after the {} batch dims", k, r - b, b);
   ONNXKIT_ASSIGN(std::vector<int64_t> indices, read_index_tensor(*indices_t, "indices"));
 
   const Shape& ds = data->shape();

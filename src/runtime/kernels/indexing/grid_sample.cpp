@@ -66,8 +66,7 @@ struct Axis {
 // leaves it: taps outside read 0).
 double pad_coordinate(double x, const Axis& a, Padding padding) {
   if (padding == Padding::border) return std::clamp(x, 0.0, static_cast<double>(a.size - 1));
-  if (padding == Padding::reflection)
-    return std::clamp(reflect(x, a.low, a.high), 0.0, static_cast<double>(a.size - 1));
+  if (padding == Padding::reflection) return std::clamp(reflect(x, a.low, a.high), 0.0, static_cast<double>(a.size - 1));
   return x;
 }
 
@@ -134,8 +133,7 @@ void axis_taps(double x, const Axis& a, const SampleOptions& o, std::vector<Tap>
 
 // Numbers in, the element type out: floats convert, integers truncate toward
 // zero and saturate (the spec's "cast to integer at the end").
-template <class T>
-T cast_result(double v) {
+template <class T> T cast_result(double v) {
   if constexpr (std::is_integral_v<T>) {
     if (std::isnan(v)) return T(0);
     return from_double<T>(std::trunc(v));
@@ -175,8 +173,8 @@ Status grid_sample(KernelContext& ctx, const SampleOptions& o) {
   for (size_t d = 0; d < spatial; ++d) {
     const int64_t size = x->dim(d + 2);
     plane *= size;
-    axes[d] = o.align_corners ? Axis{size, 0.0, static_cast<double>(size - 1)}
-                              : Axis{size, -0.5, static_cast<double>(size) - 0.5};
+    axes[d] =
+        o.align_corners ? Axis{size, 0.0, static_cast<double>(size - 1)} : Axis{size, -0.5, static_cast<double>(size) - 0.5};
   }
   Shape out_shape{n_batch, channels};
   int64_t positions = 1;
@@ -186,7 +184,8 @@ Status grid_sample(KernelContext& ctx, const SampleOptions& o) {
   }
   Tensor& y = ctx.output(0, x->dtype(), out_shape);
   if (y.numel() == 0) return {};
-  if (plane == 0) return make_error("X has an empty spatial dim (shape {}): there is nothing to sample", shape_to_string(x->shape()));
+  if (plane == 0)
+    return make_error("X has an empty spatial dim (shape {}): there is nothing to sample", shape_to_string(x->shape()));
   std::vector<int64_t> strides(spatial);  // within one channel plane
   for (size_t d = spatial, s = 1; d-- > 0;) {
     strides[d] = static_cast<int64_t>(s);
@@ -200,7 +199,8 @@ Status grid_sample(KernelContext& ctx, const SampleOptions& o) {
   for (size_t d = 0; d < spatial; ++d) {
     combos *= per_axis;
     if (combos > (size_t{1} << 20))
-      return make_error("{} spatial dims are too many for {} sampling", spatial, o.mode == SampleMode::cubic ? "cubic" : "linear");
+      return make_error("{} spatial dims are too many for {} sampling", spatial,
+                        o.mode == SampleMode::cubic ? "cubic" : "linear");
   }
   struct Scratch {
     std::vector<std::vector<Tap>> taps;
@@ -290,8 +290,9 @@ Status affine_grid(KernelContext& ctx, bool align_corners) {
     const int64_t n = size[size.size() - 1 - a];
     for (int64_t i = 0; i < n; ++i) {
       double p = 0;  // a single pixel sits at the center, as in torch
-      if (n > 1) p = align_corners ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1)
-                                   : -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n);
+      if (n > 1)
+        p = align_corners ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1)
+                          : -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n);
       positions[a].push_back(p);
     }
   }

@@ -72,13 +72,11 @@ template <class T>
 constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 // Types that interpolate and compare as real numbers (not bool, string or complex).
-template <class T>
-constexpr bool is_real_v = !std::is_same_v<T, bool> && !std::is_same_v<T, std::string> && !is_complex_v<T>;
+template <class T> constexpr bool is_real_v = !std::is_same_v<T, bool> && !std::is_same_v<T, std::string> && !is_complex_v<T>;
 
 // A double as element type T: integers round to nearest and saturate (NaN
 // becomes 0), bool is "non-zero", strings are empty.
-template <class T>
-T from_double(double v) {
+template <class T> T from_double(double v) {
   if constexpr (std::is_same_v<T, bool>) {
     return v != 0;
   } else if constexpr (std::is_same_v<T, std::string>) {

@@ -29,12 +29,9 @@ Result<PadMode> parse_pad_mode(const std::string& text, int64_t opset) {
 int64_t source_position(int64_t x, int64_t n, PadMode mode) {
   if (x >= 0 && x < n) return x;
   switch (mode) {
-    case PadMode::constant:
-      return -1;
-    case PadMode::edge:
-      return x < 0 ? 0 : n - 1;
-    case PadMode::wrap:
-      return ((x % n) + n) % n;
+    case PadMode::constant: return -1;
+    case PadMode::edge: return x < 0 ? 0 : n - 1;
+    case PadMode::wrap: return ((x % n) + n) % n;
     case PadMode::reflect: {
       if (n == 1) return 0;
       const int64_t period = 2 * (n - 1);
@@ -56,11 +53,12 @@ Status pad_into(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
     if (begin < -kLimit || begin > kLimit || end < -kLimit || end > kLimit)
       return make_error("pads {} and {} on axis {} are out of range", begin, end, d);
     out_shape[d] = n + begin + end;
-    if (out_shape[d] < 0)
-      return make_error("pads {} and {} on axis {} remove more than its {} elements", begin, end, d, n);
+    if (out_shape[d] < 0) return make_error("pads {} and {} on axis {} remove more than its {} elements", begin, end, d, n);
     if (mode != PadMode::constant && n == 0 && out_shape[d] > 0)
       return make_error("axis {} is empty: there is nothing to pad it with in mode {}", d,
-                        mode == PadMode::reflect ? "reflect" : mode == PadMode::edge ? "edge" : "wrap");
+                        mode == PadMode::reflect ? "reflect"
+                        : mode == PadMode::edge  ? "edge"
+                                                 : "wrap");
   }
   ONNXKIT_TRY(checked_size(out_shape, "the padded output"));
   Tensor& y = ctx.output(0, x.dtype(), out_shape);
@@ -74,8 +72,7 @@ Status pad_into(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
   std::vector<std::vector<int64_t>> source(rank);
   for (size_t d = 0; d < rank; ++d) {
     source[d].resize(static_cast<size_t>(out_shape[d]));
-    for (int64_t j = 0; j < out_shape[d]; ++j)
-      source[d][static_cast<size_t>(j)] = source_position(j - pads[d], x.dim(d), mode);
+    for (int64_t j = 0; j < out_shape[d]; ++j) source[d][static_cast<size_t>(j)] = source_position(j - pads[d], x.dim(d), mode);
   }
   // Along the last axis, [middle_begin, middle_end) reads a contiguous run.
   const size_t last = rank - 1;

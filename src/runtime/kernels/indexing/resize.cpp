@@ -27,7 +27,15 @@ namespace onnxkit::runtime::indexing {
 namespace {
 
 enum class Mode { nearest, linear, cubic };
-enum class Coord { half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize };
+enum class Coord {
+  half_pixel,
+  half_pixel_symmetric,
+  pytorch_half_pixel,
+  align_corners,
+  asymmetric,
+  tf_half_pixel_for_nn,
+  tf_crop_and_resize
+};
 // `simple` is how Upsample and Resize-10 (which have no nearest_mode) pick
 // the nearest pixel, as the runtimes they were written against did: floor
 // when upsampling, ceil when downsampling.
@@ -72,8 +80,7 @@ Result<Rounding> parse_rounding(const std::string& text) {
   if (text == "round_prefer_ceil") return Rounding::round_prefer_ceil;
   if (text == "floor") return Rounding::floor;
   if (text == "ceil") return Rounding::ceil;
-  return make_error("attribute 'nearest_mode' is '{}'; it must be round_prefer_floor, round_prefer_ceil, floor or ceil",
-                    text);
+  return make_error("attribute 'nearest_mode' is '{}'; it must be round_prefer_floor, round_prefer_ceil, floor or ceil", text);
 }
 
 Result<AspectPolicy> parse_policy(const std::string& text) {
@@ -203,8 +210,7 @@ Result<std::vector<AxisGeometry>> geometry(KernelContext& ctx, const Tensor& x, 
   }
 
   if (!scales.empty()) {
-    if (o.policy != AspectPolicy::stretch)
-      return make_error("keep_aspect_ratio_policy applies to sizes, but scales were given");
+    if (o.policy != AspectPolicy::stretch) return make_error("keep_aspect_ratio_policy applies to sizes, but scales were given");
     for (size_t i = 0; i < axes.size(); ++i) {
       AxisGeometry& a = g[axes[i]];
       const double s = scales[i];
@@ -248,42 +254,37 @@ Result<std::vector<AxisGeometry>> geometry(KernelContext& ctx, const Tensor& x, 
     }
   }
   for (size_t d = 0; d < rank; ++d)
-    if (g[d].in == 0 && g[d].out > 0)
-      return make_error("axis {} of the input is empty; it cannot be resized to {}", d, g[d].out);
+    if (g[d].in == 0 && g[d].out > 0) return make_error("axis {} of the input is empty; it cannot be resized to {}", d, g[d].out);
   return g;
 }
 
 // --- per-axis tables -----------------------------------------------------------
 
 struct AxisTable {
-  int64_t taps = 1;             // per output position
-  std::vector<int64_t> index;   // [out * taps] input indices, within [0, in)
-  std::vector<double> weight;   // [out * taps]
-  std::vector<char> outside;    // [out] tf_crop_and_resize: use the extrapolation value
-  bool identity = false;        // output position o reads input o, weight 1
+  int64_t taps = 1;            // per output position
+  std::vector<int64_t> index;  // [out * taps] input indices, within [0, in)
+  std::vector<double> weight;  // [out * taps]
+  std::vector<char> outside;   // [out] tf_crop_and_resize: use the extrapolation value
+  bool identity = false;       // output position o reads input o, weight 1
 };
 
 // The input coordinate output position `o` maps to.
 double original_coordinate(int64_t o, const AxisGeometry& a, Coord coord) {
   const double x = static_cast<double>(o), in = static_cast<double>(a.in);
   switch (coord) {
-    case Coord::half_pixel:
-      return (x + 0.5) / a.scale - 0.5;
+    case Coord::half_pixel: return (x + 0.5) / a.scale - 0.5;
     case Coord::half_pixel_symmetric: {
       // Centers the output on the input when the output length was rounded.
       const double adjustment = static_cast<double>(a.out) / a.width;
       const double offset = in / 2 * (1 - adjustment);
       return offset + (x + 0.5) / a.scale - 0.5;
     }
-    case Coord::pytorch_half_pixel:
-      return a.out > 1 ? (x + 0.5) / a.scale - 0.5 : 0.0;
+    case Coord::pytorch_half_pixel: return a.out > 1 ? (x + 0.5) / a.scale - 0.5 : 0.0;
     case Coord::align_corners:
       // Measured with the fractional width, as ONNX's own test data is.
       return a.width == 1 ? 0.0 : x * (in - 1) / (a.width - 1);
-    case Coord::asymmetric:
-      return x / a.scale;
-    case Coord::tf_half_pixel_for_nn:
-      return (x + 0.5) / a.scale;
+    case Coord::asymmetric: return x / a.scale;
+    case Coord::tf_half_pixel_for_nn: return (x + 0.5) / a.scale;
     case Coord::tf_crop_and_resize:
       if (a.out > 1) return a.roi_start * (in - 1) + x * (a.roi_end - a.roi_start) * (in - 1) / static_cast<double>(a.out - 1);
       return 0.5 * (a.roi_start + a.roi_end) * (in - 1);
@@ -294,16 +295,11 @@ double original_coordinate(int64_t o, const AxisGeometry& a, Coord coord) {
 int64_t nearest_position(double x, Rounding rounding, double scale) {
   const double down = std::floor(x);
   switch (rounding) {
-    case Rounding::round_prefer_floor:
-      return static_cast<int64_t>(x - down == 0.5 ? down : std::round(x));
-    case Rounding::round_prefer_ceil:
-      return static_cast<int64_t>(x - down == 0.5 ? std::ceil(x) : std::round(x));
-    case Rounding::floor:
-      return static_cast<int64_t>(down);
-    case Rounding::ceil:
-      return static_cast<int64_t>(std::ceil(x));
-    case Rounding::simple:
-      return static_cast<int64_t>(scale < 1 ? std::ceil(x) : down);
+    case Rounding::round_prefer_floor: return static_cast<int64_t>(x - down == 0.5 ? down : std::round(x));
+    case Rounding::round_prefer_ceil: return static_cast<int64_t>(x - down == 0.5 ? std::ceil(x) : std::round(x));
+    case Rounding::floor: return static_cast<int64_t>(down);
+    case Rounding::ceil: return static_cast<int64_t>(std::ceil(x));
+    case Rounding::simple: return static_cast<int64_t>(scale < 1 ? std::ceil(x) : down);
   }
   return static_cast<int64_t>(down);
 }
@@ -333,7 +329,8 @@ AxisTable axis_table(const AxisGeometry& a, const Options& o) {
   const double limit = static_cast<double>(a.in + reach) + 4.0;
   auto coordinate = [&](int64_t i) {
     const double x = original_coordinate(i, a, o.coord);
-    if (o.coord == Coord::tf_crop_and_resize && (x < 0 || x > static_cast<double>(a.in - 1))) t.outside[static_cast<size_t>(i)] = 1;
+    if (o.coord == Coord::tf_crop_and_resize && (x < 0 || x > static_cast<double>(a.in - 1)))
+      t.outside[static_cast<size_t>(i)] = 1;
     return std::isnan(x) ? 0.0 : std::clamp(x, -limit, limit);
   };
   const int64_t last = std::max<int64_t>(a.in - 1, 0);
@@ -385,8 +382,7 @@ AxisTable axis_table(const AxisGeometry& a, const Options& o) {
 
 // Any rank, any type: each output element sums over the product of its
 // per-axis taps (one tap per axis in nearest mode, which just copies).
-template <class T>
-void resize_generic(const Tensor& x, const std::vector<AxisTable>& tables, const Options& o, Tensor& y) {
+template <class T> void resize_generic(const Tensor& x, const std::vector<AxisTable>& tables, const Options& o, Tensor& y) {
   const size_t rank = x.rank();
   const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
   std::vector<size_t> active;  // axes that are not an identity
@@ -445,10 +441,8 @@ void resize_generic(const Tensor& x, const std::vector<AxisTable>& tables, const
             offset += t.index[at] * in_strides[active[k]];
           }
           if (w != 0) {
-            if constexpr (complex)
-              sum += w * Acc(in[offset]);
-            else
-              sum += w * static_cast<double>(in[offset]);
+            if constexpr (complex) sum += w * Acc(in[offset]);
+            else sum += w * static_cast<double>(in[offset]);
           }
           size_t k = active.size();
           while (k-- > 0) {
@@ -457,10 +451,8 @@ void resize_generic(const Tensor& x, const std::vector<AxisTable>& tables, const
           }
           if (k == static_cast<size_t>(-1)) break;
         }
-        if constexpr (complex)
-          out[e] = T(sum);
-        else
-          out[e] = from_double<T>(sum);
+        if constexpr (complex) out[e] = T(sum);
+        else out[e] = from_double<T>(sum);
       }
       for (size_t d = rank; d-- > 0;) {
         if (++index[d] < y.dim(d)) break;
@@ -539,8 +531,9 @@ void resize_image(const Tensor& x, const std::vector<AxisTable>& tables, const O
       std::vector<Tap> v(t.outside.size());
       for (size_t i = 0; i < v.size(); ++i) {
         const size_t k = i * static_cast<size_t>(t.taps);
-        v[i] = t.taps == 1 ? Tap{t.index[k], t.index[k], static_cast<float>(t.weight[k]), 0.0f}
-                           : Tap{t.index[k], t.index[k + 1], static_cast<float>(t.weight[k]), static_cast<float>(t.weight[k + 1])};
+        v[i] = t.taps == 1
+                   ? Tap{t.index[k], t.index[k], static_cast<float>(t.weight[k]), 0.0f}
+                   : Tap{t.index[k], t.index[k + 1], static_cast<float>(t.weight[k]), static_cast<float>(t.weight[k + 1])};
       }
       return v;
     };
@@ -629,7 +622,7 @@ void resize_image(const Tensor& x, const std::vector<AxisTable>& tables, const O
   if (planes >= 2 * threads && large) {
     // Scratch for every thread up front: nothing may throw inside the region.
     std::vector<float> scratch(static_cast<size_t>(threads * rows_needed * out_w));
-#pragma omp parallel num_threads(static_cast<int>(threads))
+#pragma omp parallel num_threads(static_cast <int>(threads))
     {
       float* mine = scratch.data() + omp_get_thread_num() * rows_needed * out_w;
 #pragma omp for schedule(static)

@@ -39,8 +39,7 @@ Result<Reduction> parse_reduction(const std::string& text, int64_t opset) {
 
 // Calls body(op) with op(dst, src) applying the reduction to one element,
 // or returns an error when the reduction has no meaning for T.
-template <class T, class Body>
-Status with_reducer(Reduction r, Body&& body) {
+template <class T, class Body> Status with_reducer(Reduction r, Body&& body) {
   if (r == Reduction::none) {
     body([](T& d, const T& s) { d = s; });
     return {};
@@ -49,16 +48,15 @@ Status with_reducer(Reduction r, Body&& body) {
     return make_error("reduction '{}' does not apply to strings", reduction_name(r));
   } else if constexpr (std::is_same_v<T, bool>) {
     // bool as 0/1 saturated: add and max are "or", mul and min are "and".
-    if (r == Reduction::add || r == Reduction::max)
-      body([](bool& d, const bool& s) { d = d || s; });
-    else
-      body([](bool& d, const bool& s) { d = d && s; });
+    if (r == Reduction::add || r == Reduction::max) body([](bool& d, const bool& s) { d = d || s; });
+    else body([](bool& d, const bool& s) { d = d && s; });
     return {};
   } else {
     using C = compute_t<T>;
     // Integers wrap on overflow: the arithmetic runs unsigned, at least 32
     // bits wide so that nothing promotes back to (overflowing) int.
-    using Wide = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>>;
+    using Wide =
+        std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>>;
     using A = std::conditional_t<std::is_integral_v<T>, Wide, C>;
     switch (r) {
       case Reduction::add:
@@ -67,8 +65,7 @@ Status with_reducer(Reduction r, Body&& body) {
       case Reduction::mul:
         body([](T& d, const T& s) { d = static_cast<T>(static_cast<A>(static_cast<A>(d) * static_cast<A>(s))); });
         return {};
-      default:
-        break;
+      default: break;
     }
     if constexpr (is_complex_v<T>) {
       return make_error("reduction '{}' does not apply to complex numbers", reduction_name(r));
@@ -135,8 +132,7 @@ Status scatter_nd(KernelContext& ctx, Reduction reduction) {
       const int64_t dim = data.dim(j);
       int64_t v = indices[e];
       if (v < -dim || v >= dim)
-        return make_error("indices element {} is {}, out of range [{}, {}) for data axis {} of size {}", e, v, -dim, dim, j,
-                          dim);
+        return make_error("indices element {} is {}, out of range [{}, {}) for data axis {} of size {}", e, v, -dim, dim, j, dim);
       offsets[t] += (v < 0 ? v + dim : v) * strides[j];
     }
 
@@ -161,8 +157,8 @@ Status scatter_elements(KernelContext& ctx, int64_t axis_attr, Reduction reducti
   if (indices_t.rank() != data.rank())
     return make_error("indices has rank {} but data has rank {}; they must be equal", indices_t.rank(), rank);
   if (updates.shape() != indices_t.shape())
-    return make_error("updates has shape {} but indices has shape {}; they must be equal",
-                      shape_to_string(updates.shape()), shape_to_string(indices_t.shape()));
+    return make_error("updates has shape {} but indices has shape {}; they must be equal", shape_to_string(updates.shape()),
+                      shape_to_string(indices_t.shape()));
   ONNXKIT_ASSIGN(int64_t axis, normalize_axis(axis_attr, rank));
   const size_t a = static_cast<size_t>(axis);
   for (size_t d = 0; d < data.rank(); ++d)
@@ -234,14 +230,14 @@ KernelFactory tensor_scatter_kernel() {
       if (ctx.has_input(2)) {
         ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(2));
         if (w->numel() != batch)
-          return make_error("write_indices has shape {}, expected one index per batch entry ({})",
-                            shape_to_string(w->shape()), batch);
+          return make_error("write_indices has shape {}, expected one index per batch entry ({})", shape_to_string(w->shape()),
+                            batch);
         ONNXKIT_ASSIGN(starts, read_index_tensor(*w, "write_indices"));
       }
       for (size_t b = 0; b < starts.size(); ++b) {
         if (starts[b] < 0 || (!circular && starts[b] > max_length - length))
-          return make_error("write_indices[{}] is {}: with {} updates it must lie in [0, {}] (mode linear)", b,
-                            starts[b], length, max_length - length);
+          return make_error("write_indices[{}] is {}: with {} updates it must lie in [0, {}] (mode linear)", b, starts[b], length,
+                            max_length - length);
       }
       const int64_t prefix = dims_product(past->shape(), 0, static_cast<size_t>(axis));
       const int64_t per_batch = prefix / std::max<int64_t>(batch, 1);

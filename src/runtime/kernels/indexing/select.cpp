@@ -12,8 +12,7 @@
 namespace onnxkit::runtime::indexing {
 namespace {
 
-template <class T>
-bool is_non_zero(const T& v) {
+template <class T> bool is_non_zero(const T& v) {
   if constexpr (std::is_same_v<T, std::string>) {
     return !v.empty();
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -106,10 +105,8 @@ Status one_hot(KernelContext& ctx, int64_t axis_attr, bool negative_indices) {
 Status compress(KernelContext& ctx, std::optional<int64_t> axis_attr) {
   ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
   ONNXKIT_ASSIGN(const Tensor* condition, ctx.tensor(1));
-  if (condition->dtype() != DataType::boolean)
-    return make_error("condition must be bool, got {}", to_string(condition->dtype()));
-  if (condition->rank() != 1)
-    return make_error("condition must be 1-D, got shape {}", shape_to_string(condition->shape()));
+  if (condition->dtype() != DataType::boolean) return make_error("condition must be bool, got {}", to_string(condition->dtype()));
+  if (condition->rank() != 1) return make_error("condition must be 1-D, got shape {}", shape_to_string(condition->shape()));
   std::optional<int64_t> axis;
   if (axis_attr) {
     if (x->rank() == 0) return make_error("input must have rank >= 1 to compress along an axis");
@@ -149,8 +146,8 @@ Status reverse_sequence(KernelContext& ctx, int64_t batch_axis, int64_t time_axi
   if (x->rank() < 2) return make_error("input must have rank >= 2, got shape {}", shape_to_string(x->shape()));
   const int64_t batch = x->dim(static_cast<size_t>(batch_axis)), time = x->dim(static_cast<size_t>(time_axis));
   if (lens_t->rank() != 1 || lens_t->dim(0) != batch)
-    return make_error("sequence_lens has shape {}; it must be [{}], the size of the batch axis",
-                      shape_to_string(lens_t->shape()), batch);
+    return make_error("sequence_lens has shape {}; it must be [{}], the size of the batch axis", shape_to_string(lens_t->shape()),
+                      batch);
   ONNXKIT_ASSIGN(std::vector<int64_t> lens, read_index_tensor(*lens_t, "sequence_lens"));
   for (size_t b = 0; b < lens.size(); ++b)
     if (lens[b] < 0 || lens[b] > time)
@@ -169,8 +166,7 @@ Status reverse_sequence(KernelContext& ctx, int64_t batch_axis, int64_t time_axi
 // Three-way comparison for Unique's order: numbers by value (NaN after
 // everything and equal to itself), complex lexicographically by real then
 // imaginary part, strings and bools as C++ orders them.
-template <class T>
-int compare_values(const T& a, const T& b) {
+template <class T> int compare_values(const T& a, const T& b) {
   if constexpr (is_complex_v<T>) {
     if (a.real() != b.real()) return a.real() < b.real() ? -1 : 1;
     if (a.imag() != b.imag()) return a.imag() < b.imag() ? -1 : 1;

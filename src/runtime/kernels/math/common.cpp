@@ -31,8 +31,8 @@ Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, std::string_view 
   const int64_t kb = b_vector ? b[0] : b[rb - 2];
   plan.n = b_vector ? 1 : b[rb - 1];
   if (plan.k != kb)
-    return make_error("inner dimensions differ: {} {} has {} columns, {} {} has {} rows", a_name, shape_to_string(a),
-                      plan.k, b_name, shape_to_string(b), kb);
+    return make_error("inner dimensions differ: {} {} has {} columns, {} {} has {} rows", a_name, shape_to_string(a), plan.k,
+                      b_name, shape_to_string(b), kb);
 
   const Shape a_batch(a.begin(), a.end() - std::min<int64_t>(ra, 2));
   const Shape b_batch(b.begin(), b.end() - std::min<int64_t>(rb, 2));
@@ -42,8 +42,8 @@ Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, std::string_view 
     const int64_t da = i + a_batch.size() >= rank ? a_batch[i + a_batch.size() - rank] : 1;
     const int64_t db = i + b_batch.size() >= rank ? b_batch[i + b_batch.size() - rank] : 1;
     if (da != db && da != 1 && db != 1)
-      return make_error("batch dimensions do not broadcast: {} {} and {} {} (dim {}: {} vs {})", a_name,
-                        shape_to_string(a), b_name, shape_to_string(b), i, da, db);
+      return make_error("batch dimensions do not broadcast: {} {} and {} {} (dim {}: {} vs {})", a_name, shape_to_string(a),
+                        b_name, shape_to_string(b), i, da, db);
     batch[i] = da == 1 ? db : da;
   }
   plan.out = batch;
@@ -82,8 +82,7 @@ Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, std::string_view 
     }
   }
   plan.foldable = plan.batch > 1;
-  for (int64_t e = 0; e < plan.batch && plan.foldable; ++e)
-    plan.foldable = plan.b_batch[e] == 0 && plan.a_batch[e] == e;
+  for (int64_t e = 0; e < plan.batch && plan.foldable; ++e) plan.foldable = plan.b_batch[e] == 0 && plan.a_batch[e] == e;
   return plan;
 }
 

@@ -8,8 +8,7 @@ namespace {
 
 enum class Accumulate { sum, product };
 
-template <Accumulate op, class C>
-C combine(C a, C b) {
+template <Accumulate op, class C> C combine(C a, C b) {
   // Integer sums and products wrap instead of overflowing into undefined
   // behaviour: unsigned arithmetic, in unsigned int for the types narrower
   // than it (they would promote to int, whose products can overflow).
@@ -45,8 +44,7 @@ void accumulate(const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool 
   }
 }
 
-template <Accumulate op>
-Result<ComputeFn> build_accumulate(const KernelInfo& info) {
+template <Accumulate op> Result<ComputeFn> build_accumulate(const KernelInfo& info) {
   const bool exclusive = info.attr_int("exclusive", 0) != 0;
   const bool reverse = info.attr_int("reverse", 0) != 0;
   return ComputeFn([=](KernelContext& ctx) -> Status {

@@ -63,7 +63,8 @@ Result<Equation> parse_equation(const std::string& text) {
   while (true) {
     const size_t comma = lhs.find(',', start);
     const std::string term = lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    ONNXKIT_ASSIGN(auto tokens, parse_term(term, fmt::format("term {} ('{}') of equation '{}'", parsed.inputs.size(), term, text)));
+    ONNXKIT_ASSIGN(auto tokens,
+                   parse_term(term, fmt::format("term {} ('{}') of equation '{}'", parsed.inputs.size(), term, text)));
     parsed.inputs.push_back(std::move(tokens));
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -85,8 +86,7 @@ Result<Equation> parse_equation(const std::string& text) {
 }
 
 // A labelled strided view over a buffer it may own.
-template <class C>
-struct View {
+template <class C> struct View {
   std::shared_ptr<const std::vector<C>> owner;
   const C* data = nullptr;
   std::vector<int64_t> dims, strides;
@@ -99,8 +99,7 @@ struct View {
   }
 };
 
-template <class C>
-C wrap_add(C a, C b) {
+template <class C> C wrap_add(C a, C b) {
   if constexpr (std::is_integral_v<C>) {
     using U = std::make_unsigned_t<C>;
     return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
@@ -109,8 +108,7 @@ C wrap_add(C a, C b) {
   }
 }
 
-template <class C>
-View<C> owned(std::vector<C> data, std::vector<int64_t> dims, std::vector<int> labels) {
+template <class C> View<C> owned(std::vector<C> data, std::vector<int64_t> dims, std::vector<int> labels) {
   View<C> v;
   auto buffer = std::make_shared<std::vector<C>>(std::move(data));
   v.data = buffer->data();
@@ -123,8 +121,7 @@ View<C> owned(std::vector<C> data, std::vector<int64_t> dims, std::vector<int> l
 
 // Calls f(source offset, destination index) over `dims` in row-major order,
 // the source read through `strides`.
-template <class F>
-void for_each_index(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, F&& f) {
+template <class F> void for_each_index(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, F&& f) {
   const int64_t total = shape_size(dims);
   if (total == 0) return;
   const size_t rank = dims.size();
@@ -147,8 +144,7 @@ void for_each_index(const std::vector<int64_t>& dims, const std::vector<int64_t>
 }
 
 // True when the view is packed row-major in the order `order` of its labels.
-template <class C>
-bool packed_in(const View<C>& v, const std::vector<int>& order) {
+template <class C> bool packed_in(const View<C>& v, const std::vector<int>& order) {
   int64_t stride = 1;
   for (size_t i = order.size(); i-- > 0;) {
     const int d = v.find(order[i]);
@@ -159,8 +155,7 @@ bool packed_in(const View<C>& v, const std::vector<int>& order) {
 }
 
 // The view's elements packed row-major with its labels in `order`.
-template <class C>
-View<C> materialize(const View<C>& v, const std::vector<int>& order) {
+template <class C> View<C> materialize(const View<C>& v, const std::vector<int>& order) {
   std::vector<int64_t> dims, strides;
   for (int label : order) {
     const int d = v.find(label);
@@ -173,8 +168,7 @@ View<C> materialize(const View<C>& v, const std::vector<int>& order) {
 }
 
 // Sums the view over `gone`, keeping the other labels in their order.
-template <class C>
-View<C> sum_out(const View<C>& v, const std::set<int>& gone) {
+template <class C> View<C> sum_out(const View<C>& v, const std::set<int>& gone) {
   std::vector<int> kept;
   std::vector<int64_t> kept_dims;
   for (size_t d = 0; d < v.labels.size(); ++d)
@@ -209,8 +203,7 @@ void product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const C* a, int6
 
 // Contracts two views; labels in `needed` survive, shared labels not in it
 // are summed over. The result is [batch..., a-only..., b-only...].
-template <class C>
-Result<View<C>> contract(View<C> a, View<C> b, const std::set<int>& needed) {
+template <class C> Result<View<C>> contract(View<C> a, View<C> b, const std::set<int>& needed) {
   // Labels one side alone has and nobody needs go first.
   {
     std::set<int> gone_a, gone_b;
@@ -308,16 +301,15 @@ Result<View<C>> contract(View<C> a, View<C> b, const std::set<int>& needed) {
   return owned(std::move(out), std::move(out_dims), concat(batch, rows, cols));
 }
 
-template <class T>
-Status run_einsum(const Equation& eq, const std::vector<const Tensor*>& inputs, KernelContext& ctx) {
+template <class T> Status run_einsum(const Equation& eq, const std::vector<const Tensor*>& inputs, KernelContext& ctx) {
   using C = compute_t<T>;
   // '...' stands for as many dims as the widest input gives it; narrower
   // ones align to its right.
   int64_t ellipsis_dims = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& term = eq.inputs[i];
-    const int64_t letters = static_cast<int64_t>(term.size()) -
-                            (std::find(term.begin(), term.end(), kEllipsisToken) != term.end() ? 1 : 0);
+    const int64_t letters =
+        static_cast<int64_t>(term.size()) - (std::find(term.begin(), term.end(), kEllipsisToken) != term.end() ? 1 : 0);
     const bool has_ellipsis = letters != static_cast<int64_t>(term.size());
     const int64_t rank = static_cast<int64_t>(inputs[i]->rank());
     if (has_ellipsis ? rank < letters : rank != letters)
@@ -371,8 +363,7 @@ Status run_einsum(const Equation& eq, const std::vector<const Tensor*>& inputs, 
       } else if (known->second != v.dims[d]) {
         const bool stretch = l >= kEllipsis && (known->second == 1 || v.dims[d] == 1);
         if (!stretch)
-          return make_error("label {} has size {} in input {} but {} elsewhere", label_name(l), v.dims[d], i,
-                            known->second);
+          return make_error("label {} has size {} in input {} but {} elsewhere", label_name(l), v.dims[d], i, known->second);
         known->second = std::max(known->second, v.dims[d]);
       }
       unique.labels.push_back(l);
@@ -428,8 +419,7 @@ Result<ComputeFn> build_einsum(const KernelInfo& info) {
   ONNXKIT_ASSIGN(Equation eq, parse_equation(info.attr_string("equation", "")));
   if (eq.inputs.size() != info.num_inputs())
     return make_error("equation '{}' has {} operand term{}, but the node has {} input{}", info.attr_string("equation", ""),
-                      eq.inputs.size(), eq.inputs.size() == 1 ? "" : "s", info.num_inputs(),
-                      info.num_inputs() == 1 ? "" : "s");
+                      eq.inputs.size(), eq.inputs.size() == 1 ? "" : "s", info.num_inputs(), info.num_inputs() == 1 ? "" : "s");
   return ComputeFn([eq](KernelContext& ctx) -> Status {
     std::vector<const Tensor*> inputs;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {

@@ -15,8 +15,7 @@ namespace onnxkit::runtime::math {
 
 // The elements of a 16-bit float tensor as floats (and back).
 std::vector<float> to_float(const Tensor& t);
-template <class T>
-void from_float(const float* src, T* dst, int64_t n) {
+template <class T> void from_float(const float* src, T* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = T(src[i]);
 }
 
@@ -37,8 +36,7 @@ struct MatMulPlan {
 };
 
 // `a_name`/`b_name` name the operands in errors ("A", "B").
-Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, std::string_view a_name = "A",
-                               std::string_view b_name = "B");
+Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, std::string_view a_name = "A", std::string_view b_name = "B");
 
 // Whether threads should take the batch's products one each (small and
 // many) rather than share each product.
@@ -51,8 +49,7 @@ inline bool batch_across_threads(const MatMulPlan& plan) {
 // c_off, rows)`: rows is m, or m * batch once when the plan is foldable (e is
 // then 0). Threads go to the batch when the products are small and many,
 // else to each product.
-template <class Product>
-void for_each_matmul(const MatMulPlan& plan, Product&& product) {
+template <class Product> void for_each_matmul(const MatMulPlan& plan, Product&& product) {
   const int64_t mn = plan.m * plan.n;
   if (plan.batch == 0) return;
   if (plan.foldable || plan.batch == 1) {

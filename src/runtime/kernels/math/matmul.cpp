@@ -51,8 +51,8 @@ struct Bias {
 Result<Bias> gemm_bias(const Tensor& c, int64_t m, int64_t n, bool exact) {
   const Shape target{m, n};
   auto mismatch = [&] {
-    return make_error("input C has shape {}, which does not broadcast to the output [{},{}]{}",
-                      shape_to_string(c.shape()), m, n, exact ? " (broadcast=0 asks for exactly that shape)" : "");
+    return make_error("input C has shape {}, which does not broadcast to the output [{},{}]{}", shape_to_string(c.shape()), m, n,
+                      exact ? " (broadcast=0 asks for exactly that shape)" : "");
   };
   if (c.rank() > 2) return mismatch();
   if (exact && c.shape() != target) return mismatch();
@@ -65,8 +65,7 @@ Result<Bias> gemm_bias(const Tensor& c, int64_t m, int64_t n, bool exact) {
   return bias;
 }
 
-template <class T, class Out>
-void fill_bias(const Bias& bias, int64_t m, int64_t n, Out* y) {
+template <class T, class Out> void fill_bias(const Bias& bias, int64_t m, int64_t n, Out* y) {
   const T* c = bias.c->data<T>();
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) y[i * n + j] = static_cast<Out>(c[i * bias.row_stride + j * bias.col_stride]);
@@ -80,8 +79,8 @@ struct GemmAttrs {
 };
 
 template <class T>
-Status run_gemm(const GemmAttrs& g, const Tensor& a, const Tensor& b, const std::optional<Bias>& bias, int64_t m,
-                int64_t n, int64_t k, Tensor& out) {
+Status run_gemm(const GemmAttrs& g, const Tensor& a, const Tensor& b, const std::optional<Bias>& bias, int64_t m, int64_t n,
+                int64_t k, Tensor& out) {
   const int64_t lda = a.dim(1), ldb = b.dim(1);
   const bool use_c = bias.has_value() && g.beta != 0.0f;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -101,8 +100,7 @@ Status run_gemm(const GemmAttrs& g, const Tensor& a, const Tensor& b, const std:
     if (unit) {
       // Exact integer arithmetic in the common case.
       if (use_c) fill_bias<T>(*bias, m, n, y);
-      gemm_reference<T, T>(g.trans_a, g.trans_b, m, n, k, T(1), a.data<T>(), lda, b.data<T>(), ldb,
-                           use_c ? T(1) : T(0), y, n);
+      gemm_reference<T, T>(g.trans_a, g.trans_b, m, n, k, T(1), a.data<T>(), lda, b.data<T>(), ldb, use_c ? T(1) : T(0), y, n);
     } else {
       // Fractional alpha or beta on integers: the product is exact, the
       // scaling goes through double and truncates like a cast.
@@ -134,8 +132,7 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
     if (a->rank() != 2) return make_error("input A must be a matrix (rank 2), got shape {}", shape_to_string(a->shape()));
     if (b->rank() != 2) return make_error("input B must be a matrix (rank 2), got shape {}", shape_to_string(b->shape()));
     if (a->dtype() != b->dtype())
-      return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()),
-                        to_string(b->dtype()));
+      return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()), to_string(b->dtype()));
     const int64_t m = g.trans_a ? a->dim(1) : a->dim(0), k = g.trans_a ? a->dim(0) : a->dim(1);
     const int64_t kb = g.trans_b ? b->dim(1) : b->dim(0), n = g.trans_b ? b->dim(0) : b->dim(1);
     if (k != kb)
@@ -161,8 +158,7 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
   });
 }
 
-template <class T>
-void run_matmul(const MatMulPlan& plan, const Tensor& a, const Tensor& b, Tensor& out) {
+template <class T> void run_matmul(const MatMulPlan& plan, const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t n = plan.n, k = plan.k;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     const T* pa = a.data<T>();
@@ -192,8 +188,7 @@ Status compute_matmul(KernelContext& ctx) {
   ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
   ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
   if (a->dtype() != b->dtype())
-    return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()),
-                      to_string(b->dtype()));
+    return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()), to_string(b->dtype()));
   ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), b->shape()));
   Tensor& out = ctx.output(0, a->dtype(), plan.out);
   return dispatch_numeric(a->dtype(), [&]<class T>() -> Status {
@@ -210,22 +205,19 @@ class ConstantWeights {
   static bool applies(const Tensor& b) { return b.dtype() == DataType::float32 && b.rank() == 2; }
 
   ConstantWeights(const Tensor& b, bool may_copy)
-      : shape_(b.shape()),
-        transposed_(may_copy && transposing_pays(b)),
-        weights_(transposed_ ? transposed_matrix(b) : b) {}
+      : shape_(b.shape()), transposed_(may_copy && transposing_pays(b)), weights_(transposed_ ? transposed_matrix(b) : b) {}
 
   // Output 0 = input 0 times B.
   Result<Tensor*> multiply(KernelContext& ctx) const {
     ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
-    if (a->dtype() != DataType::float32)
-      return make_error("input A has element type {}, B has float", to_string(a->dtype()));
+    if (a->dtype() != DataType::float32) return make_error("input A has element type {}, B has float", to_string(a->dtype()));
     ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), shape_));
     Tensor& out = ctx.output(0, DataType::float32, plan.out);
     const float* pa = a->data<float>();
     float* y = out.mutable_data<float>();
     for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t, int64_t co, int64_t rows) {
-      gemm(false, transposed_, rows, plan.n, plan.k, 1.0f, pa + ao, plan.k, weights_.data<float>(),
-           transposed_ ? plan.k : plan.n, 0.0f, y + co, plan.n);
+      gemm(false, transposed_, rows, plan.n, plan.k, 1.0f, pa + ao, plan.k, weights_.data<float>(), transposed_ ? plan.k : plan.n,
+           0.0f, y + co, plan.n);
     });
     return &out;
   }
@@ -247,8 +239,8 @@ Result<ComputeFn> build_matmul(const KernelInfo& info) {
 
 // A zero point of MatMulInteger, expanded to one value per row of every
 // matrix of its operand (or per column, for B).
-Result<std::vector<int32_t>> expand_zero_point(KernelContext& ctx, size_t index, const Tensor& operand,
-                                               const MatMulPlan& plan, bool rows) {
+Result<std::vector<int32_t>> expand_zero_point(KernelContext& ctx, size_t index, const Tensor& operand, const MatMulPlan& plan,
+                                               bool rows) {
   const char* name = index == 2 ? "a_zero_point" : "b_zero_point";
   const char* op_name = index == 2 ? "A" : "B";
   const Shape& s = operand.shape();
@@ -272,9 +264,8 @@ Result<std::vector<int32_t>> expand_zero_point(KernelContext& ctx, size_t index,
     Shape expected = s;
     if (r >= 2) expected[rows ? r - 1 : r - 2] = 1;
     if (r < 2 || z->shape() != expected)
-      return make_error("input {} has shape {}; expected a scalar, [{}] (one per {}){}", name,
-                        shape_to_string(z->shape()), per, rows ? "row of A" : "column of B",
-                        r >= 2 ? " or " + shape_to_string(expected) : std::string());
+      return make_error("input {} has shape {}; expected a scalar, [{}] (one per {}){}", name, shape_to_string(z->shape()), per,
+                        rows ? "row of A" : "column of B", r >= 2 ? " or " + shape_to_string(expected) : std::string());
     source = [](int64_t i) { return i; };
   }
   const int64_t count = static_cast<int64_t>(out.size());
@@ -296,8 +287,8 @@ void run_matmul_integer(const MatMulPlan& plan, const Tensor& a, const Tensor& b
   int32_t* pc = out.mutable_data<int32_t>();
   const int64_t m = plan.m, n = plan.n, k = plan.k;
   for_each_matmul(plan, [&](int64_t e, int64_t ao, int64_t bo, int64_t co, int64_t rows) {
-    gemm_integer<A, B>(rows, n, k, pa + ao, k, za.data() + plan.a_batch[e] * m, pb + bo, n,
-                       zb.data() + plan.b_batch[e] * n, pc + co, n);
+    gemm_integer<A, B>(rows, n, k, pa + ao, k, za.data() + plan.a_batch[e] * m, pb + bo, n, zb.data() + plan.b_batch[e] * n,
+                       pc + co, n);
   });
 }
 
@@ -321,30 +312,30 @@ Status compute_matmul_integer(KernelContext& ctx) {
 }  // namespace
 
 KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
-  return make_kernel([weights = std::move(weights), bias = std::move(bias),
-                      gelu](const KernelInfo& info) -> Result<ComputeFn> {
+  return make_kernel([weights = std::move(weights), bias = std::move(bias), gelu](const KernelInfo& info) -> Result<ComputeFn> {
     if (!ConstantWeights::applies(weights) || bias.dtype() != DataType::float32 || bias.numel() != weights.dim(1))
-      return make_error("the fused MatMul+Add takes a float matrix B and one float bias per column, got B {} {} and "
-                        "bias {} {}", to_string(weights.dtype()), shape_to_string(weights.shape()),
-                        to_string(bias.dtype()), shape_to_string(bias.shape()));
-    return ComputeFn([product = ConstantWeights(weights, info.options().prepack_weights), bias,
-                      gelu](KernelContext& ctx) -> Status {
-      ONNXKIT_ASSIGN(Tensor * out, product.multiply(ctx));
-      // One pass over the product while it is still in cache: + bias, then GELU.
-      float* y = out->mutable_data<float>();
-      const float* row_bias = bias.data<float>();
-      const int64_t n = bias.numel(), rows = n == 0 ? 0 : out->numel() / n;
+      return make_error(
+          "the fused MatMul+Add takes a float matrix B and one float bias per column, got B {} {} and "
+          "bias {} {}",
+          to_string(weights.dtype()), shape_to_string(weights.shape()), to_string(bias.dtype()), shape_to_string(bias.shape()));
+    return ComputeFn(
+        [product = ConstantWeights(weights, info.options().prepack_weights), bias, gelu](KernelContext& ctx) -> Status {
+          ONNXKIT_ASSIGN(Tensor * out, product.multiply(ctx));
+          // One pass over the product while it is still in cache: + bias, then GELU.
+          float* y = out->mutable_data<float>();
+          const float* row_bias = bias.data<float>();
+          const int64_t n = bias.numel(), rows = n == 0 ? 0 : out->numel() / n;
 #pragma omp parallel for schedule(static) if (rows * n >= (int64_t{1} << 15))
-      for (int64_t r = 0; r < rows; ++r) {
-        float* row = y + r * n;
-        if (gelu) {
-          gelu_floats(row, row_bias, row, n);
-        } else {
-          for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
-        }
-      }
-      return {};
-    });
+          for (int64_t r = 0; r < rows; ++r) {
+            float* row = y + r * n;
+            if (gelu) {
+              gelu_floats(row, row_bias, row, n);
+            } else {
+              for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
+            }
+          }
+          return {};
+        });
   });
 }
 
@@ -405,8 +396,7 @@ std::string operand_name(const std::vector<int64_t>& perm, const char* name) {
 
 // The plain way, for what the strided one does not take (vectors, other
 // element types): materialize each transpose.
-Status transposed_matmul_by_copies(KernelContext& ctx, const TransposedMatMul& spec, const Tensor& a,
-                                   const Tensor& b) {
+Status transposed_matmul_by_copies(KernelContext& ctx, const TransposedMatMul& spec, const Tensor& a, const Tensor& b) {
   auto copy = [](const Tensor& x, const StridedView& v) {
     Tensor t(x.dtype(), v.shape);
     if (t.numel() > 0) copy_strided(x, 0, v.strides, t);
@@ -415,8 +405,8 @@ Status transposed_matmul_by_copies(KernelContext& ctx, const TransposedMatMul& s
   ONNXKIT_ASSIGN(StridedView va, transposed_view(a.shape(), spec.a_perm, "A"));
   ONNXKIT_ASSIGN(StridedView vb, transposed_view(b.shape(), spec.b_perm, "B"));
   const Tensor ta = copy(a, va), tb = copy(b, vb);
-  ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(ta.shape(), tb.shape(), operand_name(spec.a_perm, "A"),
-                                               operand_name(spec.b_perm, "B")));
+  ONNXKIT_ASSIGN(MatMulPlan plan,
+                 plan_matmul(ta.shape(), tb.shape(), operand_name(spec.a_perm, "A"), operand_name(spec.b_perm, "B")));
   Tensor product(a.dtype(), plan.out);
   ONNXKIT_TRY(dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
     run_matmul<T>(plan, ta, tb, product);
@@ -442,16 +432,14 @@ KernelFactory transposed_matmul_kernel(TransposedMatMul spec) {
     ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
     ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
     if (a->dtype() != b->dtype())
-      return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()),
-                        to_string(b->dtype()));
-    if (a->dtype() != DataType::float32 || a->rank() < 2 || b->rank() < 2)
-      return transposed_matmul_by_copies(ctx, spec, *a, *b);
+      return make_error("inputs A and B have different element types ({} and {})", to_string(a->dtype()), to_string(b->dtype()));
+    if (a->dtype() != DataType::float32 || a->rank() < 2 || b->rank() < 2) return transposed_matmul_by_copies(ctx, spec, *a, *b);
     ONNXKIT_ASSIGN(StridedView va, transposed_view(a->shape(), spec.a_perm, "A"));
     ONNXKIT_ASSIGN(StridedView vb, transposed_view(b->shape(), spec.b_perm, "B"));
     const std::optional<GemmOperand> ga = as_gemm_operand(va), gb = as_gemm_operand(vb);
     if (!ga || !gb) return transposed_matmul_by_copies(ctx, spec, *a, *b);
-    ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(va.shape, vb.shape, operand_name(spec.a_perm, "A"),
-                                                 operand_name(spec.b_perm, "B")));
+    ONNXKIT_ASSIGN(MatMulPlan plan,
+                   plan_matmul(va.shape, vb.shape, operand_name(spec.a_perm, "A"), operand_name(spec.b_perm, "B")));
     // The product's matrices as they lie in the output: the output holds
     // transpose(product, y_perm), so the product's dim y_perm[d] has the
     // output's stride d.

@@ -16,8 +16,7 @@ struct TopKAttrs {
   bool largest = true;
 };
 
-template <class C>
-bool is_nan(C v) {
+template <class C> bool is_nan(C v) {
   if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
   else return false;
 }

@@ -36,15 +36,15 @@ double probit(double p) {
   if (w < 5.0) {
     w -= 2.5;
     double q = 2.81022636e-08;
-    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                     -0.00417768164, 0.246640727, 1.50140941})
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                     1.50140941})
       q = c + q * w;
     x = q * y;
   } else {
     w = std::sqrt(w) - 3.0;
     double q = -0.000200214257;
-    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
-                     1.00167406, 2.83297682})
+    for (double c :
+         {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682})
       q = c + q * w;
     x = q * y;
   }
@@ -55,8 +55,7 @@ double probit(double p) {
 
 void apply_post_transform(PostTransform t, double* s, int64_t n) {
   switch (t) {
-    case PostTransform::none:
-      return;
+    case PostTransform::none: return;
     case PostTransform::logistic:
       for (int64_t i = 0; i < n; ++i) s[i] = logistic(s[i]);
       return;

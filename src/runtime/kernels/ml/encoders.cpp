@@ -58,10 +58,7 @@ class KeyIndex {
   std::unordered_map<uint64_t, int64_t> numbers_;
 };
 
-template <class T>
-Tensor list_tensor(const std::vector<T>& v) {
-  return Tensor::from<T>({static_cast<int64_t>(v.size())}, v);
-}
+template <class T> Tensor list_tensor(const std::vector<T>& v) { return Tensor::from<T>({static_cast<int64_t>(v.size())}, v); }
 
 // --- OneHotEncoder ----------------------------------------------------------------
 
@@ -149,8 +146,7 @@ Result<ComputeFn> build_label_encoder(const KernelInfo& info) {
   }
   ONNXKIT_ASSIGN(keys, encoder_list(info, "keys"));
   ONNXKIT_ASSIGN(e->values, encoder_list(info, "values"));
-  if (keys.numel() != e->values.numel())
-    return make_error("{} keys for {} values", keys.numel(), e->values.numel());
+  if (keys.numel() != e->values.numel()) return make_error("{} keys for {} values", keys.numel(), e->values.numel());
   ONNXKIT_ASSIGN(std::optional<Tensor> fallback, info.attr_tensor("default_tensor"));
   if (fallback) {
     if (fallback->numel() != 1 || fallback->dtype() != e->values.dtype())
@@ -188,11 +184,13 @@ Result<ComputeFn> build_label_encoder(const KernelInfo& info) {
 Result<ComputeFn> build_category_mapper(const KernelInfo& info) {
   std::vector<int64_t> ints = info.attr_ints("cats_int64s");
   std::vector<std::string> strings = info.attr_strings("cats_strings");
-  if (ints.size() != strings.size()) return make_error("cats_int64s has {} entries, cats_strings {}", ints.size(), strings.size());
+  if (ints.size() != strings.size())
+    return make_error("cats_int64s has {} entries, cats_strings {}", ints.size(), strings.size());
   auto to_int = std::make_shared<Encoder>(Encoder{KeyIndex(list_tensor(strings)), list_tensor(ints),
                                                   Tensor::from<int64_t>({}, {info.attr_int("default_int64", -1)})});
-  auto to_string_ = std::make_shared<Encoder>(Encoder{KeyIndex(list_tensor(ints)), list_tensor(strings),
-                                                      Tensor::from<std::string>({}, {info.attr_string("default_string", "_Unused")})});
+  auto to_string_ =
+      std::make_shared<Encoder>(Encoder{KeyIndex(list_tensor(ints)), list_tensor(strings),
+                                        Tensor::from<std::string>({}, {info.attr_string("default_string", "_Unused")})});
   return ComputeFn([to_int, to_string_](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     if (x->dtype() != DataType::string && x->dtype() != DataType::int64)
@@ -219,7 +217,8 @@ Result<ComputeFn> build_dict_vectorizer(const KernelInfo& info) {
     if (!ctx.has_input(0) || !ctx.input_value(0).is_map()) return make_error("input X must be a map");
     const Map& m = ctx.input_value(0).map();
     if ((m.keys.dtype() == DataType::string) != (vocabulary->type() == DataType::string))
-      return make_error("the map's keys are {} but the vocabulary is {}", to_string(m.keys.dtype()), to_string(vocabulary->type()));
+      return make_error("the map's keys are {} but the vocabulary is {}", to_string(m.keys.dtype()),
+                        to_string(vocabulary->type()));
     Tensor& y = ctx.output(0, m.values.dtype(), {1, k});
     if (m.values.dtype() == DataType::string) {
       std::fill_n(y.mutable_data<std::string>(), k, std::string());

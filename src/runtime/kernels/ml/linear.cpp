@@ -18,8 +18,8 @@ struct Linear {
 Result<std::vector<double>> linear_scores(const Linear& m, const Tensor& x, int64_t targets, Rows& rows) {
   ONNXKIT_ASSIGN(rows, rows_of(x));
   if (static_cast<int64_t>(m.coefficients.size()) != targets * rows.c)
-    return make_error("coefficients has {} entries, not {} targets x {} features of input X", m.coefficients.size(),
-                      targets, rows.c);
+    return make_error("coefficients has {} entries, not {} targets x {} features of input X", m.coefficients.size(), targets,
+                      rows.c);
   ONNXKIT_ASSIGN(std::vector<double> xs, features_as_doubles(x));
   std::vector<double> scores(static_cast<size_t>(rows.n * targets));
   for (int64_t i = 0; i < rows.n; ++i)
@@ -69,8 +69,7 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
   // One score column and two labels: the score is the positive class's,
   // and the negative one's is derived (as ONNX Runtime does).
   const int64_t targets = m.intercepts.empty() ? labels : static_cast<int64_t>(m.intercepts.size());
-  if (targets != 1 && targets != labels)
-    return make_error("{} intercepts for {} class labels", targets, labels);
+  if (targets != 1 && targets != labels) return make_error("{} intercepts for {} class labels", targets, labels);
   return ComputeFn([m, ints, strings, targets, labels](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     Rows rows;

@@ -39,10 +39,11 @@ Result<Rows> rows_of(const Tensor& x, std::string_view name = "X");
 Result<std::vector<double>> features_as_doubles(const Tensor& x);
 
 void register_tree_ensemble(KernelRegistry& registry);  // TreeEnsembleClassifier, TreeEnsembleRegressor, TreeEnsemble
-void register_zipmap(KernelRegistry& registry);          // ZipMap
-void register_linear(KernelRegistry& registry);          // LinearClassifier, LinearRegressor
-void register_svm(KernelRegistry& registry);             // SVMClassifier, SVMRegressor
-void register_preprocess(KernelRegistry& registry);      // Normalizer, Scaler, Binarizer, Imputer, ArrayFeatureExtractor, FeatureVectorizer
-void register_encoders(KernelRegistry& registry);        // OneHotEncoder, LabelEncoder, CategoryMapper, DictVectorizer, CastMap
+void register_zipmap(KernelRegistry& registry);         // ZipMap
+void register_linear(KernelRegistry& registry);         // LinearClassifier, LinearRegressor
+void register_svm(KernelRegistry& registry);            // SVMClassifier, SVMRegressor
+void register_preprocess(
+    KernelRegistry& registry);  // Normalizer, Scaler, Binarizer, Imputer, ArrayFeatureExtractor, FeatureVectorizer
+void register_encoders(KernelRegistry& registry);  // OneHotEncoder, LabelEncoder, CategoryMapper, DictVectorizer, CastMap
 
 }  // namespace onnxkit::runtime::ml

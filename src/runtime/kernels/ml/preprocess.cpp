@@ -49,8 +49,8 @@ Result<ComputeFn> build_scaler(const KernelInfo& info) {
     const int64_t c = x->rank() == 0 ? 1 : x->shape().back();
     auto fits = [&](size_t size) { return size <= 1 || static_cast<int64_t>(size) == c; };
     if (!fits(offset.size()) || !fits(scale.size()))
-      return make_error("offset ({}) and scale ({}) must have 1 or {} entries (input X's last dim)", offset.size(),
-                        scale.size(), c);
+      return make_error("offset ({}) and scale ({}) must have 1 or {} entries (input X's last dim)", offset.size(), scale.size(),
+                        c);
     ONNXKIT_ASSIGN(std::vector<double> v, features_as_doubles(*x));
     float* y = ctx.output(0, DataType::float32, x->shape()).mutable_data<float>();
     for (size_t i = 0; i < v.size(); ++i) {
@@ -90,7 +90,8 @@ Result<ComputeFn> build_imputer(const KernelInfo& info) {
   std::vector<int64_t> ints = info.attr_ints("imputed_value_int64s");
   const float replaced_float = info.attr_float("replaced_value_float", 0.0f);
   const int64_t replaced_int = info.attr_int("replaced_value_int64", 0);
-  if (floats.empty() == ints.empty()) return make_error("exactly one of imputed_value_floats and imputed_value_int64s must be given");
+  if (floats.empty() == ints.empty())
+    return make_error("exactly one of imputed_value_floats and imputed_value_int64s must be given");
   return ComputeFn([floats, ints, replaced_float, replaced_int](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     const int64_t c = x->rank() == 0 ? 1 : x->shape().back();
@@ -154,8 +155,7 @@ Result<ComputeFn> build_feature_vectorizer(const KernelInfo& info) {
   for (int64_t d : dims)
     if (d < 0) return make_error("inputdimensions has a negative entry {}", d);
   return ComputeFn([dims](KernelContext& ctx) -> Status {
-    if (ctx.num_inputs() != dims.size())
-      return make_error("{} inputs for {} inputdimensions", ctx.num_inputs(), dims.size());
+    if (ctx.num_inputs() != dims.size()) return make_error("{} inputs for {} inputdimensions", ctx.num_inputs(), dims.size());
     int64_t n = -1, width = 0;
     std::vector<std::vector<double>> parts;
     std::vector<Rows> shapes;

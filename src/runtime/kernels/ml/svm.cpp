@@ -97,7 +97,6 @@ Result<ComputeFn> build_regressor(const KernelInfo& info) {
   });
 }
 
-
 // libsvm's pairwise coupling (Wu, Lin and Weng's second method): class
 // probabilities p from the pairwise ones r[i][j] = P(i | i or j).
 void multiclass_probability(int64_t k, const std::vector<double>& r, double* p) {
@@ -179,7 +178,8 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
     if (static_cast<int64_t>(m->coefficients.size()) < (k - 1) * m->vectors || static_cast<int64_t>(m->rho.size()) < pairs ||
         (!m->prob_a.empty() && static_cast<int64_t>(m->prob_a.size()) < pairs) ||
         m->support_vectors.size() % static_cast<size_t>(m->vectors) != 0)
-      return make_error("coefficients, rho, prob_a or support_vectors is too short for {} classes and {} support vectors", k, m->vectors);
+      return make_error("coefficients, rho, prob_a or support_vectors is too short for {} classes and {} support vectors", k,
+                        m->vectors);
   } else if (m->coefficients.size() % static_cast<size_t>(k) != 0) {
     return make_error("{} coefficients for {} classes", m->coefficients.size(), k);
   }
@@ -189,8 +189,8 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
     ONNXKIT_ASSIGN(Rows rows, rows_of(*x));
     const int64_t k = m->classes, pairs = k * (k - 1) / 2;
     const bool svc = m->vectors > 0, proba = !m->prob_a.empty();
-    const int64_t width = svc ? static_cast<int64_t>(m->support_vectors.size()) / m->vectors
-                              : static_cast<int64_t>(m->coefficients.size()) / k;
+    const int64_t width =
+        svc ? static_cast<int64_t>(m->support_vectors.size()) / m->vectors : static_cast<int64_t>(m->coefficients.size()) / k;
     if (width != rows.c) return make_error("input X has {} features; the model has {}", rows.c, width);
     ONNXKIT_ASSIGN(std::vector<double> v, features_as_doubles(*x));
     const int64_t out_width = svc && !proba ? (k > 2 ? pairs : 2) : k;

@@ -31,10 +31,9 @@ namespace {
 enum class Mode : uint8_t { leq, lt, gte, gt, eq, neq, member, leaf };
 
 Result<Mode> parse_mode(const std::string& s) {
-  static const std::pair<const char*, Mode> kModes[] = {{"BRANCH_LEQ", Mode::leq}, {"BRANCH_LT", Mode::lt},
-                                                        {"BRANCH_GTE", Mode::gte}, {"BRANCH_GT", Mode::gt},
-                                                        {"BRANCH_EQ", Mode::eq},   {"BRANCH_NEQ", Mode::neq},
-                                                        {"LEAF", Mode::leaf}};
+  static const std::pair<const char*, Mode> kModes[] = {
+      {"BRANCH_LEQ", Mode::leq}, {"BRANCH_LT", Mode::lt},   {"BRANCH_GTE", Mode::gte}, {"BRANCH_GT", Mode::gt},
+      {"BRANCH_EQ", Mode::eq},   {"BRANCH_NEQ", Mode::neq}, {"LEAF", Mode::leaf}};
   for (const auto& [name, mode] : kModes)
     if (s == name) return mode;
   return make_error("node mode '{}' is not one of BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, BRANCH_GT, BRANCH_EQ, BRANCH_NEQ, LEAF", s);
@@ -69,13 +68,13 @@ struct Forest {
   // The compact layout the fast evaluation walks, when the forest has one
   // (see make_compact); empty otherwise, and the plain walk above runs.
   struct CompactNode {
-    float threshold;   // a leaf: NaN, so no comparison holds
-    int32_t feature;   // a leaf: 0 (any feature a row has)
-    uint32_t no;       // the false child (the true one is the next node); a leaf: itself
-    uint32_t aux;      // a branch: bit 31 set if NaN goes to the true child; a leaf: its first weight
+    float threshold;  // a leaf: NaN, so no comparison holds
+    int32_t feature;  // a leaf: 0 (any feature a row has)
+    uint32_t no;      // the false child (the true one is the next node); a leaf: itself
+    uint32_t aux;     // a branch: bit 31 set if NaN goes to the true child; a leaf: its first weight
   };
   std::vector<CompactNode> compact;
-  std::vector<uint8_t> depths;  // per tree, the edges from its root to its deepest leaf
+  std::vector<uint8_t> depths;    // per tree, the edges from its root to its deepest leaf
   uint32_t weights_per_leaf = 0;  // when every leaf has that many weights; 0: read nodes[leaf].no
 };
 
@@ -134,8 +133,7 @@ Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& lea
   const size_t n = a.node_ids.size();
   if (n == 0) return make_error("attribute nodes_nodeids is empty: the ensemble has no nodes");
   auto check = [&](size_t size, const char* name, bool optional) -> Status {
-    if (size == n || (optional && size == 0))
-      return {};
+    if (size == n || (optional && size == 0)) return {};
     return make_error("attribute {} has {} entries, nodes_nodeids has {}", name, size, n);
   };
   ONNXKIT_TRY(check(a.tree_ids.size(), "nodes_treeids", false));
@@ -189,8 +187,7 @@ class NodeIndex {
     return it == tree_slot_.end() ? -1 : static_cast<int64_t>(it->second);
   }
   // Calls f(node id, position) for each node of tree slot t.
-  template <class F>
-  void for_each_node(size_t t, F&& f) const {
+  template <class F> void for_each_node(size_t t, F&& f) const {
     const Tree& tree = trees_[t];
     if (tree.dense)
       for (uint32_t k = 0; k < tree.count; ++k) f(int64_t{k}, tree.first + k);
@@ -249,7 +246,9 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
   for (size_t w = 0; w < a.leaf_weights.size(); ++w) {
     if (w == 0 || a.leaf_tree_ids[w] != a.leaf_tree_ids[w - 1]) slot = index.slot(a.leaf_tree_ids[w]);
     const int64_t pos = slot < 0 ? -1 : index.find_in(static_cast<size_t>(slot), a.leaf_node_ids[w]);
-    if (pos < 0) return make_error("{}weights[{}] names node {} of tree {}, which does not exist", leaf_prefix, w, a.leaf_node_ids[w], a.leaf_tree_ids[w]);
+    if (pos < 0)
+      return make_error("{}weights[{}] names node {} of tree {}, which does not exist", leaf_prefix, w, a.leaf_node_ids[w],
+                        a.leaf_tree_ids[w]);
     if (a.leaf_targets[w] < 0 || a.leaf_targets[w] >= targets)
       return make_error("{}ids[{}] is {}, outside [0, {})", leaf_prefix, w, a.leaf_targets[w], targets);
     weight_node[w] = static_cast<uint32_t>(pos);
@@ -306,7 +305,8 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
     while (!stack.empty()) {
       Pending p = stack.back();
       stack.pop_back();
-      if (placed[p.pos]) return make_error("tree {} reaches node {} twice: it is not a tree", index.tree_id(t), a.node_ids[p.pos]);
+      if (placed[p.pos])
+        return make_error("tree {} reaches node {} twice: it is not a tree", index.tree_id(t), a.node_ids[p.pos]);
       placed[p.pos] = 1;
       const uint32_t at = static_cast<uint32_t>(f.nodes.size());
       if (p.parent >= 0) (p.is_yes ? f.nodes[p.parent].yes : f.nodes[p.parent].no) = at;
@@ -379,8 +379,7 @@ inline constexpr int64_t kCompactBlock = 128;
 
 // Compares in double: a float feature and a float threshold compare the
 // same in either type, and opset 5's thresholds may be doubles.
-template <Mode M>
-inline bool goes_yes(const Forest& f, const FlatNode& n, double v) {
+template <Mode M> inline bool goes_yes(const Forest& f, const FlatNode& n, double v) {
   const Mode use = M == Mode::leaf ? n.mode : M;
   switch (use) {
     case Mode::leq: return v <= n.threshold;
@@ -399,8 +398,7 @@ inline bool goes_yes(const Forest& f, const FlatNode& n, double v) {
 }
 
 // M is the mode every branch has, or leaf to read each node's own.
-template <Mode M, bool Missing, class T>
-inline uint32_t find_leaf(const Forest& f, uint32_t i, const T* x) {
+template <Mode M, bool Missing, class T> inline uint32_t find_leaf(const Forest& f, uint32_t i, const T* x) {
   const FlatNode* nodes = f.nodes.data();
   while (nodes[i].feature >= 0) {
     const FlatNode& n = nodes[i];
@@ -447,8 +445,8 @@ void accumulate_rows(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t
 // accumulate_rows on the compact layout: each tree takes all rows of the
 // block one level down at a time, for the tree's depth.
 template <bool Lt, bool Missing, class T>
-void accumulate_rows_compact(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, Aggregate agg,
-                             double* scores, uint8_t* has) {
+void accumulate_rows_compact(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, Aggregate agg, double* scores,
+                             uint8_t* has) {
   const Forest::CompactNode* nodes = f.compact.data();
   const int64_t rows = r1 - r0;
   const T* xb = x + r0 * c;
@@ -552,7 +550,8 @@ Result<Forest> build_forest_v5(const KernelInfo& info, int64_t targets) {
   ONNXKIT_ASSIGN(std::vector<double> leaf_weights, tensor_doubles(info, "leaf_weights", true));
   ONNXKIT_ASSIGN(std::vector<double> members, tensor_doubles(info, "membership_values", false));
   ONNXKIT_ASSIGN(std::optional<Tensor> modes_tensor, info.attr_tensor("nodes_modes"));
-  if (!modes_tensor || modes_tensor->dtype() != DataType::uint8) return make_error("attribute nodes_modes must be a uint8 tensor");
+  if (!modes_tensor || modes_tensor->dtype() != DataType::uint8)
+    return make_error("attribute nodes_modes must be a uint8 tensor");
   const size_t n = features.size(), leaves = leaf_targets.size();
   if (true_ids.size() != n || false_ids.size() != n || splits.size() != n || static_cast<size_t>(modes_tensor->numel()) != n ||
       (!true_leafs.empty() && true_leafs.size() != n) || (!false_leafs.empty() && false_leafs.size() != n) ||
@@ -565,7 +564,8 @@ Result<Forest> build_forest_v5(const KernelInfo& info, int64_t targets) {
   f.weight_target.resize(leaves);
   f.weight_value = leaf_weights;
   for (size_t l = 0; l < leaves; ++l) {
-    if (leaf_targets[l] < 0 || leaf_targets[l] >= targets) return make_error("leaf_targetids[{}] is {}, outside [0, {})", l, leaf_targets[l], targets);
+    if (leaf_targets[l] < 0 || leaf_targets[l] >= targets)
+      return make_error("leaf_targetids[{}] is {}, outside [0, {})", l, leaf_targets[l], targets);
     f.weight_target[l] = static_cast<int32_t>(leaf_targets[l]);
   }
   // Modes, and the set of each SET_MEMBER node.
@@ -612,7 +612,8 @@ Result<Forest> build_forest_v5(const KernelInfo& info, int64_t targets) {
       if (p.parent >= 0) (p.is_yes ? f.nodes[p.parent].yes : f.nodes[p.parent].no) = here;
       FlatNode node{};
       if (p.is_leaf) {
-        if (p.index < 0 || static_cast<size_t>(p.index) >= leaves) return make_error("a node names leaf {}, of {}", p.index, leaves);
+        if (p.index < 0 || static_cast<size_t>(p.index) >= leaves)
+          return make_error("a node names leaf {}, of {}", p.index, leaves);
         node.feature = -1;
         node.mode = Mode::leaf;
         node.yes = static_cast<uint32_t>(p.index);
@@ -751,7 +752,7 @@ struct Classifier {
 // tree scored.
 int64_t finish_binary(const Classifier& c, double* s, const uint8_t* has) {
   bool two = has[1] != 0;  // both columns are scores; else column 1 comes from column 0
-  int shape = -1;         // how column 1 comes from column 0: 0/1 as 1 - p, 2/3 as -s (or logistic)
+  int shape = -1;          // how column 1 comes from column 0: 0/1 as 1 - p, 2/3 as -s (or logistic)
   const size_t bases = c.base_values.size();
   if (bases == 2) {
     if (has[1]) {
@@ -826,8 +827,7 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
   ONNXKIT_ASSIGN(c->forest, build_forest(attrs, k, "class_"));
   if (info.options().blocked_layout) make_compact(c->forest);
   const auto& scored = attrs.leaf_targets;
-  c->binary = k == 2 && !scored.empty() &&
-              std::all_of(scored.begin(), scored.end(), [&](int64_t id) { return id == scored[0]; });
+  c->binary = k == 2 && !scored.empty() && std::all_of(scored.begin(), scored.end(), [&](int64_t id) { return id == scored[0]; });
   c->weights_positive = std::all_of(attrs.leaf_weights.begin(), attrs.leaf_weights.end(), [](double w) { return w >= 0; });
   return ComputeFn([c, k](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));

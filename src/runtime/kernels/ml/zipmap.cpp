@@ -9,7 +9,8 @@ namespace {
 Result<ComputeFn> build_zipmap(const KernelInfo& info) {
   std::vector<int64_t> ints = info.attr_ints("classlabels_int64s");
   std::vector<std::string> strings = info.attr_strings("classlabels_strings");
-  if (ints.empty() == strings.empty()) return make_error("exactly one of classlabels_int64s and classlabels_strings must be given");
+  if (ints.empty() == strings.empty())
+    return make_error("exactly one of classlabels_int64s and classlabels_strings must be given");
   // One keys tensor, shared by every map of every run.
   const Tensor keys = strings.empty() ? Tensor::from<int64_t>({static_cast<int64_t>(ints.size())}, ints)
                                       : Tensor::from<std::string>({static_cast<int64_t>(strings.size())}, strings);
@@ -17,8 +18,7 @@ Result<ComputeFn> build_zipmap(const KernelInfo& info) {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     if (x->dtype() != DataType::float32) return make_error("input X is {}; float expected", to_string(x->dtype()));
     ONNXKIT_ASSIGN(Rows rows, rows_of(*x));
-    if (rows.c != keys.numel())
-      return make_error("input X has {} columns for {} class labels", rows.c, keys.numel());
+    if (rows.c != keys.numel()) return make_error("input X has {} columns for {} class labels", rows.c, keys.numel());
     Sequence out;
     out.elem_type = DataType::float32;
     out.of_maps = true;

@@ -73,8 +73,7 @@ struct HeadView {
 
 // The key (or value) rows of one head: the past rows, then the new ones,
 // each part with its own stride.
-template <class C>
-struct HeadRows {
+template <class C> struct HeadRows {
   const C* past = nullptr;
   int64_t past_stride = 0, past_len = 0;
   const C* now = nullptr;
@@ -86,14 +85,13 @@ struct HeadRows {
 };
 
 // The computation's inputs and outputs, in the compute type C.
-template <class C>
-struct Problem {
+template <class C> struct Problem {
   Geometry g;
   Attributes attrs;
   const C* q = nullptr;
   const C* k = nullptr;
   const C* v = nullptr;
-  const C* past_key = nullptr;    // null without a cache
+  const C* past_key = nullptr;  // null without a cache
   const C* past_value = nullptr;
   // The mask as an additive bias, its last dim padded to `total`, read with
   // broadcast strides over (batch, head, query); null without a mask.
@@ -131,8 +129,8 @@ Result<Attributes> read_attributes(const KernelInfo& info) {
   return a;
 }
 
-Result<Geometry> read_geometry(const Attributes& a, const Tensor& q, const Tensor& k, const Tensor& v,
-                               const Tensor* past_key, const Tensor* past_value) {
+Result<Geometry> read_geometry(const Attributes& a, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* past_key,
+                               const Tensor* past_value) {
   Geometry g;
   if (q.rank() != k.rank() || q.rank() != v.rank() || (q.rank() != 3 && q.rank() != 4))
     return make_error("Q, K and V must all be 3-D or all 4-D, got shapes {}, {} and {}", shape_to_string(q.shape()),
@@ -143,21 +141,20 @@ Result<Geometry> read_geometry(const Attributes& a, const Tensor& q, const Tenso
     return make_error("Q, K and V must have the same batch size, got shapes {}, {} and {}", shape_to_string(q.shape()),
                       shape_to_string(k.shape()), shape_to_string(v.shape()));
   if (g.three_d) {
-    if (a.q_heads == 0 || a.kv_heads == 0)
-      return make_error("3-D inputs need the attributes q_num_heads and kv_num_heads");
+    if (a.q_heads == 0 || a.kv_heads == 0) return make_error("3-D inputs need the attributes q_num_heads and kv_num_heads");
     g.q_heads = a.q_heads;
     g.kv_heads = a.kv_heads;
     if (q.dim(2) % g.q_heads != 0 || k.dim(2) % g.kv_heads != 0 || v.dim(2) % g.kv_heads != 0)
-      return make_error("the hidden sizes of Q ({}), K ({}) and V ({}) must be multiples of q_num_heads ({}), "
-                        "kv_num_heads ({}) and kv_num_heads",
-                        q.dim(2), k.dim(2), v.dim(2), g.q_heads, g.kv_heads);
+      return make_error(
+          "the hidden sizes of Q ({}), K ({}) and V ({}) must be multiples of q_num_heads ({}), "
+          "kv_num_heads ({}) and kv_num_heads",
+          q.dim(2), k.dim(2), v.dim(2), g.q_heads, g.kv_heads);
     g.q_len = q.dim(1);
     g.kv_len = k.dim(1);
     g.head_size = q.dim(2) / g.q_heads;
     if (k.dim(2) / g.kv_heads != g.head_size)
       return make_error("Q and K must have the same head size, got {} and {}", g.head_size, k.dim(2) / g.kv_heads);
-    if (v.dim(1) != g.kv_len)
-      return make_error("K and V must have the same sequence length, got {} and {}", g.kv_len, v.dim(1));
+    if (v.dim(1) != g.kv_len) return make_error("K and V must have the same sequence length, got {} and {}", g.kv_len, v.dim(1));
     g.v_head_size = v.dim(2) / g.kv_heads;
   } else {
     g.q_heads = q.dim(1);
@@ -172,14 +169,13 @@ Result<Geometry> read_geometry(const Attributes& a, const Tensor& q, const Tenso
       return make_error("Q and K must have the same head size, got shapes {} and {}", shape_to_string(q.shape()),
                         shape_to_string(k.shape()));
     if (v.dim(1) != g.kv_heads || v.dim(2) != g.kv_len)
-      return make_error("K and V must have the same heads and sequence length, got shapes {} and {}",
-                        shape_to_string(k.shape()), shape_to_string(v.shape()));
+      return make_error("K and V must have the same heads and sequence length, got shapes {} and {}", shape_to_string(k.shape()),
+                        shape_to_string(v.shape()));
     g.v_head_size = v.dim(3);
   }
   if (g.kv_heads == 0 || g.q_heads % g.kv_heads != 0)
     return make_error("the query heads ({}) must be a multiple of the key/value heads ({})", g.q_heads, g.kv_heads);
-  if ((past_key == nullptr) != (past_value == nullptr))
-    return make_error("past_key and past_value must be given together");
+  if ((past_key == nullptr) != (past_value == nullptr)) return make_error("past_key and past_value must be given together");
   if (past_key != nullptr) {
     const Shape want_k = {g.batch, g.kv_heads, past_key->rank() == 4 ? past_key->dim(2) : -1, g.head_size};
     if (past_key->shape() != want_k)
@@ -188,8 +184,7 @@ Result<Geometry> read_geometry(const Attributes& a, const Tensor& q, const Tenso
     g.past_len = past_key->dim(2);
     const Shape want_v = {g.batch, g.kv_heads, g.past_len, g.v_head_size};
     if (past_value->shape() != want_v)
-      return make_error("past_value must have shape {}, got {}", shape_to_string(want_v),
-                        shape_to_string(past_value->shape()));
+      return make_error("past_value must have shape {}, got {}", shape_to_string(want_v), shape_to_string(past_value->shape()));
   }
   g.total = g.past_len + g.kv_len;
   return g;
@@ -198,22 +193,19 @@ Result<Geometry> read_geometry(const Attributes& a, const Tensor& q, const Tenso
 // The mask as an additive bias of the compute type: false and the padding
 // of a short last dim are -inf. Its strides read it over (batch, q heads,
 // q_len, total).
-template <class C>
-Status read_mask(const Tensor& mask, const Geometry& g, Tensor& bias, int64_t strides[3]) {
+template <class C> Status read_mask(const Tensor& mask, const Geometry& g, Tensor& bias, int64_t strides[3]) {
   const Shape& s = mask.shape();
-  if (s.empty() || s.size() > 4)
-    return make_error("attn_mask must have rank 1 to 4, got shape {}", shape_to_string(s));
+  if (s.empty() || s.size() > 4) return make_error("attn_mask must have rank 1 to 4, got shape {}", shape_to_string(s));
   const int64_t width = s.back();
-  if (width > g.total)
-    return make_error("attn_mask's last dim ({}) is longer than the keys (past + new: {})", width, g.total);
+  if (width > g.total) return make_error("attn_mask's last dim ({}) is longer than the keys (past + new: {})", width, g.total);
   Shape padded = s;
   padded.back() = g.total;
   const Shape full = {g.batch, g.q_heads, g.q_len, g.total};
   for (size_t i = 1; i < padded.size(); ++i) {
     const int64_t d = padded[padded.size() - 1 - i], want = full[full.size() - 1 - i];
     if (d != 1 && d != want)
-      return make_error("attn_mask of shape {} does not broadcast to (batch, q heads, q length, keys) = {}",
-                        shape_to_string(s), shape_to_string(full));
+      return make_error("attn_mask of shape {} does not broadcast to (batch, q heads, q length, keys) = {}", shape_to_string(s),
+                        shape_to_string(full));
   }
   bias = Tensor(data_type_of<C>(), padded);
   C* out = bias.mutable_data<C>();
@@ -225,10 +217,8 @@ Status read_mask(const Tensor& mask, const Geometry& g, Tensor& bias, int64_t st
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t j = 0; j < width; ++j) {
           const M m = in[r * width + j];
-          if constexpr (std::is_same_v<M, bool>)
-            out[r * g.total + j] = m ? C(0) : kNegInf;
-          else
-            out[r * g.total + j] = static_cast<C>(static_cast<compute_t<M>>(m));
+          if constexpr (std::is_same_v<M, bool>) out[r * g.total + j] = m ? C(0) : kNegInf;
+          else out[r * g.total + j] = static_cast<C>(static_cast<compute_t<M>>(m));
         }
         std::fill(out + r * g.total + width, out + (r + 1) * g.total, kNegInf);
       }
@@ -245,8 +235,7 @@ Status read_mask(const Tensor& mask, const Geometry& g, Tensor& bias, int64_t st
 // --- the computation --------------------------------------------------------------
 
 // The keys query row i of batch b may see at all: [first, last).
-template <class C>
-std::pair<int64_t, int64_t> key_range(const Problem<C>& p, int64_t b, int64_t i) {
+template <class C> std::pair<int64_t, int64_t> key_range(const Problem<C>& p, int64_t b, int64_t i) {
   int64_t first = 0, last = p.valid_keys[static_cast<size_t>(b)];
   const int64_t at = i + p.offsets[static_cast<size_t>(b)];
   if (p.attrs.causal) last = std::min(last, at + 1);
@@ -272,14 +261,12 @@ inline double exp_shifted(const double* x, double* y, int64_t n, double shift) {
 // s = q k^T for `rows` query rows against n key rows, and acc += p v: gemm,
 // but for one row of floats (a decoding step) a plain loop, cheaper than
 // setting a gemm up for a vector.
-template <class C>
-void product_scores(int64_t rows, int64_t n, int64_t d, const C* q, const C* k, int64_t k_stride, C* s) {
+template <class C> void product_scores(int64_t rows, int64_t n, int64_t d, const C* q, const C* k, int64_t k_stride, C* s) {
   if constexpr (std::is_same_v<C, float>)
     if (rows == 1) return dot_rows_floats(q, k, k_stride, n, d, s);
   gemm(false, true, rows, n, d, C(1), q, d, k, k_stride, C(0), s, n);
 }
-template <class C>
-void add_values(int64_t rows, int64_t n, int64_t dv, const C* p, const C* v, int64_t v_stride, C* acc) {
+template <class C> void add_values(int64_t rows, int64_t n, int64_t dv, const C* p, const C* v, int64_t v_stride, C* acc) {
   if constexpr (std::is_same_v<C, float>)
     if (rows == 1) return add_weighted_rows_floats(p, v, v_stride, n, dv, acc);
   gemm(false, false, rows, dv, n, C(1), p, n, v, v_stride, C(1), acc, dv);
@@ -287,8 +274,7 @@ void add_values(int64_t rows, int64_t n, int64_t dv, const C* p, const C* v, int
 
 // Writes head t = b * kv_heads + h of the present key (or value) cache,
 // (batch, kv heads, total, size): the past rows, then the new ones.
-template <class C>
-void write_present_head(const Geometry& g, const C* past, const C* now, int64_t size, C* present, int64_t t) {
+template <class C> void write_present_head(const Geometry& g, const C* past, const C* now, int64_t size, C* present, int64_t t) {
   const HeadView view = HeadView::of(g.three_d, g.kv_heads, g.kv_len, size);
   const int64_t b = t / g.kv_heads, h = t % g.kv_heads;
   C* out = present + t * g.total * size;
@@ -299,8 +285,8 @@ void write_present_head(const Geometry& g, const C* past, const C* now, int64_t 
 
 // One task: query rows [i0, i0 + rows) of head h of batch b.
 template <class C>
-void attend_block(const Problem<C>& p, const HeadRows<C>& keys, const HeadRows<C>& values, int64_t b, int64_t h,
-                  int64_t i0, int64_t rows) {
+void attend_block(const Problem<C>& p, const HeadRows<C>& keys, const HeadRows<C>& values, int64_t b, int64_t h, int64_t i0,
+                  int64_t rows) {
   const Geometry& g = p.g;
   const Attributes& a = p.attrs;
   const int64_t d = g.head_size, dv = g.v_head_size;
@@ -390,8 +376,7 @@ void attend_block(const Problem<C>& p, const HeadRows<C>& keys, const HeadRows<C
   }
 }
 
-template <class C>
-void attend(const Problem<C>& p) {
+template <class C> void attend(const Problem<C>& p) {
   const Geometry& g = p.g;
   const int64_t group = g.q_heads / g.kv_heads;
   const HeadView kview = HeadView::of(g.three_d, g.kv_heads, g.kv_len, g.head_size);
@@ -411,8 +396,7 @@ void attend(const Problem<C>& p) {
     parallel_for(g.batch * g.kv_heads, g.batch * g.kv_heads * g.total * g.head_size >= kParallelWork, write_present);
   // The keys of a head, from the present cache when it is already written
   // (one contiguous part), else from the past cache and the new rows.
-  auto rows_of = [&](int64_t b, int64_t kvh, const C* present, const C* past, const C* now, const HeadView& view,
-                     int64_t size) {
+  auto rows_of = [&](int64_t b, int64_t kvh, const C* present, const C* past, const C* now, const HeadView& view, int64_t size) {
     HeadRows<C> r;
     const int64_t head = b * g.kv_heads + kvh;
     if (present != nullptr && !copy_after) {
@@ -428,8 +412,8 @@ void attend(const Problem<C>& p) {
     r.now_stride = view.row_stride;
     return r;
   };
-  const double macs = static_cast<double>(g.batch * g.q_heads) * static_cast<double>(g.q_len) *
-                      static_cast<double>(g.total) * static_cast<double>(g.head_size + g.v_head_size);
+  const double macs = static_cast<double>(g.batch * g.q_heads) * static_cast<double>(g.q_len) * static_cast<double>(g.total) *
+                      static_cast<double>(g.head_size + g.v_head_size);
   parallel_for(g.batch * g.q_heads * blocks, macs >= kParallelMacs, [&](int64_t t) {
     const int64_t b = t / (g.q_heads * blocks), h = t / blocks % g.q_heads, block = t % blocks;
     const int64_t kvh = h / group;
@@ -459,8 +443,7 @@ Status compute_attention(const Attributes& attrs, KernelContext& ctx) {
   const Tensor* past_value = ctx.has_input(kPastValue) ? &ctx.input(kPastValue) : nullptr;
   const Tensor* nonpad = ctx.has_input(kNonpad) ? &ctx.input(kNonpad) : nullptr;
   const DataType type = q->dtype();
-  if (type != DataType::float32 && type != DataType::float64 && type != DataType::float16 &&
-      type != DataType::bfloat16)
+  if (type != DataType::float32 && type != DataType::float64 && type != DataType::float16 && type != DataType::bfloat16)
     return make_error("Q must be floating point, got {}", to_string(type));
   for (const Tensor* t : {k, v, past_key, past_value})
     if (t != nullptr && t->dtype() != type)
@@ -472,8 +455,8 @@ Status compute_attention(const Attributes& attrs, KernelContext& ctx) {
   if (ctx.wants_output(kPresentKey) != ctx.wants_output(kPresentValue))
     return make_error("present_key and present_value must be asked for together");
 
-  const Shape y_shape = g.three_d ? Shape{g.batch, g.q_len, g.q_heads * g.v_head_size}
-                                  : Shape{g.batch, g.q_heads, g.q_len, g.v_head_size};
+  const Shape y_shape =
+      g.three_d ? Shape{g.batch, g.q_len, g.q_heads * g.v_head_size} : Shape{g.batch, g.q_heads, g.q_len, g.v_head_size};
   const Shape present_k = {g.batch, g.kv_heads, g.total, g.head_size};
   const Shape present_v = {g.batch, g.kv_heads, g.total, g.v_head_size};
   const Shape qk_shape = {g.batch, g.q_heads, g.q_len, g.total};

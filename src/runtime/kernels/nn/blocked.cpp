@@ -33,14 +33,14 @@ Result<Shape> logical_shape(const Tensor& t, int64_t channels) {
 // A plain activation [N, channels, H, W] of float32, or an error saying what it is.
 Status check_plain_activation(const Tensor& x, int64_t channels) {
   if (x.rank() == 4 && x.dim(1) == channels && x.dtype() == DataType::float32) return {};
-  return make_error("X must be float32 [N, {}, H, W] ({} = W's input channels per group times group), got {} {}",
-                    channels, channels, to_string(x.dtype()), shape_to_string(x.shape()));
+  return make_error("X must be float32 [N, {}, H, W] ({} = W's input channels per group times group), got {} {}", channels,
+                    channels, to_string(x.dtype()), shape_to_string(x.shape()));
 }
 
 class BlockedConv final : public Kernel {
  public:
-  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine,
-              std::unique_ptr<WinogradConv> winograd, bool plain_input, std::optional<size_t> residual_input)
+  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine, std::unique_ptr<WinogradConv> winograd,
+              bool plain_input, std::optional<size_t> residual_input)
       : attrs_(std::move(attrs)),
         w_shape_(std::move(w_shape)),
         engine_(std::move(engine)),
@@ -278,8 +278,7 @@ class ChannelBlocks final : public BufferPart {
  public:
   ChannelBlocks(int64_t blocks, int64_t first_block) : blocks_(blocks), first_block_(first_block) {}
   std::optional<Tensor> place(Tensor& buffer, DataType type, const Shape& shape) const override {
-    if (type != DataType::float32 || shape.size() != 5 || shape[0] != 1 || first_block_ + shape[1] > blocks_)
-      return std::nullopt;
+    if (type != DataType::float32 || shape.size() != 5 || shape[0] != 1 || first_block_ + shape[1] > blocks_) return std::nullopt;
     if (!buffer.defined()) buffer = Tensor(type, {1, blocks_, shape[2], shape[3], shape[4]});
     if (buffer.dim(2) != shape[2] || buffer.dim(3) != shape[3] || buffer.dim(4) != shape[4]) return std::nullopt;
     return buffer.part(first_block_ * shape[2] * shape[3] * shape[4], shape);
@@ -298,8 +297,8 @@ class BlockedConcat final : public Kernel {
     int64_t total_blocks = 0;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(i));
-      if (t->rank() != 5 || (!xs.empty() && (t->dim(0) != xs[0]->dim(0) || t->dim(2) != xs[0]->dim(2) ||
-                                             t->dim(3) != xs[0]->dim(3))))
+      if (t->rank() != 5 ||
+          (!xs.empty() && (t->dim(0) != xs[0]->dim(0) || t->dim(2) != xs[0]->dim(2) || t->dim(3) != xs[0]->dim(3))))
         return make_error("input {} has shape {}, which does not concatenate", i, shape_to_string(t->shape()));
       xs.push_back(t);
       total_blocks += t->dim(1);
@@ -366,9 +365,9 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
   const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
   if (!conv_can_run_blocked(info.node(), w, b)) return make_error("cannot run in the blocked layout");
   const FusedActivation activation = fused_activation(info);
-  auto engine = std::make_shared<DnnlConvCache>(
-      std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
-      plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
+  auto engine = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
+                                                b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
+                                                plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
   std::optional<size_t> residual;
   if (activation.add_residual) residual = FusedActivation::kResidualInput;
   std::unique_ptr<WinogradConv> winograd = plain_input ? nullptr : WinogradConv::create(attrs, *w, b, activation);
@@ -437,9 +436,8 @@ Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool
   return make_blocked_pool(info, channels);
 }
 
-InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order,
-                                   const std::unordered_set<const ir::Node*>& blocked, const ChannelsOf& channels_of,
-                                   const ComputedBy& computed_by) {
+InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order, const std::unordered_set<const ir::Node*>& blocked,
+                                   const ChannelsOf& channels_of, const ComputedBy& computed_by) {
   InPlaceWrites plan;
   std::unordered_set<const ir::Node*> writes_into_concat;
   for (const ir::Node* concat : order) {
@@ -448,8 +446,7 @@ InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order,
     int64_t blocks = 0;
     for (const ir::Value* v : concat->inputs()) {
       const ir::Node* writer = computed_by(v);
-      if (writer != nullptr && writer->is_onnx_op("Conv") && blocked.count(writer) &&
-          writes_into_concat.insert(writer).second)
+      if (writer != nullptr && writer->is_onnx_op("Conv") && blocked.count(writer) && writes_into_concat.insert(writer).second)
         writers.emplace_back(writer, blocks);
       blocks += channels_of(v) / channel_block();  // whole blocks, or the Concat would not be blocked
     }

@@ -64,9 +64,8 @@ struct InPlaceWrites {
 // of fused nodes that pass a value on), null when no step does; `blocked`
 // and `channels_of` the layout plan's.
 using ComputedBy = std::function<const ir::Node*(const ir::Value*)>;
-InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order,
-                                   const std::unordered_set<const ir::Node*>& blocked, const ChannelsOf& channels_of,
-                                   const ComputedBy& computed_by);
+InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order, const std::unordered_set<const ir::Node*>& blocked,
+                                   const ChannelsOf& channels_of, const ComputedBy& computed_by);
 
 // Between the layouts, for tensors with `channels` channels.
 std::unique_ptr<Kernel> make_to_blocked(int64_t channels);

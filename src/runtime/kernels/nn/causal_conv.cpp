@@ -40,13 +40,13 @@ KernelFactory causal_conv_kernel() {
       if (ctx.has_input(3)) {
         ONNXKIT_ASSIGN(past, ctx.tensor(3));
         if (past->shape() != Shape{batch, channels, carry})
-          return make_error("past_state must be [batch, channels, k - 1] = [{}, {}, {}], got {}", batch, channels,
-                            carry, shape_to_string(past->shape()));
+          return make_error("past_state must be [batch, channels, k - 1] = [{}, {}, {}], got {}", batch, channels, carry,
+                            shape_to_string(past->shape()));
       }
       for (const Tensor* t : {w, bias, past})
         if (t != nullptr && t->dtype() != x->dtype())
-          return make_error("weight, bias and past_state must have the input's element type {}, got {}",
-                            to_string(x->dtype()), to_string(t->dtype()));
+          return make_error("weight, bias and past_state must have the input's element type {}, got {}", to_string(x->dtype()),
+                            to_string(t->dtype()));
       Tensor& y = ctx.output(0, x->dtype(), x->shape());
       Tensor* present = ctx.wants_output(1) ? &ctx.output(1, x->dtype(), {batch, channels, carry}) : nullptr;
       return dispatch_float(x->dtype(), [&]<class T>() -> Status {
@@ -59,7 +59,8 @@ KernelFactory causal_conv_kernel() {
             // P of this (b, c): the carried positions, then the input.
             std::vector<C> p(static_cast<size_t>(carry + length), C(0));
             if (past != nullptr)
-              for (int64_t i = 0; i < carry; ++i) p[static_cast<size_t>(i)] = static_cast<C>(past->data<T>()[(b * channels + c) * carry + i]);
+              for (int64_t i = 0; i < carry; ++i)
+                p[static_cast<size_t>(i)] = static_cast<C>(past->data<T>()[(b * channels + c) * carry + i]);
             const T* xr = xp + (b * channels + c) * length;
             for (int64_t t = 0; t < length; ++t) p[static_cast<size_t>(carry + t)] = static_cast<C>(xr[t]);
             const T* wr = wp + c * k;
@@ -85,8 +86,6 @@ KernelFactory causal_conv_kernel() {
 
 }  // namespace
 
-void register_causal_conv(KernelRegistry& r) {
-  r.add("", "CausalConvWithState", 27, kLatestOpset, causal_conv_kernel());
-}
+void register_causal_conv(KernelRegistry& r) { r.add("", "CausalConvWithState", 27, kLatestOpset, causal_conv_kernel()); }
 
 }  // namespace onnxkit::runtime::nn

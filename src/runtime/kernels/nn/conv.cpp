@@ -28,8 +28,7 @@ void valid_range(int64_t offset, int64_t stride, int64_t size, int64_t grid, int
 // run starts at grid position p and covers last-axis indices [o_first,
 // o_last); those in [lo, hi) tap image[base + offset + o * stride], the others
 // fall in the padding (lo == hi when another axis does).
-template <class Run>
-void walk_rows(const WindowGeometry& g, int64_t kr, int64_t p0, int64_t p1, Run&& run) {
+template <class Run> void walk_rows(const WindowGeometry& g, int64_t kr, int64_t p0, int64_t p1, Run&& run) {
   const size_t rank = g.rank();
   const size_t last = rank - 1;
   std::vector<int64_t> k(rank);
@@ -55,40 +54,38 @@ void walk_rows(const WindowGeometry& g, int64_t kr, int64_t p0, int64_t p1, Run&
       base += i * in_strides[d];
     }
     const int64_t o_last = o_first + (run_end - p);
-    run(p, o_first, o_last, inside ? std::max(lo, o_first) : o_first, inside ? std::clamp(hi, o_first, o_last) : o_first,
-        base, offset);
+    run(p, o_first, o_last, inside ? std::max(lo, o_first) : o_first, inside ? std::clamp(hi, o_first, o_last) : o_first, base,
+        offset);
     p = run_end;
   }
 }
 
 // col[c * ksize + kr][p - p0] for grid positions p in [p0, p1): the image
 // value under kernel tap kr of window p, zero in the padding.
-template <class T>
-void im2col_tile(const T* image, int64_t channels, const WindowGeometry& g, int64_t p0, int64_t p1, T* col) {
+template <class T> void im2col_tile(const T* image, int64_t channels, const WindowGeometry& g, int64_t p0, int64_t p1, T* col) {
   const int64_t ksize = g.kernel_size(), in_size = g.in_size(), width = p1 - p0;
   const int64_t stride = g.strides[g.rank() - 1];
   for (int64_t c = 0; c < channels; ++c) {
     const T* src = image + c * in_size;
     for (int64_t kr = 0; kr < ksize; ++kr) {
       T* dst = col + (c * ksize + kr) * width;
-      walk_rows(g, kr, p0, p1, [&](int64_t p, int64_t o_first, int64_t o_last, int64_t lo, int64_t hi, int64_t base,
-                                   int64_t offset) {
-        const int64_t shift = p - p0 - o_first;  // dst[shift + o] holds grid position o of this run
-        if (lo >= hi) lo = hi = o_last;
-        for (int64_t o = o_first; o < lo; ++o) dst[shift + o] = T(0);
-        if (stride == 1 && lo < hi) {
-          std::copy(src + base + offset + lo, src + base + offset + hi, dst + shift + lo);
-        } else {
-          for (int64_t o = lo; o < hi; ++o) dst[shift + o] = src[base + offset + o * stride];
-        }
-        for (int64_t o = hi; o < o_last; ++o) dst[shift + o] = T(0);
-      });
+      walk_rows(g, kr, p0, p1,
+                [&](int64_t p, int64_t o_first, int64_t o_last, int64_t lo, int64_t hi, int64_t base, int64_t offset) {
+                  const int64_t shift = p - p0 - o_first;  // dst[shift + o] holds grid position o of this run
+                  if (lo >= hi) lo = hi = o_last;
+                  for (int64_t o = o_first; o < lo; ++o) dst[shift + o] = T(0);
+                  if (stride == 1 && lo < hi) {
+                    std::copy(src + base + offset + lo, src + base + offset + hi, dst + shift + lo);
+                  } else {
+                    for (int64_t o = lo; o < hi; ++o) dst[shift + o] = src[base + offset + o * stride];
+                  }
+                  for (int64_t o = hi; o < o_last; ++o) dst[shift + o] = T(0);
+                });
     }
   }
 }
 
-template <class T>
-void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T* y) {
+template <class T> void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T* y) {
   const WindowGeometry& g = p.window;
   const int64_t n_batch = p.batch, c_in = p.in_channels, m_out = p.out_channels, groups = p.group;
   const int64_t cg = c_in / groups, mg = m_out / groups;
@@ -109,11 +106,11 @@ void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T*
       std::fill(out, out + out_size, bias != nullptr ? bias[m] : T(0));
       for (int64_t kr = 0; kr < ksize; ++kr) {
         const T wv = w[m * ksize + kr];
-        walk_rows(g, kr, 0, out_size, [&](int64_t p, int64_t o_first, int64_t, int64_t lo, int64_t hi, int64_t base,
-                                          int64_t offset) {
-          const int64_t shift = p - o_first;  // out[shift + o] is grid position o of this run
-          for (int64_t o = lo; o < hi; ++o) out[shift + o] += wv * image[base + offset + o * stride];
-        });
+        walk_rows(g, kr, 0, out_size,
+                  [&](int64_t p, int64_t o_first, int64_t, int64_t lo, int64_t hi, int64_t base, int64_t offset) {
+                    const int64_t shift = p - o_first;  // out[shift + o] is grid position o of this run
+                    for (int64_t o = lo; o < hi; ++o) out[shift + o] += wv * image[base + offset + o * stride];
+                  });
       }
     }
     return;
@@ -174,16 +171,14 @@ void conv_compute(const ConvParams& p, const T* x, const T* w, const T* bias, T*
 
 }  // namespace
 
-template <class T>
-void col2im(const T* col, int64_t channels, const WindowGeometry& g, T* image) {
+template <class T> void col2im(const T* col, int64_t channels, const WindowGeometry& g, T* image) {
   const int64_t ksize = g.kernel_size(), in_size = g.in_size(), grid = g.out_size();
   const int64_t stride = g.strides[g.rank() - 1];
   for (int64_t c = 0; c < channels; ++c) {
     T* dst = image + c * in_size;
     for (int64_t kr = 0; kr < ksize; ++kr) {
       const T* src = col + (c * ksize + kr) * grid;
-      walk_rows(g, kr, 0, grid, [&](int64_t p, int64_t o_first, int64_t, int64_t lo, int64_t hi, int64_t base,
-                                    int64_t offset) {
+      walk_rows(g, kr, 0, grid, [&](int64_t p, int64_t o_first, int64_t, int64_t lo, int64_t hi, int64_t base, int64_t offset) {
         const int64_t shift = p - o_first;  // src[shift + o] holds grid position o of this run
         for (int64_t o = lo; o < hi; ++o) dst[base + offset + o * stride] += src[shift + o];
       });
@@ -204,11 +199,10 @@ Status conv_reference(const ConvParams& p, const Tensor& x, const Tensor& w, con
   if (y.shape() != p.y_shape())
     return make_error("Y has shape {}, expected {}", shape_to_string(y.shape()), shape_to_string(p.y_shape()));
   if (w.dtype() != x.dtype() || y.dtype() != x.dtype())
-    return make_error("X, W and Y must have one element type, got {}, {} and {}", to_string(x.dtype()),
-                      to_string(w.dtype()), to_string(y.dtype()));
+    return make_error("X, W and Y must have one element type, got {}, {} and {}", to_string(x.dtype()), to_string(w.dtype()),
+                      to_string(y.dtype()));
   if (bias != nullptr) {
-    if (bias->dtype() != x.dtype())
-      return make_error("B has type {}, X has {}", to_string(bias->dtype()), to_string(x.dtype()));
+    if (bias->dtype() != x.dtype()) return make_error("B has type {}, X has {}", to_string(bias->dtype()), to_string(x.dtype()));
     if (bias->rank() != 1 || bias->dim(0) != p.out_channels)
       return make_error("B must have shape [{}] (one value per output channel), got {}", p.out_channels,
                         shape_to_string(bias->shape()));
@@ -224,8 +218,7 @@ Result<const Tensor*> read_bias(KernelContext& ctx, size_t index, const Tensor& 
   ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(index));
   if (b->dtype() != x.dtype()) return make_error("B has type {}, X has {}", to_string(b->dtype()), to_string(x.dtype()));
   if (b->rank() != 1 || b->dim(0) != channels)
-    return make_error("B must have shape [{}] (one value per output channel), got {}", channels,
-                      shape_to_string(b->shape()));
+    return make_error("B must have shape [{}] (one value per output channel), got {}", channels, shape_to_string(b->shape()));
   return b;
 }
 
@@ -269,15 +262,14 @@ KernelFactory conv_kernel() {
     const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
     if (w != nullptr && w->dtype() == DataType::float32 && (!info.has_input(2) || b != nullptr))
       dnnl = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
-                                             b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr,
-                                             activation, ActivationLayout::plain, info.options().prepack_weights);
+                                             b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
+                                             ActivationLayout::plain, info.options().prepack_weights);
     std::optional<size_t> residual_input;
     if (activation.add_residual) residual_input = FusedActivation::kResidualInput;
     return ComputeFn([attrs, fixed, dnnl, activation, residual_input](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));
-      if (w->dtype() != x->dtype())
-        return make_error("W has type {}, X has {}", to_string(w->dtype()), to_string(x->dtype()));
+      if (w->dtype() != x->dtype()) return make_error("W has type {}, X has {}", to_string(w->dtype()), to_string(x->dtype()));
       ConvParams resolved;
       const ConvParams* p = fixed.get();
       if (p == nullptr || p->x_shape() != x->shape() || p->w_shape() != w->shape()) {
@@ -312,8 +304,7 @@ struct ConvTransposeParams {
   WindowGeometry window;
 };
 
-Result<ConvTransposeParams> make_conv_transpose_params(const ConvTransposeAttributes& a, const Shape& x,
-                                                       const Shape& w) {
+Result<ConvTransposeParams> make_conv_transpose_params(const ConvTransposeAttributes& a, const Shape& x, const Shape& w) {
   ONNXKIT_TRY(check_image_and_filter(x, w));
   const size_t rank = x.size() - 2;
   ConvTransposeParams p;
@@ -357,10 +348,9 @@ Result<ConvTransposeParams> make_conv_transpose_params(const ConvTransposeAttrib
     for (int64_t v : target)
       if (v < 0) return make_error("output_shape {} has a negative value", shape_to_string(a.output_shape));
   }
-  if (a.window.auto_pad == AutoPad::notset && target.empty() && !a.window.pads.empty() &&
-      a.window.pads.size() != 2 * rank)
-    return make_error("pads {} has {} values, expected {} (begin and end of {} spatial dims)",
-                      shape_to_string(a.window.pads), a.window.pads.size(), 2 * rank, rank);
+  if (a.window.auto_pad == AutoPad::notset && target.empty() && !a.window.pads.empty() && a.window.pads.size() != 2 * rank)
+    return make_error("pads {} has {} values, expected {} (begin and end of {} spatial dims)", shape_to_string(a.window.pads),
+                      a.window.pads.size(), 2 * rank, rank);
   g.in.assign(rank, 0);
   g.pads_begin.assign(rank, 0);
   g.pads_end.assign(rank, 0);
@@ -388,8 +378,8 @@ Result<ConvTransposeParams> make_conv_transpose_params(const ConvTransposeAttrib
       }
       g.in[i] = full - g.pads_begin[i] - g.pads_end[i];
       if (g.in[i] < 0)
-        return make_error("spatial dim {}: pads {} remove more than the {} output positions", i,
-                          shape_to_string(a.window.pads), full);
+        return make_error("spatial dim {}: pads {} remove more than the {} output positions", i, shape_to_string(a.window.pads),
+                          full);
     }
   }
   Shape y_shape{p.batch, p.out_channels};
@@ -398,8 +388,7 @@ Result<ConvTransposeParams> make_conv_transpose_params(const ConvTransposeAttrib
   return p;
 }
 
-template <class T>
-void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w, const T* bias, T* y) {
+template <class T> void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w, const T* bias, T* y) {
   const WindowGeometry& g = p.window;
   const int64_t groups = p.group, cg = p.in_channels / groups, mg = p.out_channels / groups;
   const int64_t ksize = g.kernel_size(), rows = mg * ksize;
@@ -453,8 +442,7 @@ KernelFactory conv_transpose_kernel() {
     return ComputeFn([a](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));
-      if (w->dtype() != x->dtype())
-        return make_error("W has type {}, X has {}", to_string(w->dtype()), to_string(x->dtype()));
+      if (w->dtype() != x->dtype()) return make_error("W has type {}, X has {}", to_string(w->dtype()), to_string(x->dtype()));
       ONNXKIT_ASSIGN(ConvTransposeParams p, make_conv_transpose_params(a, x->shape(), w->shape()));
       ONNXKIT_ASSIGN(const Tensor* bias, read_bias(ctx, 2, *x, p.out_channels));
       Shape y_shape{p.batch, p.out_channels};
@@ -474,8 +462,7 @@ KernelFactory conv_transpose_kernel() {
 Result<std::vector<int64_t>> read_shape_input(KernelContext& ctx, size_t index, const char* name) {
   ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
   if (t->dtype() != DataType::int64 || t->rank() != 1)
-    return make_error("{} must be a 1-D int64 tensor, got {}{}", name, to_string(t->dtype()),
-                      shape_to_string(t->shape()));
+    return make_error("{} must be a 1-D int64 tensor, got {}{}", name, to_string(t->dtype()), shape_to_string(t->shape()));
   return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
 }
 
@@ -498,13 +485,12 @@ KernelFactory col2im_kernel() {
       ONNXKIT_TRY(check_attribute_range(image, "image_shape"));
       ONNXKIT_TRY(check_attribute_range(block, "block_shape"));
       if (input->rank() != 3)
-        return make_error("input must have shape [N, C * prod(block_shape), L], got {}",
-                          shape_to_string(input->shape()));
+        return make_error("input must have shape [N, C * prod(block_shape), L], got {}", shape_to_string(input->shape()));
       ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(attrs, image, block));
       const int64_t ksize = g.kernel_size();
       if (input->dim(1) % ksize != 0)
-        return make_error("input dim 1 ({}) is not a multiple of the block size {} (block_shape {})", input->dim(1),
-                          ksize, shape_to_string(block));
+        return make_error("input dim 1 ({}) is not a multiple of the block size {} (block_shape {})", input->dim(1), ksize,
+                          shape_to_string(block));
       if (input->dim(2) != g.out_size())
         return make_error("input dim 2 is {}, but image_shape {} holds {} blocks {} (grid {})", input->dim(2),
                           shape_to_string(image), g.out_size(), shape_to_string(block), shape_to_string(g.out));

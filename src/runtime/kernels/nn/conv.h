@@ -27,7 +27,6 @@ Status conv_reference(const ConvParams& p, const Tensor& x, const Tensor& w, con
 // positions of the window grid `g.out`) back into images of `g.in` with
 // `channels` channels. The inverse gather of im2col, shared by ConvTranspose
 // and Col2Im. `image` is accumulated into, not cleared.
-template <class T>
-void col2im(const T* col, int64_t channels, const WindowGeometry& g, T* image);
+template <class T> void col2im(const T* col, int64_t channels, const WindowGeometry& g, T* image);
 
 }  // namespace onnxkit::runtime::nn

@@ -54,7 +54,7 @@ TrimmedConv trim_dead_taps(const ConvParams& p, const Tensor& w) {
   bool any = false;
   for (size_t i = 0; i < g.rank(); ++i) {
     const int64_t k = g.kernel[i], d = g.dilations[i], s = g.strides[i];
-    auto live = [&](int64_t tap) {  // some output reads inside the input through this tap
+    auto live = [&](int64_t tap) {                      // some output reads inside the input through this tap
       const int64_t start = tap * d - g.pads_begin[i];  // the index output 0 reads
       const int64_t o = start >= 0 ? 0 : (-start + s - 1) / s;
       return o < g.out[i] && start + o * s < g.in[i];
@@ -110,17 +110,15 @@ struct DnnlConv::State {
 };
 
 namespace {
-bool runs_reference(const DnnlConv::State& state) {
-  return std::string(state.pd.impl_info_str()).rfind("ref", 0) == 0;
-}
+bool runs_reference(const DnnlConv::State& state) { return std::string(state.pd.impl_info_str()).rfind("ref", 0) == 0; }
 }  // namespace
 
 DnnlConv::DnnlConv(std::unique_ptr<State> state) : state_(std::move(state)) {}
 DnnlConv::~DnnlConv() = default;
 
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor& w, const Tensor* bias,
-                                           FusedActivation activation, ActivationLayout layout,
-                                           const DnnlConv* sibling, bool reorder_weights) {
+                                           FusedActivation activation, ActivationLayout layout, const DnnlConv* sibling,
+                                           bool reorder_weights) {
   if (w.dtype() != DataType::float32 || conv.window.rank() < 1 || conv.window.rank() > 3) return nullptr;
   const TrimmedConv trimmed = trim_dead_taps(conv, w);
   const ConvParams& p = trimmed.params;
@@ -171,8 +169,7 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     } else {
       user_w_md = dnnl::memory::desc(dims_of(w_shape), dt::f32, plain_tag(rank));
     }
-    const dnnl::memory::desc any_w_md =
-        reorder_weights ? dnnl::memory::desc(dims_of(w_shape), dt::f32, tag::any) : user_w_md;
+    const dnnl::memory::desc any_w_md = reorder_weights ? dnnl::memory::desc(dims_of(w_shape), dt::f32, tag::any) : user_w_md;
     dnnl::memory::desc bias_md;
     if (bias != nullptr) bias_md = dnnl::memory::desc({p.out_channels}, dt::f32, tag::a);
 
@@ -181,12 +178,11 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
         pad_r(p.window.pads_end.begin(), p.window.pads_end.end());
     for (int64_t d : p.window.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
     dnnl::convolution_forward::desc desc =
-        bias != nullptr ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          dnnl::algorithm::convolution_direct, state->src_md, any_w_md,
-                                                          bias_md, state->dst_md, strides, dilations, pad_l, pad_r)
-                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                          dnnl::algorithm::convolution_direct, state->src_md, any_w_md,
-                                                          state->dst_md, strides, dilations, pad_l, pad_r);
+        bias != nullptr
+            ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              state->src_md, any_w_md, bias_md, state->dst_md, strides, dilations, pad_l, pad_r)
+            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              state->src_md, any_w_md, state->dst_md, strides, dilations, pad_l, pad_r);
     // Applied by oneDNN to the output in place. The residual is read as a
     // binary post-op's second source (1-2% faster on resnet50 than copying it
     // into the output for a `sum`); `sum` remains for the cases oneDNN has
@@ -280,10 +276,8 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
     dnnl::memory src(state_->src_md, engine, const_cast<void*>(x_data));
     dnnl::memory dst(state_->dst_md, engine, y.mutable_raw());
     dnnl::memory scratch(state_->pd.scratchpad_desc(), engine);
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src},
-                                               {DNNL_ARG_WEIGHTS, state_->weights},
-                                               {DNNL_ARG_DST, dst},
-                                               {DNNL_ARG_SCRATCHPAD, scratch}};
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, state_->weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
     if (state_->bias) args.emplace(DNNL_ARG_BIAS, state_->bias);
     if (state_->binary_residual)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
@@ -309,8 +303,7 @@ std::shared_ptr<const DnnlConv> DnnlConvCache::get(const ConvParams& p) {
   for (const auto& [key, made] : cache_)
     if (key.first == x && made != nullptr) sibling = made.get();
   const ThreadLimit limit(threads);
-  std::shared_ptr<const DnnlConv> conv =
-      DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling, reorder_weights_);
+  std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling, reorder_weights_);
   cache_.emplace(std::make_pair(x, threads), conv);
   return conv;
 }

@@ -46,8 +46,7 @@ class DnnlConv {
   // where it lies, in its plain layout (no copy; `w` must outlive the
   // result), unless trimming dead taps made a new tensor anyway.
   static std::unique_ptr<DnnlConv> create(const ConvParams& params, const Tensor& w, const Tensor* bias,
-                                          FusedActivation activation = {},
-                                          ActivationLayout layout = ActivationLayout::plain,
+                                          FusedActivation activation = {}, ActivationLayout layout = ActivationLayout::plain,
                                           const DnnlConv* sibling = nullptr, bool reorder_weights = true);
   ~DnnlConv();
 
@@ -63,8 +62,8 @@ class DnnlConv {
   // The primitive for `p` with `weights` (W's layout, trimmed to p's kernel),
   // or null when oneDNN has none.
   static std::unique_ptr<State> make_state(const ConvParams& p, const void* weights, const Tensor* bias,
-                                           FusedActivation activation, ActivationLayout layout,
-                                           const DnnlConv* sibling, bool reorder_weights);
+                                           FusedActivation activation, ActivationLayout layout, const DnnlConv* sibling,
+                                           bool reorder_weights);
   std::unique_ptr<State> state_;
 };
 
@@ -77,8 +76,7 @@ class DnnlConvCache {
   // `reorder_weights`: as DnnlConv::create (SessionOptions::prepack_weights).
   DnnlConvCache(std::shared_ptr<const Tensor> w, std::shared_ptr<const Tensor> bias, FusedActivation activation,
                 ActivationLayout layout, bool reorder_weights = true)
-      : w_(std::move(w)), bias_(std::move(bias)), activation_(activation), layout_(layout),
-        reorder_weights_(reorder_weights) {}
+      : w_(std::move(w)), bias_(std::move(bias)), activation_(activation), layout_(layout), reorder_weights_(reorder_weights) {}
 
   // The primitive for `p`, or null when oneDNN cannot run it.
   std::shared_ptr<const DnnlConv> get(const ConvParams& p);

@@ -27,8 +27,7 @@ std::optional<FusedActivation> activation_of(const ir::Node& node, int64_t opset
     return a;
   }
   if (op != "Clip") return std::nullopt;
-  FusedActivation clip{Kind::clip, -std::numeric_limits<float>::infinity(),
-                       std::numeric_limits<float>::infinity()};
+  FusedActivation clip{Kind::clip, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()};
   if (opset < 11) {
     clip.min = node.attr_float("min", -std::numeric_limits<float>::max());
     clip.max = node.attr_float("max", std::numeric_limits<float>::max());
@@ -59,8 +58,7 @@ const ir::Node* activation_after(const ir::Node* node, int64_t opset, const Cons
 // The Mul, or null.
 const ir::Node* swish_after(const ir::Node* conv, const IsReturned& is_returned) {
   const ir::Value* y = conv->output(0);
-  if (conv->outputs().size() != 1 || is_returned(y) || y->is_any_graph_output() || y->uses().size() != 2)
-    return nullptr;
+  if (conv->outputs().size() != 1 || is_returned(y) || y->is_any_graph_output() || y->uses().size() != 2) return nullptr;
   for (const auto& use : y->uses()) {
     const ir::Node* sigmoid = use.node;
     if (sigmoid->graph() != y->owner() || !sigmoid->is_onnx_op("Sigmoid") || sigmoid->outputs().size() != 1) continue;
@@ -108,12 +106,10 @@ ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t o
     if (residual == nullptr || residual == conv->output(0) || constant_of(residual) != nullptr) continue;
     const ir::Node* source = residual->producer();
     if (source != nullptr && (!position.count(source) || position.at(source) > position.at(conv))) continue;
-    if (blocked.count(conv) != blocked.count(next) ||
-        (blocked.count(conv) && (source == nullptr || !blocked.count(source))))
+    if (blocked.count(conv) != blocked.count(next) || (blocked.count(conv) && (source == nullptr || !blocked.count(source))))
       continue;
     if (!same_shape(conv->output(0), residual)) continue;  // else the Add broadcasts
-    if (const ir::Node* after = activation_after(next, opset, constant_of, is_returned, activation))
-      f.pass_through[after] = 0;
+    if (const ir::Node* after = activation_after(next, opset, constant_of, is_returned, activation)) f.pass_through[after] = 0;
     activation.add_residual = true;
     f.pass_through[next] = next->input(0) == conv->output(0) ? 0 : 1;
     f.producers[conv] = {activation, FusedActivation::kResidualInput, {residual}};

@@ -29,12 +29,11 @@ struct FusedActivation {
   static constexpr size_t kResidualInput = 3;
   enum class Kind { none, relu, clip, hard_sigmoid, hard_swish, sigmoid, swish };
   Kind kind = Kind::none;
-  float min = 0, max = 0;      // clip's
+  float min = 0, max = 0;     // clip's
   float alpha = 0, beta = 0;  // hard_sigmoid's
   bool add_residual = false;
   // In the element's own precision; NaN goes through.
-  template <class T>
-  T apply(T v) const {
+  template <class T> T apply(T v) const {
     switch (kind) {
       case Kind::none: return v;
       case Kind::relu: return v < T(0) ? T(0) : v;
@@ -48,12 +47,8 @@ struct FusedActivation {
   }
 
  private:
-  template <class T>
-  static T unit_clamp(T v) {
-    return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
-  }
-  template <class T>
-  static T logistic(T v) {  // never exp of a large positive number
+  template <class T> static T unit_clamp(T v) { return v < T(0) ? T(0) : (v > T(1) ? T(1) : v); }
+  template <class T> static T logistic(T v) {  // never exp of a large positive number
     return v >= T(0) ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
   }
 };

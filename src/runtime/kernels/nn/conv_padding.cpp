@@ -41,8 +41,7 @@ void pad_input(const ConvParams& p, int64_t outer, int64_t inner, const float* x
         rest /= g.in[i];
         stride *= to[i];
       }
-      std::memcpy(padded + o * to_image + offset * inner, x + o * from_image + r * row,
-                  static_cast<size_t>(row) * sizeof(float));
+      std::memcpy(padded + o * to_image + offset * inner, x + o * from_image + r * row, static_cast<size_t>(row) * sizeof(float));
     }
 }
 

@@ -27,15 +27,12 @@ struct DeformAttributes {
 };
 
 // X's value at (y, x) by bilinear interpolation; taps outside X read 0.
-template <class T>
-T sample_bilinear(const T* plane, int64_t height, int64_t width, T y, T x) {
+template <class T> T sample_bilinear(const T* plane, int64_t height, int64_t width, T y, T x) {
   if (!(y > -1 && y < static_cast<T>(height) && x > -1 && x < static_cast<T>(width))) return 0;
   const T y0f = std::floor(y), x0f = std::floor(x);
   const auto y0 = static_cast<int64_t>(y0f), x0 = static_cast<int64_t>(x0f);
   const T fy = y - y0f, fx = x - x0f;
-  auto at = [&](int64_t r, int64_t c) -> T {
-    return r >= 0 && r < height && c >= 0 && c < width ? plane[r * width + c] : T(0);
-  };
+  auto at = [&](int64_t r, int64_t c) -> T { return r >= 0 && r < height && c >= 0 && c < width ? plane[r * width + c] : T(0); };
   return (1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x0 + 1)) + fy * ((1 - fx) * at(y0 + 1, x0) + fx * at(y0 + 1, x0 + 1));
 }
 
@@ -75,9 +72,8 @@ void deform_conv_typed(const Tensor& x, const Tensor& w, const Tensor& offset, c
     }
     T* out = y.mutable_data<T>() + n * out_channels * positions;
     for (int64_t gi = 0; gi < a.group; ++gi)
-      gemm(false, false, group_out, positions, group_rows, T(1), w.data<T>() + gi * group_out * group_rows,
-                 group_rows, columns.data() + gi * group_rows * positions, positions, T(0),
-                 out + gi * group_out * positions, positions);
+      gemm(false, false, group_out, positions, group_rows, T(1), w.data<T>() + gi * group_out * group_rows, group_rows,
+           columns.data() + gi * group_rows * positions, positions, T(0), out + gi * group_out * positions, positions);
     if (bias)
       for (int64_t o = 0; o < out_channels; ++o)
         for (int64_t p = 0; p < positions; ++p) out[o * positions + p] += bias->data<T>()[o];
@@ -92,14 +88,12 @@ Status deform_conv(KernelContext& ctx, const DeformAttributes& a) {
   if (ctx.has_input(kMask)) {
     ONNXKIT_ASSIGN(mask, ctx.tensor(kMask));
   }
-  if (x->rank() != 4) return make_error("X must be [N, C, H, W] (only 2-D deformable convolution), got {}",
-                                        shape_to_string(x->shape()));
+  if (x->rank() != 4)
+    return make_error("X must be [N, C, H, W] (only 2-D deformable convolution), got {}", shape_to_string(x->shape()));
   const int64_t batch = x->dim(0), channels = x->dim(1);
   if (w->rank() != 4 || channels % a.group != 0 || w->dim(1) * a.group != channels || w->dim(0) % a.group != 0)
-    return make_error("W {} does not fit X {} in {} group(s)", shape_to_string(w->shape()), shape_to_string(x->shape()),
-                      a.group);
-  if (channels % a.offset_group != 0)
-    return make_error("offset_group {} does not divide {} channels", a.offset_group, channels);
+    return make_error("W {} does not fit X {} in {} group(s)", shape_to_string(w->shape()), shape_to_string(x->shape()), a.group);
+  if (channels % a.offset_group != 0) return make_error("offset_group {} does not divide {} channels", a.offset_group, channels);
   const std::vector<int64_t> kernel{w->dim(2), w->dim(3)};
   if (!a.window.kernel_shape.empty() && a.window.kernel_shape != kernel)
     return make_error("kernel_shape does not match W {}", shape_to_string(w->shape()));

@@ -56,8 +56,7 @@ KernelFactory dropout_kernel() {
       if (ctx.has_input(2)) {
         ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(2));
         if (t->dtype() != DataType::boolean || t->numel() != 1)
-          return make_error("training_mode must be a bool scalar, got {}{}", to_string(t->dtype()),
-                            shape_to_string(t->shape()));
+          return make_error("training_mode must be a bool scalar, got {}{}", to_string(t->dtype()), shape_to_string(t->shape()));
         training = t->data<bool>()[0];
       }
       if (!training || ratio == 0) {

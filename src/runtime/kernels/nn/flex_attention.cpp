@@ -46,11 +46,11 @@ Result<Geometry> read_geometry(const Tensor& q, const Tensor& k, const Tensor& v
     return make_error("Q, K and V must be 4-D (batch, heads, sequence, head size), got shapes {}, {} and {}",
                       shape_to_string(q.shape()), shape_to_string(k.shape()), shape_to_string(v.shape()));
   const Geometry g{q.dim(0), q.dim(1), k.dim(1), q.dim(2), k.dim(2), q.dim(3), v.dim(3)};
-  if (k.dim(0) != g.batch || v.dim(0) != g.batch || v.dim(1) != g.kv_heads || v.dim(2) != g.kv_len ||
-      k.dim(3) != g.head_size)
-    return make_error("Q {}, K {} and V {} disagree: they share the batch, K and V the heads and sequence, "
-                      "Q and K the head size",
-                      shape_to_string(q.shape()), shape_to_string(k.shape()), shape_to_string(v.shape()));
+  if (k.dim(0) != g.batch || v.dim(0) != g.batch || v.dim(1) != g.kv_heads || v.dim(2) != g.kv_len || k.dim(3) != g.head_size)
+    return make_error(
+        "Q {}, K {} and V {} disagree: they share the batch, K and V the heads and sequence, "
+        "Q and K the head size",
+        shape_to_string(q.shape()), shape_to_string(k.shape()), shape_to_string(v.shape()));
   if (g.kv_heads == 0 || g.q_heads % g.kv_heads != 0)
     return make_error("the query heads ({}) must be a multiple of the key/value heads ({})", g.q_heads, g.kv_heads);
   return g;
@@ -60,8 +60,8 @@ Result<std::shared_ptr<const GraphPlan>> read_modifier(const KernelInfo& info, c
   if (!info.has_attr(name)) return std::shared_ptr<const GraphPlan>();
   ONNXKIT_ASSIGN(auto plan, info.subgraph(name));
   if (plan->inputs.size() != 1 || plan->outputs.size() != 1)
-    return make_error("attribute {} must be a graph of one input and one output, got {} and {}", name,
-                      plan->inputs.size(), plan->outputs.size());
+    return make_error("attribute {} must be a graph of one input and one output, got {} and {}", name, plan->inputs.size(),
+                      plan->outputs.size());
   return plan;
 }
 
@@ -80,8 +80,7 @@ Result<Modifiers> read_modifiers(const KernelInfo& info) {
 }
 
 // The elements of a float tensor as C.
-template <class C>
-std::vector<C> elements_as(const Tensor& t) {
+template <class C> std::vector<C> elements_as(const Tensor& t) {
   std::vector<C> out(static_cast<size_t>(t.numel()));
   Status s = dispatch_float(t.dtype(), [&]<class T>() -> Status {
     const T* in = t.data<T>();
@@ -106,8 +105,7 @@ Result<Tensor> apply(KernelContext& ctx, const GraphPlan& plan, Tensor x, const 
 }
 
 // Softmax of each row of n, in place; a row of -inf becomes zeros.
-template <class C>
-void softmax_rows(C* x, int64_t rows, int64_t n) {
+template <class C> void softmax_rows(C* x, int64_t rows, int64_t n) {
   parallel_for(rows, rows * n >= (int64_t{1} << 16), [&](int64_t r) {
     C* row = x + r * n;
     C top = -std::numeric_limits<C>::infinity();
@@ -135,8 +133,8 @@ Status attend_with_modifiers(const Modifiers& m, const Geometry& g, double scale
   Tensor scores(data_type_of<C>(), {g.batch, g.q_heads, l, s});
   C* ps = scores.mutable_data<C>();
   parallel_for(heads, threads, [&](int64_t t) {
-    gemm(false, true, l, s, d, static_cast<C>(scale), cq.data() + t * l * d, d, ck.data() + kv_head(t) * s * d, d,
-         C(0), ps + t * l * s, s);
+    gemm(false, true, l, s, d, static_cast<C>(scale), cq.data() + t * l * d, d, ck.data() + kv_head(t) * s * d, d, C(0),
+         ps + t * l * s, s);
   });
   if (m.score_mod) {
     ONNXKIT_ASSIGN(scores, apply(ctx, *m.score_mod, std::move(scores), "score_mod"));
@@ -149,8 +147,7 @@ Status attend_with_modifiers(const Modifiers& m, const Geometry& g, double scale
   std::vector<C> out(static_cast<size_t>(heads * l * dv));
   const C* pp = scores.data<C>();
   parallel_for(heads, threads, [&](int64_t t) {
-    gemm(false, false, l, dv, s, C(1), pp + t * l * s, s, cv.data() + kv_head(t) * s * dv, dv, C(0),
-         out.data() + t * l * dv, dv);
+    gemm(false, false, l, dv, s, C(1), pp + t * l * s, s, cv.data() + kv_head(t) * s * dv, dv, C(0), out.data() + t * l * dv, dv);
   });
   return dispatch_float(y.dtype(), [&]<class T>() -> Status {
     T* py = y.mutable_data<T>();
@@ -164,12 +161,11 @@ Status compute_flex_attention(const Modifiers& m, KernelContext& ctx) {
   ONNXKIT_ASSIGN(const Tensor* k, ctx.tensor(1));
   ONNXKIT_ASSIGN(const Tensor* v, ctx.tensor(2));
   const DataType type = q->dtype();
-  if (type != DataType::float32 && type != DataType::float64 && type != DataType::float16 &&
-      type != DataType::bfloat16)
+  if (type != DataType::float32 && type != DataType::float64 && type != DataType::float16 && type != DataType::bfloat16)
     return make_error("Q must be floating point, got {}", to_string(type));
   if (k->dtype() != type || v->dtype() != type)
-    return make_error("Q, K and V must have one element type, got {}, {} and {}", to_string(type),
-                      to_string(k->dtype()), to_string(v->dtype()));
+    return make_error("Q, K and V must have one element type, got {}, {} and {}", to_string(type), to_string(k->dtype()),
+                      to_string(v->dtype()));
   ONNXKIT_ASSIGN(const Geometry g, read_geometry(*q, *k, *v));
   const Shape y_shape = {g.batch, g.q_heads, g.q_len, g.v_head_size};
   ONNXKIT_TRY(checked_size(y_shape, "Y"));

@@ -37,9 +37,8 @@ struct LinearAttentionSpec {
 // decay or beta: [B, T, heads * n] for one of the n in `per_head_options`
 // (0 standing for [B, T, 1], one value for all heads); its values, and the n
 // it has in `per_head`.
-Result<std::vector<double>> read_gate(KernelContext& ctx, size_t index, const char* name, int64_t batch,
-                                      int64_t tokens, int64_t heads, std::vector<int64_t> per_head_options,
-                                      int64_t& per_head) {
+Result<std::vector<double>> read_gate(KernelContext& ctx, size_t index, const char* name, int64_t batch, int64_t tokens,
+                                      int64_t heads, std::vector<int64_t> per_head_options, int64_t& per_head) {
   ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
   const Shape& s = t->shape();
   bool fits = false;
@@ -63,12 +62,13 @@ Status linear_attention(KernelContext& ctx, const LinearAttentionSpec& spec) {
   ONNXKIT_ASSIGN(const Tensor* k_t, ctx.tensor(1));
   ONNXKIT_ASSIGN(const Tensor* v_t, ctx.tensor(2));
   for (const Tensor* t : {q_t, k_t, v_t})
-    if (t->rank() != 3) return make_error("query, key and value must be [batch, tokens, heads * dim], got {}", shape_to_string(t->shape()));
+    if (t->rank() != 3)
+      return make_error("query, key and value must be [batch, tokens, heads * dim], got {}", shape_to_string(t->shape()));
   const int64_t batch = q_t->dim(0), tokens = q_t->dim(1);
   const int64_t hq = spec.q_heads, hkv = spec.kv_heads;
   if (q_t->dim(2) % hq != 0 || v_t->dim(2) % hkv != 0)
-    return make_error("query's last dim {} and value's {} must divide by q_num_heads {} and kv_num_heads {}",
-                      q_t->dim(2), v_t->dim(2), hq, hkv);
+    return make_error("query's last dim {} and value's {} must divide by q_num_heads {} and kv_num_heads {}", q_t->dim(2),
+                      v_t->dim(2), hq, hkv);
   const int64_t dk = q_t->dim(2) / hq, dv = v_t->dim(2) / hkv;
   if (k_t->shape() != Shape{batch, tokens, hkv * dk} || v_t->dim(0) != batch || v_t->dim(1) != tokens)
     return make_error("key {} must be [{}, {}, {}] and value {} [{}, {}, kv_num_heads * d_v]", shape_to_string(k_t->shape()),
@@ -83,8 +83,8 @@ Status linear_attention(KernelContext& ctx, const LinearAttentionSpec& spec) {
   if (ctx.has_input(3)) {
     ONNXKIT_ASSIGN(const Tensor* past, ctx.tensor(3));
     if (past->shape() != Shape{batch, hkv, dk, dv})
-      return make_error("past_state must be [batch, kv_num_heads, d_k, d_v] = [{}, {}, {}, {}], got {}", batch, hkv, dk,
-                        dv, shape_to_string(past->shape()));
+      return make_error("past_state must be [batch, kv_num_heads, d_k, d_v] = [{}, {}, {}, {}], got {}", batch, hkv, dk, dv,
+                        shape_to_string(past->shape()));
     ONNXKIT_ASSIGN(state, read_doubles(*past, "past_state"));
     state_type = past->dtype();
   }
@@ -169,8 +169,6 @@ KernelFactory linear_attention_kernel() {
 
 }  // namespace
 
-void register_linear_attention(KernelRegistry& r) {
-  r.add("", "LinearAttention", 27, kLatestOpset, linear_attention_kernel());
-}
+void register_linear_attention(KernelRegistry& r) { r.add("", "LinearAttention", 27, kLatestOpset, linear_attention_kernel()); }
 
 }  // namespace onnxkit::runtime::nn

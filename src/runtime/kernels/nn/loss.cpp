@@ -38,8 +38,8 @@ Result<std::vector<int64_t>> read_targets(const Tensor& target, const Tensor& in
   Shape expected = input.shape();
   expected.erase(expected.begin() + 1);
   if (target.shape() != expected)
-    return make_error("{} has shape {}, expected {} ({} without its class dim)", target_name,
-                      shape_to_string(target.shape()), shape_to_string(expected), input_name);
+    return make_error("{} has shape {}, expected {} ({} without its class dim)", target_name, shape_to_string(target.shape()),
+                      shape_to_string(expected), input_name);
   std::vector<int64_t> t(static_cast<size_t>(target.numel()));
   if (target.dtype() == DataType::int64) {
     for (size_t i = 0; i < t.size(); ++i) t[i] = target.data<int64_t>()[i];
@@ -104,8 +104,7 @@ KernelFactory nll_kernel() {
     return ComputeFn([a](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* input, ctx.tensor(0));
       ONNXKIT_ASSIGN(const Tensor* target, ctx.tensor(1));
-      if (!is_floating(input->dtype()))
-        return make_error("input has type {}, must be floating point", to_string(input->dtype()));
+      if (!is_floating(input->dtype())) return make_error("input has type {}, must be floating point", to_string(input->dtype()));
       ONNXKIT_ASSIGN(std::vector<int64_t> t, read_targets(*target, *input, "input", "target", a));
       return negative_log_likelihood(ctx, a, *input, t, target->shape(), 2);
     });
@@ -122,8 +121,8 @@ KernelFactory sce_kernel() {
         return make_error("scores have type {}, must be floating point", to_string(scores->dtype()));
       ONNXKIT_ASSIGN(std::vector<int64_t> t, read_targets(*labels, *scores, "scores", "labels", a));
       Tensor log_prob(scores->dtype(), scores->shape());
-      ONNXKIT_TRY(log_softmax_along(*scores, scores->dim(0), scores->dim(1),
-                                    dims_product(scores->shape(), 2, scores->rank()), log_prob));
+      ONNXKIT_TRY(
+          log_softmax_along(*scores, scores->dim(0), scores->dim(1), dims_product(scores->shape(), 2, scores->rank()), log_prob));
       ONNXKIT_TRY(negative_log_likelihood(ctx, a, log_prob, t, labels->shape(), 2));
       if (ctx.wants_output(1)) ctx.set_output(1, std::move(log_prob));
       return {};

@@ -13,8 +13,7 @@ namespace onnxkit::runtime::nn {
 namespace {
 
 // Mean and population variance of n values, two passes for accuracy.
-template <class T>
-void mean_variance(const T* x, int64_t n, double& mean, double& var) {
+template <class T> void mean_variance(const T* x, int64_t n, double& mean, double& var) {
   using C = compute_t<T>;
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(static_cast<C>(x[i]));
@@ -28,8 +27,7 @@ void mean_variance(const T* x, int64_t n, double& mean, double& var) {
 }
 
 // y[i] = x[i] * a + b over n values.
-template <class T>
-void scale_shift(const T* x, T* y, int64_t n, double a, double b) {
+template <class T> void scale_shift(const T* x, T* y, int64_t n, double a, double b) {
   using C = compute_t<T>;
   if constexpr (std::is_same_v<T, double>) {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
@@ -44,8 +42,8 @@ Result<std::vector<double>> channel_param(KernelContext& ctx, size_t index, cons
                                           std::string_view what) {
   ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
   if (t->numel() != count)
-    return make_error("{} has shape {} ({} values), expected {} ({})", name, shape_to_string(t->shape()), t->numel(),
-                      count, what);
+    return make_error("{} has shape {} ({} values), expected {} ({})", name, shape_to_string(t->shape()), t->numel(), count,
+                      what);
   return read_doubles(*t, name);
 }
 
@@ -157,8 +155,7 @@ KernelFactory instance_norm_kernel() {
     const double epsilon = info.attr_float("epsilon", 1e-5f);
     return ComputeFn([=](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-      if (x->rank() < 3)
-        return make_error("input must have shape [N, C, D1, ...], got {}", shape_to_string(x->shape()));
+      if (x->rank() < 3) return make_error("input must have shape [N, C, D1, ...], got {}", shape_to_string(x->shape()));
       const int64_t channels = x->dim(1), planes = x->dim(0) * channels, size = dims_product(x->shape(), 2, x->rank());
       ONNXKIT_ASSIGN(std::vector<double> scale, channel_param(ctx, 1, "scale", channels, "one per channel"));
       ONNXKIT_ASSIGN(std::vector<double> shift, channel_param(ctx, 2, "B", channels, "one per channel"));
@@ -197,13 +194,11 @@ Result<std::vector<double>> broadcast_param(const Tensor& param, const char* nam
   ONNXKIT_ASSIGN(std::vector<double> values, read_doubles(param, name));
   const Shape& p = param.shape();
   if (p.size() > x_shape.size())
-    return make_error("{} has shape {}, which does not broadcast to X {}", name, shape_to_string(p),
-                      shape_to_string(x_shape));
+    return make_error("{} has shape {}, which does not broadcast to X {}", name, shape_to_string(p), shape_to_string(x_shape));
   const size_t lead = x_shape.size() - p.size();
   for (size_t d = 0; d < p.size(); ++d)
     if (p[d] != 1 && p[d] != x_shape[lead + d])
-      return make_error("{} has shape {}, which does not broadcast to X {}", name, shape_to_string(p),
-                        shape_to_string(x_shape));
+      return make_error("{} has shape {}, which does not broadcast to X {}", name, shape_to_string(p), shape_to_string(x_shape));
   per_row = true;
   for (size_t d = lead; d < axis; ++d) per_row = per_row && p[d - lead] == 1;
   const size_t first = per_row ? axis : 0;
@@ -275,8 +270,7 @@ KernelFactory layer_norm_kernel(bool residual) {
 #pragma omp parallel for if (x->numel() >= kParallelWork && rows > 1) schedule(static)
         for (int64_t r = 0; r < rows; ++r)
           layer_norm_floats(xp + r * n, ap != nullptr ? ap + r * n : nullptr, scale_f.data(),
-                                         bias_f.empty() ? nullptr : bias_f.data(), yp + r * n, n,
-                                         static_cast<float>(epsilon));
+                            bias_f.empty() ? nullptr : bias_f.data(), yp + r * n, n, static_cast<float>(epsilon));
         return {};
       }
       Tensor sum;
@@ -284,8 +278,8 @@ KernelFactory layer_norm_kernel(bool residual) {
         sum = Tensor(x->dtype(), x->shape());
         ONNXKIT_TRY(dispatch_float(x->dtype(), [&]<class T>() -> Status {
           for (int64_t i = 0; i < x->numel(); ++i)
-            sum.mutable_data<T>()[i] = static_cast<T>(static_cast<compute_t<T>>(x->data<T>()[i]) +
-                                                      static_cast<compute_t<T>>(addend->data<T>()[i]));
+            sum.mutable_data<T>()[i] =
+                static_cast<T>(static_cast<compute_t<T>>(x->data<T>()[i]) + static_cast<compute_t<T>>(addend->data<T>()[i]));
           return {};
         }));
         x = &sum;
@@ -381,8 +375,7 @@ KernelFactory group_norm_kernel(bool per_channel) {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       if (x->rank() < 2) return make_error("X must have shape [N, C, ...], got {}", shape_to_string(x->shape()));
       const int64_t channels = x->dim(1);
-      if (channels % groups != 0)
-        return make_error("X has {} channels, which num_groups {} does not divide", channels, groups);
+      if (channels % groups != 0) return make_error("X has {} channels, which num_groups {} does not divide", channels, groups);
       const int64_t count = per_channel ? channels : groups;
       const char* what = per_channel ? "one per channel" : "one per group (opset 18)";
       ONNXKIT_ASSIGN(std::vector<double> scale, channel_param(ctx, 1, "scale", count, what));
@@ -496,8 +489,7 @@ KernelFactory mvn_kernel() {
         const T* xp = x->data<T>();
         T* yp = y.mutable_data<T>();
         std::vector<double> mean(static_cast<size_t>(groups), 0.0), sq(static_cast<size_t>(groups), 0.0);
-        for (int64_t i = 0; i < total; ++i)
-          mean[static_cast<size_t>(group_of[i])] += static_cast<double>(static_cast<C>(xp[i]));
+        for (int64_t i = 0; i < total; ++i) mean[static_cast<size_t>(group_of[i])] += static_cast<double>(static_cast<C>(xp[i]));
         for (double& m : mean) m /= static_cast<double>(std::max<int64_t>(per_group, 1));
         for (int64_t i = 0; i < total; ++i) {
           const double d = static_cast<double>(static_cast<C>(xp[i])) - mean[static_cast<size_t>(group_of[i])];

@@ -18,16 +18,16 @@ enum class PoolKind { max, average, lp };
 struct PoolAttributes {
   PoolKind kind = PoolKind::max;
   WindowAttributes window;
-  bool count_include_pad = false;  // AveragePool
-  double p = 2;                    // LpPool
+  bool count_include_pad = false;     // AveragePool
+  double p = 2;                       // LpPool
   bool column_major_indices = false;  // MaxPool storage_order = 1
 };
 
 // Where the taps of window o fall along one axis.
 struct AxisWindow {
-  int64_t start = 0;     // input index of tap 0 (may be in the padding)
+  int64_t start = 0;       // input index of tap 0 (may be in the padding)
   int64_t lo = 0, hi = 0;  // taps [lo, hi) are inside the input
-  int64_t padded = 0;    // taps inside the padded input (count_include_pad)
+  int64_t padded = 0;      // taps inside the padded input (count_include_pad)
 };
 
 std::vector<std::vector<AxisWindow>> axis_windows(const WindowGeometry& g) {
@@ -51,9 +51,7 @@ std::vector<std::vector<AxisWindow>> axis_windows(const WindowGeometry& g) {
 }
 
 // |v|^p and its inverse, with the usual p of 1 and 2 spared a pow.
-inline double lp_term(double v, double p) {
-  return p == 2 ? v * v : p == 1 ? std::abs(v) : std::pow(std::abs(v), p);
-}
+inline double lp_term(double v, double p) { return p == 2 ? v * v : p == 1 ? std::abs(v) : std::pow(std::abs(v), p); }
 inline double lp_root(double sum, double p) { return p == 2 ? std::sqrt(sum) : p == 1 ? sum : std::pow(sum, 1.0 / p); }
 
 // Pools every (n, c) plane of x into y; `indices` (MaxPool only) may be null.
@@ -84,7 +82,7 @@ void pool_compute(const PoolAttributes& a, const WindowGeometry& g, int64_t plan
         valid *= w.hi - w.lo;
       }
       C best = a.kind == PoolKind::max ? (std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
-                                                                                : std::numeric_limits<C>::lowest())
+                                                                               : std::numeric_limits<C>::lowest())
                                        : C(0);
       int64_t best_at = -1;
       double sum = 0;
@@ -185,8 +183,8 @@ Result<WindowGeometry> pool_geometry(const PoolAttributes& a, const Tensor& x) {
   if (x.rank() != rank + 2)
     return make_error("X has shape {}, expected rank {} ([N, C] and the {} spatial dims of kernel_shape {})",
                       shape_to_string(x.shape()), rank + 2, rank, shape_to_string(a.window.kernel_shape));
-  ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(a.window, std::vector<int64_t>(x.shape().begin() + 2, x.shape().end()),
-                                                 a.window.kernel_shape));
+  ONNXKIT_ASSIGN(WindowGeometry g,
+                 resolve_window(a.window, std::vector<int64_t>(x.shape().begin() + 2, x.shape().end()), a.window.kernel_shape));
   Shape y_shape{x.dim(0), x.dim(1)};
   y_shape.insert(y_shape.end(), g.out.begin(), g.out.end());
   ONNXKIT_TRY(checked_size(y_shape, "Y"));
@@ -271,8 +269,7 @@ KernelFactory global_pool_kernel(PoolKind kind) {
     }
     return ComputeFn([kind, p](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-      if (x->rank() < 2)
-        return make_error("X must have shape [N, C, D1, ...], got {}", shape_to_string(x->shape()));
+      if (x->rank() < 2) return make_error("X must have shape [N, C, D1, ...], got {}", shape_to_string(x->shape()));
       Shape y_shape(x->rank(), 1);
       y_shape[0] = x->dim(0);
       y_shape[1] = x->dim(1);
@@ -329,8 +326,7 @@ KernelFactory max_unpool_kernel() {
       // positions, at the end of each spatial dim, stay zero).
       std::vector<int64_t> strides = w.strides.empty() ? std::vector<int64_t>(rank, 1) : w.strides;
       if (strides.size() != rank)
-        return make_error("strides {} has {} values, X has {} spatial dims", shape_to_string(strides), strides.size(),
-                          rank);
+        return make_error("strides {} has {} values, X has {} spatial dims", shape_to_string(strides), strides.size(), rank);
       std::vector<int64_t> pads = w.pads.empty() ? std::vector<int64_t>(2 * rank, 0) : w.pads;
       if (pads.size() != 2 * rank)
         return make_error("pads {} has {} values, expected {}", shape_to_string(pads), pads.size(), 2 * rank);
@@ -344,8 +340,8 @@ KernelFactory max_unpool_kernel() {
       if (ctx.has_input(2)) {
         ONNXKIT_ASSIGN(const Tensor* s, ctx.tensor(2));
         if (s->dtype() != DataType::int64 || s->rank() != 1 || s->numel() != static_cast<int64_t>(rank + 2))
-          return make_error("output_shape must be a 1-D int64 tensor of {} values, got {}{}", rank + 2,
-                            to_string(s->dtype()), shape_to_string(s->shape()));
+          return make_error("output_shape must be a 1-D int64 tensor of {} values, got {}{}", rank + 2, to_string(s->dtype()),
+                            shape_to_string(s->shape()));
         y_shape.assign(s->data<int64_t>(), s->data<int64_t>() + s->numel());
         if (y_shape[0] != x->dim(0) || y_shape[1] != x->dim(1))
           return make_error("output_shape {} does not keep the batch and channels of X {}", shape_to_string(y_shape),
@@ -361,8 +357,8 @@ KernelFactory max_unpool_kernel() {
       std::vector<int64_t> target(static_cast<size_t>(index->numel()));
       for (int64_t i = 0; i < index->numel(); ++i) {
         if (at[i] < 0 || at[i] >= inferred_total)
-          return make_error("I[{}] = {} is outside the unpooled tensor of {} elements (shape {})", i, at[i],
-                            inferred_total, shape_to_string(inferred));
+          return make_error("I[{}] = {} is outside the unpooled tensor of {} elements (shape {})", i, at[i], inferred_total,
+                            shape_to_string(inferred));
         // The same coordinates in the (possibly larger) output.
         int64_t rest = at[i], flat = 0, scale = 1;
         for (size_t d = inferred.size(); d-- > 0;) {

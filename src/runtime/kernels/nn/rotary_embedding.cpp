@@ -31,11 +31,10 @@ Result<RotaryLayout> rotary_layout(const Shape& x, int64_t num_heads) {
     return l;
   }
   if (x.size() != 3)
-    return make_error("X must be [batch, heads, sequence, head_size] or [batch, sequence, hidden], got {}",
-                      shape_to_string(x));
+    return make_error("X must be [batch, heads, sequence, head_size] or [batch, sequence, hidden], got {}", shape_to_string(x));
   if (num_heads <= 0 || x[2] % num_heads != 0)
-    return make_error("a 3-D X ({}) needs attribute num_heads dividing its hidden size, got num_heads {}",
-                      shape_to_string(x), num_heads);
+    return make_error("a 3-D X ({}) needs attribute num_heads dividing its hidden size, got num_heads {}", shape_to_string(x),
+                      num_heads);
   l.batch = x[0], l.sequence = x[1], l.heads = num_heads, l.head_size = x[2] / num_heads;
   l.heads_first = false;
   return l;
@@ -48,8 +47,8 @@ Result<std::vector<int64_t>> cache_rows(KernelContext& ctx, const RotaryLayout& 
   if (ctx.has_input(3)) {
     ONNXKIT_ASSIGN(const Tensor* ids_t, ctx.tensor(3));
     if (ids_t->shape() != Shape{l.batch, l.sequence})
-      return make_error("position_ids has shape {}, expected [batch, sequence] = [{}, {}]",
-                        shape_to_string(ids_t->shape()), l.batch, l.sequence);
+      return make_error("position_ids has shape {}, expected [batch, sequence] = [{}, {}]", shape_to_string(ids_t->shape()),
+                        l.batch, l.sequence);
     if (cache.size() != 2 || cache[1] != half)
       return make_error("with position_ids the caches must be [max_position, {}], got {}", half, shape_to_string(cache));
     ONNXKIT_ASSIGN(rows, read_int64s(*ids_t));
@@ -61,8 +60,8 @@ Result<std::vector<int64_t>> cache_rows(KernelContext& ctx, const RotaryLayout& 
   const bool per_batch = cache.size() == 3 && cache[0] == l.batch && cache[1] == l.sequence && cache[2] == half;
   const bool shared = cache.size() == 2 && cache[0] == l.sequence && cache[1] == half;
   if (!per_batch && !shared)
-    return make_error("without position_ids the caches must be [batch, sequence, {}] = [{}, {}, {}], got {}", half,
-                      l.batch, l.sequence, half, shape_to_string(cache));
+    return make_error("without position_ids the caches must be [batch, sequence, {}] = [{}, {}, {}], got {}", half, l.batch,
+                      l.sequence, half, shape_to_string(cache));
   for (int64_t b = 0; b < l.batch; ++b)
     for (int64_t s = 0; s < l.sequence; ++s) rows[static_cast<size_t>(b * l.sequence + s)] = per_batch ? b * l.sequence + s : s;
   return rows;
@@ -121,8 +120,6 @@ KernelFactory rotary_embedding_kernel() {
 
 }  // namespace
 
-void register_rotary_embedding(KernelRegistry& r) {
-  r.add("", "RotaryEmbedding", 23, kLatestOpset, rotary_embedding_kernel());
-}
+void register_rotary_embedding(KernelRegistry& r) { r.add("", "RotaryEmbedding", 23, kLatestOpset, rotary_embedding_kernel()); }
 
 }  // namespace onnxkit::runtime::nn

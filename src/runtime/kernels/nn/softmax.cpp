@@ -15,8 +15,7 @@ namespace {
 enum class Mode { softmax, log_softmax, hardmax };
 
 // x and y viewed as [outer, n, inner]; the op runs along n.
-template <class T, Mode kMode>
-void softmax_compute(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
+template <class T, Mode kMode> void softmax_compute(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
   using C = compute_t<T>;
   if (outer == 0 || n == 0 || inner == 0) return;
   const bool parallel = outer > 1 && outer * n * inner >= kParallelWork;
@@ -101,8 +100,7 @@ void softmax_compute(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) 
   }
 }
 
-template <Mode kMode>
-KernelFactory softmax_kernel(bool coerce_2d) {
+template <Mode kMode> KernelFactory softmax_kernel(bool coerce_2d) {
   return make_kernel([coerce_2d](const KernelInfo& info) -> Result<ComputeFn> {
     const int64_t axis_attr = info.attr_int("axis", coerce_2d ? 1 : -1);
     return ComputeFn([=](KernelContext& ctx) -> Status {

@@ -22,7 +22,7 @@
 namespace onnxkit::runtime::nn {
 namespace {
 
-constexpr int64_t kLanes = 8;  // channels per AVX register; a block (channel_block()) holds one or two
+constexpr int64_t kLanes = 8;   // channels per AVX register; a block (channel_block()) holds one or two
 constexpr int64_t kPanel = 16;  // output channels per register tile: two AVX registers
 constexpr int64_t kRows = 6;    // tiles per register tile: 12 accumulators of the 16 registers
 constexpr int64_t kPoints = 16;
@@ -74,8 +74,7 @@ struct Geometry {
 // B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]].
 // `plane` is one block of one image, from the group's first lane; point xi
 // goes to v + xi * stride.
-ONNXKIT_AVX2 void transform_input(const float* plane, const Geometry& g, int64_t top, int64_t left, float* v,
-                                  int64_t stride) {
+ONNXKIT_AVX2 void transform_input(const float* plane, const Geometry& g, int64_t top, int64_t left, float* v, int64_t stride) {
   __m256 d[4][4];
   for (int i = 0; i < 4; ++i) {
     const int64_t row = top + i;
@@ -103,8 +102,7 @@ ONNXKIT_AVX2 void transform_input(const float* plane, const Geometry& g, int64_t
 // Six rows of C (six tiles) by 16 columns: C = A * panel, A's rows `lda`
 // apart, the panel [depth x 16] contiguous. The accumulators are named one by
 // one: held in an array, GCC stores them to the stack on every step.
-ONNXKIT_AVX2 void multiply_six_rows(int64_t depth, const float* a, int64_t lda, const float* panel, float* c,
-                                    int64_t ldc) {
+ONNXKIT_AVX2 void multiply_six_rows(int64_t depth, const float* a, int64_t lda, const float* panel, float* c, int64_t ldc) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda, *a5 = a + 5 * lda;
@@ -136,8 +134,7 @@ ONNXKIT_AVX2 void multiply_six_rows(int64_t depth, const float* a, int64_t lda, 
   }
 }
 
-ONNXKIT_AVX2 void multiply_panel(int64_t rows, int64_t depth, const float* a, const float* panel, float* c,
-                                 int64_t ldc) {
+ONNXKIT_AVX2 void multiply_panel(int64_t rows, int64_t depth, const float* a, const float* panel, float* c, int64_t ldc) {
   for (int64_t r = 0; r < rows; r += kRows) multiply_six_rows(depth, a + r * depth, depth, panel, c + r * ldc, ldc);
 }
 
@@ -145,8 +142,8 @@ ONNXKIT_AVX2 void multiply_panel(int64_t rows, int64_t depth, const float* a, co
 // the panels `panel_stride` floats apart; otherwise as multiply_six_rows.
 // (Twelve rows, 24 accumulators, ran resnet18 no faster.)
 template <int Panels>
-ONNXKIT_AVX512 void multiply_six_rows_avx512(int64_t depth, const float* a, int64_t lda, const float* panel,
-                                             int64_t panel_stride, float* c, int64_t ldc) {
+ONNXKIT_AVX512 void multiply_six_rows_avx512(int64_t depth, const float* a, int64_t lda, const float* panel, int64_t panel_stride,
+                                             float* c, int64_t ldc) {
   __m512 acc[kRows][Panels];
   for (auto& row : acc)
     for (__m512& v : row) v = _mm512_setzero_ps();
@@ -167,13 +164,11 @@ ONNXKIT_AVX512 void multiply_six_rows_avx512(int64_t depth, const float* a, int6
 }
 
 // `count` (1 or 2) panels from `panel` on.
-ONNXKIT_AVX512 void multiply_panels_avx512(int64_t rows, int64_t depth, const float* a, const float* panel,
-                                           int64_t count, float* c, int64_t ldc) {
+ONNXKIT_AVX512 void multiply_panels_avx512(int64_t rows, int64_t depth, const float* a, const float* panel, int64_t count,
+                                           float* c, int64_t ldc) {
   for (int64_t r = 0; r < rows; r += kRows) {
-    if (count == 2)
-      multiply_six_rows_avx512<2>(depth, a + r * depth, depth, panel, depth * kPanel, c + r * ldc, ldc);
-    else
-      multiply_six_rows_avx512<1>(depth, a + r * depth, depth, panel, 0, c + r * ldc, ldc);
+    if (count == 2) multiply_six_rows_avx512<2>(depth, a + r * depth, depth, panel, depth * kPanel, c + r * ldc, ldc);
+    else multiply_six_rows_avx512<1>(depth, a + r * depth, depth, panel, 0, c + r * ldc, ldc);
   }
 }
 
@@ -183,8 +178,8 @@ ONNXKIT_AVX512 void multiply_panels_avx512(int64_t rows, int64_t depth, const fl
 // of one image of the output and the residual, from the group's first lane.
 // Lanes from `valid` on are padded channels and stay zero.
 ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometry& g, int64_t top, int64_t left,
-                                   const float* bias8, const float* residual, const FusedActivation& act,
-                                   int64_t valid, float* plane) {
+                                   const float* bias8, const float* residual, const FusedActivation& act, int64_t valid,
+                                   float* plane) {
   const __m256 bias = _mm256_loadu_ps(bias8);
   const __m256 keep = _mm256_castsi256_ps(
       _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
@@ -231,9 +226,7 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
                                                    FusedActivation activation) {
 #if ONNXKIT_WINOGRAD
   const WindowAttributes& win = attrs.window;
-  auto all_ones = [](const std::vector<int64_t>& v) {
-    return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; });
-  };
+  auto all_ones = [](const std::vector<int64_t>& v) { return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; }); };
   using Kind = FusedActivation::Kind;
   if (activation.kind != Kind::none && activation.kind != Kind::relu && activation.kind != Kind::clip) return nullptr;
   if (!cpu_has_avx2_fma() || attrs.group != 1 || w.dtype() != DataType::float32 || w.rank() != 4 || w.dim(2) != 3 ||
@@ -281,8 +274,7 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   if (p.in_channels != in_channels_ || p.out_channels != out_channels_ || p.group != 1 || win.rank() != 2 ||
       win.kernel != std::vector<int64_t>{3, 3} || win.strides != std::vector<int64_t>{1, 1} ||
       win.dilations != std::vector<int64_t>{1, 1})
-    return make_error("the Winograd convolution of {} -> {} channels was given another convolution", in_channels_,
-                      out_channels_);
+    return make_error("the Winograd convolution of {} -> {} channels was given another convolution", in_channels_, out_channels_);
   const Shape x_shape = blocked_shape(p.batch, in_channels_, win.in[0], win.in[1]);
   const Shape y_shape = blocked_shape(p.batch, out_channels_, win.out[0], win.out[1]);
   if (x.dtype() != DataType::float32 || x.shape() != x_shape || y.dtype() != DataType::float32 || y.shape() != y_shape)
@@ -290,7 +282,11 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
                       shape_to_string(y_shape), to_string(x.dtype()), shape_to_string(x.shape()), to_string(y.dtype()),
                       shape_to_string(y.shape()));
   ONNXKIT_TRY(check_residual(residual, y));
-  Geometry g{.h = win.in[0], .w = win.in[1], .oh = win.out[0], .ow = win.out[1], .pad_top = win.pads_begin[0],
+  Geometry g{.h = win.in[0],
+             .w = win.in[1],
+             .oh = win.out[0],
+             .ow = win.out[1],
+             .pad_top = win.pads_begin[0],
              .pad_left = win.pads_begin[1]};
   g.tiles_h = ceil_div(g.oh, 2);
   g.tiles_w = ceil_div(g.ow, 2);
@@ -341,9 +337,7 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   struct Corner {
     int64_t n, row, col;
   };
-  auto corner = [&](int64_t t) {
-    return Corner{t / per_image, 2 * ((t % per_image) / g.tiles_w), 2 * (t % g.tiles_w)};
-  };
+  auto corner = [&](int64_t t) { return Corner{t / per_image, 2 * ((t % per_image) / g.tiles_w), 2 * (t % g.tiles_w)}; };
   auto transform_inputs = [&](int64_t c, float* buffer, int64_t local) {
     float* dst = buffer + local * depth_;
     const int64_t t = c * chunk + local;
@@ -354,9 +348,8 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
     const Corner at = corner(t);
     const float* image = xs + at.n * g.in_blocks * in_plane;
     const int64_t top = at.row - g.pad_top, left = at.col - g.pad_left;
-    for_each_group(g.in_groups, in_plane, [&](int64_t q, int64_t offset) {
-      transform_input(image + offset, g, top, left, dst + q * kLanes, v_stride);
-    });
+    for_each_group(g.in_groups, in_plane,
+                   [&](int64_t q, int64_t offset) { transform_input(image + offset, g, top, left, dst + q * kLanes, v_stride); });
   };
   // A work item is one panel of one point, or two on AVX-512.
   const bool wide = products_on_avx512();
@@ -366,10 +359,8 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
     const float* a = buffer + xi * v_stride;
     const float* filters = filters_.data() + (xi * panels + panel) * depth_ * kPanel;
     float* products = buffer + kPoints * v_stride + xi * m_stride + panel * kPanel;
-    if (wide)
-      multiply_panels_avx512(rows_of(c), depth_, a, filters, std::min(per_item, panels - panel), products, columns_);
-    else
-      multiply_panel(rows_of(c), depth_, a, filters, products, columns_);
+    if (wide) multiply_panels_avx512(rows_of(c), depth_, a, filters, std::min(per_item, panels - panel), products, columns_);
+    else multiply_panel(rows_of(c), depth_, a, filters, products, columns_);
   };
   auto transform_outputs = [&](int64_t c, float* buffer, int64_t local) {
     const Corner at = corner(c * chunk + local);

@@ -40,15 +40,14 @@ Result<std::vector<float>> zero_points_of(const Tensor& t, std::string_view name
   return out;
 }
 
-Result<Granularity> granularity(const Shape& x, const Shape& scale, const Shape* zero_point, int64_t axis,
-                                int64_t block_size, bool per_axis_allowed, std::string_view scale_name,
-                                std::string_view zero_name) {
+Result<Granularity> granularity(const Shape& x, const Shape& scale, const Shape* zero_point, int64_t axis, int64_t block_size,
+                                bool per_axis_allowed, std::string_view scale_name, std::string_view zero_name) {
   const int64_t rank = static_cast<int64_t>(x.size());
   const int64_t count = shape_size(scale);
-  if (zero_point != nullptr && *zero_point != scale && !(shape_size(*zero_point) == 1 && count == 1 &&
-                                                          zero_point->size() <= 1 && scale.size() <= 1))
-    return make_error("input {} has shape {} but {} has shape {}: they must match", zero_name,
-                      shape_to_string(*zero_point), scale_name, shape_to_string(scale));
+  if (zero_point != nullptr && *zero_point != scale &&
+      !(shape_size(*zero_point) == 1 && count == 1 && zero_point->size() <= 1 && scale.size() <= 1))
+    return make_error("input {} has shape {} but {} has shape {}: they must match", zero_name, shape_to_string(*zero_point),
+                      scale_name, shape_to_string(scale));
   Granularity g;
   auto split_at = [&](int64_t given) -> Status {
     ONNXKIT_ASSIGN(const int64_t a, normalize_axis(given, rank, "axis", "input x"));
@@ -67,8 +66,8 @@ Result<Granularity> granularity(const Shape& x, const Shape& scale, const Shape*
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t want = d == axis ? (x[d] + block_size - 1) / block_size : x[d];
       if (scale[d] != want)
-        return make_error("input {} has shape {}; with x {}, axis {} and block_size {} it must be {} along dim {}",
-                          scale_name, shape_to_string(scale), shape_to_string(x), axis, block_size, want, d);
+        return make_error("input {} has shape {}; with x {}, axis {} and block_size {} it must be {} along dim {}", scale_name,
+                          shape_to_string(scale), shape_to_string(x), axis, block_size, want, d);
     }
     g.kind = Granularity::Kind::block;
     g.block = block_size;
@@ -85,8 +84,8 @@ Result<Granularity> granularity(const Shape& x, const Shape& scale, const Shape*
                         shape_to_string(scale));
     ONNXKIT_TRY(split_at(axis));
     if (scale[0] != g.axis_dim)
-      return make_error("input {} has {} elements but axis {} of x {} has {}", scale_name, scale[0], axis,
-                        shape_to_string(x), g.axis_dim);
+      return make_error("input {} has {} elements but axis {} of x {} has {}", scale_name, scale[0], axis, shape_to_string(x),
+                        g.axis_dim);
     g.kind = Granularity::Kind::axis;
     return g;
   }

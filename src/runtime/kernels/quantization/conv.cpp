@@ -22,8 +22,8 @@ namespace {
 
 // Output map m of image n. Compiled twice on x86-64 (baseline and AVX2),
 // picked at load time: the library targets the baseline instruction set.
-ONNXKIT_CONV_CLONES void convolve_map(const ConvParams& p, const int16_t* x, const int16_t* w, int32_t* out,
-                                      int64_t n, int64_t m) {
+ONNXKIT_CONV_CLONES void convolve_map(const ConvParams& p, const int16_t* x, const int16_t* w, int32_t* out, int64_t n,
+                                      int64_t m) {
   const WindowGeometry& g = p.window;
   const size_t spatial = g.rank();
   const size_t last = spatial - 1;
@@ -83,11 +83,10 @@ ONNXKIT_CONV_CLONES void convolve_map(const ConvParams& p, const int16_t* x, con
 
 void conv_integer(const ConvParams& p, const int16_t* x, const int16_t* w, int32_t* y) {
   const int64_t jobs = p.batch * p.out_channels, out_size = p.window.out_size();
-  const double work = static_cast<double>(jobs) *
-                      static_cast<double>(p.in_channels / p.group * p.window.kernel_size() * out_size);
+  const double work =
+      static_cast<double>(jobs) * static_cast<double>(p.in_channels / p.group * p.window.kernel_size() * out_size);
 #pragma omp parallel for if (jobs > 1 && work >= (1 << 18)) schedule(dynamic)
-  for (int64_t job = 0; job < jobs; ++job)
-    convolve_map(p, x, w, y + job * out_size, job / p.out_channels, job % p.out_channels);
+  for (int64_t job = 0; job < jobs; ++job) convolve_map(p, x, w, y + job * out_size, job / p.out_channels, job % p.out_channels);
 }
 
 namespace {
@@ -101,8 +100,7 @@ std::vector<int16_t> shifted(const Tensor& t, const std::vector<int32_t>& zero, 
   auto fill = [&]<class T>() {
     const T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i)
-      out[i] = static_cast<int16_t>(static_cast<int32_t>(p[i]) -
-                                    zero[zero.size() == 1 ? 0 : static_cast<size_t>(i / slice)]);
+      out[i] = static_cast<int16_t>(static_cast<int32_t>(p[i]) - zero[zero.size() == 1 ? 0 : static_cast<size_t>(i / slice)]);
   };
   if (t.dtype() == DataType::uint8) fill.template operator()<uint8_t>();
   else fill.template operator()<int8_t>();
@@ -110,12 +108,10 @@ std::vector<int16_t> shifted(const Tensor& t, const std::vector<int32_t>& zero, 
 }
 
 // A zero point: absent (0), one value, or (when allowed) one per map.
-Result<std::vector<int32_t>> zero_point(const KernelContext& ctx, size_t index, const char* name, DataType type,
-                                        int64_t maps) {
+Result<std::vector<int32_t>> zero_point(const KernelContext& ctx, size_t index, const char* name, DataType type, int64_t maps) {
   if (!ctx.has_input(index)) return std::vector<int32_t>{0};
   ONNXKIT_ASSIGN(const Tensor* z, ctx.tensor(index));
-  if (z->dtype() != type)
-    return make_error("input {} is {} but its operand is {}", name, to_string(z->dtype()), to_string(type));
+  if (z->dtype() != type) return make_error("input {} is {} but its operand is {}", name, to_string(z->dtype()), to_string(type));
   const bool scalar = z->numel() == 1 && z->rank() <= 1;
   if (!scalar && !(maps > 0 && z->rank() == 1 && z->dim(0) == maps))
     return make_error("input {} has shape {}: expected a scalar{}", name, shape_to_string(z->shape()),
@@ -127,8 +123,7 @@ Result<std::vector<int32_t>> zero_point(const KernelContext& ctx, size_t index, 
 Result<Tensor> convolve(const ConvParams& p, const Tensor& x, const Tensor& w, const std::vector<int32_t>& x_zero,
                         const std::vector<int32_t>& w_zero) {
   const std::vector<int16_t> xs = shifted(x, x_zero, std::max<int64_t>(1, x.numel()));
-  const std::vector<int16_t> ws =
-      shifted(w, w_zero, std::max<int64_t>(1, w.numel() / std::max<int64_t>(1, p.out_channels)));
+  const std::vector<int16_t> ws = shifted(w, w_zero, std::max<int64_t>(1, w.numel() / std::max<int64_t>(1, p.out_channels)));
   Tensor y(DataType::int32, p.y_shape());
   conv_integer(p, xs.data(), ws.data(), y.mutable_data<int32_t>());
   return y;

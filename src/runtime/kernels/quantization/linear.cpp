@@ -34,8 +34,7 @@ Result<LinearAttrs> linear_attrs(const KernelInfo& info) {
 // Calls body(o, a, first) for every row (o, a) of x seen as [outer,
 // axis_dim, inner], `first` being the row's first element; in parallel when
 // large.
-template <class Body>
-void for_each_row(const Granularity& g, int64_t numel, Body&& body) {
+template <class Body> void for_each_row(const Granularity& g, int64_t numel, Body&& body) {
   const int64_t rows = g.outer * g.axis_dim;
 #pragma omp parallel for if (rows > 1 && numel >= kParallelWork) schedule(static)
   for (int64_t r = 0; r < rows; ++r) body(r / g.axis_dim, r % g.axis_dim, r * g.inner);
@@ -44,8 +43,7 @@ void for_each_row(const Granularity& g, int64_t numel, Body&& body) {
 // One element of QuantizeLinear, v being x / scale. Integers round v before
 // adding the zero point (see round_saturate); float8 and float4 have no
 // separate rounding step, the sum is converted as Cast would.
-template <class Q>
-Q quantize_value(float v, float zero_point, bool saturate) {
+template <class Q> Q quantize_value(float v, float zero_point, bool saturate) {
   if constexpr (is_small_float_v<Q>) return Q(v + zero_point, saturate);
   else return round_saturate<Q>(v, zero_point);
 }
@@ -54,8 +52,8 @@ Q quantize_value(float v, float zero_point, bool saturate) {
 // (step 1, blocks). The pointers are restrict and the scalars local so that
 // 8-bit stores, which may alias anything, do not stop vectorization.
 template <class X, class Q>
-void quantize_row(const X* __restrict x, Q* __restrict y, int64_t n, const float* __restrict scale,
-                  const float* __restrict zero, int64_t step, bool saturate) {
+void quantize_row(const X* __restrict x, Q* __restrict y, int64_t n, const float* __restrict scale, const float* __restrict zero,
+                  int64_t step, bool saturate) {
   if (step == 0) {
     const float s = scale[0], z = zero[0];
     for (int64_t i = 0; i < n; ++i) y[i] = quantize_value<Q>(static_cast<float>(x[i]) / s, z, saturate);
@@ -90,8 +88,9 @@ Status compute_quantize(KernelContext& ctx, const LinearAttrs& attrs) {
     out_type = zero->dtype();
   }
   if (!is_quantized_type(out_type))
-    return make_error("quantizing to {} is not supported (int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8, float4e2m1)",
-                      to_string(out_type));
+    return make_error(
+        "quantizing to {} is not supported (int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8, float4e2m1)",
+        to_string(out_type));
   ONNXKIT_ASSIGN(Granularity g, granularity(x->shape(), scale->shape(), zero ? &zero->shape() : nullptr, attrs.axis,
                                             attrs.block_size, attrs.per_axis_allowed, "y_scale", "y_zero_point"));
   ONNXKIT_ASSIGN(std::vector<float> scales, floats_of(*scale, "y_scale"));
@@ -127,8 +126,7 @@ Status compute_dequantize(KernelContext& ctx, const LinearAttrs& attrs) {
   if (ctx.has_input(2)) {
     ONNXKIT_ASSIGN(zero, ctx.tensor(2));
     if (zero->dtype() != x->dtype())
-      return make_error("input x_zero_point is {} but x is {}: they must match", to_string(zero->dtype()),
-                        to_string(x->dtype()));
+      return make_error("input x_zero_point is {} but x is {}: they must match", to_string(zero->dtype()), to_string(x->dtype()));
   }
   if (!is_quantized_type(x->dtype()) && x->dtype() != DataType::int32)
     return make_error("input x must be int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8, float4e2m1 or int32, got {}",
@@ -190,11 +188,13 @@ void register_linear(KernelRegistry& r) {
   r.add("", "QuantizeLinear", 10, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           ONNXKIT_ASSIGN(LinearAttrs a, linear_attrs(info));
           return ComputeFn([a](KernelContext& ctx) { return compute_quantize(ctx, a); });
-        }), quantization);
+        }),
+        quantization);
   r.add("", "DequantizeLinear", 10, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           ONNXKIT_ASSIGN(LinearAttrs a, linear_attrs(info));
           return ComputeFn([a](KernelContext& ctx) { return compute_dequantize(ctx, a); });
-        }), quantization);
+        }),
+        quantization);
   r.add("", "DynamicQuantizeLinear", 11, kLatestOpset, make_kernel(compute_dynamic_quantize), quantization);
 }
 

@@ -20,8 +20,7 @@ Result<std::vector<V>> stretch(const std::vector<V>& values, const Tensor& t, in
                                std::string_view unit) {
   if (t.numel() == 1 && t.rank() <= 1) return std::vector<V>(static_cast<size_t>(per), values[0]);
   if (t.rank() == 1 && t.dim(0) == per) return values;
-  return make_error("input {} has shape {}: expected a scalar or [{}] (one per {})", name, shape_to_string(t.shape()),
-                    per, unit);
+  return make_error("input {} has shape {}: expected a scalar or [{}] (one per {})", name, shape_to_string(t.shape()), per, unit);
 }
 
 Status compute_qlinear_matmul(KernelContext& ctx) {

@@ -31,8 +31,7 @@ inline bool is_quantized_type(DataType t) {
 // this vectorizes on the baseline instruction set. It is exact for
 // |v| < 2^22; anything larger lands far outside Q and saturates anyway
 // (bounding v first would be cleaner, but stops the vectorizer).
-template <class Q>
-Q round_saturate(float v, float zero_point = 0.0f) {
+template <class Q> Q round_saturate(float v, float zero_point = 0.0f) {
   constexpr float kMagic = 12582912.0f;
   constexpr float lo = static_cast<float>(std::numeric_limits<Q>::lowest());
   constexpr float hi = static_cast<float>(std::numeric_limits<Q>::max());
@@ -42,8 +41,7 @@ Q round_saturate(float v, float zero_point = 0.0f) {
 }
 
 // Calls f.template operator()<Q>() for a type is_quantized_type accepts.
-template <class F>
-Status dispatch_quantized(DataType type, F&& f) {
+template <class F> Status dispatch_quantized(DataType type, F&& f) {
   switch (type) {
     case DataType::int8: return f.template operator()<int8_t>();
     case DataType::uint8: return f.template operator()<uint8_t>();
@@ -82,9 +80,8 @@ struct Granularity {
 // Checks a scale of shape `scale` (and its zero point, when given) against x:
 // `scale_name` and `zero_name` name them in errors. Per-axis needs
 // `per_axis_allowed` (opset 13), blocks `block_size` > 0 (opset 21).
-Result<Granularity> granularity(const Shape& x, const Shape& scale, const Shape* zero_point, int64_t axis,
-                                int64_t block_size, bool per_axis_allowed, std::string_view scale_name,
-                                std::string_view zero_name);
+Result<Granularity> granularity(const Shape& x, const Shape& scale, const Shape* zero_point, int64_t axis, int64_t block_size,
+                                bool per_axis_allowed, std::string_view scale_name, std::string_view zero_name);
 
 // The convolution of ConvInteger and QLinearConv, whose geometry is Conv's
 // (kernels/window.h):

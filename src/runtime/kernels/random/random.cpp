@@ -27,8 +27,7 @@ class Generator {
       : engine_(info.has_attr("seed") ? seed_from(info.attr_float("seed", 0)) : std::random_device{}()) {}
 
   // Calls fill(draw) under the lock; draw() is uniform in [0, 1) with 53 random bits.
-  template <class F>
-  void with_draws(F&& fill) {
+  template <class F> void with_draws(F&& fill) {
     std::lock_guard lock(mutex_);
     auto draw = [this] { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; };
     fill(draw);
@@ -48,16 +47,14 @@ class Generator {
 };
 
 // A standard normal from two uniforms (Box-Muller); 1 - u keeps log's argument in (0, 1].
-template <class Draw>
-double standard_normal(Draw& draw) {
+template <class Draw> double standard_normal(Draw& draw) {
   const double radius = std::sqrt(-2.0 * std::log(1.0 - draw()));
   return radius * std::cos(2.0 * std::numbers::pi * draw());
 }
 
 Result<DataType> float_type(int64_t dtype, std::string_view what) {
   auto type = static_cast<DataType>(dtype);
-  if (!is_floating(type))
-    return make_error("{} must be a floating-point type, got {}", what, to_string(type));
+  if (!is_floating(type)) return make_error("{} must be a floating-point type, got {}", what, to_string(type));
   return type;
 }
 
@@ -101,8 +98,7 @@ KernelFactory distribution_kernel(bool normal, bool like) {
         T* p = y.mutable_data<T>();
         generator->with_draws([&](auto& draw) {
           for (int64_t i = 0; i < y.numel(); ++i)
-            p[i] = static_cast<T>(normal ? low + high_or_scale * standard_normal(draw)
-                                         : low + (high_or_scale - low) * draw());
+            p[i] = static_cast<T>(normal ? low + high_or_scale * standard_normal(draw) : low + (high_or_scale - low) * draw());
         });
         return {};
       });
@@ -166,16 +162,13 @@ KernelFactory multinomial_kernel() {
           for (int64_t s = 0; s < samples; ++s) {
             const double target = draw() * total;
             auto it = std::upper_bound(cumulative.begin(), cumulative.end(), target);
-            drawn[static_cast<size_t>(b * samples + s)] =
-                std::min<int64_t>(it - cumulative.begin(), classes - 1);
+            drawn[static_cast<size_t>(b * samples + s)] = std::min<int64_t>(it - cumulative.begin(), classes - 1);
           }
         });
       }
       for (size_t i = 0; i < drawn.size(); ++i) {
-        if (out_type == DataType::int32)
-          y.mutable_data<int32_t>()[i] = static_cast<int32_t>(drawn[i]);
-        else
-          y.mutable_data<int64_t>()[i] = drawn[i];
+        if (out_type == DataType::int32) y.mutable_data<int32_t>()[i] = static_cast<int32_t>(drawn[i]);
+        else y.mutable_data<int64_t>()[i] = drawn[i];
       }
       return {};
     });

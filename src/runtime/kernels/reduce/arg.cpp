@@ -16,15 +16,13 @@ struct ArgAttrs {
   bool max = true;
 };
 
-template <class C>
-bool nan(C v) {
+template <class C> bool nan(C v) {
   if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
   else return false;
 }
 
 // Whether v, met after the current best b, takes its place.
-template <class C>
-bool replaces(C v, C b, bool max, bool last) {
+template <class C> bool replaces(C v, C b, bool max, bool last) {
   if (nan(b)) return last && nan(v);
   if (nan(v)) return true;
   if (max) return last ? v >= b : v > b;
@@ -33,8 +31,7 @@ bool replaces(C v, C b, bool max, bool last) {
 
 // The index along a contiguous line (n >= 1): first the extreme value and
 // whether there is a NaN, in vectorizable lanes; then a search for it.
-template <class T, bool kMax>
-int64_t arg_line(const T* p, int64_t n, bool last) {
+template <class T, bool kMax> int64_t arg_line(const T* p, int64_t n, bool last) {
   using C = compute_t<T>;
   constexpr bool kFloat = std::is_floating_point_v<C>;
   constexpr int kLanes = 16;
@@ -81,8 +78,7 @@ int64_t arg_line(const T* p, int64_t n, bool last) {
   return 0;
 }
 
-template <class T>
-void arg(const T* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max, bool last) {
+template <class T> void arg(const T* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max, bool last) {
   using C = compute_t<T>;
   if (inner == 1) {
 #pragma omp parallel for if (outer > 1 && outer * n >= kParallelWork) schedule(static)

@@ -41,7 +41,7 @@ struct Layout {
   int64_t outputs = 1;  // elements of the output
   int64_t count = 1;    // input elements folded into each
   bool inner_reduced = false;
-  int64_t inner = 1;    // size of the innermost merged dim (stride 1)
+  int64_t inner = 1;  // size of the innermost merged dim (stride 1)
   // Outer merged dims (the innermost excluded) with their input strides.
   std::vector<int64_t> kept_dims, kept_strides;
   std::vector<int64_t> reduced_dims, reduced_strides;
@@ -89,8 +89,8 @@ __attribute__((noinline)) void fold_row(typename Op::Acc* __restrict acc, const 
 // A contiguous run folded into one accumulator, in 16 lanes so that the
 // loop vectorizes without reordering a single chain.
 template <class In, class Op>
-__attribute__((noinline)) typename Op::Acc fold_run(const In* __restrict p, int64_t n, int64_t o,
-                                                    typename Op::Acc acc, const Op& op) {
+__attribute__((noinline)) typename Op::Acc fold_run(const In* __restrict p, int64_t n, int64_t o, typename Op::Acc acc,
+                                                    const Op& op) {
   using Acc = typename Op::Acc;
   constexpr int kLanes = 16;
   if (n >= 2 * kLanes) {
@@ -114,8 +114,7 @@ __attribute__((noinline)) typename Op::Acc fold_run(const In* __restrict p, int6
 // Folds x into out[o] = op.finish(fold of op.step over the elements of o, o).
 // Op has: using Acc; Acc init() const; Acc step(Acc, In, int64_t o) const;
 // Acc merge(Acc, Acc) const; Out finish(Acc, int64_t o) const.
-template <class In, class Out, class Op>
-void run(const Layout& L, const In* x, Out* out, const Op& op) {
+template <class In, class Out, class Op> void run(const Layout& L, const In* x, Out* out, const Op& op) {
   using Acc = typename Op::Acc;
   const int64_t total = L.outputs * L.count;
   const int threads = total >= kParallelWork ? available_threads() : 1;
@@ -131,7 +130,7 @@ void run(const Layout& L, const In* x, Out* out, const Op& op) {
     if (threads == 1 || L.outputs >= 2 * threads) {
       const int64_t chunks = std::min<int64_t>(threads, L.outputs);
       const int64_t per = (L.outputs + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) if (chunks > 1) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
       for (int64_t t = 0; t < chunks; ++t) {
         const int64_t first = t * per, last = std::min(L.outputs, first + per);
         if (first >= last) continue;
@@ -185,7 +184,7 @@ void run(const Layout& L, const In* x, Out* out, const Op& op) {
   if (threads == 1 || rows >= 2 * threads || combos < 2 * threads) {
     const int64_t chunks = std::min<int64_t>(threads, rows);
     const int64_t per = (rows + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) if (chunks > 1) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
     for (int64_t t = 0; t < chunks; ++t) {
       std::unique_ptr<Acc[]> acc(new Acc[w]);
       for (int64_t row = t * per; row < std::min(rows, (t + 1) * per); ++row) {

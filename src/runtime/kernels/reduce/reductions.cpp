@@ -24,21 +24,15 @@ enum class Kind { sum, mean, max, min, prod, l1, l2, log_sum, log_sum_exp, sum_s
 
 constexpr bool folds_in_double(Kind k) { return k == Kind::l2 || k == Kind::log_sum || k == Kind::log_sum_exp; }
 
+template <class T, Kind K> struct AccOf { using type = compute_t<T>; };
 template <class T, Kind K>
-struct AccOf {
-  using type = compute_t<T>;
-};
-template <class T, Kind K>
-  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-struct AccOf<T, K> {
-  using type = std::conditional_t<K == Kind::max || K == Kind::min, T,
-                                  std::conditional_t<folds_in_double(K), double, uint64_t>>;
+requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) struct AccOf<T, K> {
+  using type = std::conditional_t<K == Kind::max || K == Kind::min, T, std::conditional_t<folds_in_double(K), double, uint64_t>>;
 };
 
 // A double result stored in an integer type: saturated, NaN as 0, instead
 // of the undefined behaviour of casting what does not fit.
-template <class T>
-T store(double v) {
+template <class T> T store(double v) {
   if constexpr (std::is_integral_v<T>) {
     if (std::isnan(v)) return T(0);
     if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
@@ -49,8 +43,7 @@ T store(double v) {
   }
 }
 
-template <class T, Kind K>
-struct Reducer {
+template <class T, Kind K> struct Reducer {
   using Acc = typename AccOf<T, K>::type;
   int64_t count = 1;
   const Acc* shift = nullptr;  // per-output maximum, for log_sum_exp
@@ -129,8 +122,7 @@ struct Reducer {
   }
 };
 
-template <class T, Kind K>
-Status reduce_typed(const Tensor& x, const Layout& L, Tensor& y) {
+template <class T, Kind K> Status reduce_typed(const Tensor& x, const Layout& L, Tensor& y) {
   using R = Reducer<T, K>;
   R op;
   op.count = L.count;
@@ -161,16 +153,14 @@ Status reduce_typed(const Tensor& x, const Layout& L, Tensor& y) {
   return {};
 }
 
-template <Kind K>
-Status reduce(const Tensor& x, const Layout& L, Tensor& y) {
+template <Kind K> Status reduce(const Tensor& x, const Layout& L, Tensor& y) {
   if constexpr (K == Kind::max || K == Kind::min) {
     if (x.dtype() == DataType::boolean) return reduce_typed<bool, K>(x, L, y);
   }
   return dispatch_numeric(x.dtype(), [&]<class T>() -> Status { return reduce_typed<T, K>(x, L, y); });
 }
 
-template <Kind K>
-void add_reduction(KernelRegistry& r, const char* op, int64_t axes_input_since) {
+template <Kind K> void add_reduction(KernelRegistry& r, const char* op, int64_t axes_input_since) {
   auto build = [](bool from_input) {
     return make_kernel([from_input](const KernelInfo& info) -> Result<ComputeFn> {
       AxesSpec spec;

@@ -43,8 +43,7 @@ bool same_name(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-template <class T>
-void Activation::apply(T* x, int64_t n) const {
+template <class T> void Activation::apply(T* x, int64_t n) const {
   const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
   // The default gates of every cell: in float, the vectorized forms, which a
   // step of a small LSTM otherwise spends most of its time in.
@@ -85,8 +84,7 @@ void Activation::apply(T* x, int64_t n) const {
       break;
     case Kind::softplus:
       // log(1 + e^x) without overflowing e^x for large x.
-      for (int64_t i = 0; i < n; ++i)
-        x[i] = x[i] > T(0) ? x[i] + std::log1p(std::exp(-x[i])) : std::log1p(std::exp(x[i]));
+      for (int64_t i = 0; i < n; ++i) x[i] = x[i] > T(0) ? x[i] + std::log1p(std::exp(-x[i])) : std::log1p(std::exp(x[i]));
       break;
   }
 }
@@ -102,8 +100,7 @@ Result<std::vector<Activation>> read_activations(const KernelInfo& info, const s
   if (!info.has_attr("activations")) {
     for (int64_t d = 0; d < num_directions; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
   } else if (names.size() != wanted && names.size() != per_direction) {
-    return make_error("attribute 'activations' has {} entries; {} direction(s) need {}", names.size(), num_directions,
-                      wanted);
+    return make_error("attribute 'activations' has {} entries; {} direction(s) need {}", names.size(), num_directions, wanted);
   }
   const std::vector<float> alphas = info.attr_floats("activation_alpha");
   const std::vector<float> betas = info.attr_floats("activation_beta");

@@ -46,8 +46,8 @@ int64_t gate_count(Cell cell) { return cell == Cell::lstm ? 4 : cell == Cell::gr
 struct Config {
   Cell cell = Cell::lstm;
   int64_t directions = 1;
-  bool reverse = false;      // direction = reverse: the only direction runs backwards
-  int64_t hidden_size = -1;  // -1: the attribute is absent and R's shape says
+  bool reverse = false;                 // direction = reverse: the only direction runs backwards
+  int64_t hidden_size = -1;             // -1: the attribute is absent and R's shape says
   std::vector<Activation> activations;  // per direction: f, g, h (LSTM), f, g (GRU), f (RNN)
   bool has_clip = false;
   float clip = 0;
@@ -96,8 +96,7 @@ Result<Config> read_config(const KernelInfo& info, Cell cell) {
 
 // The elements of a float tensor in the compute type C: the tensor's own
 // memory when it already is C, else a converted copy in `copy`.
-template <class C>
-const C* as_compute(const Tensor& t, std::vector<C>& copy) {
+template <class C> const C* as_compute(const Tensor& t, std::vector<C>& copy) {
   if (t.dtype() == data_type_of<C>()) return t.data<C>();
   copy.resize(static_cast<size_t>(t.numel()));
   (void)dispatch_float(t.dtype(), [&]<class T>() -> Status {
@@ -110,8 +109,7 @@ const C* as_compute(const Tensor& t, std::vector<C>& copy) {
 
 // W, R, B and P checked against each other and made ready for the compute
 // type C: built once when they are initializers, else on each run.
-template <class C>
-struct Weights {
+template <class C> struct Weights {
   int64_t hidden = 0, input = 0;
   DataType type = DataType::undefined;  // of W, R, B and P
   const C* w = nullptr;                 // [directions * gates * hidden, input]
@@ -127,8 +125,8 @@ struct Weights {
 };
 
 template <class C>
-Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const Tensor& w, const Tensor& r,
-                                                       const Tensor* b, const Tensor* p) {
+Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const Tensor& w, const Tensor& r, const Tensor* b,
+                                                       const Tensor* p) {
   const int64_t gates = gate_count(cfg.cell), dirs = cfg.directions;
   if (!is_floating(w.dtype())) return make_error("W has element type {}; it must be a float type", to_string(w.dtype()));
   for (auto [t, name] : {std::pair{&r, "R"}, std::pair{b, "B"}, std::pair{p, "P"}})
@@ -197,8 +195,7 @@ Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const 
 }
 
 // One run: the inputs in the compute type and where the outputs go.
-template <class C>
-struct Problem {
+template <class C> struct Problem {
   const Config& cfg;
   const Weights<C>& w;
   int64_t seq = 0, batch = 0;
@@ -206,21 +203,17 @@ struct Problem {
   const C* h0 = nullptr;  // null: zeros
   const C* c0 = nullptr;
   const int64_t* lengths = nullptr;  // null: every sequence is `seq` long
-  C* y = nullptr;  // null when not wanted
+  C* y = nullptr;                    // null when not wanted
   C* yh = nullptr;
   C* yc = nullptr;
 };
 
 // The state and scratch of one direction, allocated before any thread
 // starts: nothing may throw inside a parallel region.
-template <class C>
-struct DirectionState {
-  std::vector<C> h, c, gates, scratch;
-};
+template <class C> struct DirectionState { std::vector<C> h, c, gates, scratch; };
 
 // Runs one direction through the sequence.
-template <class C>
-class DirectionRun {
+template <class C> class DirectionRun {
  public:
   DirectionRun(const Problem<C>& p, int64_t d, const C* xp, DirectionState<C>& st)
       : p_(p),
@@ -268,22 +261,16 @@ class DirectionRun {
  private:
   int64_t length(int64_t b) const { return p_.lengths != nullptr ? p_.lengths[b] : p_.seq; }
   // Where row b of initial_h, initial_c, Y_h and Y_c is.
-  int64_t state_offset(int64_t b) const {
-    return (cfg_.batch_first ? b * cfg_.directions + d_ : d_ * p_.batch + b) * hidden_;
-  }
+  int64_t state_offset(int64_t b) const { return (cfg_.batch_first ? b * cfg_.directions + d_ : d_ * p_.batch + b) * hidden_; }
   int64_t y_offset(int64_t t, int64_t b) const {
-    return (cfg_.batch_first ? (b * p_.seq + t) * cfg_.directions + d_ : (t * cfg_.directions + d_) * p_.batch + b) *
-           hidden_;
+    return (cfg_.batch_first ? (b * p_.seq + t) * cfg_.directions + d_ : (t * cfg_.directions + d_) * p_.batch + b) * hidden_;
   }
   // The projected input of sequence b at time t: X's rows keep X's layout.
-  const C* projected(int64_t t, int64_t b) const {
-    return xp_ + (cfg_.batch_first ? b * p_.seq + t : t * p_.batch + b) * xp_ld_;
-  }
+  const C* projected(int64_t t, int64_t b) const { return xp_ + (cfg_.batch_first ? b * p_.seq + t : t * p_.batch + b) * xp_ld_; }
 
   // f(b, x) for every row among the first `rows` still running at step s,
   // x being its projected input; the row's new h then goes to Y.
-  template <class F>
-  void for_rows(int64_t s, int64_t rows, bool write_y, F&& f) {
+  template <class F> void for_rows(int64_t s, int64_t rows, bool write_y, F&& f) {
     parallel_for(rows, rows * gh_ >= kParallelGateWork, [&](int64_t b) {
       const int64_t len = length(b);
       if (s >= len) return;
@@ -306,12 +293,8 @@ class DirectionRun {
     // the reset applied to h first.
     recurrent_product(rows, split ? 2 * H : gh_, h_, r_t_, gates_);
     switch (cfg_.cell) {
-      case Cell::lstm:
-        for_rows(s, rows, true, [&](int64_t b, const C* x) { lstm_row(b, x); });
-        break;
-      case Cell::rnn:
-        for_rows(s, rows, true, [&](int64_t b, const C* x) { rnn_row(b, x); });
-        break;
+      case Cell::lstm: for_rows(s, rows, true, [&](int64_t b, const C* x) { lstm_row(b, x); }); break;
+      case Cell::rnn: for_rows(s, rows, true, [&](int64_t b, const C* x) { rnn_row(b, x); }); break;
       case Cell::gru:
         if (!split) {
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_row(b, x); });
@@ -330,8 +313,7 @@ class DirectionRun {
     const int64_t H = hidden_;
     if constexpr (std::is_same_v<C, float>) {
       if (rows <= kRowProductRows) {
-        for (int64_t b = 0; b < rows; ++b)
-          row_product_floats(false, a + b * H, r_t, gh_, H, n, 1.0f, 0.0f, out + b * gh_);
+        for (int64_t b = 0; b < rows; ++b) row_product_floats(false, a + b * H, r_t, gh_, H, n, 1.0f, 0.0f, out + b * gh_);
         return;
       }
     }
@@ -450,15 +432,13 @@ class DirectionRun {
   C* scratch_;
 };
 
-template <class C>
-void run_problem(const Problem<C>& p) {
+template <class C> void run_problem(const Problem<C>& p) {
   const Config& cfg = p.cfg;
   const int64_t dirs = cfg.directions, gh = gate_count(cfg.cell) * p.w.hidden, H = p.w.hidden;
   const int64_t rows = p.seq * p.batch;
   // The input projection of every step and direction, in one product.
   std::vector<C> xp(static_cast<size_t>(rows * dirs * gh));
-  gemm(false, true, rows, dirs * gh, p.w.input, C(1), p.x, p.w.input, p.w.w, p.w.input, C(0), xp.data(),
-             dirs * gh);
+  gemm(false, true, rows, dirs * gh, p.w.input, C(1), p.x, p.w.input, p.w.w, p.w.input, C(0), xp.data(), dirs * gh);
   if (p.y != nullptr && p.lengths != nullptr) std::fill_n(p.y, p.seq * dirs * p.batch * H, C(0));
   std::vector<DirectionState<C>> states(static_cast<size_t>(dirs));
   for (DirectionState<C>& st : states) {
@@ -488,16 +468,14 @@ Result<int64_t> checked_count(std::initializer_list<int64_t> dims, std::string_v
 
 // Where an output's values are computed: the tensor itself when it has the
 // compute type, else `scratch`, converted into the tensor afterwards.
-template <class C>
-C* output_buffer(Tensor* t, std::vector<C>& scratch) {
+template <class C> C* output_buffer(Tensor* t, std::vector<C>& scratch) {
   if (t == nullptr) return nullptr;
   if (t->dtype() == data_type_of<C>()) return t->mutable_data<C>();
   scratch.resize(static_cast<size_t>(t->numel()));
   return scratch.data();
 }
 
-template <class C>
-void store_output(Tensor* t, const std::vector<C>& scratch) {
+template <class C> void store_output(Tensor* t, const std::vector<C>& scratch) {
   if (t == nullptr || t->dtype() == data_type_of<C>()) return;
   (void)dispatch_float(t->dtype(), [&]<class T>() -> Status {
     T* out = t->mutable_data<T>();
@@ -513,8 +491,7 @@ struct Prepacked {
   const Weights<double>* get(double*) const { return d.get(); }
 };
 
-template <class C>
-Status compute_as(KernelContext& ctx, const Config& cfg, const Prepacked& packed) {
+template <class C> Status compute_as(KernelContext& ctx, const Config& cfg, const Prepacked& packed) {
   const Tensor& x = ctx.input(kX);
   const DataType type = x.dtype();
   const bool lstm = cfg.cell == Cell::lstm;
@@ -537,14 +514,14 @@ Status compute_as(KernelContext& ctx, const Config& cfg, const Prepacked& packed
     w = owned.get();
   }
   const int64_t dirs = cfg.directions, H = w->hidden;
-  const char* layout = cfg.batch_first ? "[batch_size, seq_length, input_size] (layout 1)"
-                                       : "[seq_length, batch_size, input_size]";
+  const char* layout =
+      cfg.batch_first ? "[batch_size, seq_length, input_size] (layout 1)" : "[seq_length, batch_size, input_size]";
   if (x.rank() != 3) return make_error("X must be 3-D {}, got shape {}", layout, shape_to_string(x.shape()));
   const int64_t seq = cfg.batch_first ? x.dim(1) : x.dim(0);
   const int64_t batch = cfg.batch_first ? x.dim(0) : x.dim(1);
   if (x.dim(2) != w->input)
-    return make_error("X has shape {}, input_size {}; W has shape {}, input_size {}: they must match",
-                      shape_to_string(x.shape()), x.dim(2), shape_to_string(wt->shape()), w->input);
+    return make_error("X has shape {}, input_size {}; W has shape {}, input_size {}: they must match", shape_to_string(x.shape()),
+                      x.dim(2), shape_to_string(wt->shape()), w->input);
 
   std::vector<int64_t> lengths;
   if (ctx.has_input(kSequenceLens)) {
@@ -552,8 +529,7 @@ Status compute_as(KernelContext& ctx, const Config& cfg, const Prepacked& packed
     if (sl->dtype() != DataType::int32 && sl->dtype() != DataType::int64)
       return make_error("sequence_lens has element type {}; it must be int32", to_string(sl->dtype()));
     if (sl->rank() != 1 || sl->dim(0) != batch)
-      return make_error("sequence_lens has shape {}; it must be [batch_size] = [{}]", shape_to_string(sl->shape()),
-                        batch);
+      return make_error("sequence_lens has shape {}; it must be [batch_size] = [{}]", shape_to_string(sl->shape()), batch);
     ONNXKIT_ASSIGN(lengths, read_int64s(*sl));
     for (size_t b = 0; b < lengths.size(); ++b)
       if (lengths[b] < 0 || lengths[b] > seq)
@@ -562,14 +538,13 @@ Status compute_as(KernelContext& ctx, const Config& cfg, const Prepacked& packed
   }
 
   const Shape state_shape = cfg.batch_first ? Shape{batch, dirs, H} : Shape{dirs, batch, H};
-  const char* state_layout = cfg.batch_first ? "[batch_size, num_directions, hidden_size] (layout 1)"
-                                             : "[num_directions, batch_size, hidden_size]";
+  const char* state_layout =
+      cfg.batch_first ? "[batch_size, num_directions, hidden_size] (layout 1)" : "[num_directions, batch_size, hidden_size]";
   auto initial_state = [&](size_t index, const char* name, std::vector<C>& copy) -> Result<const C*> {
     if (!ctx.has_input(index)) return static_cast<const C*>(nullptr);
     ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(index));
     if (t->dtype() != type)
-      return make_error("{} has element type {} and X has {}; they must match", name, to_string(t->dtype()),
-                        to_string(type));
+      return make_error("{} has element type {} and X has {}; they must match", name, to_string(t->dtype()), to_string(type));
     if (t->shape() != state_shape)
       return make_error("{} has shape {}; it must be {} = {}", name, shape_to_string(t->shape()), state_layout,
                         shape_to_string(state_shape));

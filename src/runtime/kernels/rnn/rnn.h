@@ -37,8 +37,7 @@ struct Activation {
   float beta = 0;
 
   // x[i] = f(x[i]) for i < n (defined for float and double).
-  template <class T>
-  void apply(T* x, int64_t n) const;
+  template <class T> void apply(T* x, int64_t n) const;
 };
 
 // The activations of every direction, in the attribute's order: `defaults`

@@ -24,13 +24,9 @@ struct DftMode {
   bool onesided = false;
 };
 
-DftMode read_dft_mode(const KernelInfo& info) {
-  return {info.attr_int("inverse", 0) != 0, info.attr_int("onesided", 0) != 0};
-}
+DftMode read_dft_mode(const KernelInfo& info) { return {info.attr_int("inverse", 0) != 0, info.attr_int("onesided", 0) != 0}; }
 
-bool is_real_or_complex(const Tensor& t) {
-  return t.rank() >= 2 && (t.shape().back() == 1 || t.shape().back() == 2);
-}
+bool is_real_or_complex(const Tensor& t) { return t.rank() >= 2 && (t.shape().back() == 1 || t.shape().back() == 2); }
 
 Status dft(KernelContext& ctx, int64_t axis_value, DftMode mode) {
   ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(kInput));
@@ -82,8 +78,7 @@ Status dft(KernelContext& ctx, int64_t axis_value, DftMode mode) {
         line[static_cast<size_t>(t)] = Complex(v[0], components == 2 ? v[1] : 0);
       }
       if (irfft)
-        for (int64_t k = half; k < length; ++k)
-          line[static_cast<size_t>(k)] = std::conj(line[static_cast<size_t>(length - k)]);
+        for (int64_t k = half; k < length; ++k) line[static_cast<size_t>(k)] = std::conj(line[static_cast<size_t>(length - k)]);
       plan.transform(line, mode.inverse);
       for (int64_t k = 0; k < out_length; ++k) {
         double* y = &out[static_cast<size_t>(((o * out_length + k) * inner + i) * out_components)];
@@ -103,8 +98,7 @@ Status dft(KernelContext& ctx, int64_t axis_value, DftMode mode) {
 Status stft(KernelContext& ctx, bool onesided) {
   ONNXKIT_ASSIGN(const Tensor* signal, ctx.tensor(kSignal));
   if (signal->rank() != 3 || !is_real_or_complex(*signal))
-    return make_error("signal must be [batch, length, 1 (real) or 2 (complex)], got shape {}",
-                      shape_to_string(signal->shape()));
+    return make_error("signal must be [batch, length, 1 (real) or 2 (complex)], got shape {}", shape_to_string(signal->shape()));
   const int64_t batch = signal->dim(0), signal_length = signal->dim(1), components = signal->dim(2);
   if (onesided && components == 2)
     return make_error("onesided=1 needs a real signal (last dim 1), got shape {}; set onesided=0",

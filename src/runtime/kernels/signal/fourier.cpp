@@ -37,10 +37,8 @@ void FourierPlan::transform(std::vector<Complex>& line, bool inverse) {
   // The inverse transform is the forward one conjugated on both sides.
   if (inverse)
     for (Complex& v : line) v = std::conj(v);
-  if (fft_size_ == n_)
-    fft_pow2(line);
-  else
-    bluestein(line);
+  if (fft_size_ == n_) fft_pow2(line);
+  else bluestein(line);
   if (inverse)
     for (Complex& v : line) v = std::conj(v);
 }

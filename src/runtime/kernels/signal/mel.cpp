@@ -46,9 +46,10 @@ Status mel_weight_matrix(KernelContext& ctx, DataType type) {
     // lower_edge_hertz >= 0; checked all the same as it indexes the rows.)
     const bool last = k + 1 == edge.size();
     if (!(bin >= 0 && bin <= static_cast<double>(last ? spectrogram_bins : spectrogram_bins - 1)))
-      return make_error("upper_edge_hertz {} reaches past the {} spectrogram bins of dft_length {}; keep it below "
-                        "sample_rate / 2 = {}",
-                        upper_hertz, spectrogram_bins, dft_length, static_cast<double>(sample_rate) / 2);
+      return make_error(
+          "upper_edge_hertz {} reaches past the {} spectrogram bins of dft_length {}; keep it below "
+          "sample_rate / 2 = {}",
+          upper_hertz, spectrogram_bins, dft_length, static_cast<double>(sample_rate) / 2);
     edge[k] = static_cast<int64_t>(bin);
   }
 
@@ -72,8 +73,7 @@ Status mel_weight_matrix(KernelContext& ctx, DataType type) {
 
 void register_mel(KernelRegistry& r) {
   r.add("", "MelWeightMatrix", 17, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          const auto type =
-              static_cast<DataType>(info.attr_int("output_datatype", static_cast<int64_t>(DataType::float32)));
+          const auto type = static_cast<DataType>(info.attr_int("output_datatype", static_cast<int64_t>(DataType::float32)));
           ONNXKIT_TRY(check_numeric_output(type));
           return ComputeFn([type](KernelContext& ctx) { return mel_weight_matrix(ctx, type); });
         }));

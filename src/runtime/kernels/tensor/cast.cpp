@@ -17,8 +17,7 @@ namespace {
 // A float converted to an integer type (int4 and uint4 included): NaN gives
 // 0 and values out of range saturate (C++ leaves both undefined; ONNX leaves
 // them unspecified).
-template <class To>
-To float_to_integer(double v) {
+template <class To> To float_to_integer(double v) {
   if (std::isnan(v)) return To(0);
   if (v <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
   if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
@@ -32,8 +31,7 @@ struct CastMode {
   E8M0Rounding rounding = E8M0Rounding::up;
 };
 
-template <class To, class From>
-To convert(const From& v, const CastMode& mode) {
+template <class To, class From> To convert(const From& v, const CastMode& mode) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (is_half_v<From> || is_small_float_v<From>) {
@@ -66,16 +64,12 @@ To convert(const From& v, const CastMode& mode) {
 }
 
 // Element types Cast can handle (complex is not a Cast type).
-template <class F>
-Status dispatch_castable(DataType t, F&& f) {
+template <class F> Status dispatch_castable(DataType t, F&& f) {
   if (is_low_precision(t)) return dispatch_low_precision(t, std::forward<F>(f));
   switch (t) {
-    case DataType::boolean:
-      return f.template operator()<bool>();
-    case DataType::string:
-      return f.template operator()<std::string>();
-    default:
-      return dispatch_numeric(t, std::forward<F>(f));
+    case DataType::boolean: return f.template operator()<bool>();
+    case DataType::string: return f.template operator()<std::string>();
+    default: return dispatch_numeric(t, std::forward<F>(f));
   }
 }
 
@@ -103,8 +97,8 @@ Status cast(const Tensor& x, DataType to, const CastMode& mode, KernelContext& c
 Status bit_cast(const Tensor& x, DataType to, KernelContext& ctx) {
   const int bits = bit_width(x.dtype());
   if (bits == 0 || bits != bit_width(to))
-    return make_error("cannot bit-cast {} ({} bits) to {} ({} bits): the widths must be equal and non-zero",
-                      to_string(x.dtype()), bits, to_string(to), bit_width(to));
+    return make_error("cannot bit-cast {} ({} bits) to {} ({} bits): the widths must be equal and non-zero", to_string(x.dtype()),
+                      bits, to_string(to), bit_width(to));
   Tensor& y = ctx.output(0, to, x.shape());
   if (bits < 8) {
     // The low bits of each byte are the element; signed integers are kept
@@ -156,7 +150,8 @@ void register_cast(KernelRegistry& r) {
         }));
   r.add("", "Cast", 6, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           auto to = static_cast<DataType>(info.attr_int("to", 0));
-          if (element_size(to) == 0) return make_error("attribute 'to' ({}) is not a supported element type", static_cast<int>(to));
+          if (element_size(to) == 0)
+            return make_error("attribute 'to' ({}) is not a supported element type", static_cast<int>(to));
           ONNXKIT_ASSIGN(CastMode mode, cast_mode(info));
           return ComputeFn([to, mode](KernelContext& ctx) -> Status {
             ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));

@@ -13,7 +13,8 @@ void register_generators(KernelRegistry& r) {
           ONNXKIT_ASSIGN(const Tensor* limit, ctx.tensor(1));
           ONNXKIT_ASSIGN(const Tensor* delta, ctx.tensor(2));
           for (const Tensor* t : {start, limit, delta})
-            if (t->numel() != 1 || t->dtype() != start->dtype()) return make_error("start, limit and delta must be scalars of one type");
+            if (t->numel() != 1 || t->dtype() != start->dtype())
+              return make_error("start, limit and delta must be scalars of one type");
           return dispatch_numeric(start->dtype(), [&]<class T>() -> Status {
             double s = static_cast<double>(start->data<T>()[0]), l = static_cast<double>(limit->data<T>()[0]),
                    d = static_cast<double>(delta->data<T>()[0]);
@@ -21,8 +22,7 @@ void register_generators(KernelRegistry& r) {
             const double count = std::ceil((l - s) / d);
             // in double, before the cast: 2^63 and more (or NaN) do not fit int64
             if (!(count <= static_cast<double>(kMaxElements)))
-              return make_error("from {} to {} by {}: {} elements, more than {}", s, l, d, count,
-                                kMaxElements);
+              return make_error("from {} to {} by {}: {} elements, more than {}", s, l, d, count, kMaxElements);
             const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
             Tensor& y = ctx.output(0, start->dtype(), {n});
             T* p = y.mutable_data<T>();

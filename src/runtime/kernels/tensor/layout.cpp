@@ -53,12 +53,13 @@ Status concat(KernelContext& ctx, int64_t axis_attr) {
   shape[static_cast<size_t>(axis)] = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = *inputs[i];
-    if (t.dtype() != first.dtype()) return make_error("input {} is {}, input 0 is {}", i, to_string(t.dtype()), to_string(first.dtype()));
+    if (t.dtype() != first.dtype())
+      return make_error("input {} is {}, input 0 is {}", i, to_string(t.dtype()), to_string(first.dtype()));
     if (t.rank() != first.rank()) return make_error("input {} has rank {}, input 0 has rank {}", i, t.rank(), first.rank());
     for (size_t d = 0; d < t.rank(); ++d)
       if (static_cast<int64_t>(d) != axis && t.dim(d) != first.dim(d))
-        return make_error("input {} has shape {}, incompatible with input 0's {} outside axis {}", i,
-                          shape_to_string(t.shape()), shape_to_string(first.shape()), axis);
+        return make_error("input {} has shape {}, incompatible with input 0's {} outside axis {}", i, shape_to_string(t.shape()),
+                          shape_to_string(first.shape()), axis);
     shape[static_cast<size_t>(axis)] += t.dim(static_cast<size_t>(axis));
   }
   Tensor& y = ctx.output(0, first.dtype(), shape);
@@ -101,7 +102,8 @@ Status split(KernelContext& ctx, int64_t axis_attr, std::vector<int64_t> sizes, 
   }
   if (static_cast<int64_t>(sizes.size()) != outputs)
     return make_error("split has {} parts for {} outputs", sizes.size(), outputs);
-  if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != length || std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 0; }))
+  if (std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != length ||
+      std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 0; }))
     return make_error("split sizes [{}] do not add up to the dim's {}", fmt::join(sizes, ","), length);
   int64_t start = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -169,7 +171,8 @@ Status depth_to_space(KernelContext& ctx, int64_t block, bool crd) {
   ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
   if (x->rank() != 4) return make_error("input must be 4-D, got {}", shape_to_string(x->shape()));
   const int64_t n = x->dim(0), c = x->dim(1), h = x->dim(2), w = x->dim(3);
-  if (block <= 0 || c % (block * block) != 0) return make_error("channels {} are not divisible by blocksize^2 ({})", c, block * block);
+  if (block <= 0 || c % (block * block) != 0)
+    return make_error("channels {} are not divisible by blocksize^2 ({})", c, block * block);
   const int64_t oc = c / (block * block);
   // Output [N, C/b^2, H*b, W*b] read as [N, oc, H, b1, W, b2].
   Tensor& y = ctx.output(0, x->dtype(), {n, oc, h * block, w * block});
@@ -268,8 +271,8 @@ Status compute_tile(KernelContext& ctx) {
     strides.insert(strides.end(), {0, s[i]});
   }
   // The view's count is the output's: checked, the products below cannot overflow.
-  ONNXKIT_TRY(checked_size(view_shape, fmt::format("repeats {} of input shape {}", shape_to_string(repeats),
-                                                   shape_to_string(x->shape()))));
+  ONNXKIT_TRY(checked_size(view_shape,
+                           fmt::format("repeats {} of input shape {}", shape_to_string(repeats), shape_to_string(x->shape()))));
   for (size_t i = 0; i < repeats.size(); ++i) out_shape.push_back(repeats[i] * x->dim(i));
   Tensor& y = ctx.output(0, x->dtype(), out_shape);
   Tensor view = y.reshaped(view_shape);

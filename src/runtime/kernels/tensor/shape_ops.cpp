@@ -46,8 +46,8 @@ Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& target
     out[static_cast<size_t>(inferred)] = total / known;
   }
   if (shape_size(out) != total)
-    return make_error("cannot reshape {} ({} elements) to {} ({} elements)", shape_to_string(in), total,
-                      shape_to_string(out), shape_size(out));
+    return make_error("cannot reshape {} ({} elements) to {} ({} elements)", shape_to_string(in), total, shape_to_string(out),
+                      shape_size(out));
   return out;
 }
 
@@ -56,7 +56,8 @@ Result<Shape> squeezed(const Shape& in, const std::vector<int64_t>& axes) {
   std::set<int64_t> drop;
   for (int64_t a : axes) {
     ONNXKIT_ASSIGN(int64_t axis, normalize_axis(a, static_cast<int64_t>(in.size())));
-    if (in[static_cast<size_t>(axis)] != 1) return make_error("cannot squeeze axis {} of size {}", a, in[static_cast<size_t>(axis)]);
+    if (in[static_cast<size_t>(axis)] != 1)
+      return make_error("cannot squeeze axis {} of size {}", a, in[static_cast<size_t>(axis)]);
     drop.insert(axis);
   }
   Shape out;

@@ -21,12 +21,11 @@ Status concat(KernelContext& ctx) {
   const std::string* px = x->data<std::string>();
   const std::string* py = y->data<std::string>();
   std::string* pz = z.mutable_data<std::string>();
-  for_each_broadcast_run<2>(shape, {&x->shape(), &y->shape()},
-                            [&](int64_t out, const std::array<int64_t, 2>& offsets, const std::array<int64_t, 2>& steps,
-                                int64_t length) {
-                              for (int64_t i = 0; i < length; ++i)
-                                pz[out + i] = px[offsets[0] + i * steps[0]] + py[offsets[1] + i * steps[1]];
-                            });
+  for_each_broadcast_run<2>(
+      shape, {&x->shape(), &y->shape()},
+      [&](int64_t out, const std::array<int64_t, 2>& offsets, const std::array<int64_t, 2>& steps, int64_t length) {
+        for (int64_t i = 0; i < length; ++i) pz[out + i] = px[offsets[0] + i * steps[0]] + py[offsets[1] + i * steps[1]];
+      });
   return {};
 }
 

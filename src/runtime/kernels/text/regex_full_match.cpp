@@ -21,8 +21,7 @@ KernelFactory regex_full_match_kernel() {
     if (!regex->ok()) return make_error("attribute 'pattern' is not a valid RE2 pattern: {}", regex->error());
     return ComputeFn([regex](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-      if (x->dtype() != DataType::string)
-        return make_error("input X must be a string tensor, got {}", to_string(x->dtype()));
+      if (x->dtype() != DataType::string) return make_error("input X must be a string tensor, got {}", to_string(x->dtype()));
       Tensor& y = ctx.output(0, DataType::boolean, x->shape());
       const std::string* in = x->data<std::string>();
       bool* out = y.mutable_data<bool>();
@@ -34,8 +33,6 @@ KernelFactory regex_full_match_kernel() {
 
 }  // namespace
 
-void register_regex_full_match(KernelRegistry& r) {
-  r.add("", "RegexFullMatch", 20, kLatestOpset, regex_full_match_kernel());
-}
+void register_regex_full_match(KernelRegistry& r) { r.add("", "RegexFullMatch", 20, kLatestOpset, regex_full_match_kernel()); }
 
 }  // namespace onnxkit::runtime::text

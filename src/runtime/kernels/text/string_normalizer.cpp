@@ -86,8 +86,7 @@ Result<ComputeFn> build_string_normalizer(const KernelInfo& info) {
       return make_error("X must have shape [C] or [1, C], got {}", shape_to_string(x->shape()));
     std::vector<std::string> kept;
     for (const std::string& s : x->values<std::string>()) {
-      const bool stop = !stopwords.empty() &&
-                        stopwords.contains(case_sensitive ? s : change_case(s, CaseChange::lower));
+      const bool stop = !stopwords.empty() && stopwords.contains(case_sensitive ? s : change_case(s, CaseChange::lower));
       if (!stop) kept.push_back(change_case(s, change));
     }
     // When every element is a stop word the spec still asks for one (empty) string.

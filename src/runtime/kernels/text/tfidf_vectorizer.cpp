@@ -49,7 +49,7 @@ struct TfIdfVectorizer {
   std::unordered_map<int64_t, int64_t> int_ids;         // pool_int64s item -> id
   std::unordered_map<std::string, int64_t> string_ids;  // pool_strings item -> id
   std::map<std::vector<int64_t>, int64_t> coordinates;  // n-gram of ids -> output coordinate
-  std::vector<float> weights;                            // by output coordinate; empty: all 1
+  std::vector<float> weights;                           // by output coordinate; empty: all 1
   int64_t output_size = 0;
 
   Result<std::vector<int64_t>> token_ids(const Tensor& x) const;
@@ -57,8 +57,7 @@ struct TfIdfVectorizer {
   void weigh(const std::vector<int64_t>& counts, float* out) const;
 };
 
-template <class Item>
-std::vector<int64_t> assign_ids(const std::vector<Item>& pool, std::unordered_map<Item, int64_t>& ids) {
+template <class Item> std::vector<int64_t> assign_ids(const std::vector<Item>& pool, std::unordered_map<Item, int64_t>& ids) {
   std::vector<int64_t> out;
   out.reserve(pool.size());
   for (const Item& item : pool) out.push_back(ids.emplace(item, static_cast<int64_t>(ids.size())).first->second);
@@ -83,8 +82,8 @@ Result<TfIdfVectorizer> parse(const KernelInfo& info) {
   v.max_gram_length = info.attr_int("max_gram_length", 1);
   v.max_skip_count = info.attr_int("max_skip_count", 0);
   if (v.min_gram_length < 1 || v.max_gram_length < v.min_gram_length)
-    return make_error("gram lengths must satisfy 1 <= min_gram_length <= max_gram_length, got {} and {}",
-                      v.min_gram_length, v.max_gram_length);
+    return make_error("gram lengths must satisfy 1 <= min_gram_length <= max_gram_length, got {} and {}", v.min_gram_length,
+                      v.max_gram_length);
   if (v.max_skip_count < 0) return make_error("max_skip_count must be non-negative, got {}", v.max_skip_count);
 
   if (info.has_attr("pool_strings") == info.has_attr("pool_int64s"))
@@ -103,8 +102,8 @@ Result<TfIdfVectorizer> parse(const KernelInfo& info) {
     const int64_t begin = ngram_counts[i];
     const int64_t end = i + 1 < ngram_counts.size() ? ngram_counts[i + 1] : pool_size;
     if (begin < 0 || end < begin || end > pool_size)
-      return make_error("ngram_counts [{}] must be increasing starts within the pool of {} items",
-                        fmt::join(ngram_counts, ", "), pool_size);
+      return make_error("ngram_counts [{}] must be increasing starts within the pool of {} items", fmt::join(ngram_counts, ", "),
+                        pool_size);
     if ((end - begin) % length != 0)
       return make_error("pool items [{}, {}) hold the {}-grams but are not a whole number of them", begin, end, length);
     for (int64_t at = begin; at < end; at += length, ++ngrams) {
@@ -129,8 +128,8 @@ Result<TfIdfVectorizer> parse(const KernelInfo& info) {
   if (!v.weights.empty() && v.weights.size() != ngram_indexes.size())
     return make_error("weights has {} entries but ngram_indexes has {}", v.weights.size(), ngram_indexes.size());
   if (!v.weights.empty() && static_cast<int64_t>(v.weights.size()) < v.output_size)
-    return make_error("weights has {} entries but scales output coordinates up to max(ngram_indexes) = {}",
-                      v.weights.size(), v.output_size - 1);
+    return make_error("weights has {} entries but scales output coordinates up to max(ngram_indexes) = {}", v.weights.size(),
+                      v.output_size - 1);
   return v;
 }
 
@@ -142,7 +141,8 @@ Result<std::vector<int64_t>> TfIdfVectorizer::token_ids(const Tensor& x) const {
     ids.push_back(hit == map.end() ? kNotInPool : hit->second);
   };
   if (string_pool) {
-    if (x.dtype() != DataType::string) return make_error("X must be a string tensor with pool_strings, got {}", to_string(x.dtype()));
+    if (x.dtype() != DataType::string)
+      return make_error("X must be a string tensor with pool_strings, got {}", to_string(x.dtype()));
     for (const std::string& token : x.values<std::string>()) lookup(string_ids, token);
   } else {
     if (x.dtype() != DataType::int32 && x.dtype() != DataType::int64)
@@ -177,15 +177,9 @@ void TfIdfVectorizer::weigh(const std::vector<int64_t>& counts, float* out) cons
     const float weight = weights.empty() ? 1.0f : weights[c];
     const auto count = static_cast<float>(counts[c]);
     switch (weighting) {
-      case Weighting::tf:
-        out[c] = count;
-        break;
-      case Weighting::idf:
-        out[c] = counts[c] > 0 ? weight : 0.0f;
-        break;
-      case Weighting::tfidf:
-        out[c] = count * weight;
-        break;
+      case Weighting::tf: out[c] = count; break;
+      case Weighting::idf: out[c] = counts[c] > 0 ? weight : 0.0f; break;
+      case Weighting::tfidf: out[c] = count * weight; break;
     }
   }
 }
@@ -194,8 +188,7 @@ Result<ComputeFn> build_tfidf_vectorizer(const KernelInfo& info) {
   ONNXKIT_ASSIGN(TfIdfVectorizer v, parse(info));
   return ComputeFn([v = std::move(v)](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-    if (x->rank() != 1 && x->rank() != 2)
-      return make_error("X must be [C] or [N, C], got {}", shape_to_string(x->shape()));
+    if (x->rank() != 1 && x->rank() != 2) return make_error("X must be [C] or [N, C], got {}", shape_to_string(x->shape()));
     ONNXKIT_ASSIGN(std::vector<int64_t> ids, v.token_ids(*x));
     const bool batched = x->rank() == 2;
     const int64_t rows = batched ? x->dim(0) : 1;
@@ -203,8 +196,7 @@ Result<ComputeFn> build_tfidf_vectorizer(const KernelInfo& info) {
     Tensor& y = ctx.output(0, DataType::float32, batched ? Shape{rows, v.output_size} : Shape{v.output_size});
     std::vector<int64_t> counts(static_cast<size_t>(v.output_size));
     for (int64_t r = 0; r < rows; ++r) {
-      v.count_row(std::span<const int64_t>(ids).subspan(static_cast<size_t>(r * columns), static_cast<size_t>(columns)),
-                  counts);
+      v.count_row(std::span<const int64_t>(ids).subspan(static_cast<size_t>(r * columns), static_cast<size_t>(columns)), counts);
       v.weigh(counts, y.mutable_data<float>() + r * v.output_size);
     }
     return {};

@@ -15,6 +15,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -39,6 +40,16 @@ extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
   static const Create real = reinterpret_cast<Create>(dlsym(RTLD_NEXT, "pthread_create"));
   threads_created.fetch_add(1);
   return real(thread, attr, start, arg);
+}
+
+// The most threads a run may use, as the machine's contention would set
+// it (runtime/contention.h holds runs to one thread by asking for one).
+std::atomic<int> thread_cap{1 << 30};
+
+extern "C" void omp_set_num_threads(int threads) noexcept {
+  using Set = void (*)(int);
+  static const Set real = reinterpret_cast<Set>(dlsym(RTLD_NEXT, "omp_set_num_threads"));
+  real(std::min(threads, thread_cap.load()));
 }
 
 namespace onnxkit {
@@ -190,6 +201,34 @@ TEST(HeldToOneThread, ConvolutionsLeaveTheWorkerIdle) {
   EXPECT_LT(worker_on_one, worker_on_two / 10) << worker_on_one << " ns against " << worker_on_two;
   // The same convolution, on weights the two primitives share.
   for (int64_t i = 0; i < on_one.numel(); ++i) ASSERT_NEAR(on_one.data<float>()[i], on_two.data<float>()[i], 1e-4) << i;
+}
+
+TEST(HeldToOneThread, ExportedModelsLeaveTheWorkerIdle) {
+  // Every oneDNN primitive a 2-thread run made (convolutions, mobilenet's
+  // blocked GlobalAveragePool) has a 1-thread twin for the held runs.
+  for (const char* name : {"mobilenet_v2_opset17.onnx", "resnet18_opset17.onnx", "squeezenet1_1_opset17.onnx"}) {
+    auto model = ir::load_model(std::filesystem::path(TEST_MODELS_DIR) / name);
+    ASSERT_TRUE(model.ok()) << model.error().message();
+    auto session = runtime::Session::create(std::shared_ptr<const ir::Model>(std::move(model).value()),
+                                            {.threads = 2, .adapt_to_load = false});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    auto feeds = tools::prepare_inputs(**session, {.random = true});
+    ASSERT_TRUE(feeds.ok()) << feeds.error().message();
+
+    const int64_t before_two = other_threads_cpu_ns();
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*session)->run(*feeds).ok());
+    const int64_t worker_on_two = other_threads_cpu_ns() - before_two;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the worker stops spinning and sleeps
+
+    thread_cap = 1;
+    const int64_t before_one = other_threads_cpu_ns();
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*session)->run(*feeds).ok());
+    const int64_t worker_on_one = other_threads_cpu_ns() - before_one;
+    thread_cap = 1 << 30;
+
+    EXPECT_GT(worker_on_two, 0) << name << ": the worker never ran: the measurement sees nothing";
+    EXPECT_LT(worker_on_one, worker_on_two / 10) << name << ": " << worker_on_one << " ns against " << worker_on_two;
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/kernels/nn/nn.h"
 #include "runtime/kernels/nn/winograd.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -178,9 +179,13 @@ class BlockedPool final : public Kernel {
   }
 
  private:
+  // oneDNN fixes a primitive's thread count when it makes it, so there is one
+  // per count the runs use: a run held to one thread (runtime/contention.h)
+  // must not wake a second one, which then spins beside the other work.
   Result<std::shared_ptr<const PoolPrimitive>> primitive(const Shape& x) const {
+    const int threads = static_cast<double>(shape_size(x)) < kParallelMacs ? 1 : available_threads();
     std::lock_guard lock(mutex_);
-    if (auto it = cache_.find(x); it != cache_.end()) return it->second;
+    if (auto it = cache_.find({x, threads}); it != cache_.end()) return it->second;
     WindowAttributes window = window_;
     if (global_) window.kernel_shape = {x[2], x[3]};
     ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(window, {x[2], x[3]}, window.kernel_shape));
@@ -200,12 +205,13 @@ class BlockedPool final : public Kernel {
                                        {g.pads_begin[0], g.pads_begin[1]}, pad_r);
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      const ThreadLimit limit(threads);
       pool->pd = dnnl::pooling_forward::primitive_desc(desc, attr, cpu_engine());
       pool->primitive = dnnl::pooling_forward(pool->pd);
     } catch (const dnnl::error& e) {
       return make_error("oneDNN has no blocked pooling for {}: {}", shape_to_string(x), e.what());
     }
-    cache_.emplace(x, pool);
+    cache_.emplace(std::make_pair(x, threads), pool);
     return std::shared_ptr<const PoolPrimitive>(pool);
   }
 
@@ -215,7 +221,7 @@ class BlockedPool final : public Kernel {
   bool include_pad_;
   int64_t channels_;
   mutable std::mutex mutex_;
-  mutable std::map<Shape, std::shared_ptr<const PoolPrimitive>> cache_;
+  mutable std::map<std::pair<Shape, int>, std::shared_ptr<const PoolPrimitive>> cache_;  // by (input shape, threads)
 };
 
 class ToBlocked final : public Kernel {

@@ -228,11 +228,17 @@ def header(load_kind):
     ort_version = subprocess.run([VENV_PYTHON, "-c", "import onnxruntime; print(onnxruntime.__version__)"],
                                  capture_output=True, text=True).stdout.strip() or "?"
     onnxkit_version = subprocess.run([onnxkit_binary(), "--version"], capture_output=True, text=True).stdout.strip()
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    # The binary's own tree (ONNXKIT may name another checkout's build), and
+    # whether its sources had changes the commit does not hold.
+    binary_tree = os.path.dirname(os.path.realpath(onnxkit_binary()))
+    commit = subprocess.run(["git", "-C", binary_tree, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "-C", binary_tree, "status", "--porcelain", "--untracked-files=no", "--", ":/src"],
+                           capture_output=True, text=True).stdout.strip()
     built = datetime.datetime.fromtimestamp(os.path.getmtime(onnxkit_binary())).strftime("%Y-%m-%d %H:%M")
     info = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "cpu": cpu, "cores": os.cpu_count(),
-            "onnxkit": f"{onnxkit_version} (commit {commit}, binary built {built})",
+            "onnxkit": f"{onnxkit_version} (its tree at commit {commit}{' with changes to src/' if dirty else ''}, "
+                       f"binary built {built})",
             "onnxruntime": ort_version, "python": platform.python_version(), "kernel": platform.release(),
             "load": load_kind or "none"}
     for key, value in info.items():

@@ -80,7 +80,7 @@ def cases():
         c[f"Range {label}"] = (
             model([helper.make_node("Range", ["a", "b", "d"], ["y"], name="the_node")], [],
                   [ints("a", start), ints("b", limit), ints("d", delta)], output_type=TensorProto.INT64), [],
-            ["the_node", "Range"])
+            ["the_node", "Range", f"from {start} to {limit} by {delta}"])  # the bounds as integers
     c["Range float 0..1e30"] = (
         model([helper.make_node("Range", ["a", "b", "d"], ["y"], name="the_node")], [],
               [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("a", 0), ("b", 1e30), ("d", 1))]), [],

@@ -21,8 +21,14 @@ void register_generators(KernelRegistry& r) {
             if (d == 0) return make_error("delta is 0");
             const double count = std::ceil((l - s) / d);
             // in double, before the cast: 2^63 and more (or NaN) do not fit int64
-            if (!(count <= static_cast<double>(kMaxElements)))
-              return make_error("from {} to {} by {}: {} elements, more than {}", s, l, d, count, kMaxElements);
+            if (!(count <= static_cast<double>(kMaxElements))) {
+              const auto shown = [](const Tensor* t) {  // integers as themselves, not as doubles
+                if constexpr (std::is_integral_v<T>) return fmt::format("{}", t->data<T>()[0]);
+                return fmt::format("{}", static_cast<double>(t->data<T>()[0]));
+              };
+              return make_error("from {} to {} by {}: {:.0f} elements, more than {}", shown(start), shown(limit), shown(delta),
+                                count, kMaxElements);
+            }
             const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
             Tensor& y = ctx.output(0, start->dtype(), {n});
             T* p = y.mutable_data<T>();

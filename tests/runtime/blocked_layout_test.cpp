@@ -131,6 +131,24 @@ g (float[1,16,9,9] x) => (float[1,16,9,9] y) {
   expect_blocked_equals_plain(model, random_tensor({1, 16, 9, 9}, 3), 1, 0);  // c1 feeds the Mul too: no fusion
 }
 
+TEST(BlockedLayout, GroupsThatSplitTheBlocksWithFusedActivationsAndAResidual) {
+  // Groups of 24 and 12 channels run on a reordered copy of the blocked
+  // input (conv_dnnl.h); the residual, fused into c2, is reordered too.
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,48,10,10] x) => (float[1,48,5,5] y) {
+  c1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = 2> (x, w1, b1)
+  r1 = Relu(c1)
+  c2 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = 4> (r1, w2, b2)
+  a = Add(c2, r1)
+  c3 = Conv <kernel_shape = [3,3], pads = [1,0,1,1], strides = [2,2], group = 2> (a, w3)
+  y = HardSigmoid(c3)
+})",
+                            {{"w1", {48, 24, 3, 3}}, {"b1", {48}}, {"w2", {48, 12, 3, 3}}, {"b2", {48}}, {"w3", {48, 24, 3, 3}}});
+  // Relu into c1, the Add into c2, HardSigmoid into c3.
+  expect_blocked_equals_plain(model, random_tensor({1, 48, 10, 10}, 4), 1, 3);
+}
+
 TEST(BlockedLayout, MaxPoolsWithPadsDilationsAndNegativeValues) {
   // Padding must never win a maximum: about half the conv outputs are negative.
   auto model = with_weights(R"(

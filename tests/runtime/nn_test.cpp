@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -160,6 +161,44 @@ TEST(NnConv, LargeConvIsTheSameOnOneOrTwoThreads) {
   // Big enough to be split into tiles across threads (and over several k slices).
   for (int threads : {1, 2})
     check_conv(DataType::float32, {2, 64, 20, 21}, {48, 32, 3, 3}, true, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 2}, 1e-4, threads);
+}
+
+TEST(NnConv, GroupsThatSplitTheChannelBlocksRunBlocked) {
+  // Groups of 24 (RegNetX), 12, 8 and 4 (ResNeXt) channels do not cover
+  // whole blocks of 16 (of 8 under AVX2, but for 24): oneDNN runs them on a
+  // reordered copy of the blocked input (conv_dnnl.h). With W and B constant
+  // the session runs the node blocked, reordering x into blocks first.
+  struct Case {
+    Shape xs, ws;
+    ConvCase c;
+  };
+  const Case cases[] = {
+      {{1, 48, 9, 10}, {48, 24, 3, 3}, {{1, 1}, {1, 1, 1, 1}, {1, 1}, 2}},
+      {{2, 36, 11, 9}, {36, 12, 3, 3}, {{2, 2}, {1, 0, 2, 1}, {1, 1}, 3}},  // strided, asymmetric pads
+      {{1, 72, 12, 12}, {72, 24, 3, 3}, {{2, 2}, {1, 1, 1, 1}, {1, 1}, 3}},
+      {{1, 32, 8, 8}, {32, 8, 3, 3}, {{2, 2}, {1, 1, 1, 1}, {1, 1}, 4}},
+      {{1, 32, 7, 7}, {64, 4, 3, 3}, {{1, 1}, {2, 2, 2, 2}, {2, 2}, 8}},  // 4 in, 8 out per group, dilated
+  };
+  for (const Case& k : cases)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << "W " << runtime::shape_to_string(k.ws) << ", " << threads << " threads");
+      const Doubles x = pattern(product(k.xs), 1), w = pattern(product(k.ws), 2), b = pattern(k.ws[0], 3);
+      Shape ys;
+      const Doubles y = naive_conv(x, k.xs, w, k.ws, &b, k.c, ys);
+      auto node =
+          testing::make_node_session({.op_type = "Conv",
+                                      .inputs = {{"x", f32(k.xs, x)}, {"w", f32(k.ws, w), true}, {"b", f32({k.ws[0]}, b), true}},
+                                      .attributes = {attr("strides", k.c.strides), attr("pads", k.c.pads),
+                                                     attr("dilations", k.c.dilations), attr("group", k.c.group)},
+                                      .threads = threads,
+                                      .profile = true});
+      ASSERT_TRUE(node.ok()) << node.error().message();
+      auto out = node->session->run(node->feeds);
+      ASSERT_TRUE(out.ok()) << out.error().message();
+      expect_tensor_near((*out)[0].tensor(), f32(ys, y), 1e-4, 1e-4);
+      const std::vector<std::string> steps = testing::step_kinds(*node->session);
+      EXPECT_EQ(std::count(steps.begin(), steps.end(), "ToBlocked"), 1);
+    }
 }
 
 TEST(NnConv, Float64AndSixteenBitFloats) {

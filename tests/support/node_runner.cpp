@@ -46,6 +46,7 @@ Result<NodeSession> make_node_session(const NodeSpec& spec) {
   for (ir::Value* v : node->outputs()) g.add_output(v);
   runtime::SessionOptions options;
   options.threads = spec.threads;
+  options.profile = spec.profile;
   ONNXKIT_ASSIGN(auto session, runtime::Session::create(model, options));
   return NodeSession{std::move(session), std::move(feeds)};
 }

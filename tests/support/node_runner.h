@@ -30,6 +30,7 @@ struct NodeSpec {
   std::vector<onnx::AttributeProto> attributes;  // graph-valued ones become sub-graphs of the node
   size_t num_outputs = 1;
   int threads = 1;
+  bool profile = false;  // for step_kinds
 };
 
 // A session holding just the node, and the feeds of its non-constant inputs

@@ -343,12 +343,10 @@ namespace {
 bool conv_can_run_blocked(const ir::Node& node, const Tensor* w, const Tensor* bias) {
   if (!node.in_onnx_domain() || w == nullptr || w->dtype() != DataType::float32 || w->rank() != 4) return false;
   if (node.input(2) != nullptr && bias == nullptr) return false;
+  // Any grouping: groups that split the channel blocks run on a copy in
+  // another layout (conv_dnnl.h), still faster than plain with reorders.
   const int64_t group = node.attr_int("group", 1);
-  if (group <= 0 || w->dim(0) % group != 0) return false;
-  const int64_t in_channels = w->dim(1) * group, out_channels = w->dim(0);
-  const bool depthwise = group == in_channels && group == out_channels;
-  const int64_t B = channel_block();
-  return group == 1 || depthwise || (w->dim(1) % B == 0 && (out_channels / group) % B == 0);
+  return group > 0 && w->dim(0) % group == 0;
 }
 
 bool pool_can_run_blocked(const ir::Node& node) {

@@ -96,6 +96,29 @@ TrimmedConv trim_dead_taps(const ConvParams& p, const Tensor& w) {
   return trimmed;
 }
 
+// True when the groups of a grouped convolution do not each cover whole
+// blocks of the blocked layout (RegNetX's groups of 24 channels in blocks of
+// 16): oneDNN has only its reference kernel for that, a thousand times slower.
+bool groups_split_blocks(const ConvParams& p) {
+  const int64_t block = channel_block();
+  const bool depthwise = p.group == p.in_channels && p.group == p.out_channels;
+  return p.group > 1 && !depthwise && ((p.in_channels / p.group) % block != 0 || (p.out_channels / p.group) % block != 0);
+}
+
+// The layouts such a convolution runs in instead, on a copy of its blocked
+// input, fastest first on RegNetX's and ResNeXt's grouped 3x3s: blocks of 8
+// where the groups are whole ones (oneDNN's JIT kernels), channels-last (its
+// brgemm kernels, any group width), plain (its gemm, for every case; 2-3x
+// slower than the others).
+std::vector<dnnl_format_tag_t> staging_formats(const ConvParams& p) {
+  std::vector<dnnl_format_tag_t> formats;
+  if (channel_block() > 8 && (p.in_channels / p.group) % 8 == 0 && (p.out_channels / p.group) % 8 == 0)
+    formats.push_back(dnnl_nChw8c);
+  formats.push_back(dnnl_nhwc);
+  formats.push_back(dnnl_nchw);
+  return formats;
+}
+
 }  // namespace
 
 struct DnnlConv::State {
@@ -107,6 +130,15 @@ struct DnnlConv::State {
   bool binary_residual = false;  // else run() copies the residual into y for a sum post-op
   bool blocked_input = false;
   std::optional<ConvParams> pads_in_run;  // the convolution whose pads run() adds to the input (conv_padding.h)
+  // Set when the primitive runs in a staging format (staging_formats): run()
+  // reorders the blocked input (and residual) into src_md (dst_md), and the
+  // result back. oneDNN's reorders write zeros into the padded channels.
+  struct Staging {
+    dnnl::memory::desc blocked_src, blocked_dst;
+    dnnl::reorder src_in, dst_out;
+    dnnl::reorder residual_in;  // empty without add_residual
+  };
+  std::optional<Staging> staging;
 };
 
 namespace {
@@ -125,14 +157,22 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
   const void* weights = trimmed.weights.empty() ? w.raw() : trimmed.weights.data();
   // Trimmed weights are a local copy: the primitive needs its own.
   const bool reorder = reorder_weights || !trimmed.weights.empty();
-  std::unique_ptr<State> state = make_state(p, weights, bias, activation, layout, sibling, reorder);
+  std::unique_ptr<State> state;
+  if (layout == ActivationLayout::blocked && groups_split_blocks(p)) {
+    for (dnnl_format_tag_t format : staging_formats(p)) {
+      state = make_state(p, weights, bias, activation, layout, sibling, reorder, format);
+      if (state != nullptr && !runs_reference(*state)) break;
+    }
+  } else {
+    state = make_state(p, weights, bias, activation, layout, sibling, reorder);
+  }
   if (state == nullptr) return nullptr;
   // oneDNN's reference kernel for a dilated convolution with wide pads
   // (conv_padding.h): the same convolution on a padded copy of the input
   // runs its JIT kernels.
   const std::vector<int64_t>& dilations = p.window.dilations;
   const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d > 1; });
-  if (dilated && runs_reference(*state))
+  if (dilated && runs_reference(*state) && !state->staging)
     if (std::optional<ConvParams> padded = pads_in_input(p)) {
       std::unique_ptr<State> jit = make_state(*padded, weights, bias, activation, layout, sibling, reorder);
       if (jit != nullptr && !runs_reference(*jit)) {
@@ -145,7 +185,7 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
 
 std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const void* weights, const Tensor* bias,
                                                       FusedActivation activation, ActivationLayout layout,
-                                                      const DnnlConv* sibling, bool reorder_weights) {
+                                                      const DnnlConv* sibling, bool reorder_weights, dnnl_format_tag_t staging) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   try {
@@ -154,8 +194,9 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     auto state = std::make_unique<State>();
     if (layout != ActivationLayout::plain && rank != 4) return nullptr;
     const tag blocked = static_cast<tag>(blocked_format());
-    const tag src_tag = layout == ActivationLayout::blocked ? blocked : plain_tag(rank);
-    const tag dst_tag = layout == ActivationLayout::plain ? plain_tag(rank) : blocked;
+    const bool staged = staging != dnnl_format_tag_undef;
+    const tag src_tag = staged ? static_cast<tag>(staging) : layout == ActivationLayout::blocked ? blocked : plain_tag(rank);
+    const tag dst_tag = staged ? static_cast<tag>(staging) : layout == ActivationLayout::plain ? plain_tag(rank) : blocked;
     state->src_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, src_tag);
     state->dst_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, dst_tag);
     // Grouped weights are [G, M/G, C/G, k...] to oneDNN.
@@ -210,7 +251,7 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
       attr.set_post_ops(ops);
       return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
     };
-    state->binary_residual = activation.add_residual;
+    state->binary_residual = activation.add_residual && !staged;  // staged, the residual is reordered into dst
     if (state->binary_residual) {
       try {
         state->pd = primitive_desc(true);
@@ -243,6 +284,16 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
       stream.wait();
     }
     state->blocked_input = layout == ActivationLayout::blocked;
+    if (staged) {
+      State::Staging s;
+      s.blocked_src = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, blocked);
+      s.blocked_dst = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, blocked);
+      s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.blocked_src, engine, state->src_md));
+      s.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, state->dst_md, engine, s.blocked_dst));
+      if (activation.add_residual)
+        s.residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.blocked_dst, engine, state->dst_md));
+      state->staging = std::move(s);
+    }
     return state;
   } catch (const dnnl::error&) {
     return nullptr;  // no implementation for this case: the reference runs it
@@ -259,12 +310,28 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
   ONNXKIT_TRY(check_residual(residual, y));
   if (state_->binary_residual && residual == nullptr)
     return make_error("the convolution was built to add a residual, and none was given");
-  if (residual != nullptr && !state_->binary_residual) std::memcpy(y.mutable_raw(), residual->raw(), y.nbytes());
+  const std::optional<State::Staging>& staging = state_->staging;
+  if (residual != nullptr && !state_->binary_residual && !staging) std::memcpy(y.mutable_raw(), residual->raw(), y.nbytes());
   try {
     dnnl::engine& engine = cpu_engine();
     dnnl::stream stream(engine);
     const void* x_data = x.raw();
-    std::unique_ptr<float[]> padded;  // per run: runs may overlap
+    void* y_data = y.mutable_raw();
+    std::unique_ptr<float[]> padded, staged_x, staged_y;  // per run: runs may overlap
+    if (staging) {
+      staged_x = std::make_unique_for_overwrite<float[]>(state_->src_md.get_size() / sizeof(float));
+      staged_y = std::make_unique_for_overwrite<float[]>(state_->dst_md.get_size() / sizeof(float));
+      dnnl::memory from(staging->blocked_src, engine, const_cast<void*>(x_data));
+      dnnl::memory to(state_->src_md, engine, staged_x.get());
+      staging->src_in.execute(stream, from, to);
+      if (residual != nullptr) {
+        dnnl::memory sum_from(staging->blocked_dst, engine, const_cast<void*>(residual->raw()));
+        dnnl::memory sum_to(state_->dst_md, engine, staged_y.get());
+        staging->residual_in.execute(stream, sum_from, sum_to);
+      }
+      x_data = staged_x.get();
+      y_data = staged_y.get();
+    }
     if (state_->pads_in_run) {
       const ConvParams& p = *state_->pads_in_run;
       const int64_t inner = state_->blocked_input ? channel_block() : 1;
@@ -274,7 +341,7 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
       x_data = padded.get();
     }
     dnnl::memory src(state_->src_md, engine, const_cast<void*>(x_data));
-    dnnl::memory dst(state_->dst_md, engine, y.mutable_raw());
+    dnnl::memory dst(state_->dst_md, engine, y_data);
     dnnl::memory scratch(state_->pd.scratchpad_desc(), engine);
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, state_->weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
@@ -283,6 +350,10 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                    dnnl::memory(state_->dst_md, engine, const_cast<void*>(residual->raw())));
     state_->primitive.execute(stream, args);
+    if (staging) {
+      dnnl::memory to(staging->blocked_dst, engine, y.mutable_raw());
+      staging->dst_out.execute(stream, dst, to);
+    }
     stream.wait();
   } catch (const dnnl::error& e) {
     return make_error("oneDNN convolution failed: {}", e.what());

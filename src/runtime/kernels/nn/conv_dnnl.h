@@ -29,7 +29,8 @@ dnnl_format_tag_t blocked_format();
 // blocked (blocked.h) with zeros in the padded channels. A network's first
 // layer, with fewer input channels than a block, reads plain and writes
 // blocked: oneDNN has fast kernels for that and only a slow one for a padded
-// blocked input.
+// blocked input. A grouped convolution whose groups split the blocks runs
+// blocked on a copy in a layout oneDNN has fast kernels for.
 enum class ActivationLayout { plain, blocked, plain_to_blocked };
 
 // An error unless `residual` (FusedActivation::add_residual) is null or has
@@ -61,9 +62,11 @@ class DnnlConv {
   explicit DnnlConv(std::unique_ptr<State> state);
   // The primitive for `p` with `weights` (W's layout, trimmed to p's kernel),
   // or null when oneDNN has none.
+  // With a `staging` format the primitive runs in that layout on copies of
+  // blocked activations (conv_dnnl.cpp's staging_formats).
   static std::unique_ptr<State> make_state(const ConvParams& p, const void* weights, const Tensor* bias,
                                            FusedActivation activation, ActivationLayout layout, const DnnlConv* sibling,
-                                           bool reorder_weights);
+                                           bool reorder_weights, dnnl_format_tag_t staging = dnnl_format_tag_undef);
   std::unique_ptr<State> state_;
 };
 

@@ -3,8 +3,9 @@
 side by side, in the manner of runtime_bench.py: for each model and thread
 count, rounds of `onnxkit bench MODEL --threads T --runs R --json` and
 `bench/ort_bench.py MODEL --threads T --runs R` back to back, taking turns to
-go first, so that the machine's noise hits both. Both feed random inputs
-(floats in [0, 1), integers 0..9) with every symbolic dim set to 1.
+go first, so that the machine's noise hits both. Both read the same random
+inputs (floats in [0, 1), integers 0..9, every symbolic dim 1), drawn once
+per model by ort_bench.py into MODEL.bench-inputs.npz beside it.
 
 Prints per model and thread count the median latency of each runtime (median
 of R runs, then of the rounds), the ratio onnxkit / ORT (lower is better:
@@ -104,13 +105,16 @@ def last_line(text):
 
 def onnxkit_cmd(model, threads, runs):
     cmd = [onnxkit_binary(), "bench", model.path, "--threads", str(threads), "--runs", str(runs), "--json"]
+    if model.inputs:
+        return cmd + ["--input", model.inputs]
     for name, dims in model.symbolic_shapes.items():
         cmd += ["--shape", f"{name}:{dims}"]
     return cmd
 
 
 def ort_cmd(model, threads, runs):
-    return [VENV_PYTHON, ORT_BENCH, model.path, "--threads", str(threads), "--runs", str(runs)]
+    cmd = [VENV_PYTHON, ORT_BENCH, model.path, "--threads", str(threads), "--runs", str(runs)]
+    return cmd + ["--inputs", model.inputs] if model.inputs else cmd
 
 
 # ---------------------------------------------------------------------------
@@ -125,6 +129,7 @@ class Model:
         self.name = name
         self.path = path
         self.symbolic_shapes = {}
+        self.inputs = shared_inputs(path)
         step = subprocess.run([onnxkit_binary(), "info", "--json", path], capture_output=True, text=True)
         if step.returncode != 0:
             return
@@ -132,6 +137,20 @@ class Model:
             shape = i["type"].get("shape") or []
             if any(not isinstance(d, int) for d in shape):
                 self.symbolic_shapes[i["name"]] = ",".join(str(d) if isinstance(d, int) else "1" for d in shape)
+
+
+def shared_inputs(path):
+    """The .npz of random inputs both runtimes read (ort_bench.py makes them),
+    or None when ORT cannot make them (each runtime then draws its own).
+    Both must see the same data: a detector's random inputs decide how many
+    regions its head pools (48 against 33 for Faster R-CNN with each
+    runtime's own), and so how much work a run does."""
+    inputs = os.path.splitext(path)[0] + ".bench-inputs.npz"
+    if not os.path.exists(inputs):
+        step = subprocess.run([VENV_PYTHON, ORT_BENCH, path, "--save-inputs", inputs], capture_output=True, text=True)
+        if step.returncode != 0:
+            return None
+    return inputs
 
 
 def zoo_names():

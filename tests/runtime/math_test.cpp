@@ -18,6 +18,7 @@ namespace {
 
 using runtime::DataType;
 using runtime::Float16;
+using runtime::Shape;
 using runtime::Tensor;
 using testing::attr;
 using testing::expect_tensor_near;
@@ -202,6 +203,57 @@ TEST(MathGemmOp, BiasBroadcastsFromEveryShape) {
                        .inputs = {{"a", at}, {"b", bt}, {"c", Tensor::from<float>({2}, {1, 2})}},
                        .attributes = {attr("transA", 1), attr("transB", 1), attr("alpha", 2.0f), attr("beta", -1.0f)}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 2}, {7, 8, 19, 20}));
+}
+
+TEST(MathGemmOp, ConstantWeightsMatchNaiveLoop) {
+  // A constant B runs on weights packed once (from two rows on, with alpha
+  // 1 and a bias of one row or none); one row, other scalings and biases of
+  // other shapes take gemm(). Rows past one register tile and one thread's
+  // share, depths past one cache slice, widths that are no multiple of a
+  // vector, a detection head's transB weights.
+  struct Case {
+    int64_t m, n, k;
+    bool tb;
+    float alpha, beta;
+    Shape c;  // empty: no C
+  };
+  const std::vector<Case> cases = {
+      {33, 1024, 12544 / 4, true, 1.0f, 1.0f, {1024}},
+      {150, 91, 1024, true, 1.0f, 1.0f, {91}},
+      {7, 37, 300, false, 1.0f, 1.0f, {1, 37}},
+      {2, 5, 3, true, 1.0f, 1.0f, {}},
+      {48, 64, 129, false, 1.0f, 0.0f, {64}},
+      {1, 300, 517, true, 1.0f, 1.0f, {300}},
+      {20, 30, 40, true, 2.0f, 1.0f, {30}},
+      {20, 30, 40, true, 1.0f, 0.5f, {30}},
+      {20, 30, 40, false, 1.0f, 1.0f, {20, 30}},
+      {20, 30, 40, false, 1.0f, 1.0f, {20, 1}},
+  };
+  for (const Case& g : cases)
+    for (int threads : {1, 2}) {
+      const auto av = random_floats(static_cast<size_t>(g.m * g.k), 1), bv = random_floats(static_cast<size_t>(g.n * g.k), 2);
+      const int64_t c_size = runtime::shape_size(g.c);
+      const auto cv = random_floats(static_cast<size_t>(std::max<int64_t>(c_size, 1)), 3);
+      std::vector<float> expected(static_cast<size_t>(g.m * g.n), 0.0f);
+      if (!g.c.empty()) {
+        const int64_t rows = g.c.size() == 2 ? g.c[0] : 1, cols = g.c.back();
+        for (int64_t i = 0; i < g.m; ++i)
+          for (int64_t j = 0; j < g.n; ++j)
+            expected[static_cast<size_t>(i * g.n + j)] =
+                cv[static_cast<size_t>((rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j))];
+      }
+      naive_gemm<float>(false, g.tb, g.m, g.n, g.k, g.alpha, av.data(), g.k, bv.data(), g.tb ? g.k : g.n,
+                        g.c.empty() ? 0.0 : g.beta, expected.data(), g.n);
+      std::vector<testing::NodeInput> inputs = {{"a", Tensor::from<float>({g.m, g.k}, av)},
+                                                {"b", Tensor::from<float>(g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, bv), true}};
+      if (!g.c.empty()) inputs.push_back({"c", Tensor::from<float>(g.c, std::vector<float>(cv.begin(), cv.begin() + c_size))});
+      auto out = run_node({.op_type = "Gemm",
+                           .opset = 13,
+                           .inputs = inputs,
+                           .attributes = {attr("transB", int64_t{g.tb}), attr("alpha", g.alpha), attr("beta", g.beta)},
+                           .threads = threads});
+      expect_tensor_near(out[0].tensor(), Tensor::from<float>({g.m, g.n}, expected), 1e-4, 1e-4);
+    }
 }
 
 TEST(MathGemmOp, VersionsDifferOnC) {

@@ -10,6 +10,7 @@
 #include "runtime/kernels/common.h"
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/math/math.h"
+#include "runtime/kernels/math/packed_matmul.h"
 #include "runtime/session.h"
 
 namespace onnxkit::runtime::math {
@@ -123,10 +124,13 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
   g.c_required = info.opset() < 11;
   g.c_exact = info.opset() < 7 && info.attr_int("broadcast", 0) == 0;
   std::optional<Tensor> b_transposed;
+  std::shared_ptr<const PackedMatMul> packed;
   const Tensor* constant_b = info.constant_input(1);
-  if (!g.trans_b && constant_b != nullptr && info.options().prepack_weights && transposing_pays(*constant_b))
+  if (constant_b != nullptr && info.options().prepack_weights && !g.trans_a && g.alpha == 1.0f)
+    packed = PackedMatMul::create(*constant_b, g.trans_b);
+  if (!packed && !g.trans_b && constant_b != nullptr && info.options().prepack_weights && transposing_pays(*constant_b))
     b_transposed = transposed_matrix(*constant_b);
-  return ComputeFn([g, b_transposed = std::move(b_transposed)](KernelContext& ctx) -> Status {
+  return ComputeFn([g, b_transposed = std::move(b_transposed), packed](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
     ONNXKIT_ASSIGN(const Tensor* b, ctx.tensor(1));
     if (a->rank() != 2) return make_error("input A must be a matrix (rank 2), got shape {}", shape_to_string(a->shape()));
@@ -149,6 +153,15 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
     }
     ONNXKIT_TRY(checked_size({m, n}, "the output"));
     Tensor& out = ctx.output(0, a->dtype(), {m, n});
+    // The packed weights take one row of bias per product (or none); the
+    // single row stays with gemm(), which reads B once without packing it.
+    const bool use_c = bias.has_value() && g.beta != 0.0f;
+    if (packed && a->dtype() == DataType::float32 && m > 1 &&
+        (!use_c || (g.beta == 1.0f && bias->row_stride == 0 && bias->col_stride == 1))) {
+      ONNXKIT_ASSIGN(const bool ran,
+                     packed->run(m, a->data<float>(), use_c ? bias->c->data<float>() : nullptr, out.mutable_data<float>()));
+      if (ran) return {};
+    }
     if (b_transposed && a->dtype() == DataType::float32) {
       GemmAttrs transposed = g;
       transposed.trans_b = true;

@@ -1,0 +1,107 @@
+#include "runtime/kernels/math/packed_matmul.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
+
+#include "runtime/kernels/nn/conv_dnnl.h"
+#include "runtime/parallel.h"
+
+namespace onnxkit::runtime::math {
+namespace {
+
+using Dims = dnnl::memory::dims;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+dnnl::matmul::primitive_desc matmul_desc(int64_t m, int64_t k, int64_t n, bool bias, const dnnl::memory::desc& weights) {
+  const dnnl::memory::desc src({m, k}, dt::f32, tag::ab), dst({m, n}, dt::f32, tag::ab);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratchpad per run: runs may overlap
+  const dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(src, weights, dnnl::memory::desc({1, n}, dt::f32, tag::ab), dst)
+                                       : dnnl::matmul::desc(src, weights, dst);
+  return dnnl::matmul::primitive_desc(desc, attr, nn::cpu_engine());
+}
+
+// Rows the weights' layout is asked for with; any count gives the same one.
+constexpr int64_t kLayoutRows = 64;
+
+}  // namespace
+
+struct PackedMatMul::State {
+  dnnl::memory weights;  // in the layout the primitives read
+};
+
+struct PackedMatMul::Primitive {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul matmul;
+};
+
+PackedMatMul::PackedMatMul(int64_t k, int64_t n, std::unique_ptr<State> state) : k_(k), n_(n), state_(std::move(state)) {}
+PackedMatMul::~PackedMatMul() = default;
+
+std::unique_ptr<PackedMatMul> PackedMatMul::create(const Tensor& b, bool trans_b) {
+  if (b.dtype() != DataType::float32 || b.rank() != 2 || b.numel() == 0) return nullptr;
+  const int64_t k = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
+  try {
+    dnnl::engine& engine = nn::cpu_engine();
+    const dnnl::memory::desc any({k, n}, dt::f32, tag::any);
+    const dnnl::matmul::primitive_desc pd = matmul_desc(kLayoutRows, k, n, false, any);
+    // [N, K] read transposed is B in column-major order: tag ba.
+    const dnnl::memory::desc user_md({k, n}, dt::f32, trans_b ? tag::ba : tag::ab);
+    dnnl::memory user(user_md, engine, const_cast<void*>(b.raw()));
+    auto state = std::make_unique<State>();
+    state->weights = dnnl::memory(pd.weights_desc(), engine);
+    dnnl::stream stream(engine);
+    dnnl::reorder(user, state->weights).execute(stream, user, state->weights);
+    stream.wait();
+    return std::unique_ptr<PackedMatMul>(new PackedMatMul(k, n, std::move(state)));
+  } catch (const dnnl::error&) {
+    return nullptr;  // no primitive for this weight: gemm() multiplies it
+  }
+}
+
+std::shared_ptr<const PackedMatMul::Primitive> PackedMatMul::primitive_for(int64_t m, bool bias, int threads) const {
+  const std::tuple key{m, bias, threads};
+  std::lock_guard lock(mutex_);
+  if (auto it = primitives_.find(key); it != primitives_.end()) return it->second;
+  if (primitives_.size() >= kMaxPrimitives) primitives_.clear();  // runs holding one keep it
+  std::shared_ptr<const Primitive> made;
+  try {
+    // oneDNN splits the work among the threads there are when it makes the
+    // primitive, and uses that many on every run.
+    const ThreadLimit limit(threads);
+    dnnl::matmul::primitive_desc pd = matmul_desc(m, k_, n_, bias, dnnl::memory::desc({k_, n_}, dt::f32, tag::any));
+    if (pd.weights_desc() == state_->weights.get_desc()) {
+      dnnl::matmul matmul(pd);
+      made = std::make_shared<const Primitive>(Primitive{std::move(pd), std::move(matmul)});
+    }
+  } catch (const dnnl::error&) {}
+  primitives_.emplace(key, made);
+  return made;
+}
+
+Result<bool> PackedMatMul::run(int64_t m, const float* a, const float* bias, float* y) const {
+  if (m <= 0) return true;
+  const double macs = static_cast<double>(m) * static_cast<double>(k_) * static_cast<double>(n_);
+  const int threads = macs < kParallelMacs ? 1 : available_threads();
+  const std::shared_ptr<const Primitive> p = primitive_for(m, bias != nullptr, threads);
+  if (p == nullptr) return false;
+  try {
+    dnnl::engine& engine = nn::cpu_engine();
+    dnnl::stream stream(engine);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(p->pd.src_desc(), engine, const_cast<float*>(a))},
+                                               {DNNL_ARG_WEIGHTS, state_->weights},
+                                               {DNNL_ARG_DST, dnnl::memory(p->pd.dst_desc(), engine, y)},
+                                               {DNNL_ARG_SCRATCHPAD, dnnl::memory(p->pd.scratchpad_desc(), engine)}};
+    if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->pd.bias_desc(), engine, const_cast<float*>(bias)));
+    const ThreadLimit limit(threads);
+    p->matmul.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return make_error("oneDNN matmul failed: {}", e.what());
+  }
+  return true;
+}
+
+}  // namespace onnxkit::runtime::math

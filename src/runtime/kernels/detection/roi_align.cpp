@@ -11,7 +11,12 @@
 //
 // Sample positions are separable: per output row (column) the vertical
 // (horizontal) taps are worked out once per region and shared by every
-// channel.
+// channel. So is an average of bilinear samples: each sample's four corner
+// weights are its vertical weight times its horizontal one, so a bin's
+// average is sum over rows r of wy[r] * sum over columns c of wx[c] * X[r, c],
+// with wy (wx) the weights all the bin's samples put on each row (column).
+// Avg mode works that way, a row combination shared by the output row's
+// bins, then one short dot product per bin; max mode needs each sample.
 
 #include <omp.h>
 
@@ -34,8 +39,10 @@ constexpr int64_t kMaxOutputSide = int64_t{1} << 20;
 // X are visited (an adaptive grid on a huge region would be endless); it is
 // also the largest sampling_ratio taken.
 constexpr double kFullGrid = 1024;
-// Elements of output below which a region stays on one thread.
+// Elements of output below which the regions stay on one thread.
 constexpr int64_t kParallelSampleWork = 1 << 12;
+// Channels of a region a thread takes at a time.
+constexpr int64_t kChannelBlock = 32;
 
 struct Options {
   bool max_mode = false;
@@ -114,6 +121,48 @@ template <class C> void axis_taps(C start, C bin_size, int64_t bin, double grid,
   }
 }
 
+// What the samples of each bin along one axis put on each pixel: bin b
+// reads pixels first[b] .. first[b] + count[b] - 1 with the summed weights
+// weights[offset[b]] ...; every bin's pixels lie in [lo, hi).
+template <class C> struct AxisWeights {
+  std::vector<int64_t> first, count, offset;
+  std::vector<C> weights;
+  int64_t lo = 0, hi = 0;
+};
+
+template <class C>
+void axis_weights(C start, C bin_size, int64_t bins, double grid, int64_t size, std::vector<Tap<C>>& taps, AxisWeights<C>& w) {
+  w.first.assign(static_cast<size_t>(bins), 0);
+  w.count.assign(static_cast<size_t>(bins), 0);
+  w.offset.assign(static_cast<size_t>(bins), 0);
+  w.weights.clear();
+  w.lo = size;
+  w.hi = 0;
+  for (int64_t b = 0; b < bins; ++b) {
+    axis_taps(start, bin_size, b, grid, size, taps);
+    const auto i = static_cast<size_t>(b);
+    w.offset[i] = static_cast<int64_t>(w.weights.size());
+    if (taps.empty()) continue;
+    int64_t low = size, high = 0;
+    for (const Tap<C>& t : taps) {
+      low = std::min(low, t.low);
+      high = std::max(high, t.high);
+    }
+    w.first[i] = low;
+    w.count[i] = high - low + 1;
+    w.weights.resize(w.weights.size() + static_cast<size_t>(high - low + 1), C(0));
+    C* bin = w.weights.data() + w.offset[i];
+    for (const Tap<C>& t : taps) {
+      bin[t.low - low] += t.w_low;
+      bin[t.high - low] += t.w_high;
+    }
+    w.lo = std::min(w.lo, low);
+    w.hi = std::max(w.hi, high + 1);
+  }
+  for (size_t i = 0; i < w.first.size(); ++i)
+    if (w.count[i] == 0) w.first[i] = w.lo;  // reads nothing, from inside [lo, hi) when any bin reads
+}
+
 // Where a region lies in X's pixels, its bins and its sampling grid.
 template <class C> struct Region {
   const C* image;  // X's planes for the region's batch index
@@ -165,18 +214,28 @@ Result<std::vector<Region<C>>> make_regions(const Tensor& x, const C* in, const 
   return regions;
 }
 
-// The bins of one region, every channel.
+// Per thread: the taps of each output row and column, and what avg mode
+// makes of them.
+template <class C> struct Scratch {
+  std::vector<std::vector<Tap<C>>> y_taps, x_taps;
+  AxisWeights<C> rows, cols;
+  std::vector<C> combined;  // one output row's row combination, per column
+};
+
+// The bins of one region, channels first..last, each sample apart (max mode).
 template <class C>
-void pool_region(const Region<C>& g, int64_t channels, int64_t height, int64_t width, const Options& o,
-                 std::vector<Tap<C>>* y_taps, std::vector<Tap<C>>* x_taps, C* dst) {
+void pool_region(const Region<C>& g, int64_t first, int64_t last, int64_t height, int64_t width, const Options& o,
+                 Scratch<C>& scratch, C* dst) {
   const int64_t oh = o.height, ow = o.width, plane = height * width;
+  std::vector<Tap<C>>* y_taps = scratch.y_taps.data();
+  std::vector<Tap<C>>* x_taps = scratch.x_taps.data();
   for (int64_t p = 0; p < oh; ++p) axis_taps(g.y1, g.bin_h, p, g.grid_h, height, y_taps[p]);
   for (int64_t p = 0; p < ow; ++p) axis_taps(g.x1, g.bin_w, p, g.grid_w, width, x_taps[p]);
   // Samples outside X read zero: they count in the average all the same,
   // and in max mode they take part as zeros.
   const double samples = g.grid_h * g.grid_w;
   const double divisor = std::max(samples, 1.0);
-  for (int64_t c = 0; c < channels; ++c) {
+  for (int64_t c = first; c < last; ++c) {
     const C* src = g.image + c * plane;
     for (int64_t ph = 0; ph < oh; ++ph) {
       const std::vector<Tap<C>>& ty = y_taps[ph];
@@ -202,6 +261,51 @@ void pool_region(const Region<C>& g, int64_t channels, int64_t height, int64_t w
           if (inside < samples || inside == 0) best = std::max(best, C(0));
           result = best;
         }
+      }
+    }
+  }
+}
+
+// The bins of one region, channels first..last, in avg mode.
+template <class C>
+void average_region(const Region<C>& g, int64_t first, int64_t last, int64_t height, int64_t width, const Options& o,
+                    Scratch<C>& scratch, C* dst) {
+  const int64_t oh = o.height, ow = o.width, plane = height * width;
+  std::vector<Tap<C>>& taps = scratch.y_taps[0];
+  AxisWeights<C>& rows = scratch.rows;
+  AxisWeights<C>& cols = scratch.cols;
+  axis_weights(g.y1, g.bin_h, oh, g.grid_h, height, taps, rows);
+  axis_weights(g.x1, g.bin_w, ow, g.grid_w, width, taps, cols);
+  // Samples outside X read zero: they count in the average all the same.
+  const double divisor = std::max(g.grid_h * g.grid_w, 1.0);
+  const int64_t lo = cols.lo, span = std::max<int64_t>(cols.hi - cols.lo, 0);
+  scratch.combined.resize(static_cast<size_t>(span));
+  C* combined = scratch.combined.data();
+  for (int64_t c = first; c < last; ++c) {
+    const C* src = g.image + c * plane + lo;
+    for (int64_t ph = 0; ph < oh; ++ph) {
+      C* out = dst + (c * oh + ph) * ow;
+      const auto row_bin = static_cast<size_t>(ph);
+      const int64_t row_count = rows.count[row_bin];
+      if (row_count == 0 || span == 0) {
+        std::fill_n(out, ow, C(0));
+        continue;
+      }
+      const C* wy = rows.weights.data() + rows.offset[row_bin];
+      const C* row = src + rows.first[row_bin] * width;
+      for (int64_t x = 0; x < span; ++x) combined[x] = wy[0] * row[x];
+      for (int64_t r = 1; r < row_count; ++r) {
+        const C w = wy[r];
+        const C* next = row + r * width;
+        for (int64_t x = 0; x < span; ++x) combined[x] += w * next[x];
+      }
+      for (int64_t pw = 0; pw < ow; ++pw) {
+        const auto col_bin = static_cast<size_t>(pw);
+        const C* wx = cols.weights.data() + cols.offset[col_bin];
+        const C* z = combined + (cols.first[col_bin] - lo);
+        C sum = 0;
+        for (int64_t j = 0; j < cols.count[col_bin]; ++j) sum += wx[j] * z[j];
+        out[pw] = static_cast<C>(static_cast<double>(sum) / divisor);
       }
     }
   }
@@ -242,20 +346,29 @@ template <class C> Status roi_align(KernelContext& ctx, const Options& o) {
   if (height == 0 || width == 0) {
     std::fill_n(out, y.numel(), C(0));  // nothing to sample: every sample is outside
   } else {
-    const int threads = available_threads();
-    std::vector<std::vector<Tap<C>>> ys(static_cast<size_t>(threads * oh)), xs(static_cast<size_t>(threads * ow));
-    const bool parallel = num_rois > 1 && channels * oh * ow * num_rois >= kParallelSampleWork;
+    // Threads take a region's channels a block at a time, so that a few
+    // regions still keep every thread busy; each block works out its
+    // region's sample weights again, a small cost next to its channels'.
+    const int64_t blocks = (channels + kChannelBlock - 1) / kChannelBlock, tasks = num_rois * blocks;
+    const bool parallel = tasks > 1 && channels * oh * ow * num_rois >= kParallelSampleWork;
     bool out_of_memory = false;
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(dynamic)
-    for (int64_t r = 0; r < num_rois; ++r) {
-      const int me = parallel ? omp_get_thread_num() : 0;
-      // The tap lists grow as needed, and nothing may leave a parallel region by throwing.
-      try {
-        pool_region(regions[static_cast<size_t>(r)], channels, height, width, o, ys.data() + me * oh, xs.data() + me * ow,
-                    out + r * channels * oh * ow);
-      } catch (const std::bad_alloc&) {
+#pragma omp parallel num_threads(available_threads()) if (parallel)
+    {
+      Scratch<C> scratch;
+#pragma omp for schedule(dynamic)
+      for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t r = t / blocks, first = (t % blocks) * kChannelBlock, last = std::min(channels, first + kChannelBlock);
+        C* dst = out + r * channels * oh * ow;
+        // The scratch grows as needed, and nothing may leave a parallel region by throwing.
+        try {
+          scratch.y_taps.resize(static_cast<size_t>(oh));
+          scratch.x_taps.resize(static_cast<size_t>(ow));
+          if (o.max_mode) pool_region(regions[static_cast<size_t>(r)], first, last, height, width, o, scratch, dst);
+          else average_region(regions[static_cast<size_t>(r)], first, last, height, width, o, scratch, dst);
+        } catch (const std::bad_alloc&) {
 #pragma omp atomic write
-        out_of_memory = true;
+          out_of_memory = true;
+        }
       }
     }
     if (out_of_memory) return make_error("out of memory while pooling the regions");

@@ -124,10 +124,11 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
   g.c_required = info.opset() < 11;
   g.c_exact = info.opset() < 7 && info.attr_int("broadcast", 0) == 0;
   std::optional<Tensor> b_transposed;
-  std::shared_ptr<const PackedMatMul> packed;
+  std::shared_ptr<PackedOnFirstUse> packed;
   const Tensor* constant_b = info.constant_input(1);
-  if (constant_b != nullptr && info.options().prepack_weights && !g.trans_a && g.alpha == 1.0f)
-    packed = PackedMatMul::create(*constant_b, g.trans_b);
+  if (constant_b != nullptr && constant_b->dtype() == DataType::float32 && info.options().prepack_weights && !g.trans_a &&
+      g.alpha == 1.0f)
+    packed = std::make_shared<PackedOnFirstUse>(g.trans_b);
   if (!packed && !g.trans_b && constant_b != nullptr && info.options().prepack_weights && transposing_pays(*constant_b))
     b_transposed = transposed_matrix(*constant_b);
   return ComputeFn([g, b_transposed = std::move(b_transposed), packed](KernelContext& ctx) -> Status {
@@ -156,10 +157,13 @@ Result<ComputeFn> build_gemm(const KernelInfo& info) {
     // The packed weights take one row of bias per product (or none); the
     // single row stays with gemm(), which reads B once without packing it.
     const bool use_c = bias.has_value() && g.beta != 0.0f;
+    const PackedMatMul* weights = nullptr;
     if (packed && a->dtype() == DataType::float32 && m > 1 &&
-        (!use_c || (g.beta == 1.0f && bias->row_stride == 0 && bias->col_stride == 1))) {
+        (!use_c || (g.beta == 1.0f && bias->row_stride == 0 && bias->col_stride == 1)))
+      weights = packed->get(*b);
+    if (weights != nullptr) {
       ONNXKIT_ASSIGN(const bool ran,
-                     packed->run(m, a->data<float>(), use_c ? bias->c->data<float>() : nullptr, out.mutable_data<float>()));
+                     weights->run(m, a->data<float>(), use_c ? bias->c->data<float>() : nullptr, out.mutable_data<float>()));
       if (ran) return {};
     }
     if (b_transposed && a->dtype() == DataType::float32) {

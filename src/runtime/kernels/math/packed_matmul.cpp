@@ -104,4 +104,9 @@ Result<bool> PackedMatMul::run(int64_t m, const float* a, const float* bias, flo
   return true;
 }
 
+const PackedMatMul* PackedOnFirstUse::get(const Tensor& b) {
+  std::call_once(once_, [&] { packed_ = PackedMatMul::create(b, trans_b_); });
+  return packed_.get();
+}
+
 }  // namespace onnxkit::runtime::math

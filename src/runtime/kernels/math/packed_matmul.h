@@ -53,4 +53,20 @@ class PackedMatMul {
   mutable std::map<std::tuple<int64_t, bool, int>, std::shared_ptr<const Primitive>> primitives_;
 };
 
+// A constant B packed when a product first needs it: a model that only ever
+// multiplies one row by it (which gemm() does reading B where it lies)
+// keeps a single copy of its weights.
+class PackedOnFirstUse {
+ public:
+  explicit PackedOnFirstUse(bool trans_b) : trans_b_(trans_b) {}
+  // B packed (from `b`, the constant, the first time), or null when oneDNN
+  // has no primitive for it. Thread-safe.
+  const PackedMatMul* get(const Tensor& b);
+
+ private:
+  bool trans_b_;
+  std::once_flag once_;
+  std::unique_ptr<PackedMatMul> packed_;
+};
+
 }  // namespace onnxkit::runtime::math

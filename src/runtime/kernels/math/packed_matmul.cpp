@@ -11,7 +11,6 @@
 namespace onnxkit::runtime::math {
 namespace {
 
-using Dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 

@@ -7,7 +7,7 @@
 // all of B costs as much as the multiplication. The layout oneDNN picks for
 // the weights does not depend on the number of rows, so one reordered copy
 // serves the primitives made for each row count the runs meet. Tested
-// against gemm_reference.
+// through Gemm against a plain loop (tests/runtime/math_test.cpp).
 
 #include <map>
 #include <memory>

@@ -70,6 +70,10 @@ size_t fold_graph(ir::Graph& graph, PassContext& context) {
       outputs.emplace_back(std::move(*shape));
     } else {
       if (node->inputs().empty() && node->op_type() != "Constant") continue;
+      // All inputs constant before any is read: a Gather's table, read first, may be most of the model.
+      if (!std::all_of(node->inputs().begin(), node->inputs().end(),
+                       [](const ir::Value* in) { return in == nullptr || PassContext::has_constant(in); }))
+        continue;
       std::vector<runtime::Datum> inputs;
       uint64_t input_bytes = 0, input_elements = 0;
       bool all_known = true;

@@ -14,9 +14,13 @@ bool PassContext::excluded(const ir::Node& node) const {
   return !node.name().empty() && options_.excluded_nodes.count(node.name()) > 0;
 }
 
-std::optional<runtime::Tensor> PassContext::constant(const ir::Value* value) const {
+bool PassContext::has_constant(const ir::Value* value) {
   // An initializer that is also a graph input is only a default: callers may feed another value.
-  if (value == nullptr || value->initializer() == nullptr || value->is_graph_input()) return std::nullopt;
+  return value != nullptr && value->initializer() != nullptr && !value->is_graph_input();
+}
+
+std::optional<runtime::Tensor> PassContext::constant(const ir::Value* value) const {
+  if (!has_constant(value)) return std::nullopt;
   auto tensor = runtime::tensor_from_proto(*value->initializer(), model_.external_data());
   if (!tensor.ok()) return std::nullopt;
   return std::move(tensor).value();

@@ -60,8 +60,14 @@ class PassContext {
   bool excluded(const ir::Node& node) const;
 
   // The data of an initializer (null when `value` is not one, is a graph
-  // input whose initializer is only a default, or its data cannot be read). Views the model's bytes: copy before changing them.
+  // input whose initializer is only a default, or its data cannot be read).
+  // External data is viewed where it is mapped: copy before changing it.
+  // Data inside the model file is copied, so a pass checks everything
+  // cheaper first: a weight may be most of the model.
   std::optional<runtime::Tensor> constant(const ir::Value* value) const;
+  // Whether constant() would find an initializer for `value`, without
+  // reading it: a rewrite that needs several constants checks them all first.
+  static bool has_constant(const ir::Value* value);
   // The elements of an int64 or int32 initializer of rank 0 or 1 (axes,
   // shapes, pads...); nullopt when `value` is not one.
   std::optional<std::vector<int64_t>> constant_ints(const ir::Value* value) const;

@@ -565,6 +565,40 @@ graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "wide
 onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
 """
 
+# One 180 MiB Conv weight read by a Conv whose output goes to a Relu, not a
+# BatchNormalization: a fusion pass that reads every Conv's weights before
+# looking at the consumer copies it (and a table of int64 per element made it
+# three times the weight), 969 MiB peak for the bound's 334.
+WIDE_CONV = """
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+w = np.random.default_rng(0).standard_normal((2560, 2048, 3, 3), dtype=np.float32) * 0.01
+graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["c"], ["y"])], "wide_conv",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2048, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2560, 4, 4])],
+                          [numpy_helper.from_array(w, "w")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+"""
+
+# A 176 MiB embedding table read by a Gather of the input ids: constant
+# folding that reads a node's inputs in order copies the table before it
+# finds the ids are not constant (376 MiB peak for the bound's 328).
+EMBEDDING = """
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+table = np.random.default_rng(0).standard_normal((180000, 256), dtype=np.float32)
+graph = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["y"])], "embedding",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8, 256])],
+                          [numpy_helper.from_array(table, "table")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+"""
+
 
 def peak_rss_mib(cmd):
     """(exit code, stderr, peak RSS in MiB) of the command, measured by
@@ -605,6 +639,18 @@ class SimplifyMemory(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             model = os.path.join(tmp, "wide.onnx")
             subprocess.run([sys.executable, "-c", WIDE_MATMUL, model], check=True)
+            self.assert_within_bound(model, [model])
+
+    def test_one_large_conv_weight(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "wide_conv.onnx")
+            subprocess.run([sys.executable, "-c", WIDE_CONV, model], check=True)
+            self.assert_within_bound(model, [model])
+
+    def test_large_embedding_table(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "embedding.onnx")
+            subprocess.run([sys.executable, "-c", EMBEDDING, model], check=True)
             self.assert_within_bound(model, [model])
 
     def test_external_data(self):

@@ -26,43 +26,55 @@
 namespace onnxkit::passes::fuse {
 namespace {
 
-// For each element of W (flattened), the output channel it contributes to;
-// empty when W's shape does not fit the op and its group attribute.
-std::vector<int64_t> output_channel_of_weights(const ir::Node& conv, const runtime::Shape& w_shape, int64_t& channels) {
-  if (w_shape.size() < 3) return {};
+// Where the output channels lie in W (flattened): the output channel that
+// element i contributes to is ((i / block) % per_group) plus
+// (i / (block * per_group * in_per_group)) * per_group. Arithmetic rather
+// than a table: a table of int64 per element would take twice the memory of
+// a float32 W, and W may be most of the model.
+struct ChannelLayout {
+  int64_t channels = 0;      // output channels M
+  int64_t block = 1;         // consecutive elements of one output channel
+  int64_t per_group = 1;     // output channels in one run of blocks
+  int64_t in_per_group = 1;  // runs that share those channels (ConvTranspose: input channels per group)
+  size_t channel(size_t i) const {
+    const auto b = static_cast<size_t>(block), m = static_cast<size_t>(per_group);
+    return (i / b) % m + i / (b * m * static_cast<size_t>(in_per_group)) * m;
+  }
+};
+
+// The layout of W's output channels; nullopt when W's shape does not fit
+// the op and its group attribute.
+std::optional<ChannelLayout> output_channels_of_weights(const ir::Node& conv, const runtime::Shape& w_shape) {
+  if (w_shape.size() < 3) return std::nullopt;
   int64_t kernel_size = 1;
   for (size_t i = 2; i < w_shape.size(); ++i) kernel_size *= w_shape[i];
   const int64_t group = conv.attr_int("group", 1);
-  if (group <= 0 || kernel_size <= 0) return {};
-  std::vector<int64_t> channel_of;
+  if (group <= 0 || kernel_size <= 0 || w_shape[0] <= 0 || w_shape[1] <= 0) return std::nullopt;
   if (conv.op_type() == "Conv") {
-    channels = w_shape[0];
-    const auto per_output = static_cast<size_t>(w_shape[1] * kernel_size);
-    for (int64_t o = 0; o < w_shape[0]; ++o) channel_of.insert(channel_of.end(), per_output, o);
-    return channel_of;
+    // Conv: W is [M, C/group, k...], one output channel per row.
+    return ChannelLayout{.channels = w_shape[0], .block = w_shape[1] * kernel_size, .per_group = w_shape[0]};
   }
-  // ConvTranspose: W is [C, M/group, k...].
+  // ConvTranspose: W is [C, M/group, k...]; input channel i of group g feeds
+  // output channels g * (M/group) + j for j along axis 1.
   const int64_t in_channels = w_shape[0], per_group = w_shape[1];
-  if (in_channels % group != 0) return {};
-  channels = per_group * group;
-  const int64_t in_per_group = in_channels / group;
-  for (int64_t i = 0; i < in_channels; ++i)
-    for (int64_t j = 0; j < per_group; ++j)
-      channel_of.insert(channel_of.end(), static_cast<size_t>(kernel_size), (i / in_per_group) * per_group + j);
-  return channel_of;
+  if (in_channels % group != 0) return std::nullopt;
+  return ChannelLayout{
+      .channels = per_group * group, .block = kernel_size, .per_group = per_group, .in_per_group = in_channels / group};
 }
 
 // Fuses the BatchNormalization that alone reads `conv`'s output, if any.
 bool fuse_once(ir::Node& conv, PassContext& context) {
   ir::Value* conv_out = conv.output(0);
   ir::Node* bn = sole_consumer(conv_out);
-  if (bn == nullptr || context.excluded(*bn) || bn->input(0) != conv_out) return false;
+  // Checked before W is read: reading copies it, and every Conv has a sole
+  // consumer (a Relu, an Add) far more often than a BatchNormalization.
+  if (bn == nullptr || !bn->is_onnx_op("BatchNormalization") || context.excluded(*bn) || bn->input(0) != conv_out) return false;
 
   auto weights = context.constant(conv.input(1));
   if (!weights || !is_fusable_weight_type(weights->dtype())) return false;
-  int64_t channels = 0;
-  std::vector<int64_t> channel_of = output_channel_of_weights(conv, weights->shape(), channels);
-  if (channel_of.empty() || static_cast<int64_t>(channel_of.size()) != weights->numel()) return false;
+  auto layout = output_channels_of_weights(conv, weights->shape());
+  if (!layout) return false;
+  const int64_t channels = layout->channels;
 
   auto bias = bias_values(conv, context, weights->dtype(), channels);
   if (!bias) return false;
@@ -70,7 +82,7 @@ bool fuse_once(ir::Node& conv, PassContext& context) {
   if (!bn_affine) return false;
 
   std::vector<double> new_weights = *as_doubles(*weights);
-  for (size_t i = 0; i < new_weights.size(); ++i) new_weights[i] *= bn_affine->scale[static_cast<size_t>(channel_of[i])];
+  for (size_t i = 0; i < new_weights.size(); ++i) new_weights[i] *= bn_affine->scale[layout->channel(i)];
   for (size_t o = 0; o < bias->size(); ++o) (*bias)[o] = (*bias)[o] * bn_affine->scale[o] + bn_affine->shift[o];
 
   return commit_fusion(context, conv, *bn,

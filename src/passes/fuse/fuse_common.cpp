@@ -98,9 +98,11 @@ std::optional<ConvChannelOperand> conv_then_per_channel(ir::Node& conv, std::str
   ir::Node* consumer = sole_consumer(conv_out);
   if (consumer == nullptr || !consumer->is_onnx_op(op) || context.excluded(*consumer) || context.opset() < 7) return std::nullopt;
   auto operand = context.constant(other_operand(*consumer, conv_out));
+  // W only once the operand is a constant: reading copies W, and a Conv's
+  // Add is most often the residual sum of two activations.
+  if (!operand) return std::nullopt;
   auto weights = context.constant(conv.input(1));
-  if (!operand || !weights || !is_fusable_weight_type(weights->dtype()) || operand->dtype() != weights->dtype() ||
-      weights->rank() < 3)
+  if (!weights || !is_fusable_weight_type(weights->dtype()) || operand->dtype() != weights->dtype() || weights->rank() < 3)
     return std::nullopt;
   auto per_channel = per_channel_values(*operand, weights->rank(), 1, weights->dim(0));
   if (!per_channel) return std::nullopt;

@@ -126,9 +126,15 @@ class Checker {
  private:
   // Kernels read the weights where the model holds them: a reordered copy
   // beside them would double what a large model takes, for a few runs.
+  // Every run takes the same threads, never one thread while the cores are
+  // busy (runtime/contention.h): oneDNN's plain-layout convolutions may
+  // split their sums by thread, and the rounding of a 1-thread run against
+  // a 2-thread one (2e-5 on a ResNet-50's logits) is no difference between
+  // the models.
   static runtime::SessionOptions lean_session() {
     runtime::SessionOptions options;
     options.prepack_weights = false;
+    options.adapt_to_load = false;
     return options;
   }
 

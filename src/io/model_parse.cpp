@@ -67,8 +67,13 @@ namespace {
 
 // Field numbers of onnx.proto on the path to the weights.
 constexpr uint32_t kModelGraphField = 7;
+constexpr uint32_t kGraphNodeField = 1;
 constexpr uint32_t kGraphInitializerField = 5;
 constexpr uint32_t kTensorRawDataField = 9;
+constexpr uint32_t kNodeAttributeField = 5;
+
+// An attribute of at least this many bytes is parsed apart (LiftedAttribute).
+constexpr uint64_t kLiftAttributeBytes = uint64_t{1} << 20;
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
@@ -83,12 +88,85 @@ struct Varint {
   bool is_minimal() const { return size <= 5 && (size == 1 || bytes[size - 1] != 0); }
 };
 
-void append_varint(std::string& out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>(value | 0x80));
-    value >>= 7;
+// An attribute cut out of the main graph's node `node` (the `position`th of
+// its attributes): its bytes, and the values of each list they hold.
+struct LiftedAttribute {
+  size_t node = 0, position = 0;
+  std::string bytes;
+  int64_t floats = 0, ints = 0, strings = 0;
+};
+
+// How many values of each list an AttributeProto's bytes hold, or nullopt
+// when they hold a field other than its name, scalars and lists (a tensor,
+// a graph: fields whose parse apart might differ from protobuf's, such as
+// in its nesting limit) or do not parse on the plain wire format.
+struct ListCounts {
+  int64_t floats = 0, ints = 0, strings = 0;
+};
+std::optional<ListCounts> count_lists(std::string_view bytes) {
+  ListCounts counts;
+  size_t at = 0;
+  auto varint = [&](uint64_t& value) {
+    value = 0;
+    for (int shift = 0; shift < 64 && at < bytes.size(); shift += 7) {
+      const auto byte = static_cast<uint8_t>(bytes[at++]);
+      value |= uint64_t{byte & 0x7fu} << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  // AttributeProto's fields: name 1, f 2, i 3, s 4, floats 7, ints 8,
+  // strings 9, doc_string 13, type 20, ref_attr_name 21.
+  while (at < bytes.size()) {
+    // Millions of list entries, one field each: theirs first, by their tag byte.
+    const auto first = static_cast<uint8_t>(bytes[at]);
+    if (first == (8 << 3 | kVarint)) {
+      for (++at; at < bytes.size() && (bytes[at] & 0x80) != 0;) ++at;
+      if (at++ >= bytes.size()) return std::nullopt;
+      ++counts.ints;
+      continue;
+    }
+    if (first == (7 << 3 | kFixed32) && bytes.size() - at >= 5) {
+      at += 5;
+      ++counts.floats;
+      continue;
+    }
+    if (first == (9 << 3 | kLengthDelimited) && bytes.size() - at >= 2 && (bytes[at + 1] & 0x80) == 0) {
+      const size_t length = static_cast<uint8_t>(bytes[at + 1]);
+      if (length > bytes.size() - at - 2) return std::nullopt;
+      at += 2 + length;
+      ++counts.strings;
+      continue;
+    }
+    uint64_t tag = 0, value = 0;
+    if (!varint(tag)) return std::nullopt;
+    const uint64_t field = tag >> 3, type = tag & 7;
+    if (type == kVarint) {
+      if ((field != 3 && field != 8 && field != 20) || !varint(value)) return std::nullopt;
+      counts.ints += field == 8;
+    } else if (type == kFixed32) {
+      if ((field != 2 && field != 7) || bytes.size() - at < 4) return std::nullopt;
+      at += 4;
+      counts.floats += field == 7;
+    } else if (type == kLengthDelimited) {
+      if (!varint(value) || value > bytes.size() - at) return std::nullopt;
+      const std::string_view payload = bytes.substr(at, value);
+      at += value;
+      if (field == 7) {  // packed floats
+        if (value % 4 != 0) return std::nullopt;
+        counts.floats += static_cast<int64_t>(value / 4);
+      } else if (field == 8) {  // packed ints: one byte without the continuation bit ends each
+        counts.ints += std::count_if(payload.begin(), payload.end(), [](char c) { return (c & 0x80) == 0; });
+      } else if (field == 9) {
+        ++counts.strings;
+      } else if (field != 1 && field != 4 && field != 13 && field != 21) {
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
   }
-  out.push_back(static_cast<char>(value));
+  return counts;
 }
 
 // Walks the path to the initializers' raw_data, copying the rest as it is.
@@ -99,46 +177,90 @@ class Walker {
   // The model's bytes with every initializer's raw_data cut out; false where
   // the walk declines.
   bool model(std::string& out) {
-    return message(in_.size(), out, kModelGraphField,
-                   [&](const Varint& tag, uint64_t end, std::string& o) { return nested(tag, end, o, &Walker::graph); });
+    return message(
+        in_.size(), out, [](uint32_t field) { return field == kModelGraphField; },
+        [&](const Varint& tag, const Varint&, uint64_t end, std::string& o) { return nested(tag, end, o, &Walker::graph); });
   }
 
   // raw_data by initializer, in the order protobuf appends the initializers
   // (several graph fields merge into one, their initializers in turn).
   std::vector<std::pair<size_t, std::string>> take_lifted() { return std::move(lifted_); }
+  // The large attributes of the main graph's nodes, in order.
+  std::vector<LiftedAttribute> take_lifted_attributes() { return std::move(attributes_); }
 
  private:
   bool graph(uint64_t end, std::string& out) {
-    return message(end, out, kGraphInitializerField, [&](const Varint& tag, uint64_t field_end, std::string& o) {
-      return nested(tag, field_end, o, &Walker::tensor);
-    });
+    return message(
+        end, out, [](uint32_t field) { return field == kGraphInitializerField || field == kGraphNodeField; },
+        [&](const Varint& tag, const Varint& length, uint64_t field_end, std::string& o) {
+          if ((tag.value >> 3) == kGraphInitializerField) return nested(tag, field_end, o, &Walker::tensor);
+          ++nodes_;
+          if (length.value < kLiftAttributeBytes) return copy_field(tag, length, o);
+          return nested(tag, field_end, o, &Walker::node);
+        });
+  }
+
+  bool node(uint64_t end, std::string& out) {
+    const size_t index = nodes_ - 1;
+    size_t attributes = 0;
+    return message(
+        end, out, [](uint32_t field) { return field == kNodeAttributeField; },
+        [&](const Varint& tag, const Varint& length, uint64_t field_end, std::string& o) {
+          const size_t position = attributes++;
+          if (length.value < kLiftAttributeBytes) return copy_field(tag, length, o);
+          LiftedAttribute lifted{index, position, std::string(field_end - in_.position(), '\0'), 0, 0, 0};
+          if (!in_.read(lifted.bytes.data(), lifted.bytes.size())) return false;
+          std::optional<ListCounts> counts = count_lists(lifted.bytes);
+          if (!counts) {  // left to protobuf
+            o.append(tag.text());
+            o.append(length.text());
+            o.append(lifted.bytes);
+            return true;
+          }
+          lifted.floats = counts->floats;
+          lifted.ints = counts->ints;
+          lifted.strings = counts->strings;
+          attributes_.push_back(std::move(lifted));
+          return true;
+        });
   }
 
   bool tensor(uint64_t end, std::string& out) {
     size_t index = initializers_++;
     std::optional<std::string> raw;  // the last raw_data wins, as in protobuf
-    bool ok = message(end, out, kTensorRawDataField, [&](const Varint&, uint64_t field_end, std::string&) {
-      raw.emplace(field_end - in_.position(), '\0');  // the one allocation, of exactly its size
-      return in_.read(raw->data(), raw->size());
-    });
+    bool ok = message(
+        end, out, [](uint32_t field) { return field == kTensorRawDataField; },
+        [&](const Varint&, const Varint&, uint64_t field_end, std::string&) {
+          raw.emplace(field_end - in_.position(), '\0');  // the one allocation, of exactly its size
+          return in_.read(raw->data(), raw->size());
+        });
     if (ok && raw) lifted_.emplace_back(index, std::move(*raw));
     return ok;
   }
 
-  // A message field on the path: walked by `walk` and written back with the
-  // length of what it wrote.
+  // A message field on the path: walked by `walk` straight into `out` after
+  // room for its length, which is written when known. The length takes all
+  // kLengthBytes, padded with continuation bytes (a varint protobuf reads
+  // the same), so the payload, a whole graph of a large forest, is never
+  // moved or copied again.
   bool nested(const Varint& tag, uint64_t end, std::string& out, bool (Walker::*walk)(uint64_t, std::string&)) {
-    std::string payload;
-    if (!(this->*walk)(end, payload)) return false;
     out.append(tag.text());
-    append_varint(out, payload.size());
-    out.append(payload);
+    const size_t at = out.size();
+    out.append(kLengthBytes, '\0');
+    if (!(this->*walk)(end, out)) return false;
+    uint64_t length = out.size() - at - kLengthBytes;
+    if (length > INT32_MAX) return false;
+    for (size_t i = 0; i < kLengthBytes; ++i, length >>= 7)
+      out[at + i] = static_cast<char>((length & 0x7f) | (i + 1 < kLengthBytes ? 0x80 : 0));
     return true;
   }
+  // Enough for any length protobuf parses (under 2 GiB); its reader takes
+  // a length of up to 5 bytes.
+  static constexpr size_t kLengthBytes = 5;
 
   // Reads fields to `end`, copying them to `out` except the length-delimited
-  // `path_field`, which goes to `on_path(tag, its end, out)`.
-  template <class OnPath> bool message(uint64_t end, std::string& out, uint32_t path_field, OnPath on_path) {
+  // ones `is_path` names, which go to `on_path(tag, length, their end, out)`.
+  template <class IsPath, class OnPath> bool message(uint64_t end, std::string& out, IsPath is_path, OnPath on_path) {
     while (in_.position() < end) {
       Varint tag;
       if (!varint(end, tag) || !tag.is_minimal() || tag.value > UINT32_MAX || (tag.value >> 3) == 0) return false;
@@ -151,15 +273,19 @@ class Walker {
       Varint length;
       if (!varint(end, length) || !length.is_minimal() || length.value > end - in_.position()) return false;
       uint64_t field_end = in_.position() + length.value;
-      if ((tag.value >> 3) == path_field) {
-        if (!on_path(tag, field_end, out)) return false;
+      if (is_path(static_cast<uint32_t>(tag.value >> 3))) {
+        if (!on_path(tag, length, field_end, out)) return false;
       } else {
-        out.append(tag.text());
-        out.append(length.text());
-        if (!copy(length.value, out)) return false;
+        if (!copy_field(tag, length, out)) return false;
       }
     }
     return true;
+  }
+
+  bool copy_field(const Varint& tag, const Varint& length, std::string& out) {
+    out.append(tag.text());
+    out.append(length.text());
+    return copy(length.value, out);
   }
 
   bool copy(uint64_t n, std::string& out) {
@@ -195,21 +321,49 @@ class Walker {
 
   ForwardReader& in_;
   size_t initializers_ = 0;
+  size_t nodes_ = 0;
   std::vector<std::pair<size_t, std::string>> lifted_;
+  std::vector<LiftedAttribute> attributes_;
 };
+
+// Parses each lifted attribute into its node, at its place among the
+// node's attributes, its lists reserved at their exact sizes first.
+bool restore_attributes(std::vector<LiftedAttribute>& lifted, onnx::GraphProto& graph) {
+  for (LiftedAttribute& a : lifted) {
+    if (a.node >= static_cast<size_t>(graph.node_size())) return false;
+    onnx::NodeProto& node = *graph.mutable_node(static_cast<int>(a.node));
+    onnx::AttributeProto& attribute = *node.add_attribute();
+    attribute.mutable_floats()->Reserve(static_cast<int>(a.floats));
+    attribute.mutable_ints()->Reserve(static_cast<int>(a.ints));
+    attribute.mutable_strings()->Reserve(static_cast<int>(a.strings));
+    if (a.bytes.size() > INT32_MAX || !attribute.MergeFromString(a.bytes)) return false;
+    std::string().swap(a.bytes);
+    if (a.position >= static_cast<size_t>(node.attribute_size())) return false;
+    for (int i = node.attribute_size() - 1; i > static_cast<int>(a.position); --i)
+      node.mutable_attribute()->SwapElements(i, i - 1);
+  }
+  return true;
+}
 
 }  // namespace
 
 Result<bool> parse_model_proto(ForwardReader& in, onnx::ModelProto& proto) {
   std::vector<std::pair<size_t, std::string>> lifted;
+  std::vector<LiftedAttribute> attributes;
   {
     std::string rest;
+    // The walk cuts bytes out and adds at most 4 a nested message: one
+    // allocation of the input's size (over INT32_MAX it declines) holds
+    // all but the rarest outputs, which grow once.
+    rest.reserve(std::min<uint64_t>(in.size(), INT32_MAX));
     Walker walker(in);
     bool walked = walker.model(rest);
     if (!in.status().ok()) return in.status().error();
     if (!walked || rest.size() > INT32_MAX || !proto.ParseFromArray(rest.data(), static_cast<int>(rest.size()))) return false;
     lifted = walker.take_lifted();
+    attributes = walker.take_lifted_attributes();
   }
+  if (!attributes.empty() && !restore_attributes(attributes, *proto.mutable_graph())) return false;
   if (lifted.empty()) return true;  // and a model without a graph keeps none
   auto& initializers = *proto.mutable_graph()->mutable_initializer();
   for (auto& [index, bytes] : lifted) {

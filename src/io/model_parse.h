@@ -10,6 +10,14 @@
 // exactly its size, protobuf parses the rest (the same bytes with those
 // fields cut out), and the strings are moved into their tensors. The result
 // is the message protobuf alone would give.
+//
+// The same holds for the lists of a node's attribute (a tree ensemble's
+// millions of node ids, modes and thresholds): protobuf grows a repeated
+// field by doubling as it parses, touching about three times the memory
+// the list needs, which on a large forest costs more than the parse itself.
+// Attributes of at least 1 MB of the main graph's nodes, holding lists and
+// scalars only, are cut out likewise and parsed apart into lists reserved
+// at their exact sizes, then put back in their place.
 
 #include <onnx/onnx_pb.h>
 

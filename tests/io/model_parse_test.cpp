@@ -191,6 +191,82 @@ TEST(ModelParse, DamagedBytesNeverGetAVerdictProtobufWouldNotGive) {
   EXPECT_GT(refused, 300);
 }
 
+// A model whose last node has attributes over the 1 MB from which they are
+// parsed apart: lists of strings, ints (also packed, as protobuf also
+// reads them) and floats, among small attributes and a large tensor (left
+// to protobuf); the node comes in a second graph field, merged into the
+// first. Returns the model and where that node's bytes start.
+std::pair<std::string, size_t> model_with_large_attributes() {
+  onnx::NodeProto node;
+  node.set_op_type("TreeEnsembleRegressor");
+  node.add_input("x");
+  node.add_output("t");
+  auto attribute = [&](const char* name, onnx::AttributeProto::AttributeType type) {
+    onnx::AttributeProto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(type);
+    return a;
+  };
+  attribute("n_targets", onnx::AttributeProto::INT)->set_i(1);
+  onnx::AttributeProto* modes = attribute("nodes_modes", onnx::AttributeProto::STRINGS);
+  for (int i = 0; i < 200'000; ++i) modes->add_strings(i % 3 ? "BRANCH_LEQ" : "LEAF");
+  onnx::AttributeProto* ids = attribute("nodes_nodeids", onnx::AttributeProto::INTS);
+  for (int i = 0; i < 300'000; ++i) ids->add_ints(i);
+  onnx::AttributeProto* values = attribute("nodes_values", onnx::AttributeProto::FLOATS);
+  for (int i = 0; i < 300'000; ++i) values->add_floats(static_cast<float>(i) * 0.5f);
+  onnx::TensorProto* tensor = attribute("table", onnx::AttributeProto::TENSOR)->mutable_t();
+  tensor->set_data_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < 300'000; ++i) tensor->add_float_data(static_cast<float>(i));
+  attribute("post_transform", onnx::AttributeProto::STRING)->set_s("NONE");
+  std::string packed;
+  for (int i = 0; i < 400'000; ++i) packed += varint(uint64_t(i) * 3);
+  std::string node_bytes =
+      node.SerializeAsString() + field(5, field(1, "packed") + field(8, packed) + varint(20 << 3) + varint(7));
+  std::string head = sample_model().SerializeAsString();
+  return {head + field(7, field(1, node_bytes)), head.size()};
+}
+
+TEST(ModelParse, LargeAttributesComeBackInPlaceWithListsOfTheirSize) {
+  auto [bytes, node_at] = model_with_large_attributes();
+  auto walked = walk(bytes);
+  ASSERT_TRUE(walked);
+  auto truth = protobuf_parse(bytes);
+  ASSERT_TRUE(truth);
+  EXPECT_EQ(testing::proto_diff(*truth, *walked), "");
+  const onnx::NodeProto& node = walked->graph().node(walked->graph().node_size() - 1);
+  ASSERT_EQ(node.attribute_size(), 7);
+  EXPECT_EQ(node.attribute(1).strings_size(), 200'000);
+  // Reserved at their sizes: protobuf's own parse doubles its way past them.
+  EXPECT_EQ(node.attribute(2).ints().Capacity(), 300'000);
+  EXPECT_EQ(node.attribute(3).floats().Capacity(), 300'000);
+  EXPECT_EQ(node.attribute(6).ints().Capacity(), 400'000);
+  EXPECT_EQ(node.attribute(6).ints(399'999), 399'999 * 3);
+  EXPECT_EQ(truth->graph().node(truth->graph().node_size() - 1).attribute(4).t().float_data_size(), 300'000);
+
+  // Damage inside the large attributes gets protobuf's verdict too.
+  std::mt19937 rng(29);
+  int walked_count = 0, refused = 0;
+  for (int round = 0; round < 60; ++round) {
+    std::string damaged = bytes;
+    const size_t at = node_at + rng() % (damaged.size() - node_at);
+    switch (rng() % 3) {
+      case 0: damaged[at] = static_cast<char>(rng()); break;
+      case 1: damaged[at] = static_cast<char>(damaged[at] ^ (1 << (rng() % 8))); break;
+      default: damaged.erase(at, 1 + rng() % 8); break;
+    }
+    auto ours = walk(damaged);
+    auto protobuf = protobuf_parse(damaged);
+    if (ours) {
+      ++walked_count;
+      ASSERT_TRUE(protobuf) << "round " << round << ": accepted what protobuf refuses";
+      ASSERT_EQ(ours->SerializeAsString(), protobuf->SerializeAsString()) << "round " << round;
+    }
+    if (!protobuf) ++refused;
+  }
+  EXPECT_GT(walked_count, 10);
+  EXPECT_GT(refused, 10);
+}
+
 TEST(ModelParse, LargeRawDataTakesOneAllocationOfItsSize) {
   // Over protobuf's 50 MB reservation, where its own parse of a file grows
   // the string by doubling (and leaves it at 100 MB of capacity).

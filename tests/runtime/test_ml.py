@@ -237,6 +237,69 @@ class MlModels(unittest.TestCase):
                         for ours, oracle in zip(fast.run(None, feed), plain.run(None, feed)):
                             np.testing.assert_array_equal(ours, oracle)
 
+    def test_fast_walk_on_trees_of_very_different_depths(self):
+        # The fast walk takes rows a few at a time and stops a group when all
+        # its rows sit on leaves: a forest of a lone leaf, a stump, a chain
+        # 60 deep that rows leave at every level, and a full tree of depth 6,
+        # with NaN sent either way, on row counts around the group and block
+        # sizes, against the plain walk (to the bit) and ONNX Runtime.
+        rng = np.random.default_rng(3)
+        features = 5
+        trees = []  # per tree: (node modes, features, thresholds, true ids, false ids, NaN-goes-true)
+        trees.append((["LEAF"], [0], [0.0], [0], [0], [0]))
+        trees.append((["BRANCH_LEQ", "LEAF", "LEAF"], [0, 0, 0], [0.1, 0, 0], [1, 0, 0], [2, 0, 0], [1, 0, 0]))
+        depth = 60  # branch i's exit is leaf depth + 1 + i; the chain goes on through the other side
+        modes, feats, values, yes, no, missing = [], [], [], [], [], []
+        for i in range(depth):
+            exit_leaf, onward = depth + 1 + i, i + 1 if i + 1 < depth else depth
+            modes.append("BRANCH_LEQ")
+            feats.append(i % features)
+            values.append(float(rng.normal()) - 1.0)  # mostly false: rows go deep
+            yes.append(exit_leaf if i % 3 else onward)
+            no.append(onward if i % 3 else exit_leaf)
+            missing.append(i % 2)
+        modes += ["LEAF"] * (depth + 1)
+        count = len(modes)
+        trees.append((modes, feats + [0] * (count - depth), values + [0.0] * (count - depth), yes + [0] * (count - depth),
+                      no + [0] * (count - depth), missing + [0] * (count - depth)))
+        full = 2 ** 7 - 1
+        branch = [i < 2 ** 6 - 1 for i in range(full)]
+        trees.append((["BRANCH_LEQ" if b else "LEAF" for b in branch], [int(rng.integers(features)) for _ in branch],
+                      [float(rng.normal()) for _ in branch], [2 * i + 1 if b else 0 for i, b in enumerate(branch)],
+                      [2 * i + 2 if b else 0 for i, b in enumerate(branch)], [int(i % 5 == 0) for i in range(full)]))
+        attrs = {k: [] for k in ("tree", "node", "mode", "feature", "value", "yes", "no", "missing", "leaf_tree", "leaf_node")}
+        for t, (modes, feats, values, yes, no, missing) in enumerate(trees):
+            for i, mode in enumerate(modes):
+                for key, v in zip(("tree", "node", "mode", "feature", "value", "yes", "no", "missing"),
+                                  (t, i, mode, feats[i], values[i], yes[i], no[i], missing[i])):
+                    attrs[key].append(v)
+                if mode == "LEAF":
+                    attrs["leaf_tree"].append(t)
+                    attrs["leaf_node"].append(i)
+        leaves = len(attrs["leaf_tree"])
+        node = helper.make_node(
+            "TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=2,
+            nodes_treeids=attrs["tree"], nodes_nodeids=attrs["node"], nodes_modes=attrs["mode"],
+            nodes_featureids=attrs["feature"], nodes_values=attrs["value"], nodes_truenodeids=attrs["yes"],
+            nodes_falsenodeids=attrs["no"], nodes_missing_value_tracks_true=attrs["missing"],
+            target_treeids=attrs["leaf_tree"], target_nodeids=attrs["leaf_node"],
+            target_ids=[i % 2 for i in range(leaves)], target_weights=rng.normal(size=leaves).astype(np.float32).tolist())
+        model = one_node_model(node, [("X", TensorProto.FLOAT, [None, features])], [("Y", TensorProto.FLOAT, [None, 2])])
+        x = rng.normal(size=(300, features)).astype(np.float32)
+        x[::6, 0] = np.nan
+        x[::11, 3] = np.nan
+        data = model.SerializeToString()
+        plain = onnxkit.InferenceSession(data, plain_options(), threads=1)
+        theirs = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+        for threads in (1, 2):
+            fast = onnxkit.InferenceSession(data, threads=threads)
+            for rows in (1, 7, 8, 9, 135, 300):
+                with self.subTest(threads=threads, rows=rows):
+                    feed = {"X": x[:rows]}
+                    ours = fast.run(None, feed)[0]
+                    np.testing.assert_array_equal(ours, plain.run(None, feed)[0])
+                    np.testing.assert_allclose(ours, theirs.run(None, feed)[0], rtol=0, atol=TOL)
+
     def test_leaf_without_weights(self):
         # Tree 0: x0 <= 0 ? leaf (no weight) : leaf 5; tree 1: x1 <= 0.5 ? leaf 1 : leaf 2.
         # A leaf may carry no weight; the fast walk must not take its neighbour's.

@@ -69,9 +69,9 @@ struct Forest {
   // (see make_compact); empty otherwise, and the plain walk above runs.
   struct CompactNode {
     float threshold;  // a leaf: NaN, so no comparison holds
-    int32_t feature;  // a leaf: 0 (any feature a row has)
+    int32_t feature;  // a leaf: 0 (any feature a row has); see widen_rows when tracks_missing
     uint32_t no;      // the false child (the true one is the next node); a leaf: itself
-    uint32_t aux;     // a branch: bit 31 set if NaN goes to the true child; a leaf: its first weight
+    uint32_t aux;     // a leaf: its first weight; a branch: 0
   };
   std::vector<CompactNode> compact;
   std::vector<uint8_t> depths;    // per tree, the edges from its root to its deepest leaf
@@ -84,6 +84,8 @@ struct Forest {
 struct TreeAttrs {
   size_t values_size() const { return float_values.empty() ? double_values.size() : float_values.size(); }
   double value(size_t i) const { return float_values.empty() ? double_values[i] : float_values[i]; }
+  size_t weights_size() const { return float_weights.empty() ? double_weights.size() : float_weights.size(); }
+  double weight(size_t i) const { return float_weights.empty() ? double_weights[i] : float_weights[i]; }
 
   std::span<const int64_t> tree_ids, node_ids, features, true_ids, false_ids, missing_true;
   std::vector<Mode> modes;
@@ -91,8 +93,22 @@ struct TreeAttrs {
   std::span<const float> float_values;
   std::vector<double> double_values;
   std::span<const int64_t> leaf_tree_ids, leaf_node_ids, leaf_targets;
-  std::vector<double> leaf_weights;
+  // The leaf weights, likewise.
+  std::span<const float> float_weights;
+  std::vector<double> double_weights;
 };
+
+// A float-list attribute as a view of the list, or, when it comes as
+// `<name>_as_tensor`, as doubles.
+Status read_floats(const KernelInfo& info, const std::string& name, std::span<const float>& floats,
+                   std::vector<double>& doubles) {
+  if (info.has_attr(name + "_as_tensor")) {
+    ONNXKIT_ASSIGN(doubles, attr_doubles(info, name));
+  } else if (const ir::Attribute* v = info.node().attribute(name)) {
+    floats = {v->proto.floats().data(), static_cast<size_t>(v->proto.floats_size())};
+  }
+  return {};
+}
 
 std::span<const int64_t> ints_view(const KernelInfo& info, const std::string& name) {
   const ir::Attribute* a = info.node().attribute(name);
@@ -121,15 +137,11 @@ Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& lea
       a.modes.push_back(last_mode);
     }
   }
-  if (info.has_attr("nodes_values_as_tensor")) {
-    ONNXKIT_ASSIGN(a.double_values, attr_doubles(info, "nodes_values"));
-  } else if (const ir::Attribute* v = info.node().attribute("nodes_values")) {
-    a.float_values = {v->proto.floats().data(), static_cast<size_t>(v->proto.floats_size())};
-  }
+  ONNXKIT_TRY(read_floats(info, "nodes_values", a.float_values, a.double_values));
   a.leaf_tree_ids = ints_view(info, leaf_prefix + "treeids");
   a.leaf_node_ids = ints_view(info, leaf_prefix + "nodeids");
   a.leaf_targets = ints_view(info, leaf_prefix + "ids");
-  ONNXKIT_ASSIGN(a.leaf_weights, attr_doubles(info, leaf_prefix + "weights"));
+  ONNXKIT_TRY(read_floats(info, leaf_prefix + "weights", a.float_weights, a.double_weights));
   const size_t n = a.node_ids.size();
   if (n == 0) return make_error("attribute nodes_nodeids is empty: the ensemble has no nodes");
   auto check = [&](size_t size, const char* name, bool optional) -> Status {
@@ -143,7 +155,7 @@ Result<TreeAttrs> read_tree_attrs(const KernelInfo& info, const std::string& lea
   ONNXKIT_TRY(check(a.modes.size(), "nodes_modes", false));
   ONNXKIT_TRY(check(a.values_size(), "nodes_values", true));
   ONNXKIT_TRY(check(a.missing_true.size(), "nodes_missing_value_tracks_true", true));
-  const size_t w = a.leaf_weights.size();
+  const size_t w = a.weights_size();
   if (a.leaf_tree_ids.size() != w || a.leaf_node_ids.size() != w || a.leaf_targets.size() != w)
     return make_error("attributes {0}treeids, {0}nodeids, {0}ids and {0}weights differ in length ({1}, {2}, {3}, {4})",
                       leaf_prefix, a.leaf_tree_ids.size(), a.leaf_node_ids.size(), a.leaf_targets.size(), w);
@@ -239,11 +251,13 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
   NodeIndex index(a);
   if (auto dup = index.duplicate()) return make_error("tree {} has node id {} twice", dup->first, dup->second);
 
-  // Leaf weights grouped by node position (a counting sort).
-  std::vector<uint32_t> weight_begin(n + 1, 0);
-  std::vector<uint32_t> weight_node(a.leaf_weights.size());
+  // Leaf weights grouped by node position (a counting sort): node i's are
+  // [weight_end[i - 1], weight_end[i]) (from 0 for node 0).
+  std::vector<uint32_t> weight_end(n + 1, 0);
+  const size_t weights = a.weights_size();
+  std::vector<uint32_t> weight_node(weights);
   int64_t slot = -1;
-  for (size_t w = 0; w < a.leaf_weights.size(); ++w) {
+  for (size_t w = 0; w < weights; ++w) {
     if (w == 0 || a.leaf_tree_ids[w] != a.leaf_tree_ids[w - 1]) slot = index.slot(a.leaf_tree_ids[w]);
     const int64_t pos = slot < 0 ? -1 : index.find_in(static_cast<size_t>(slot), a.leaf_node_ids[w]);
     if (pos < 0)
@@ -252,22 +266,22 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
     if (a.leaf_targets[w] < 0 || a.leaf_targets[w] >= targets)
       return make_error("{}ids[{}] is {}, outside [0, {})", leaf_prefix, w, a.leaf_targets[w], targets);
     weight_node[w] = static_cast<uint32_t>(pos);
-    ++weight_begin[pos + 1];
+    ++weight_end[pos + 1];
   }
-  for (size_t i = 0; i < n; ++i) weight_begin[i + 1] += weight_begin[i];
-  f.weight_target.resize(a.leaf_weights.size());
-  f.weight_value.resize(a.leaf_weights.size());
-  {
-    std::vector<uint32_t> fill(weight_begin.begin(), weight_begin.end() - 1);
-    for (size_t w = 0; w < a.leaf_weights.size(); ++w) {
-      uint32_t slot = fill[weight_node[w]]++;
-      f.weight_target[slot] = static_cast<int32_t>(a.leaf_targets[w]);
-      f.weight_value[slot] = a.leaf_weights[w];
-    }
+  for (size_t i = 0; i < n; ++i) weight_end[i + 1] += weight_end[i];
+  f.weight_target.resize(weights);
+  f.weight_value.resize(weights);
+  for (size_t w = 0; w < weights; ++w) {
+    // Node i's next place, from its first: once all are placed, its end.
+    const uint32_t place = weight_end[weight_node[w]]++;
+    f.weight_target[place] = static_cast<int32_t>(a.leaf_targets[w]);
+    f.weight_value[place] = a.weight(w);
   }
 
-  // Children by position; the root of a tree is its one node no other names.
-  std::vector<uint32_t> yes(n), no(n);
+  // The root of a tree is its one node no other names. Children are checked
+  // here and looked up again where the nodes are laid out (an addition in
+  // the trees converters write): arrays of them would be two more the size
+  // of the forest to fill, which costs more than the lookups.
   std::vector<uint8_t> named(n, 0);
   for (size_t i = 0; i < n; ++i) {
     if (i == 0 || a.tree_ids[i] != a.tree_ids[i - 1]) slot = index.slot(a.tree_ids[i]);
@@ -277,13 +291,11 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
     if (y < 0 || m < 0)
       return make_error("node {} of tree {} has child {}, which the tree does not have", a.node_ids[i], a.tree_ids[i],
                         y < 0 ? a.true_ids[i] : a.false_ids[i]);
-    yes[i] = static_cast<uint32_t>(y);
-    no[i] = static_cast<uint32_t>(m);
     if (a.features[i] < 0 || a.features[i] > INT32_MAX - 1)
       return make_error("node {} of tree {} reads feature {}", a.node_ids[i], a.tree_ids[i], a.features[i]);
     f.features = std::max(f.features, static_cast<int32_t>(a.features[i] + 1));
-    named[yes[i]] = 1;
-    named[no[i]] = 1;
+    named[y] = 1;
+    named[m] = 1;
   }
 
   f.nodes.reserve(n);
@@ -314,15 +326,15 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
       node.mode = modes[p.pos];
       if (node.mode == Mode::leaf) {
         node.feature = -1;
-        node.yes = weight_begin[p.pos];
-        node.no = weight_begin[p.pos + 1];
+        node.yes = p.pos == 0 ? 0 : weight_end[p.pos - 1];
+        node.no = weight_end[p.pos];
       } else {
         node.feature = static_cast<int32_t>(a.features[p.pos]);
         node.threshold = a.values_size() == 0 ? 0.0 : static_cast<double>(static_cast<float>(a.value(p.pos)));
         node.missing_true = !a.missing_true.empty() && a.missing_true[p.pos] != 0;
         f.tracks_missing = f.tracks_missing || node.missing_true;
-        stack.push_back({no[p.pos], at, false});
-        stack.push_back({yes[p.pos], at, true});
+        stack.push_back({static_cast<uint32_t>(index.find_in(t, a.false_ids[p.pos])), at, false});
+        stack.push_back({static_cast<uint32_t>(index.find_in(t, a.true_ids[p.pos])), at, true});
       }
       f.nodes.push_back(node);
     }
@@ -333,14 +345,25 @@ Result<Forest> build_forest(const TreeAttrs& a, int64_t targets, const std::stri
 // Lays the forest out for the fast walk, when every branch is BRANCH_LEQ
 // or every branch is BRANCH_LT (what converters write) and no threshold
 // needs more than a float: 16-byte nodes, four to a cache line, and leaves
-// that loop to themselves, so a block of rows walks each tree for its depth
-// with no branch to mispredict and every row independent of the others.
+// that loop to themselves, so rows walk a tree side by side with no branch
+// to mispredict, a row that reached its leaf waiting there for the others.
 // Sessions with SessionOptions::blocked_layout false skip it and walk the
 // plain layout: the oracle the tests compare the fast walk against.
+//
+// NaN costs the walk nothing: where some node sends it to its true child,
+// the rows are first widened (widen_rows) to 2 x features values, NaN read
+// as +inf by the nodes that send it to their false child and as -inf from
+// the second half by those that send it to the true one, so one comparison
+// routes every value. That holds for every threshold but three, which
+// leave the forest on the plain walk: +inf (LEQ, NaN to false), -inf (LT,
+// NaN to true) and NaN.
 void make_compact(Forest& f) {
   if (f.common_mode != Mode::leq && f.common_mode != Mode::lt) return;
+  const bool lt = f.common_mode == Mode::lt;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   // features >= 1: a leaf reads feature 0 of the row.
   if (!f.sets.empty() || f.nodes.size() >= (size_t{1} << 31) || f.features < 1) return;
+  if (f.tracks_missing && f.features > INT32_MAX / 2) return;
   std::vector<Forest::CompactNode> compact(f.nodes.size());
   std::vector<uint8_t> depth(f.nodes.size(), 0);
   std::vector<uint8_t> depths(f.roots.size(), 0);
@@ -361,7 +384,11 @@ void make_compact(Forest& f) {
       }
       const float threshold = static_cast<float>(n.threshold);
       if (static_cast<double>(threshold) != n.threshold || depth[i] == UINT8_MAX) return;
-      c = {threshold, n.feature, n.no, n.missing_true ? 1u << 31 : 0u};
+      if (f.tracks_missing && (std::isnan(threshold) || (!lt && !n.missing_true && threshold == kInf) ||
+                               (lt && n.missing_true && threshold == -kInf)))
+        return;
+      const int32_t feature = f.tracks_missing && n.missing_true ? n.feature + f.features : n.feature;
+      c = {threshold, feature, n.no, 0};
       // Depth first: the parent comes before its children.
       depth[n.yes] = depth[n.no] = static_cast<uint8_t>(depth[i] + 1);
     }
@@ -373,8 +400,8 @@ void make_compact(Forest& f) {
 
 enum class Aggregate { sum, average, min, max };
 
-// Rows of a block of the compact walk: their positions stay in registers
-// and L1 while every tree is walked.
+// Rows of a block of the compact walk: every tree is walked for them
+// before the next block, their features staying in L1 meanwhile.
 inline constexpr int64_t kCompactBlock = 128;
 
 // Compares in double: a float feature and a float threshold compare the
@@ -442,32 +469,80 @@ void accumulate_rows(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t
   }
 }
 
-// accumulate_rows on the compact layout: each tree takes all rows of the
-// block one level down at a time, for the tree's depth.
-template <bool Lt, bool Missing, class T>
+// The rows [r0, r1) of x as the compact nodes of a forest that tracks
+// missing values read them (make_compact): 2 x features values a row, NaN
+// becoming +inf in the first half and -inf in the second.
+template <class T> void widen_rows(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, std::vector<T>& out) {
+  const int64_t width = f.features;
+  out.resize(static_cast<size_t>((r1 - r0) * 2 * width));
+  T* o = out.data();
+  for (int64_t r = r0; r < r1; ++r, o += 2 * width) {
+    const T* row = x + r * c;
+    for (int64_t k = 0; k < width; ++k) {
+      const bool nan = std::isnan(row[k]);
+      o[k] = nan ? std::numeric_limits<T>::infinity() : row[k];
+      o[width + k] = nan ? -std::numeric_limits<T>::infinity() : row[k];
+    }
+  }
+}
+
+// accumulate_rows on the compact layout. Each tree takes the block's rows
+// kWalkGroup at a time, one level down per step: the rows of a group are
+// independent, so their loads overlap instead of waiting on each other. A
+// group stops as soon as none of its rows moved (all sit on leaves), and
+// after the tree's depth at the latest: converters' trees are often far
+// from balanced (LightGBM grows leaf by leaf; its trees of 31 leaves reach
+// depth 10 where most rows stop by 7), so walking every row to the deepest
+// leaf wastes a third of the steps, while for balanced trees the bound ends
+// the walk without the step that would find nothing moved.
+inline constexpr int kWalkGroup = 8;
+inline constexpr int64_t kWidenedBlockBytes = 24 * 1024;
+
+template <bool Lt, class T> inline uint32_t compact_step(const Forest::CompactNode& n, T v, uint32_t at) {
+  // A mask, not a branch: compilers turn `?:` here into jumps.
+  const uint32_t mask = 0u - static_cast<uint32_t>(Lt ? v < n.threshold : v <= n.threshold);
+  return ((at + 1) & mask) | (n.no & ~mask);
+}
+
+template <bool Lt, class T>
 void accumulate_rows_compact(const Forest& f, const T* x, int64_t c, int64_t r0, int64_t r1, Aggregate agg, double* scores,
                              uint8_t* has) {
   const Forest::CompactNode* nodes = f.compact.data();
-  const int64_t rows = r1 - r0;
-  const T* xb = x + r0 * c;
-  uint32_t at[kCompactBlock];
+  std::vector<T> widened;
+  const T* block = x + r0 * c;
+  int64_t stride = c;
+  if (f.tracks_missing) {
+    widen_rows(f, x, c, r0, r1, widened);
+    block = widened.data();
+    stride = 2 * int64_t{f.features};
+  }
   for (size_t t = 0; t < f.roots.size(); ++t) {
-    std::fill_n(at, rows, f.roots[t]);
-    for (int d = 0; d < f.depths[t]; ++d) {
-      for (int64_t j = 0; j < rows; ++j) {
-        const Forest::CompactNode& n = nodes[at[j]];
-        const T v = xb[j * c + n.feature];
-        // Masks, not branches: compilers turn `||` and `?:` here into jumps.
-        uint32_t yes = static_cast<uint32_t>(Lt ? v < n.threshold : v <= n.threshold);
-        if constexpr (Missing) yes |= (n.aux >> 31) & static_cast<uint32_t>(v != v);
-        const uint32_t mask = 0u - yes;
-        at[j] = ((at[j] + 1) & mask) | (n.no & ~mask);
+    const uint32_t root = f.roots[t];
+    const int depth = f.depths[t];
+    for (int64_t r = r0; r < r1; r += kWalkGroup) {
+      // A short last group walks its last row again in the spare places.
+      const int64_t rows = std::min<int64_t>(kWalkGroup, r1 - r);
+      uint32_t at[kWalkGroup];
+      const T* row[kWalkGroup];
+      for (int g = 0; g < kWalkGroup; ++g) {
+        at[g] = root;
+        row[g] = block + (r - r0 + std::min<int64_t>(g, rows - 1)) * stride;
       }
-    }
-    for (int64_t j = 0; j < rows; ++j) {
-      const uint32_t begin = nodes[at[j]].aux;
-      const uint32_t end = f.weights_per_leaf != 0 ? begin + f.weights_per_leaf : f.nodes[at[j]].no;
-      add_leaf_weights(f, begin, end, r0 + j, agg, scores, has);
+      for (int d = 0; d < depth; ++d) {
+        uint32_t moved = 0;
+        for (int g = 0; g < kWalkGroup; ++g) {
+          const Forest::CompactNode& n = nodes[at[g]];
+          const uint32_t next = compact_step<Lt>(n, row[g][n.feature], at[g]);
+          moved |= next ^ at[g];
+          at[g] = next;
+        }
+        if (moved == 0) break;
+      }
+      for (int64_t g = 0; g < rows; ++g) {
+        const uint32_t begin = nodes[at[g]].aux;
+        const uint32_t end = f.weights_per_leaf != 0 ? begin + f.weights_per_leaf : f.nodes[at[g]].no;
+        add_leaf_weights(f, begin, end, r + g, agg, scores, has);
+      }
     }
   }
 }
@@ -476,22 +551,19 @@ template <class T>
 void accumulate(const Forest& f, const T* x, int64_t n, int64_t c, Aggregate agg, double* scores, uint8_t* has) {
   constexpr bool kFloating = std::is_floating_point_v<T>;
   const bool compact = kFloating && !f.compact.empty();
-  // Rows walked through one tree before the next.
-  const int64_t block = compact ? kCompactBlock : 64;
+  // Rows walked through one tree before the next; widened rows (with
+  // missing values) fewer when they are long, so that they stay in L1.
+  int64_t block = compact ? kCompactBlock : 64;
+  if (compact && f.tracks_missing)
+    block = std::clamp<int64_t>(kWidenedBlockBytes / (2 * int64_t{f.features} * int64_t{sizeof(T)}), kWalkGroup, kCompactBlock);
   const int64_t blocks = (n + block - 1) / block;
   const bool worth = n * static_cast<int64_t>(f.nodes.size()) >= (1 << 16) && blocks > 1;
   parallel_for(blocks, worth, [&](int64_t b) {
     const int64_t r0 = b * block, r1 = std::min(n, r0 + block);
     if constexpr (kFloating) {
       if (compact) {
-        const bool lt = f.common_mode == Mode::lt;
-        if (f.tracks_missing) {
-          if (lt) accumulate_rows_compact<true, true>(f, x, c, r0, r1, agg, scores, has);
-          else accumulate_rows_compact<false, true>(f, x, c, r0, r1, agg, scores, has);
-        } else {
-          if (lt) accumulate_rows_compact<true, false>(f, x, c, r0, r1, agg, scores, has);
-          else accumulate_rows_compact<false, false>(f, x, c, r0, r1, agg, scores, has);
-        }
+        if (f.common_mode == Mode::lt) accumulate_rows_compact<true>(f, x, c, r0, r1, agg, scores, has);
+        else accumulate_rows_compact<false>(f, x, c, r0, r1, agg, scores, has);
         return;
       }
     }
@@ -828,7 +900,8 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
   if (info.options().blocked_layout) make_compact(c->forest);
   const auto& scored = attrs.leaf_targets;
   c->binary = k == 2 && !scored.empty() && std::all_of(scored.begin(), scored.end(), [&](int64_t id) { return id == scored[0]; });
-  c->weights_positive = std::all_of(attrs.leaf_weights.begin(), attrs.leaf_weights.end(), [](double w) { return w >= 0; });
+  c->weights_positive =
+      std::all_of(c->forest.weight_value.begin(), c->forest.weight_value.end(), [](double w) { return w >= 0; });
   return ComputeFn([c, k](KernelContext& ctx) -> Status {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     std::vector<double> scores;

@@ -2,9 +2,10 @@
 """Tree ensembles (ai.onnx.ml) in onnxkit against ONNX Runtime, same machine,
 same run:
 
-- throughput: a 500-tree LightGBM binary classifier (31 leaves a tree)
-  converted by onnxmltools, run on 10,000 rows; rows/s of each at 1 and 2
-  threads (median of 3 x --runs runs after a warm-up, onnxkit, onnxkit's
+- throughput: a 500-tree LightGBM binary classifier (31 leaves a tree,
+  grown leaf-wise, so of uneven depth) and a 500-tree XGBoost one (depth
+  6, nearly balanced), converted by onnxmltools, run on 10,000 rows; rows/s
+  of each at 1 and 2 threads (median of 3 x --runs runs after a warm-up, onnxkit, onnxkit's
   plain tree walk and ORT taking turns run by run), and onnxkit / ORT as a
   ratio (above 1: onnxkit is faster);
 - load: a TreeEnsembleRegressor of about 3 million nodes (random full
@@ -12,10 +13,10 @@ same run:
   a fresh child process (with a --load-timeout, since ORT has taken
   minutes on such models), the two alternating, as ORT / onnxkit.
 
-Runs in the build's venv (onnxkit, onnxruntime, lightgbm, onnxmltools):
+Runs in the build's venv (onnxkit, onnxruntime, lightgbm, xgboost, onnxmltools):
 
 usage: build/venv/bin/python bench/ml_bench.py [--runs 7] [--threads 1,2] [--trees 500] [--rows 10000]
-                                              [--load-nodes 3000000] [--load-runs 3]
+                                              [--load-nodes 3000000] [--load-runs 3] [--only throughput|load]
 Timings are noisy on a shared machine: the two runtimes alternate so that
 drift hits both, but quote ratios with the load on the machine."""
 
@@ -52,6 +53,17 @@ def lightgbm_model(trees, rows, features=20):
     return model, x
 
 
+def xgboost_model(trees, x):
+    import xgboost
+    from onnxmltools import convert_xgboost
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    rng = np.random.default_rng(0)
+    y = (x[:, 0] + x[:, 1] * x[:, 2] + 0.3 * rng.normal(size=len(x)) > 0).astype(np.int64)
+    m = xgboost.XGBClassifier(n_estimators=trees, max_depth=6, n_jobs=1).fit(x, y)
+    return convert_xgboost(m, initial_types=[("X", FloatTensorType([None, x.shape[1]]))], target_opset=13)
+
+
 def interleaved_medians(runs, count):
     """Median seconds of each of `runs` (callables), timed one after the
     other `count` times after a warm-up, so drift and other processes'
@@ -69,9 +81,14 @@ def interleaved_medians(runs, count):
 
 def throughput(args):
     model, x = lightgbm_model(args.trees, args.rows)
+    for name, m in (("LightGBM", model), ("XGBoost", xgboost_model(args.trees, x))):
+        throughput_of(name, m, x, args)
+
+
+def throughput_of(name, model, x, args):
     data = model.SerializeToString()
     nodes = sum(len(a.ints) for n in model.graph.node for a in n.attribute if a.name == "nodes_nodeids")
-    print(f"LightGBM: {args.trees} trees, {nodes} nodes, {len(x)} rows x {x.shape[1]} features")
+    print(f"{name}: {args.trees} trees, {nodes} nodes, {len(x)} rows x {x.shape[1]} features")
     plain_options = onnxkit.SessionOptions()  # the plain tree walk, the tests' oracle
     plain_options.graph_optimization_level = onnxkit.GraphOptimizationLevel.ORT_DISABLE_ALL
     for threads in args.threads:
@@ -172,9 +189,12 @@ def main():
     parser.add_argument("--load-nodes", type=int, default=3_000_000)
     parser.add_argument("--load-runs", type=int, default=3)
     parser.add_argument("--load-timeout", type=float, default=300)
+    parser.add_argument("--only", choices=["throughput", "load"], help="one of the two measurements")
     args = parser.parse_args()
-    throughput(args)
-    load_time(args)
+    if args.only != "load":
+        throughput(args)
+    if args.only != "throughput":
+        load_time(args)
 
 
 if __name__ == "__main__":

@@ -208,21 +208,59 @@ class Walker {
         [&](const Varint& tag, const Varint& length, uint64_t field_end, std::string& o) {
           const size_t position = attributes++;
           if (length.value < kLiftAttributeBytes) return copy_field(tag, length, o);
-          LiftedAttribute lifted{index, position, std::string(field_end - in_.position(), '\0'), 0, 0, 0};
-          if (!in_.read(lifted.bytes.data(), lifted.bytes.size())) return false;
-          std::optional<ListCounts> counts = count_lists(lifted.bytes);
-          if (!counts) {  // left to protobuf
-            o.append(tag.text());
-            o.append(length.text());
-            o.append(lifted.bytes);
-            return true;
-          }
-          lifted.floats = counts->floats;
-          lifted.ints = counts->ints;
-          lifted.strings = counts->strings;
-          attributes_.push_back(std::move(lifted));
-          return true;
+          return attribute(tag, length, field_end, LiftedAttribute{index, position, {}, 0, 0, 0}, o);
         });
+  }
+
+  // A large attribute: lifted when its first field past the name and
+  // scalars is a list. protobuf writes fields in number order, a tensor or
+  // a graph before the lists: such an attribute (a large Constant's) goes
+  // to `out` as it is read, never held apart.
+  bool attribute(const Varint& tag, const Varint& length, uint64_t end, LiftedAttribute lifted, std::string& out) {
+    std::string& head = lifted.bytes;  // the fields read so far
+    while (in_.position() < end) {
+      Varint field;
+      if (!varint(end, field) || !field.is_minimal() || field.value > UINT32_MAX) return false;
+      const uint64_t number = field.value >> 3;
+      const auto type = static_cast<uint32_t>(field.value & 7);
+      if (number == 7 || number == 8 || number == 9) {  // floats, ints, strings: the rest is read apart
+        head.append(field.text());
+        const size_t at = head.size();
+        head.resize(at + (end - in_.position()));
+        if (!in_.read(head.data() + at, head.size() - at)) return false;
+        break;
+      }
+      if (type != kLengthDelimited) {
+        head.append(field.text());
+        if (!copy_scalar(type, end, head)) return false;
+        continue;
+      }
+      Varint size;
+      if (!varint(end, size) || !size.is_minimal() || size.value > end - in_.position()) return false;
+      const bool text = number == 1 || number == 4 || number == 13 || number == 21;  // name, s, doc_string, ref_attr_name
+      std::string& to = text ? head : out;
+      if (!text) {
+        out.append(tag.text());
+        out.append(length.text());
+        out.append(head);
+      }
+      to.append(field.text());
+      to.append(size.text());
+      if (!text) return copy(end - in_.position(), out);
+      if (!copy(size.value, head)) return false;
+    }
+    std::optional<ListCounts> counts = count_lists(head);
+    if (!counts) {  // left to protobuf
+      out.append(tag.text());
+      out.append(length.text());
+      out.append(head);
+      return true;
+    }
+    lifted.floats = counts->floats;
+    lifted.ints = counts->ints;
+    lifted.strings = counts->strings;
+    attributes_.push_back(std::move(lifted));
+    return true;
   }
 
   bool tensor(uint64_t end, std::string& out) {

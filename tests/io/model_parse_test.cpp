@@ -194,8 +194,9 @@ TEST(ModelParse, DamagedBytesNeverGetAVerdictProtobufWouldNotGive) {
 // A model whose last node has attributes over the 1 MB from which they are
 // parsed apart: lists of strings, ints (also packed, as protobuf also
 // reads them) and floats, among small attributes and a large tensor (left
-// to protobuf); the node comes in a second graph field, merged into the
-// first. Returns the model and where that node's bytes start.
+// to protobuf) and one whose lists come before its tensor; the node comes
+// in a second graph field, merged into the first. Returns the model and
+// where that node's bytes start.
 std::pair<std::string, size_t> model_with_large_attributes() {
   onnx::NodeProto node;
   node.set_op_type("TreeEnsembleRegressor");
@@ -220,8 +221,13 @@ std::pair<std::string, size_t> model_with_large_attributes() {
   attribute("post_transform", onnx::AttributeProto::STRING)->set_s("NONE");
   std::string packed;
   for (int i = 0; i < 400'000; ++i) packed += varint(uint64_t(i) * 3);
+  // Lists before a tensor, out of protobuf's order: left to protobuf.
+  onnx::TensorProto small;
+  small.set_data_type(onnx::TensorProto::FLOAT);
+  small.add_float_data(1.5f);
+  std::string mixed = field(1, "mixed") + field(8, packed) + field(5, small.SerializeAsString());
   std::string node_bytes =
-      node.SerializeAsString() + field(5, field(1, "packed") + field(8, packed) + varint(20 << 3) + varint(7));
+      node.SerializeAsString() + field(5, field(1, "packed") + field(8, packed) + varint(20 << 3) + varint(7)) + field(5, mixed);
   std::string head = sample_model().SerializeAsString();
   return {head + field(7, field(1, node_bytes)), head.size()};
 }
@@ -234,14 +240,15 @@ TEST(ModelParse, LargeAttributesComeBackInPlaceWithListsOfTheirSize) {
   ASSERT_TRUE(truth);
   EXPECT_EQ(testing::proto_diff(*truth, *walked), "");
   const onnx::NodeProto& node = walked->graph().node(walked->graph().node_size() - 1);
-  ASSERT_EQ(node.attribute_size(), 7);
+  ASSERT_EQ(node.attribute_size(), 8);
   EXPECT_EQ(node.attribute(1).strings_size(), 200'000);
   // Reserved at their sizes: protobuf's own parse doubles its way past them.
   EXPECT_EQ(node.attribute(2).ints().Capacity(), 300'000);
   EXPECT_EQ(node.attribute(3).floats().Capacity(), 300'000);
   EXPECT_EQ(node.attribute(6).ints().Capacity(), 400'000);
   EXPECT_EQ(node.attribute(6).ints(399'999), 399'999 * 3);
-  EXPECT_EQ(truth->graph().node(truth->graph().node_size() - 1).attribute(4).t().float_data_size(), 300'000);
+  EXPECT_EQ(node.attribute(4).t().float_data_size(), 300'000);
+  EXPECT_EQ(node.attribute(7).t().float_data(0), 1.5f);
 
   // Damage inside the large attributes gets protobuf's verdict too.
   std::mt19937 rng(29);

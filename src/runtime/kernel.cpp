@@ -164,25 +164,17 @@ OpTraits KernelRegistry::traits(std::string_view domain, std::string_view op_typ
   return {};
 }
 
+void register_each(KernelRegistry& registry, std::initializer_list<RegisterFn> functions) {
+  for (RegisterFn add : functions) add(registry);
+}
+
 const KernelRegistry& KernelRegistry::builtin() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
-    register_elementwise_kernels(r);
-    register_math_kernels(r);
-    register_nn_kernels(r);
-    register_tensor_kernels(r);
-    register_indexing_kernels(r);
-    register_reduce_kernels(r);
-    register_control_kernels(r);
-    register_sequence_kernels(r);
-    register_detection_kernels(r);
-    register_rnn_kernels(r);
-    register_quantization_kernels(r);
-    register_signal_kernels(r);
-    register_text_kernels(r);
-    register_random_kernels(r);
-    register_ml_kernels(r);
-    register_image_kernels(r);
+    register_each(r, {register_elementwise_kernels, register_math_kernels, register_nn_kernels, register_tensor_kernels,
+                      register_indexing_kernels, register_reduce_kernels, register_control_kernels, register_sequence_kernels,
+                      register_detection_kernels, register_rnn_kernels, register_quantization_kernels, register_signal_kernels,
+                      register_text_kernels, register_random_kernels, register_ml_kernels, register_image_kernels});
     return r;
   }();
   return registry;

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -233,6 +234,11 @@ class KernelRegistry {
 // analysis::arity_problem for a node about to get a kernel, as an error
 // naming it: the executor and evaluate_node call it once for every kernel.
 Status check_node_arity(const ir::Node& node, int64_t opset);
+
+// A family's registration reads as one table: each of its files' register
+// functions, called in order.
+using RegisterFn = void (*)(KernelRegistry&);
+void register_each(KernelRegistry& registry, std::initializer_list<RegisterFn> functions);
 
 // The families, each in kernels/<family>/ (called by builtin()).
 void register_elementwise_kernels(KernelRegistry& registry);

@@ -5,9 +5,7 @@
 namespace onnxkit::runtime {
 
 void register_detection_kernels(KernelRegistry& registry) {
-  detection::register_nms(registry);
-  detection::register_roi_align(registry);
-  detection::register_max_roi_pool(registry);
+  register_each(registry, {detection::register_nms, detection::register_roi_align, detection::register_max_roi_pool});
 }
 
 }  // namespace onnxkit::runtime

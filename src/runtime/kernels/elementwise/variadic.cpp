@@ -71,10 +71,8 @@ void register_variadic(KernelRegistry& r) {
 namespace onnxkit::runtime {
 
 void register_elementwise_kernels(KernelRegistry& registry) {
-  elementwise::register_unary(registry);
-  elementwise::register_binary(registry);
-  elementwise::register_activations(registry);
-  elementwise::register_variadic(registry);
+  register_each(registry, {elementwise::register_unary, elementwise::register_binary, elementwise::register_activations,
+                           elementwise::register_variadic});
 }
 
 }  // namespace onnxkit::runtime

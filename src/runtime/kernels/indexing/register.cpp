@@ -5,12 +5,8 @@
 
 namespace onnxkit::runtime {
 void register_indexing_kernels(KernelRegistry& registry) {
-  indexing::register_gather(registry);
-  indexing::register_scatter(registry);
-  indexing::register_pad(registry);
-  indexing::register_resize(registry);
-  indexing::register_grid_sample(registry);
-  indexing::register_select(registry);
+  register_each(registry, {indexing::register_gather, indexing::register_scatter, indexing::register_pad,
+                           indexing::register_resize, indexing::register_grid_sample, indexing::register_select});
 }
 
 }  // namespace onnxkit::runtime

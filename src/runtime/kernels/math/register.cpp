@@ -6,11 +6,8 @@
 namespace onnxkit::runtime {
 
 void register_math_kernels(KernelRegistry& registry) {
-  math::register_matmul(registry);
-  math::register_einsum(registry);
-  math::register_cumsum(registry);
-  math::register_topk(registry);
-  math::register_det(registry);
+  register_each(registry,
+                {math::register_matmul, math::register_einsum, math::register_cumsum, math::register_topk, math::register_det});
 }
 
 }  // namespace onnxkit::runtime

@@ -5,12 +5,8 @@
 namespace onnxkit::runtime {
 
 void register_ml_kernels(KernelRegistry& registry) {
-  ml::register_tree_ensemble(registry);
-  ml::register_zipmap(registry);
-  ml::register_linear(registry);
-  ml::register_svm(registry);
-  ml::register_preprocess(registry);
-  ml::register_encoders(registry);
+  register_each(registry, {ml::register_tree_ensemble, ml::register_zipmap, ml::register_linear, ml::register_svm,
+                           ml::register_preprocess, ml::register_encoders});
 }
 
 }  // namespace onnxkit::runtime

@@ -7,18 +7,10 @@
 namespace onnxkit::runtime {
 
 void register_nn_kernels(KernelRegistry& registry) {
-  nn::register_conv(registry);
-  nn::register_causal_conv(registry);
-  nn::register_deform_conv(registry);
-  nn::register_pool(registry);
-  nn::register_normalization(registry);
-  nn::register_softmax(registry);
-  nn::register_rotary_embedding(registry);
-  nn::register_linear_attention(registry);
-  nn::register_attention(registry);
-  nn::register_flex_attention(registry);
-  nn::register_dropout(registry);
-  nn::register_loss(registry);
+  register_each(registry,
+                {nn::register_conv, nn::register_causal_conv, nn::register_deform_conv, nn::register_pool,
+                 nn::register_normalization, nn::register_softmax, nn::register_rotary_embedding, nn::register_linear_attention,
+                 nn::register_attention, nn::register_flex_attention, nn::register_dropout, nn::register_loss});
 }
 
 }  // namespace onnxkit::runtime

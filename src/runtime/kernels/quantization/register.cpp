@@ -7,9 +7,7 @@
 namespace onnxkit::runtime {
 
 void register_quantization_kernels(KernelRegistry& registry) {
-  quantization::register_linear(registry);
-  quantization::register_qlinear_matmul(registry);
-  quantization::register_conv(registry);
+  register_each(registry, {quantization::register_linear, quantization::register_qlinear_matmul, quantization::register_conv});
 }
 
 }  // namespace onnxkit::runtime

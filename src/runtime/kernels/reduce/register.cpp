@@ -5,8 +5,7 @@
 namespace onnxkit::runtime {
 
 void register_reduce_kernels(KernelRegistry& registry) {
-  reduce::register_reductions(registry);
-  reduce::register_arg(registry);
+  register_each(registry, {reduce::register_reductions, reduce::register_arg});
 }
 
 }  // namespace onnxkit::runtime

@@ -5,9 +5,7 @@
 namespace onnxkit::runtime {
 
 void register_signal_kernels(KernelRegistry& registry) {
-  signal::register_windows(registry);
-  signal::register_dft(registry);
-  signal::register_mel(registry);
+  register_each(registry, {signal::register_windows, signal::register_dft, signal::register_mel});
 }
 
 }  // namespace onnxkit::runtime

@@ -3,10 +3,8 @@
 namespace onnxkit::runtime {
 
 void register_tensor_kernels(KernelRegistry& registry) {
-  tensor_ops::register_shape_ops(registry);
-  tensor_ops::register_cast(registry);
-  tensor_ops::register_layout_ops(registry);
-  tensor_ops::register_generators(registry);
+  register_each(registry, {tensor_ops::register_shape_ops, tensor_ops::register_cast, tensor_ops::register_layout_ops,
+                           tensor_ops::register_generators});
 }
 
 }  // namespace onnxkit::runtime

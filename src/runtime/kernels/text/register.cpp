@@ -6,10 +6,8 @@
 namespace onnxkit::runtime {
 
 void register_text_kernels(KernelRegistry& registry) {
-  text::register_string_normalizer(registry);
-  text::register_tfidf_vectorizer(registry);
-  text::register_concat_split(registry);
-  text::register_regex_full_match(registry);
+  register_each(registry, {text::register_string_normalizer, text::register_tfidf_vectorizer, text::register_concat_split,
+                           text::register_regex_full_match});
 }
 
 }  // namespace onnxkit::runtime

@@ -142,6 +142,10 @@ std::unique_ptr<Pass> make_node_pass(std::string_view name, std::string_view sum
   return std::make_unique<NodePass>(name, summary, op_types, std::move(rewrite));
 }
 
+void add_each(std::vector<std::unique_ptr<Pass>>& passes, std::initializer_list<PassFactory> factories) {
+  for (PassFactory make : factories) passes.push_back(make());
+}
+
 const std::vector<std::unique_ptr<Pass>>& all_passes() {
   static const std::vector<std::unique_ptr<Pass>> passes = [] {
     std::vector<std::unique_ptr<Pass>> list;

@@ -6,16 +6,10 @@ namespace onnxkit::passes {
 void add_fusion_passes(std::vector<std::unique_ptr<Pass>>& passes) {
   // BN first: a Conv followed by BN then Add folds both, BN into the weights
   // and the Add into the bias that BN gave it.
-  passes.push_back(fuse::make_fuse_bn_into_conv());
-  passes.push_back(fuse::make_fuse_bn_into_gemm());
-  passes.push_back(fuse::make_fuse_add_into_conv_bias());
-  passes.push_back(fuse::make_fuse_mul_into_conv_weights());
-  passes.push_back(fuse::make_fuse_matmul_add_into_gemm());
-  passes.push_back(fuse::make_fuse_pad_into_conv());
-  passes.push_back(fuse::make_fuse_pad_into_maxpool());
-  passes.push_back(fuse::make_fuse_transpose_into_gemm());
-  passes.push_back(fuse::make_fuse_reduce_unsqueeze());
-  passes.push_back(fuse::make_einsum_as_matmul());
+  add_each(passes, {fuse::make_fuse_bn_into_conv, fuse::make_fuse_bn_into_gemm, fuse::make_fuse_add_into_conv_bias,
+                    fuse::make_fuse_mul_into_conv_weights, fuse::make_fuse_matmul_add_into_gemm, fuse::make_fuse_pad_into_conv,
+                    fuse::make_fuse_pad_into_maxpool, fuse::make_fuse_transpose_into_gemm, fuse::make_fuse_reduce_unsqueeze,
+                    fuse::make_einsum_as_matmul});
 }
 
 }  // namespace onnxkit::passes

@@ -297,45 +297,40 @@ template <class F> Status dispatch_integer(DataType type, F&& f);        // sign
 
 #define ONNXKIT_DISPATCH_CASE(code, f) \
   case DataType::code: return f.template operator()<typename CppType<DataType::code>::type>();
+// The float and integer sets, each listed once: dispatch_numeric is their union.
+#define ONNXKIT_FLOAT_CASES(f)      \
+  ONNXKIT_DISPATCH_CASE(float32, f) \
+  ONNXKIT_DISPATCH_CASE(float64, f) \
+  ONNXKIT_DISPATCH_CASE(float16, f) \
+  ONNXKIT_DISPATCH_CASE(bfloat16, f)
+#define ONNXKIT_INTEGER_CASES(f)   \
+  ONNXKIT_DISPATCH_CASE(int8, f)   \
+  ONNXKIT_DISPATCH_CASE(int16, f)  \
+  ONNXKIT_DISPATCH_CASE(int32, f)  \
+  ONNXKIT_DISPATCH_CASE(int64, f)  \
+  ONNXKIT_DISPATCH_CASE(uint8, f)  \
+  ONNXKIT_DISPATCH_CASE(uint16, f) \
+  ONNXKIT_DISPATCH_CASE(uint32, f) \
+  ONNXKIT_DISPATCH_CASE(uint64, f)
 
 template <class F> Status dispatch_numeric(DataType type, F&& f) {
   switch (type) {
-    ONNXKIT_DISPATCH_CASE(float32, f)
-    ONNXKIT_DISPATCH_CASE(float64, f)
-    ONNXKIT_DISPATCH_CASE(float16, f)
-    ONNXKIT_DISPATCH_CASE(bfloat16, f)
-    ONNXKIT_DISPATCH_CASE(int8, f)
-    ONNXKIT_DISPATCH_CASE(int16, f)
-    ONNXKIT_DISPATCH_CASE(int32, f)
-    ONNXKIT_DISPATCH_CASE(int64, f)
-    ONNXKIT_DISPATCH_CASE(uint8, f)
-    ONNXKIT_DISPATCH_CASE(uint16, f)
-    ONNXKIT_DISPATCH_CASE(uint32, f)
-    ONNXKIT_DISPATCH_CASE(uint64, f)
+    ONNXKIT_FLOAT_CASES(f)
+    ONNXKIT_INTEGER_CASES(f)
     default: return make_error("element type {} is not supported here", to_string(type));
   }
 }
 
 template <class F> Status dispatch_float(DataType type, F&& f) {
   switch (type) {
-    ONNXKIT_DISPATCH_CASE(float32, f)
-    ONNXKIT_DISPATCH_CASE(float64, f)
-    ONNXKIT_DISPATCH_CASE(float16, f)
-    ONNXKIT_DISPATCH_CASE(bfloat16, f)
+    ONNXKIT_FLOAT_CASES(f)
     default: return make_error("element type {} is not supported here (floating point only)", to_string(type));
   }
 }
 
 template <class F> Status dispatch_integer(DataType type, F&& f) {
   switch (type) {
-    ONNXKIT_DISPATCH_CASE(int8, f)
-    ONNXKIT_DISPATCH_CASE(int16, f)
-    ONNXKIT_DISPATCH_CASE(int32, f)
-    ONNXKIT_DISPATCH_CASE(int64, f)
-    ONNXKIT_DISPATCH_CASE(uint8, f)
-    ONNXKIT_DISPATCH_CASE(uint16, f)
-    ONNXKIT_DISPATCH_CASE(uint32, f)
-    ONNXKIT_DISPATCH_CASE(uint64, f)
+    ONNXKIT_INTEGER_CASES(f)
     default: return make_error("element type {} is not supported here (integers only)", to_string(type));
   }
 }

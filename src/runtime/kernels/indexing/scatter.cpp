@@ -103,6 +103,19 @@ Result<ScatterInputs> scatter_inputs(KernelContext& ctx) {
   return in;
 }
 
+// Y is a copy of data into which `place(op, out, u)` combines the updates
+// u, calling op(out[offset], u[k]) with the reduction's op for each one.
+template <class Place>
+Status scatter_into_copy(KernelContext& ctx, const Tensor& data, const Tensor& updates, Reduction reduction, Place&& place) {
+  Tensor& y = ctx.output(0, data.dtype(), data.shape());
+  copy_elements(data, 0, y, 0, data.numel());
+  return dispatch_all(data.dtype(), [&]<class T>() -> Status {
+    T* out = y.mutable_data<T>();
+    const T* u = updates.data<T>();
+    return with_reducer<T>(reduction, [&](auto op) { place(op, out, u); });
+  });
+}
+
 Status scatter_nd(KernelContext& ctx, Reduction reduction) {
   ONNXKIT_ASSIGN(ScatterInputs in, scatter_inputs(ctx));
   const Tensor& data = *in.data;
@@ -136,15 +149,9 @@ Status scatter_nd(KernelContext& ctx, Reduction reduction) {
       offsets[t] += (v < 0 ? v + dim : v) * strides[j];
     }
 
-  Tensor& y = ctx.output(0, data.dtype(), data.shape());
-  copy_elements(data, 0, y, 0, data.numel());
-  return dispatch_all(data.dtype(), [&]<class T>() -> Status {
-    T* out = y.mutable_data<T>();
-    const T* u = updates.data<T>();
-    return with_reducer<T>(reduction, [&](auto op) {
-      for (size_t t = 0; t < offsets.size(); ++t)
-        for (int64_t e = 0; e < slice; ++e) op(out[offsets[t] + e], u[static_cast<int64_t>(t) * slice + e]);
-    });
+  return scatter_into_copy(ctx, data, updates, reduction, [&](auto op, auto* out, const auto* u) {
+    for (size_t t = 0; t < offsets.size(); ++t)
+      for (int64_t e = 0; e < slice; ++e) op(out[offsets[t] + e], u[static_cast<int64_t>(t) * slice + e]);
   });
 }
 
@@ -171,16 +178,10 @@ Status scatter_elements(KernelContext& ctx, int64_t axis_attr, Reduction reducti
   std::vector<int64_t> strides = contiguous_strides(data.shape());
   const int64_t axis_stride = strides[a];
   strides[a] = 0;  // the position along axis comes from the index
-  Tensor& y = ctx.output(0, data.dtype(), data.shape());
-  copy_elements(data, 0, y, 0, data.numel());
-  return dispatch_all(data.dtype(), [&]<class T>() -> Status {
-    T* out = y.mutable_data<T>();
-    const T* u = updates.data<T>();
-    return with_reducer<T>(reduction, [&](auto op) {
-      OffsetWalker walk(indices_t.shape(), strides);
-      for (int64_t p = 0; p < updates.numel(); ++p, walk.next())
-        op(out[walk.offset() + indices[static_cast<size_t>(p)] * axis_stride], u[p]);
-    });
+  return scatter_into_copy(ctx, data, updates, reduction, [&](auto op, auto* out, const auto* u) {
+    OffsetWalker walk(indices_t.shape(), strides);
+    for (int64_t p = 0; p < updates.numel(); ++p, walk.next())
+      op(out[walk.offset() + indices[static_cast<size_t>(p)] * axis_stride], u[p]);
   });
 }
 

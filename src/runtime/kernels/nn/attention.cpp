@@ -105,6 +105,19 @@ template <class C> struct Problem {
   C* qk = nullptr;  // null when not wanted
 };
 
+// The problem over `q`, `k` and `v`, already of the compute type C; the
+// caller sets the cache, mask, per-batch lengths and outputs.
+template <class C>
+Problem<C> make_problem(const Geometry& g, const Attributes& attrs, const Tensor& q, const Tensor& k, const Tensor& v) {
+  Problem<C> p;
+  p.g = g;
+  p.attrs = attrs;
+  p.q = q.data<C>();
+  p.k = k.data<C>();
+  p.v = v.data<C>();
+  return p;
+}
+
 // --- validation -------------------------------------------------------------------
 
 Result<Attributes> read_attributes(const KernelInfo& info) {
@@ -504,12 +517,7 @@ Status compute_attention(const Attributes& attrs, KernelContext& ctx) {
   Tensor* cqk = buffer(qk);
 
   auto run = [&]<class C>() -> Status {
-    Problem<C> p;
-    p.g = g;
-    p.attrs = attrs;
-    p.q = cq->data<C>();
-    p.k = ck->data<C>();
-    p.v = cv->data<C>();
+    Problem<C> p = make_problem<C>(g, attrs, *cq, *ck, *cv);
     p.past_key = cpk != nullptr ? cpk->data<C>() : nullptr;
     p.past_value = cpv != nullptr ? cpv->data<C>() : nullptr;
     Tensor bias;
@@ -561,12 +569,7 @@ Status fused_attention_4d(const Tensor& q, const Tensor& k, const Tensor& v, dou
   Tensor* cy = &y;
   if (y.dtype() != compute) cy = &keep.emplace_back(compute, y.shape());
   auto run = [&]<class C>() {
-    Problem<C> p;
-    p.g = g;
-    p.attrs = attrs;
-    p.q = cq->data<C>();
-    p.k = ck->data<C>();
-    p.v = cv->data<C>();
+    Problem<C> p = make_problem<C>(g, attrs, *cq, *ck, *cv);
     p.valid_keys.assign(static_cast<size_t>(g.batch), g.total);
     p.offsets.assign(static_cast<size_t>(g.batch), 0);
     p.y = cy->mutable_data<C>();

@@ -321,11 +321,7 @@ Status emit_sequence_map(Emit& e) {
   return {};
 }
 
-Status emit_optional(Emit& e) {
-  if (!e.has(0)) {
-    e.assign(0, "None", Kind::none);
-    return {};
-  }
+Status emit_optional_get_element(Emit& e) {
   if (e.kind(0) == Kind::sequence) {
     e.assign(0, e.value(0)->expr, Kind::sequence);
     return {};
@@ -333,6 +329,15 @@ Status emit_optional(Emit& e) {
   ONNXKIT_ASSIGN(std::string x, e.tensor(0));
   e.assign(0, x);
   return {};
+}
+
+// Optional(x) is x itself; an Optional with no input is None.
+Status emit_optional(Emit& e) {
+  if (!e.has(0)) {
+    e.assign(0, "None", Kind::none);
+    return {};
+  }
+  return emit_optional_get_element(e);
 }
 
 Status emit_optional_has_element(Emit& e) {
@@ -346,16 +351,6 @@ Status emit_optional_has_element(Emit& e) {
     ONNXKIT_ASSIGN(x, e.tensor(0));
   }
   e.assign(0, fmt::format("torch.tensor({} is not None)", x));
-  return {};
-}
-
-Status emit_optional_get_element(Emit& e) {
-  if (e.kind(0) == Kind::sequence) {
-    e.assign(0, e.value(0)->expr, Kind::sequence);
-    return {};
-  }
-  ONNXKIT_ASSIGN(std::string x, e.tensor(0));
-  e.assign(0, x);
   return {};
 }
 

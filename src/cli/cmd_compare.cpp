@@ -51,26 +51,24 @@ Command add_compare_command(CLI::App& root) {
   app->add_option("--threads", flags->threads, "Threads per run (0: one per core)");
   add_quiet_flag(*app, flags->quiet);
   app->footer(
-      "Both models run on the same inputs with every intermediate tensor kept in memory.\n"
-      "Tensors pair by name, then graph inputs and outputs by position, then by structure\n"
-      "(same op on paired inputs), so a model after simplify or another exporter still pairs.\n"
-      "Walking A in order, the first tensor out of tolerance is reported; then each node of B\n"
-      "is re-run on A's values of its inputs: its *local error* says whether the node itself\n"
-      "computes something else or only inherits error from above. The node wrong on A's inputs\n"
-      "and in its own run with the largest local error is the culprit.\n"
-      "Random inputs respect declared shapes (symbolic dims as 1 unless --shape) and keep\n"
-      "integer inputs within the tables they index. Exit code: 0 when every output is within\n"
-      "tolerance, 1 when not (or on a bad model or file), 2 on a usage error.\n\n"
-      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
-      "when piped or with --quiet).\n\n"
-      "Examples:\n"
-      "  onnxkit compare big.onnx big.sim.onnx --quiet   # no progress line, even on a terminal\n"
-      "  onnxkit compare model.onnx model.sim.onnx\n"
-      "  onnxkit compare fp32.onnx edited.onnx --input input=image.npy --rtol 1e-3 --atol 1e-4\n"
-      "  onnxkit compare model.onnx --reference torch_dump/          # NAME.npy per tensor\n"
-      "  onnxkit compare model.onnx --reference inputs.json --reference outputs.json   # Polygraphy\n"
-      "  onnxkit run model.onnx --random --outputs all --output-dir ref/ --save-inputs ref/inputs.npz\n"
-      "  onnxkit compare edited.onnx --reference ref/ --json | jq .culprit");
+      progress_footer("Both models run on the same inputs with every intermediate tensor kept in memory.\n"
+                      "Tensors pair by name, then graph inputs and outputs by position, then by structure\n"
+                      "(same op on paired inputs), so a model after simplify or another exporter still pairs.\n"
+                      "Walking A in order, the first tensor out of tolerance is reported; then each node of B\n"
+                      "is re-run on A's values of its inputs: its *local error* says whether the node itself\n"
+                      "computes something else or only inherits error from above. The node wrong on A's inputs\n"
+                      "and in its own run with the largest local error is the culprit.\n"
+                      "Random inputs respect declared shapes (symbolic dims as 1 unless --shape) and keep\n"
+                      "integer inputs within the tables they index. Exit code: 0 when every output is within\n"
+                      "tolerance, 1 when not (or on a bad model or file), 2 on a usage error.",
+                      "Examples:\n"
+                      "  onnxkit compare big.onnx big.sim.onnx --quiet   # no progress line, even on a terminal\n"
+                      "  onnxkit compare model.onnx model.sim.onnx\n"
+                      "  onnxkit compare fp32.onnx edited.onnx --input input=image.npy --rtol 1e-3 --atol 1e-4\n"
+                      "  onnxkit compare model.onnx --reference torch_dump/          # NAME.npy per tensor\n"
+                      "  onnxkit compare model.onnx --reference inputs.json --reference outputs.json   # Polygraphy\n"
+                      "  onnxkit run model.onnx --random --outputs all --output-dir ref/ --save-inputs ref/inputs.npz\n"
+                      "  onnxkit compare edited.onnx --reference ref/ --json | jq .culprit"));
   return {app, [app, flags] {
             const bool reference = !flags->reference.empty();
             if (flags->models.size() != (reference ? 1u : 2u)) {

@@ -64,25 +64,23 @@ Command add_convert_command(CLI::App& root) {
   app->add_option("--python", flags->python, "--to pytorch: the Python interpreter for the check (default: python3)");
   add_quiet_flag(*app, flags->quiet);
   app->footer(
-      "With --to pytorch, OUT is a folder that gets model.py (one torch.nn.Module: weighted layers as\n"
-      "nn.Conv2d, nn.Linear, nn.LSTM... named after their ONNX nodes, the rest as torch calls, one per\n"
-      "node) and weights.safetensors. model.py needs only torch: load() returns the module with its\n"
-      "weights, forward() takes the graph's inputs in order, `python model.py` runs it on random inputs.\n"
-      "An operator with no PyTorch form is one line naming it and its node, and nothing is written.\n\n"
-      "With --dtype, the float32 model and the converted one run on the same inputs (random ones the\n"
-      "model runs on, or --input) and the largest difference is printed (a warning above 5% of an\n"
-      "output's largest value); an output that overflows 16 bits, or differs by more than\n"
-      "--max-rel-diff, is an error and nothing is written.\n\n"
-      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
-      "when piped or with --quiet).\n\n"
-      "Examples:\n"
-      "  onnxkit convert big.onnx big-ext.onnx --external-data      # weights to big-ext.onnx.data\n"
-      "  onnxkit convert big.onnx big.ext.onnx --external-data --quiet\n"
-      "  onnxkit convert big-ext.onnx inline.onnx                  # everything back in one file\n"
-      "  onnxkit convert resnet18.onnx r16.onnx --dtype fp16 --keep-io-types   # half weights, float32 I/O\n"
-      "  onnxkit convert resnet18.onnx --to pytorch resnet18_torch  # resnet18_torch/model.py + weights\n"
-      "  onnxkit convert encoder.onnx --to pytorch enc --class-name Encoder --shape input_ids:1,128\n"
-      "  onnxkit convert model.onnx --to pytorch out --python /usr/bin/python3   # check with that torch");
+      progress_footer("With --to pytorch, OUT is a folder that gets model.py (one torch.nn.Module: weighted layers as\n"
+                      "nn.Conv2d, nn.Linear, nn.LSTM... named after their ONNX nodes, the rest as torch calls, one per\n"
+                      "node) and weights.safetensors. model.py needs only torch: load() returns the module with its\n"
+                      "weights, forward() takes the graph's inputs in order, `python model.py` runs it on random inputs.\n"
+                      "An operator with no PyTorch form is one line naming it and its node, and nothing is written.\n\n"
+                      "With --dtype, the float32 model and the converted one run on the same inputs (random ones the\n"
+                      "model runs on, or --input) and the largest difference is printed (a warning above 5% of an\n"
+                      "output's largest value); an output that overflows 16 bits, or differs by more than\n"
+                      "--max-rel-diff, is an error and nothing is written.",
+                      "Examples:\n"
+                      "  onnxkit convert big.onnx big-ext.onnx --external-data      # weights to big-ext.onnx.data\n"
+                      "  onnxkit convert big.onnx big.ext.onnx --external-data --quiet\n"
+                      "  onnxkit convert big-ext.onnx inline.onnx                  # everything back in one file\n"
+                      "  onnxkit convert resnet18.onnx r16.onnx --dtype fp16 --keep-io-types   # half weights, float32 I/O\n"
+                      "  onnxkit convert resnet18.onnx --to pytorch resnet18_torch  # resnet18_torch/model.py + weights\n"
+                      "  onnxkit convert encoder.onnx --to pytorch enc --class-name Encoder --shape input_ids:1,128\n"
+                      "  onnxkit convert model.onnx --to pytorch out --python /usr/bin/python3   # check with that torch"));
   return {app, [app, flags] {
             auto usage = [&](std::string_view message) {
               fmt::print(stderr, "onnxkit convert: error: {}\n", message);

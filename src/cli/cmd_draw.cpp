@@ -31,18 +31,16 @@ Command add_draw_command(CLI::App& root) {
   app->add_option("--rankdir", flags->rankdir, "TB (top to bottom) or LR (left to right)");
   add_quiet_flag(*app, flags->quiet);
   app->footer(
-      "Each node shows its op type and short attributes; weights and constants are listed in\n"
-      "the box of the node reading them; edges carry the tensor's type when it is known.\n"
-      "The HTML page needs no network: drag or arrow keys pan, the wheel or +/- zoom, 0 fits,\n"
-      "/ searches node and tensor names, a click opens a node's attributes and inputs.\n\n"
-      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
-      "when piped or with --quiet).\n\n"
-      "Examples:\n"
-      "  onnxkit draw big.onnx -o big.html --quiet   # no progress line, even on a terminal\n"
-      "  onnxkit draw model.onnx -o model.html --shapes\n"
-      "  onnxkit draw model.onnx -o model.svg --collapse 2          # one box per /layer1/layer1.0\n"
-      "  onnxkit simplify model.onnx sim.onnx && onnxkit draw model.onnx -o diff.html --diff sim.onnx\n"
-      "  onnxkit draw model.onnx -o errors.html --overlay compare.json");
+      progress_footer("Each node shows its op type and short attributes; weights and constants are listed in\n"
+                      "the box of the node reading them; edges carry the tensor's type when it is known.\n"
+                      "The HTML page needs no network: drag or arrow keys pan, the wheel or +/- zoom, 0 fits,\n"
+                      "/ searches node and tensor names, a click opens a node's attributes and inputs.",
+                      "Examples:\n"
+                      "  onnxkit draw big.onnx -o big.html --quiet   # no progress line, even on a terminal\n"
+                      "  onnxkit draw model.onnx -o model.html --shapes\n"
+                      "  onnxkit draw model.onnx -o model.svg --collapse 2          # one box per /layer1/layer1.0\n"
+                      "  onnxkit simplify model.onnx sim.onnx && onnxkit draw model.onnx -o diff.html --diff sim.onnx\n"
+                      "  onnxkit draw model.onnx -o errors.html --overlay compare.json"));
   return {app, [app, flags] {
             // Checked here rather than by CLI11, whose messages take two lines.
             std::string usage;

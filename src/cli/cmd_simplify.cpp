@@ -75,26 +75,24 @@ Command add_simplify_command(CLI::App& root) {
   app->add_flag("--list-passes", flags->list_passes, "List the passes in the order they run, and exit");
   add_quiet_flag(*app, flags->quiet);
   app->footer(
-      "Shapes are inferred, constants folded and passes run until nothing changes. Symbolic\n"
-      "dims stay symbolic unless --input-shape sets them, and shape glue that depends on them is\n"
-      "still written as constants where it can be (Reshape to [0,-1], Resize by constant scales).\n"
-      "Before writing, original and result run on the same random inputs and every output must\n"
-      "agree within --rtol/--atol; on a mismatch nothing is written, the exit code is 1, and the\n"
-      "message names the output and the first tensor that differs. The inputs are ones the\n"
-      "original runs on: symbolic dims as 2, else the smallest of 16, 32, ... 1024 its windows\n"
-      "and reshapes accept (the batch as 2, else 1); an integer scalar compared with constants\n"
-      "(Equal(sample_rate, 16000)) takes those values, one input set each, and a random one.\n"
-      "If none runs, the error says what was tried: give --input or --input-shape then.\n\n"
-      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
-      "when piped or with --quiet).\n\n"
-      "Examples:\n"
-      "  onnxkit simplify big.onnx out.onnx --quiet   # no progress line, even on a terminal\n"
-      "  onnxkit simplify model.onnx model.sim.onnx\n"
-      "  onnxkit simplify model.onnx out.onnx --input-shape input:1,3,224,224 --report\n"
-      "  onnxkit simplify model.onnx out.onnx --skip fuse-bn-into-conv --exclude-node Resize_12\n"
-      "  onnxkit simplify exported_with_functions.onnx out.onnx --inline-functions\n"
-      "  onnxkit simplify model_opset13.onnx model_opset18.onnx --target-opset 18\n"
-      "  onnxkit simplify model.onnx out.onnx --input image=image.npy --check 3 --verify-each-pass");
+      progress_footer("Shapes are inferred, constants folded and passes run until nothing changes. Symbolic\n"
+                      "dims stay symbolic unless --input-shape sets them, and shape glue that depends on them is\n"
+                      "still written as constants where it can be (Reshape to [0,-1], Resize by constant scales).\n"
+                      "Before writing, original and result run on the same random inputs and every output must\n"
+                      "agree within --rtol/--atol; on a mismatch nothing is written, the exit code is 1, and the\n"
+                      "message names the output and the first tensor that differs. The inputs are ones the\n"
+                      "original runs on: symbolic dims as 2, else the smallest of 16, 32, ... 1024 its windows\n"
+                      "and reshapes accept (the batch as 2, else 1); an integer scalar compared with constants\n"
+                      "(Equal(sample_rate, 16000)) takes those values, one input set each, and a random one.\n"
+                      "If none runs, the error says what was tried: give --input or --input-shape then.",
+                      "Examples:\n"
+                      "  onnxkit simplify big.onnx out.onnx --quiet   # no progress line, even on a terminal\n"
+                      "  onnxkit simplify model.onnx model.sim.onnx\n"
+                      "  onnxkit simplify model.onnx out.onnx --input-shape input:1,3,224,224 --report\n"
+                      "  onnxkit simplify model.onnx out.onnx --skip fuse-bn-into-conv --exclude-node Resize_12\n"
+                      "  onnxkit simplify exported_with_functions.onnx out.onnx --inline-functions\n"
+                      "  onnxkit simplify model_opset13.onnx model_opset18.onnx --target-opset 18\n"
+                      "  onnxkit simplify model.onnx out.onnx --input image=image.npy --check 3 --verify-each-pass"));
   return {app, [app, flags] {
             if (flags->list_passes) {
               for (const auto& pass : passes::all_passes()) fmt::print("{:<36} {}\n", pass->name(), pass->summary());

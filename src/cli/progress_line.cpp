@@ -11,6 +11,15 @@ void add_quiet_flag(CLI::App& command, bool& quiet) {
   command.add_flag("-q,--quiet", quiet, "No progress line (shown only on a terminal, for models over 100 MB or 2,000 nodes)");
 }
 
+std::string progress_footer(std::string_view about, std::string_view examples) {
+  return fmt::format(
+      "{}\n\n"
+      "Models over 100 MB or 2,000 nodes show a progress line on a terminal (stderr; never\n"
+      "when piped or with --quiet).\n\n"
+      "{}",
+      about, examples);
+}
+
 ProgressLine::ProgressLine(const CLI::App& command, bool quiet)
     : command_(command.get_name()), enabled_(!quiet && ::isatty(STDERR_FILENO) == 1) {}
 

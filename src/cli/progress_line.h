@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <string_view>
 
 #include "util/progress.h"
 
@@ -14,6 +15,10 @@ namespace onnxkit::cli {
 
 // Adds -q/--quiet (no progress line) to `command`.
 void add_quiet_flag(CLI::App& command, bool& quiet);
+
+// The --help footer of a command with a progress line: `about`, the
+// paragraph saying when the line shows, then `examples` (paragraphs apart).
+std::string progress_footer(std::string_view about, std::string_view examples);
 
 class ProgressLine {
  public:

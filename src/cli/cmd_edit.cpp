@@ -38,8 +38,7 @@ Command add_edit_command(CLI::App& root) {
                             ->take_all();
   flags->operations[script] = "script";
   app->option_defaults()->group("Output");
-  app->add_flag("--external-data", flags->external, "Store tensors of at least --external-threshold bytes in OUT.data");
-  add_external_threshold_option(*app, flags->threshold);
+  add_external_data_flags(*app, flags->external, flags->threshold);
   app->footer(
       "Names are checked: an unknown node or tensor is an error that suggests the closest name.\n"
       "After the last operation, inputs left without a producer are an error, types are\n"

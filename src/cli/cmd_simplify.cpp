@@ -69,8 +69,7 @@ Command add_simplify_command(CLI::App& root) {
   app->add_flag("--inline-functions", flags->inline_functions,
                 "Expand the calls of model-local functions into plain nodes first (as the runtime does), so that "
                 "the passes see inside them; the functions are then dropped");
-  app->add_flag("--external-data", flags->external, "Store tensors of at least --external-threshold bytes in OUT.data");
-  add_external_threshold_option(*app, flags->threshold);
+  add_external_data_flags(*app, flags->external, flags->threshold);
   app->add_flag("--report", flags->report, "Also print what each pass changed, node by node");
   app->add_flag("--list-passes", flags->list_passes, "List the passes in the order they run, and exit");
   add_quiet_flag(*app, flags->quiet);

@@ -36,6 +36,11 @@ int report_usage_error(CLI::App& root, const CLI::ParseError& error, const std::
 // --external-threshold SIZE (bytes, or 4KB, 1MiB...; never negative).
 void add_external_threshold_option(CLI::App& command, uint64_t& threshold);
 
+// --external-data (tensors of at least the threshold go to OUT.data) and
+// --external-threshold, as the commands writing a model beside their input
+// (edit, simplify) take them.
+void add_external_data_flags(CLI::App& command, bool& external, uint64_t& threshold);
+
 Command add_info_command(CLI::App& root);
 Command add_check_command(CLI::App& root);
 Command add_convert_command(CLI::App& root);

@@ -62,6 +62,11 @@ void add_external_threshold_option(CLI::App& command, uint64_t& threshold) {
       ->transform(CLI::AsSizeValue(false));
 }
 
+void add_external_data_flags(CLI::App& command, bool& external, uint64_t& threshold) {
+  command.add_flag("--external-data", external, "Store tensors of at least --external-threshold bytes in OUT.data");
+  add_external_threshold_option(command, threshold);
+}
+
 int report_usage_error(const CLI::App& command, const Error& error) {
   fmt::print(stderr, "onnxkit {}: error: {} (onnxkit {} --help shows its options)\n", command.get_name(), error.message(),
              command.get_name());

@@ -366,17 +366,11 @@ template <class C> class DirectionRun {
   void gru_row(int64_t b, const C* x) {
     const int64_t H = hidden_;
     C* g = gates_ + b * gh_;
-    C* gz = g;
-    C* gr = g + H;
+    const C* gr = g + H;
     C* gh = g + 2 * H;
-    C* h = h_ + b * H;
-    for (int64_t j = 0; j < 2 * H; ++j) g[j] += x[j] + bias_[j];
-    clip(g, 2 * H);
-    act_[0].apply(g, 2 * H);
+    gru_gates_zr(b, x);
     for (int64_t j = 0; j < H; ++j) gh[j] = x[2 * H + j] + bias_[2 * H + j] + gr[j] * (gh[j] + reset_bias_[j]);
-    clip(gh, H);
-    act_[1].apply(gh, H);
-    for (int64_t j = 0; j < H; ++j) h[j] = (C(1) - gz[j]) * gh[j] + gz[j] * h[j];
+    gru_blend(b);
   }
 
   // Without linear_before_reset, first z and r, and r * h for the product
@@ -387,20 +381,33 @@ template <class C> class DirectionRun {
     const C* gr = g + H;
     const C* h = h_ + b * H;
     C* rh = scratch_ + b * H;
-    for (int64_t j = 0; j < 2 * H; ++j) g[j] += x[j] + bias_[j];
-    clip(g, 2 * H);
-    act_[0].apply(g, 2 * H);
+    gru_gates_zr(b, x);
     for (int64_t j = 0; j < H; ++j) rh[j] = gr[j] * h[j];
   }
 
   // ...then h~ = g(x Wh + (r h) Rh^T + Wbh + Rbh) and the new h.
   void gru_hidden(int64_t b, const C* x) {
     const int64_t H = hidden_;
-    C* g = gates_ + b * gh_;
-    const C* gz = g;
-    C* gh = g + 2 * H;
-    C* h = h_ + b * H;
+    C* gh = gates_ + b * gh_ + 2 * H;
     for (int64_t j = 0; j < H; ++j) gh[j] += x[2 * H + j] + bias_[2 * H + j];
+    gru_blend(b);
+  }
+
+  // Both GRU forms: z and r from their pre-activations in g[0, 2H) ...
+  void gru_gates_zr(int64_t b, const C* x) {
+    const int64_t H = hidden_;
+    C* g = gates_ + b * gh_;
+    for (int64_t j = 0; j < 2 * H; ++j) g[j] += x[j] + bias_[j];
+    clip(g, 2 * H);
+    act_[0].apply(g, 2 * H);
+  }
+
+  // ... and, once h~'s pre-activation is in g[2H, 3H), h = (1 - z) h~ + z h.
+  void gru_blend(int64_t b) {
+    const int64_t H = hidden_;
+    const C* gz = gates_ + b * gh_;
+    C* gh = gates_ + b * gh_ + 2 * H;
+    C* h = h_ + b * H;
     clip(gh, H);
     act_[1].apply(gh, H);
     for (int64_t j = 0; j < H; ++j) h[j] = (C(1) - gz[j]) * gh[j] + gz[j] * h[j];

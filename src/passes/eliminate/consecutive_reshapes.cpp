@@ -47,40 +47,32 @@ bool is_view(const ir::Node& node) {
   return node.is_onnx_op("Reshape") || node.is_onnx_op("Flatten") || node.is_onnx_op("Squeeze") || node.is_onnx_op("Unsqueeze");
 }
 
-class MergeConsecutiveReshapes final : public Pass {
- public:
-  std::string_view name() const override { return "merge-consecutive-reshapes"; }
-  std::string_view summary() const override {
-    return "make a Reshape of a Reshape, Flatten, Squeeze or Unsqueeze read that one's input";
+size_t merge_reshape_into_view(ir::Node& second, PassContext& context) {
+  ir::Graph& graph = *second.graph();
+  ir::Node* first = second.input(0) != nullptr ? second.input(0)->producer() : nullptr;
+  if (first == nullptr || first->graph() != &graph || !is_view(*first)) return 0;
+  if (context.excluded(*first) || first->input(0) == nullptr) return 0;
+  auto target = context.constant_ints(second.input(1));
+  if (!target) return 0;
+  const bool copies_dims = second.attr_int("allowzero", 0) == 0 && std::find(target->begin(), target->end(), 0) != target->end();
+  if (copies_dims) {
+    auto independent = without_copies(*first, *target, context);
+    if (!independent) return 0;
+    second.set_input(
+        1, context.add_constant(graph, second.output(0)->name() + "_shape",
+                                runtime::Tensor::from<int64_t>({static_cast<int64_t>(independent->size())}, *independent)));
   }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* second : nodes_of(graph, {"Reshape"})) {
-      ir::Node* first = second->input(0) != nullptr ? second->input(0)->producer() : nullptr;
-      if (first == nullptr || first->graph() != &graph || !is_view(*first)) continue;
-      if (context.excluded(*first) || context.excluded(*second) || first->input(0) == nullptr) continue;
-      auto target = context.constant_ints(second->input(1));
-      if (!target) continue;
-      const bool copies_dims =
-          second->attr_int("allowzero", 0) == 0 && std::find(target->begin(), target->end(), 0) != target->end();
-      if (copies_dims) {
-        auto independent = without_copies(*first, *target, context);
-        if (!independent) continue;
-        second->set_input(
-            1, context.add_constant(graph, second->output(0)->name() + "_shape",
-                                    runtime::Tensor::from<int64_t>({static_cast<int64_t>(independent->size())}, *independent)));
-      }
-      second->set_input(0, first->input(0));
-      context.note(fmt::format("{} now reads the input of {}", second->describe(), first->describe()));
-      ++changes;
-    }
-    return changes;
-  }
-};
+  second.set_input(0, first->input(0));
+  context.note(fmt::format("{} now reads the input of {}", second.describe(), first->describe()));
+  return 1;
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_merge_consecutive_reshapes() { return std::make_unique<MergeConsecutiveReshapes>(); }
+std::unique_ptr<Pass> make_merge_consecutive_reshapes() {
+  return make_node_pass("merge-consecutive-reshapes",
+                        "make a Reshape of a Reshape, Flatten, Squeeze or Unsqueeze read that one's input", {"Reshape"},
+                        merge_reshape_into_view);
+}
 
 }  // namespace onnxkit::passes::eliminate

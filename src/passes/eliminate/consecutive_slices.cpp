@@ -23,11 +23,8 @@ namespace {
 
 size_t rewrite(ir::Node& second, PassContext& context) {
   if (context.opset() < 10) return 0;
-  ir::Value* t = second.input(0);
-  ir::Node* first = t != nullptr ? t->producer() : nullptr;
-  if (first == nullptr || first->graph() != second.graph() || !first->is_onnx_op("Slice") || context.excluded(*first) ||
-      first->input(0) == nullptr)
-    return 0;
+  ir::Node* first = paired_producer(second, "Slice", context);
+  if (first == nullptr) return 0;
   auto outer = constant_slice(*first, context);
   auto inner = constant_slice(second, context);
   if (!outer || !inner) return 0;

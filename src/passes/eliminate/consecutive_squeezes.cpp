@@ -80,11 +80,8 @@ std::optional<std::vector<int64_t>> merged_axes(const ir::Node& first, const ir:
 }
 
 size_t rewrite(ir::Node& second, PassContext& context) {
-  ir::Value* t = second.input(0);
-  ir::Node* first = t != nullptr ? t->producer() : nullptr;
-  if (first == nullptr || first->graph() != second.graph() || !first->is_onnx_op(second.op_type()) || context.excluded(*first) ||
-      first->input(0) == nullptr)
-    return 0;
+  ir::Node* first = paired_producer(second, second.op_type(), context);
+  if (first == nullptr) return 0;
   auto merged = merged_axes(*first, second, context);
   if (!merged) return 0;
   const std::string what = fmt::format("{} and {}", first->describe(), second.describe());

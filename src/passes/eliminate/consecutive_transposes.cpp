@@ -29,50 +29,44 @@ std::optional<std::vector<int64_t>> permutation(const ir::Node& transpose, std::
   return reversed;
 }
 
-class MergeConsecutiveTransposes final : public Pass {
- public:
-  std::string_view name() const override { return "merge-consecutive-transposes"; }
-  std::string_view summary() const override { return "merge a Transpose of a Transpose into one, or none"; }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* second : nodes_of(graph, {"Transpose"})) {
-      ir::Node* first = second->input(0) != nullptr ? second->input(0)->producer() : nullptr;
-      if (first == nullptr || first->graph() != &graph || !first->is_onnx_op("Transpose")) continue;
-      if (context.excluded(*first) || context.excluded(*second)) continue;
-      auto p1 = permutation(*first, std::nullopt);
-      auto p2 = permutation(*second, p1 ? std::optional<size_t>(p1->size()) : std::nullopt);
-      if (!p1 && p2) p1 = permutation(*first, p2->size());
-      if (!p1 || !p2 || p1->size() != p2->size()) continue;
-      std::vector<int64_t> merged(p2->size());
-      bool valid = true;
-      for (size_t i = 0; i < p2->size(); ++i) {
-        const int64_t j = (*p2)[i];
-        valid = valid && j >= 0 && static_cast<size_t>(j) < p1->size();
-        if (valid) merged[i] = (*p1)[j];
-      }
-      if (!valid) continue;
-      std::string what = fmt::format("{} and {}", first->describe(), second->describe());
-      ir::Value* x = first->input(0);
-      bool identity = true;
-      for (size_t i = 0; i < merged.size(); ++i) identity = identity && merged[i] == static_cast<int64_t>(i);
-      if (identity) {
-        if (!replace_value(graph, second->output(0), x)) continue;
-        graph.remove_node(second);
-        context.note(fmt::format("removed {}: they cancel", what));
-      } else {
-        second->set_input(0, x);
-        second->set_attribute(onnx::MakeAttribute("perm", merged));
-        context.note(fmt::format("merged {} into one Transpose", what));
-      }
-      ++changes;
-    }
-    return changes;
+size_t merge_transposes(ir::Node& second, PassContext& context) {
+  ir::Graph& graph = *second.graph();
+  ir::Node* first = second.input(0) != nullptr ? second.input(0)->producer() : nullptr;
+  if (first == nullptr || first->graph() != &graph || !first->is_onnx_op("Transpose")) return 0;
+  if (context.excluded(*first)) return 0;
+  auto p1 = permutation(*first, std::nullopt);
+  auto p2 = permutation(second, p1 ? std::optional<size_t>(p1->size()) : std::nullopt);
+  if (!p1 && p2) p1 = permutation(*first, p2->size());
+  if (!p1 || !p2 || p1->size() != p2->size()) return 0;
+  std::vector<int64_t> merged(p2->size());
+  bool valid = true;
+  for (size_t i = 0; i < p2->size(); ++i) {
+    const int64_t j = (*p2)[i];
+    valid = valid && j >= 0 && static_cast<size_t>(j) < p1->size();
+    if (valid) merged[i] = (*p1)[j];
   }
-};
+  if (!valid) return 0;
+  std::string what = fmt::format("{} and {}", first->describe(), second.describe());
+  ir::Value* x = first->input(0);
+  bool identity = true;
+  for (size_t i = 0; i < merged.size(); ++i) identity = identity && merged[i] == static_cast<int64_t>(i);
+  if (identity) {
+    if (!replace_value(graph, second.output(0), x)) return 0;
+    graph.remove_node(&second);
+    context.note(fmt::format("removed {}: they cancel", what));
+  } else {
+    second.set_input(0, x);
+    second.set_attribute(onnx::MakeAttribute("perm", merged));
+    context.note(fmt::format("merged {} into one Transpose", what));
+  }
+  return 1;
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_merge_consecutive_transposes() { return std::make_unique<MergeConsecutiveTransposes>(); }
+std::unique_ptr<Pass> make_merge_consecutive_transposes() {
+  return make_node_pass("merge-consecutive-transposes", "merge a Transpose of a Transpose into one, or none", {"Transpose"},
+                        merge_transposes);
+}
 
 }  // namespace onnxkit::passes::eliminate

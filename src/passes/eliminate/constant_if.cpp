@@ -50,28 +50,20 @@ Status inline_if_branch(ir::Node& node, bool taken) {
 
 namespace {
 
-class InlineConstantIf final : public Pass {
- public:
-  std::string_view name() const override { return "inline-constant-if"; }
-  std::string_view summary() const override { return "replace an If with a constant condition by the branch it takes"; }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* node : nodes_of(graph, {"If"})) {
-      if (context.excluded(*node)) continue;
-      auto taken = constant_if_condition(*node, context);
-      if (!taken) continue;
-      std::string described = node->describe();
-      if (!inline_if_branch(*node, *taken).ok()) continue;
-      context.note(fmt::format("{} took its {} branch, now inlined", described, *taken ? "then" : "else"));
-      ++changes;
-    }
-    return changes;
-  }
-};
+size_t inline_constant_if(ir::Node& node, PassContext& context) {
+  auto taken = constant_if_condition(node, context);
+  if (!taken) return 0;
+  std::string described = node.describe();
+  if (!inline_if_branch(node, *taken).ok()) return 0;
+  context.note(fmt::format("{} took its {} branch, now inlined", described, *taken ? "then" : "else"));
+  return 1;
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_inline_constant_if() { return std::make_unique<InlineConstantIf>(); }
+std::unique_ptr<Pass> make_inline_constant_if() {
+  return make_node_pass("inline-constant-if", "replace an If with a constant condition by the branch it takes", {"If"},
+                        inline_constant_if);
+}
 
 }  // namespace onnxkit::passes::eliminate

@@ -18,6 +18,14 @@ std::unique_ptr<Pass> make_bypass_pass(std::string_view name, std::string_view s
   });
 }
 
+ir::Node* paired_producer(const ir::Node& node, std::string_view op, const PassContext& context) {
+  ir::Node* first = node.input(0) != nullptr ? node.input(0)->producer() : nullptr;
+  if (first == nullptr || first->graph() != node.graph() || !first->is_onnx_op(op) || context.excluded(*first) ||
+      first->input(0) == nullptr)
+    return nullptr;
+  return first;
+}
+
 std::optional<size_t> known_rank(const ir::Value* value) {
   if (value == nullptr) return std::nullopt;
   auto shape = value->static_shape();

@@ -48,6 +48,11 @@ using NoopTest = std::function<bool(const ir::Node& node, const PassContext& con
 std::unique_ptr<Pass> make_bypass_pass(std::string_view name, std::string_view summary,
                                        std::initializer_list<std::string_view> op_types, NoopTest is_noop);
 
+// The node computing input 0 of `node` when it is an `op` of the same graph,
+// not excluded, with an input 0 of its own: the first of a pair that a pass
+// merges or cancels (Slice of a Slice, Not under a Where...). Else null.
+ir::Node* paired_producer(const ir::Node& node, std::string_view op, const PassContext& context);
+
 // The rank of `value` when its type says it.
 std::optional<size_t> known_rank(const ir::Value* value);
 

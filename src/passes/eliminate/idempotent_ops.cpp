@@ -25,10 +25,8 @@ constexpr std::array<std::string_view, 6> kIdempotent = {"Relu", "Abs", "Ceil", 
 
 size_t rewrite(ir::Node& second, PassContext& context) {
   ir::Value* middle = second.input(0);
-  ir::Node* first = middle != nullptr ? middle->producer() : nullptr;
-  if (first == nullptr || first->graph() != second.graph() || !first->is_onnx_op(second.op_type()) || context.excluded(*first) ||
-      first->input(0) == nullptr)
-    return 0;
+  ir::Node* first = paired_producer(second, second.op_type(), context);
+  if (first == nullptr) return 0;
   const bool idempotent = std::find(kIdempotent.begin(), kIdempotent.end(), second.op_type()) != kIdempotent.end();
   ir::Value* same = idempotent ? middle : first->input(0);
   ir::Graph& graph = *second.graph();

@@ -58,31 +58,23 @@ ir::Value* passed_through(const ir::Node& node, const PassContext& context) {
   return nullptr;
 }
 
-class EliminateNoopArithmetic final : public Pass {
- public:
-  std::string_view name() const override { return "eliminate-noop-arithmetic"; }
-  std::string_view summary() const override {
-    return "remove Add/Sub of zeros and Mul/Div by ones that do not broadcast the other operand";
-  }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* node : nodes_of(graph, {"Add", "Sub", "Mul", "Div"})) {
-      if (context.excluded(*node)) continue;
-      ir::Value* x = passed_through(*node, context);
-      if (x == nullptr) continue;
-      std::string what = node->describe();
-      if (!replace_value(graph, node->output(0), x)) continue;
-      graph.remove_node(node);
-      context.note(fmt::format("removed {}", what));
-      ++changes;
-    }
-    return changes;
-  }
-};
+size_t remove_noop_arithmetic(ir::Node& node, PassContext& context) {
+  ir::Graph& graph = *node.graph();
+  ir::Value* x = passed_through(node, context);
+  if (x == nullptr) return 0;
+  std::string what = node.describe();
+  if (!replace_value(graph, node.output(0), x)) return 0;
+  graph.remove_node(&node);
+  context.note(fmt::format("removed {}", what));
+  return 1;
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_eliminate_noop_arithmetic() { return std::make_unique<EliminateNoopArithmetic>(); }
+std::unique_ptr<Pass> make_eliminate_noop_arithmetic() {
+  return make_node_pass("eliminate-noop-arithmetic",
+                        "remove Add/Sub of zeros and Mul/Div by ones that do not broadcast the other operand",
+                        {"Add", "Sub", "Mul", "Div"}, remove_noop_arithmetic);
+}
 
 }  // namespace onnxkit::passes::eliminate

@@ -66,32 +66,23 @@ bool undoes(const ir::Node& first, const ir::Node& second, const PassContext& co
   return inserted && removed && *inserted == *removed;
 }
 
-class EliminateSqueezeUnsqueeze final : public Pass {
- public:
-  std::string_view name() const override { return "eliminate-squeeze-unsqueeze"; }
-  std::string_view summary() const override { return "remove Squeeze followed by Unsqueeze on the same axes, and the reverse"; }
-
-  size_t run(ir::Graph& graph, PassContext& context) const override {
-    size_t changes = 0;
-    for (ir::Node* second : nodes_of(graph, {"Squeeze", "Unsqueeze"})) {
-      const ir::Value* mid = second->input(0);
-      ir::Node* first = mid != nullptr ? mid->producer() : nullptr;
-      if (first == nullptr || first->graph() != &graph || first->op_type() == second->op_type()) continue;
-      if (!first->is_onnx_op("Squeeze") && !first->is_onnx_op("Unsqueeze")) continue;
-      if (context.excluded(*second) || context.excluded(*first) || first->input(0) == nullptr) continue;
-      if (!undoes(*first, *second, context)) continue;
-      std::string what = fmt::format("{} and {}", first->describe(), second->describe());
-      if (!replace_value(graph, second->output(0), first->input(0))) continue;
-      graph.remove_node(second);
-      context.note(fmt::format("removed {}: they cancel", what));
-      ++changes;
-    }
-    return changes;
-  }
-};
+size_t remove_squeeze_unsqueeze(ir::Node& second, PassContext& context) {
+  ir::Graph& graph = *second.graph();
+  ir::Node* first = paired_producer(second, second.op_type() == "Squeeze" ? "Unsqueeze" : "Squeeze", context);
+  if (first == nullptr) return 0;
+  if (!undoes(*first, second, context)) return 0;
+  std::string what = fmt::format("{} and {}", first->describe(), second.describe());
+  if (!replace_value(graph, second.output(0), first->input(0))) return 0;
+  graph.remove_node(&second);
+  context.note(fmt::format("removed {}: they cancel", what));
+  return 1;
+}
 
 }  // namespace
 
-std::unique_ptr<Pass> make_eliminate_squeeze_unsqueeze() { return std::make_unique<EliminateSqueezeUnsqueeze>(); }
+std::unique_ptr<Pass> make_eliminate_squeeze_unsqueeze() {
+  return make_node_pass("eliminate-squeeze-unsqueeze", "remove Squeeze followed by Unsqueeze on the same axes, and the reverse",
+                        {"Squeeze", "Unsqueeze"}, remove_squeeze_unsqueeze);
+}
 
 }  // namespace onnxkit::passes::eliminate

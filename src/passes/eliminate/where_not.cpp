@@ -15,11 +15,8 @@ namespace onnxkit::passes::eliminate {
 namespace {
 
 size_t rewrite(ir::Node& where, PassContext& context) {
-  ir::Value* condition = where.input(0);
-  ir::Node* negation = condition != nullptr ? condition->producer() : nullptr;
-  if (negation == nullptr || negation->graph() != where.graph() || !negation->is_onnx_op("Not") || context.excluded(*negation) ||
-      negation->input(0) == nullptr || where.input(1) == nullptr || where.input(2) == nullptr)
-    return 0;
+  ir::Node* negation = paired_producer(where, "Not", context);
+  if (negation == nullptr || where.input(1) == nullptr || where.input(2) == nullptr) return 0;
   ir::Value* a = where.input(1);
   ir::Value* b = where.input(2);
   where.set_input(0, negation->input(0));

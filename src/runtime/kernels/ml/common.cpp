@@ -1,5 +1,6 @@
 // What the ai.onnx.ml kernels share: post transforms, attributes that come
-// as lists or as tensors, and the rows of a feature matrix.
+// as lists or as tensors, the rows of a feature matrix, and the outputs
+// of a classifier.
 
 #include <algorithm>
 #include <cmath>
@@ -112,6 +113,23 @@ Result<std::vector<double>> features_as_doubles(const Tensor& x) {
   });
   if (!s.ok()) return s.error();
   return out;
+}
+
+void write_classifier_outputs(KernelContext& ctx, const std::vector<int64_t>& int_labels,
+                              const std::vector<std::string>& string_labels, const std::vector<int64_t>& label,
+                              const std::vector<double>& scores, int64_t width) {
+  const int64_t n = static_cast<int64_t>(label.size());
+  if (string_labels.empty()) {
+    int64_t* y = ctx.output(0, DataType::int64, {n}).mutable_data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) y[i] = int_labels[label[i]];
+  } else {
+    std::string* y = ctx.output(0, DataType::string, {n}).mutable_data<std::string>();
+    for (int64_t i = 0; i < n; ++i) y[i] = string_labels[label[i]];
+  }
+  if (ctx.num_outputs() > 1) {
+    float* z = ctx.output(1, DataType::float32, {n, width}).mutable_data<float>();
+    for (size_t i = 0; i < scores.size(); ++i) z[i] = static_cast<float>(scores[i]);
+  }
 }
 
 }  // namespace onnxkit::runtime::ml

@@ -38,6 +38,13 @@ Result<Rows> rows_of(const Tensor& x, std::string_view name = "X");
 // X's elements as doubles, row-major (float, double, int32, int64 inputs).
 Result<std::vector<double>> features_as_doubles(const Tensor& x);
 
+// A classifier's outputs: Y, each row's label (int_labels[label[row]], or
+// string_labels[...] when the classifier has string labels), and when the
+// node asks for it Z, `scores` as float32 [rows, width].
+void write_classifier_outputs(KernelContext& ctx, const std::vector<int64_t>& int_labels,
+                              const std::vector<std::string>& string_labels, const std::vector<int64_t>& label,
+                              const std::vector<double>& scores, int64_t width);
+
 void register_tree_ensemble(KernelRegistry& registry);  // TreeEnsembleClassifier, TreeEnsembleRegressor, TreeEnsemble
 void register_zipmap(KernelRegistry& registry);         // ZipMap
 void register_linear(KernelRegistry& registry);         // LinearClassifier, LinearRegressor

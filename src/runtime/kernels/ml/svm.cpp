@@ -254,17 +254,7 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
         }
       }
     }
-    if (m->string_labels.empty()) {
-      int64_t* y = ctx.output(0, DataType::int64, {rows.n}).mutable_data<int64_t>();
-      for (int64_t n = 0; n < rows.n; ++n) y[n] = m->int_labels[label[n]];
-    } else {
-      std::string* y = ctx.output(0, DataType::string, {rows.n}).mutable_data<std::string>();
-      for (int64_t n = 0; n < rows.n; ++n) y[n] = m->string_labels[label[n]];
-    }
-    if (ctx.num_outputs() > 1) {
-      float* pz = ctx.output(1, DataType::float32, {rows.n, out_width}).mutable_data<float>();
-      for (size_t i = 0; i < z.size(); ++i) pz[i] = static_cast<float>(z[i]);
-    }
+    write_classifier_outputs(ctx, m->int_labels, m->string_labels, label, z, out_width);
     return {};
   });
 }

@@ -914,17 +914,7 @@ Result<ComputeFn> build_classifier(const KernelInfo& info) {
       const uint8_t* h = has.data() + i * k;
       label[i] = k == 2 ? finish_binary(*c, s, h) : finish_multiclass(*c, s, h, k);
     }
-    if (c->string_labels.empty()) {
-      int64_t* y = ctx.output(0, DataType::int64, {rows.n}).mutable_data<int64_t>();
-      for (int64_t i = 0; i < rows.n; ++i) y[i] = c->int_labels[label[i]];
-    } else {
-      std::string* y = ctx.output(0, DataType::string, {rows.n}).mutable_data<std::string>();
-      for (int64_t i = 0; i < rows.n; ++i) y[i] = c->string_labels[label[i]];
-    }
-    if (ctx.num_outputs() > 1) {
-      float* z = ctx.output(1, DataType::float32, {rows.n, k}).mutable_data<float>();
-      for (size_t i = 0; i < scores.size(); ++i) z[i] = static_cast<float>(scores[i]);
-    }
+    write_classifier_outputs(ctx, c->int_labels, c->string_labels, label, scores, k);
     return {};
   });
 }

@@ -73,6 +73,26 @@ void dequantize_row(const X* __restrict x, Y* __restrict y, int64_t n, const flo
   }
 }
 
+// How `scale` and the optional `zero` point apply to `x` (checked), and
+// their values: zeros when there is no zero point. The names are the
+// inputs' in errors (y_scale, y_zero_point).
+struct ScaleAndZero {
+  Granularity g;
+  std::vector<float> scales, zeros;
+};
+Result<ScaleAndZero> scale_and_zero(const Tensor& x, const Tensor& scale, const Tensor* zero, const LinearAttrs& attrs,
+                                    std::string_view scale_name, std::string_view zero_name) {
+  ScaleAndZero p;
+  ONNXKIT_ASSIGN(p.g, granularity(x.shape(), scale.shape(), zero ? &zero->shape() : nullptr, attrs.axis, attrs.block_size,
+                                  attrs.per_axis_allowed, scale_name, zero_name));
+  ONNXKIT_ASSIGN(p.scales, floats_of(scale, scale_name));
+  p.zeros.assign(p.scales.size(), 0.0f);
+  if (zero != nullptr) {
+    ONNXKIT_ASSIGN(p.zeros, zero_points_of(*zero, zero_name));
+  }
+  return p;
+}
+
 Status compute_quantize(KernelContext& ctx, const LinearAttrs& attrs) {
   ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
   ONNXKIT_ASSIGN(const Tensor* scale, ctx.tensor(1));
@@ -91,13 +111,8 @@ Status compute_quantize(KernelContext& ctx, const LinearAttrs& attrs) {
     return make_error(
         "quantizing to {} is not supported (int8, uint8, int16, uint16, int4, uint4, int2, uint2, float8, float4e2m1)",
         to_string(out_type));
-  ONNXKIT_ASSIGN(Granularity g, granularity(x->shape(), scale->shape(), zero ? &zero->shape() : nullptr, attrs.axis,
-                                            attrs.block_size, attrs.per_axis_allowed, "y_scale", "y_zero_point"));
-  ONNXKIT_ASSIGN(std::vector<float> scales, floats_of(*scale, "y_scale"));
-  std::vector<float> zeros(scales.size(), 0.0f);
-  if (zero != nullptr) {
-    ONNXKIT_ASSIGN(zeros, zero_points_of(*zero, "y_zero_point"));
-  }
+  ONNXKIT_ASSIGN(const ScaleAndZero sz, scale_and_zero(*x, *scale, zero, attrs, "y_scale", "y_zero_point"));
+  const Granularity& g = sz.g;
   Tensor& y = ctx.output(0, out_type, x->shape());
   auto run = [&]<class X>() -> Status {
     return dispatch_quantized(out_type, [&]<class Q>() -> Status {
@@ -105,7 +120,7 @@ Status compute_quantize(KernelContext& ctx, const LinearAttrs& attrs) {
       Q* py = y.mutable_data<Q>();
       for_each_row(g, x->numel(), [&](int64_t o, int64_t a, int64_t first) {
         const int64_t base = g.row_base(o, a);
-        quantize_row(px + first, py + first, g.inner, scales.data() + base, zeros.data() + base, g.step(), attrs.saturate);
+        quantize_row(px + first, py + first, g.inner, sz.scales.data() + base, sz.zeros.data() + base, g.step(), attrs.saturate);
       });
       return {};
     });
@@ -134,13 +149,8 @@ Status compute_dequantize(KernelContext& ctx, const LinearAttrs& attrs) {
   const DataType out_type = attrs.output_dtype != DataType::undefined ? attrs.output_dtype : scale->dtype();
   if (out_type != DataType::float32 && out_type != DataType::float16 && out_type != DataType::bfloat16)
     return make_error("dequantizing to {} is not supported (float, float16, bfloat16)", to_string(out_type));
-  ONNXKIT_ASSIGN(Granularity g, granularity(x->shape(), scale->shape(), zero ? &zero->shape() : nullptr, attrs.axis,
-                                            attrs.block_size, attrs.per_axis_allowed, "x_scale", "x_zero_point"));
-  ONNXKIT_ASSIGN(std::vector<float> scales, floats_of(*scale, "x_scale"));
-  std::vector<float> zeros(scales.size(), 0.0f);
-  if (zero != nullptr) {
-    ONNXKIT_ASSIGN(zeros, zero_points_of(*zero, "x_zero_point"));
-  }
+  ONNXKIT_ASSIGN(const ScaleAndZero sz, scale_and_zero(*x, *scale, zero, attrs, "x_scale", "x_zero_point"));
+  const Granularity& g = sz.g;
   Tensor& y = ctx.output(0, out_type, x->shape());
   auto run = [&]<class X>() -> Status {
     return dispatch_float(out_type, [&]<class Y>() -> Status {
@@ -148,7 +158,7 @@ Status compute_dequantize(KernelContext& ctx, const LinearAttrs& attrs) {
       Y* py = y.mutable_data<Y>();
       for_each_row(g, x->numel(), [&](int64_t o, int64_t a, int64_t first) {
         const int64_t base = g.row_base(o, a);
-        dequantize_row(px + first, py + first, g.inner, scales.data() + base, zeros.data() + base, g.step());
+        dequantize_row(px + first, py + first, g.inner, sz.scales.data() + base, sz.zeros.data() + base, g.step());
       });
       return {};
     });

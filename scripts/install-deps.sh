@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev nlohmann-json3-dev libfmt-dev libzip-dev libre2-dev
-  libjpeg62-turbo-dev libpng-dev  # ImageDecoder
+  libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev  # ImageDecoder
   libdnnl-dev libgtest-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   chromium python3-pil  # draw's HTML page is tested in headless Chromium

@@ -1,7 +1,8 @@
 #pragma once
 // The image family: ImageDecoder (opset 20), decoding encoded image bytes
-// into (height, width, channels) uint8 pixels. Each codec (jpeg.cpp and
-// png.cpp on Debian's libjpeg-turbo and libpng; bmp.cpp and pnm.cpp, simple
+// into (height, width, channels) uint8 pixels. Each codec (jpeg.cpp,
+// png.cpp, tiff.cpp, webp.cpp and jpeg2000.cpp on Debian's libjpeg-turbo,
+// libpng, libtiff, libwebp and OpenJPEG; bmp.cpp and pnm.cpp, simple
 // uncompressed formats, written here) decodes to 8-bit RGB, or to 8-bit
 // gray when the image itself is gray; image_decoder.cpp detects the format
 // from the magic bytes and makes the asked pixel format.
@@ -28,6 +29,9 @@ Result<Pixels> decode_jpeg(std::span<const uint8_t> bytes);
 Result<Pixels> decode_png(std::span<const uint8_t> bytes);
 Result<Pixels> decode_bmp(std::span<const uint8_t> bytes);
 Result<Pixels> decode_pnm(std::span<const uint8_t> bytes);
+Result<Pixels> decode_tiff(std::span<const uint8_t> bytes);
+Result<Pixels> decode_webp(std::span<const uint8_t> bytes);      // bytes: at least the 12 of the RIFF header
+Result<Pixels> decode_jpeg2000(std::span<const uint8_t> bytes);  // a JP2 file or a J2K codestream
 
 void register_image_decoder(KernelRegistry& registry);  // ImageDecoder (opset 20+)
 

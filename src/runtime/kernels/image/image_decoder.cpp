@@ -2,10 +2,10 @@
 // width, channels) uint8 pixels, channels 3 for "RGB" and "BGR", 1 for
 // "Grayscale".
 //
-// The format comes from the magic bytes. JPEG, PNG, BMP and PNM are decoded
-// (jpeg.cpp, png.cpp, bmp.cpp, pnm.cpp); the other formats the spec lists
-// (TIFF, WebP, JPEG 2000) and GIF are recognised and refused by name, and
-// anything unrecognised is refused with its first bytes. The spec lets a decoder return an
+// The format comes from the magic bytes. Every format the spec lists is
+// decoded: JPEG, PNG, BMP, PNM, TIFF, WebP and JPEG 2000 (one file each,
+// image.h). GIF, which the spec does not list, is recognised and refused by
+// name, and anything unrecognised is refused with its first bytes. The spec lets a decoder return an
 // empty tensor for bytes it cannot decode; we return an error instead, so
 // that a damaged image is never mistaken for an empty one.
 //
@@ -56,20 +56,21 @@ const std::array<Format, 8> kFormats = {{
      decode_bmp},
     {"TIFF",
      [](auto b) {
-       return starts_with(b, {'I', 'I', 42, 0}) || starts_with(b, {'M', 'M', 0, 42});
+       return starts_with(b, {'I', 'I', 42, 0}) || starts_with(b, {'M', 'M', 0, 42}) ||  // classic
+              starts_with(b, {'I', 'I', 43, 0}) || starts_with(b, {'M', 'M', 0, 43});    // BigTIFF
      },
-     nullptr},
+     decode_tiff},
     {"WebP",
      [](auto b) {
        return starts_with(b, {'R', 'I', 'F', 'F'}) && b.size() >= 12 && std::equal(b.begin() + 8, b.begin() + 12, "WEBP");
      },
-     nullptr},
+     decode_webp},
     {"JPEG 2000",
      [](auto b) {
        return starts_with(b, {0, 0, 0, 12, 'j', 'P', ' ', ' ', '\r', '\n', 0x87, '\n'}) ||
               starts_with(b, {0xFF, 0x4F, 0xFF, 0x51});
      },
-     nullptr},
+     decode_jpeg2000},
     {"PNM", [](auto b) { return b.size() >= 2 && b[0] == 'P' && b[1] >= '1' && b[1] <= '7'; }, decode_pnm},
     {"GIF",
      [](auto b) {
@@ -90,7 +91,10 @@ Result<Pixels> decode(std::span<const uint8_t> bytes) {
   for (const Format& f : kFormats) {
     if (!f.matches(bytes)) continue;
     if (f.decode == nullptr)
-      return make_error("the encoded stream is a {} image; only JPEG, PNG, BMP and PNM images are decoded", f.name);
+      return make_error(
+          "the encoded stream is a {} image, which is not decoded (the spec lists JPEG, PNG, BMP, PNM, "
+          "TIFF, WebP and JPEG 2000)",
+          f.name);
     return f.decode(bytes);
   }
   const size_t shown = std::min<size_t>(bytes.size(), 8);

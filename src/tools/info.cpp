@@ -715,8 +715,7 @@ std::string render_info_comparison(const std::vector<json>& infos) {
       out += "operators\n";
       operators_heading = true;
     }
-    const bool differ =
-        label != "model" && std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return c != cells[0]; });
+    const bool differ = label != "model" && std::adjacent_find(cells.begin(), cells.end(), std::not_equal_to<>()) != cells.end();
     std::string line = fmt::format("{}{:<{}}", differ ? "* " : "  ", label, label_width);
     for (size_t c = 0; c < cells.size(); ++c) line += fmt::format("  {:<{}}", cells[c], widths[c]);
     while (!line.empty() && line.back() == ' ') line.pop_back();

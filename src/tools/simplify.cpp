@@ -177,10 +177,10 @@ std::optional<analysis::CheckProblem> strict_inference_problem(const ir::Model& 
 
 // Adds a second run of the passes (after --target-opset's conversion) to the first's report.
 void merge_reports(passes::SimplifyReport& into, const passes::SimplifyReport& more) {
-  for (const auto& [pass, n] : more.changes) {
-    auto same = std::find_if(into.changes.begin(), into.changes.end(), [&](const auto& c) { return c.first == pass; });
-    if (same == into.changes.end()) into.changes.emplace_back(pass, n);
-    else same->second += n;
+  for (const auto& change : more.changes) {
+    auto same = std::find_if(into.changes.begin(), into.changes.end(), [&](const auto& c) { return c.first == change.first; });
+    if (same == into.changes.end()) into.changes.push_back(change);
+    else same->second += change.second;
   }
   into.notes.insert(into.notes.end(), more.notes.begin(), more.notes.end());
   for (const std::string& w : more.warnings)

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <onnx/checker.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
 #include <map>
@@ -12,6 +11,7 @@
 #include <unordered_map>
 
 #include "analysis/arity.h"
+#include "analysis/library_inference.h"
 #include "analysis/opset_history.h"
 #include "ir/graph.h"
 #include "ir/inline_functions.h"
@@ -289,8 +289,10 @@ std::optional<NodeError> parse_node_error(std::string_view line) {
 // else_branch of If node #1 'x'" for a branch; "" for the main graph).
 void report_inference_errors(const std::string& text, const onnx::GraphProto& graph, const std::string& scope,
                              int64_t default_opset, CheckReport& report) {
-  std::multimap<std::string, int64_t> index_by_name;
-  for (int i = 0; i < graph.node_size(); ++i) index_by_name.emplace(graph.node(i).name(), i);
+  // The library names a node by name and op only; unnamed nodes are told
+  // apart when their op is unique among them.
+  std::multimap<std::pair<std::string, std::string>, int64_t> index_by_name_and_op;
+  for (int i = 0; i < graph.node_size(); ++i) index_by_name_and_op.emplace(std::pair(graph.node(i).name(), graph.node(i).op_type()), i);
   size_t start = 0;
   bool any = false;
   while (start < text.size()) {
@@ -301,7 +303,7 @@ void report_inference_errors(const std::string& text, const onnx::GraphProto& gr
     if (!parsed) continue;
     any = true;
     auto [op, name, message] = *parsed;
-    auto range = index_by_name.equal_range(name);
+    auto range = index_by_name_and_op.equal_range(std::pair(name, op));
     int64_t index = std::distance(range.first, range.second) == 1 ? range.first->second : -1;
     std::string where =
         (index >= 0 ? describe_node(graph.node(static_cast<int>(index)), index) : fmt::format("node '{}' ({})", name, op)) +
@@ -393,7 +395,7 @@ void check_if_branches(const onnx::GraphProto& graph, const Types& outer, const 
       if (!typed) continue;
       try {
         onnx::ShapeInferenceOptions options(kCheckType, kStrict, kDataPropagation);
-        onnx::shape_inference::InferShapes(&branch, setup.opsets, onnx::OpSchemaRegistry::Instance(), options, setup.functions);
+        infer_shapes(branch, setup.opsets, options, setup.functions);
       } catch (const std::exception& e) {
         report_inference_errors(e.what(), attr.g(), where, setup.default_opset, report);
         continue;
@@ -407,7 +409,7 @@ void check_inference(const onnx::ModelProto& model, int64_t default_opset, Check
   onnx::ModelProto copy = model;
   try {
     onnx::ShapeInferenceOptions options(kCheckType, kStrict, kDataPropagation);
-    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
+    infer_shapes(copy, options);
   } catch (const std::exception& e) {
     report_inference_errors(e.what(), model.graph(), "", default_opset, report);
     return;

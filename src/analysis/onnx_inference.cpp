@@ -1,9 +1,9 @@
 #include "analysis/onnx_inference.h"
 
 #include <fmt/format.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include "analysis/checker.h"
+#include "analysis/library_inference.h"
 #include "analysis/newer_ops.h"
 #include "analysis/symbolic_shapes.h"
 
@@ -80,7 +80,7 @@ InferenceResult infer_types_with_onnx(const ir::Model& model, const DimBindings&
   }
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+    infer_shapes(proto, options);
   } catch (const std::exception& e) {
     std::string what = e.what();
     result.warning = "ONNX shape inference stopped: " + what.substr(0, what.find('\n'));

@@ -93,6 +93,64 @@ g (float[2, 3] x, float[4, 5] w) => (float[2, 5] y) {
   EXPECT_CONTAINS(report.problems[0].message, "shape inference");
 }
 
+TEST(Checker, AShapeReadingAnUntypedValueIsNotACrash) {
+  // ONNX 1.12's data propagation dereferences the type of a Shape node's
+  // input: check --full, info, shapes and simplify crashed on a custom op's
+  // output read by Shape, and on a Conv that inference refused (found by
+  // the load_model fuzzer).
+  constexpr const char* kCustom = R"(
+<ir_version: 8, opset_import: ["" : 15, "com.example" : 1]>
+g (float[1, 3, 8, 8] x) => (int64[4] s, float[2, 3] y) <int64[2] target = {2, 3}> {
+  h = com.example.Foo(x)
+  s = Shape(h)
+  r = Reshape(x, target)
+  y = Identity(r)
+})";
+  onnx::ModelProto custom = parse_model_text(kCustom);
+  EXPECT_EQ(problems(check(custom)), "");
+  auto imported = ir::import_model(custom);
+  ASSERT_TRUE(imported.ok()) << imported.error().message();
+  EXPECT_EQ(analysis::infer_types_with_onnx(**imported).warning, "");
+
+  onnx::ModelProto conv = parse_model_text(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[1, 3, 8, 8] x, float[4, 3, 3, 3] w) => (int64[4] s) {
+  h = Conv <dilations = [1], kernel_shape = [3, 3]> (x, w)
+  s = Shape(h)
+})");
+  EXPECT_CONTAINS(problems(check(conv)), "node #0 (Conv): shape inference: [ShapeInferenceError] Attribute dilations has incorrect size");
+
+  // The same inside an If branch, which the checker infers on its own.
+  onnx::ModelProto branch = parse_model_text(R"(
+<ir_version: 8, opset_import: ["" : 15, "com.example" : 1]>
+g (float[1, 3, 8, 8] x, bool b) => (int64[4] s) {
+  s = If (b) <then_branch = t () => (int64[4] t_out) { h = com.example.Foo(x)  t_out = Shape(h) },
+              else_branch = e () => (int64[4] e_out) { e_out = Shape(x) }>
+})");
+  EXPECT_EQ(problems(check(branch)), "");
+}
+
+TEST(Checker, DataPropagationStillFindsShapesComputedFromShape) {
+  // The guard above leaves data propagation on where Shape reads typed values:
+  // z's shape is known only through the values of Shape(x).
+  onnx::ModelProto model = parse_model_text(R"(
+<ir_version: 8, opset_import: ["" : 15]>
+g (float[2, 3] x, float[6] v) => (float[A, B] y) {
+  s = Shape(x)
+  z = Reshape(v, s)
+  y = Identity(z)
+})");
+  EXPECT_EQ(problems(check(model)), "");
+  auto imported = ir::import_model(model);
+  ASSERT_TRUE(imported.ok()) << imported.error().message();
+  auto types = analysis::infer_types_with_onnx(**imported).types;
+  ASSERT_TRUE(types.count("z"));
+  const auto& shape = types["z"].tensor_type().shape();
+  ASSERT_EQ(shape.dim_size(), 2);
+  EXPECT_EQ(shape.dim(0).dim_value(), 2);
+  EXPECT_EQ(shape.dim(1).dim_value(), 3);
+}
+
 TEST(Checker, StrictInferenceReachesIntoIfBranches) {
   // ONNX 1.12 drops errors inside branches even in strict mode; ONNX Runtime
   // refused such a model ("Graph attribute inferencing failed: Node (add)

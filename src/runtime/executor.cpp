@@ -202,8 +202,7 @@ class PlanBuilder {
     const ConstantOf constant = [this](const ir::Value* v) { return constant_of(v); };
     const IsReturned returned = [this](const ir::Value* v) { return is_returned(v); };
     const SameShape same = [this](const ir::Value* a, const ir::Value* b) { return same_shape(a, b); };
-    // Blocked convolutions run on reordered weights only (SessionOptions::prepack_weights).
-    if (parent_ == nullptr && context_.options.blocked_layout && context_.options.prepack_weights)
+    if (parent_ == nullptr && context_.options.blocked_layout)
       layout_ = plan_layout(order_, constant, [this](const ir::Node& n) { return traits_of(n); });
     for (const auto& [v, channels] : layout_.channels) blocked_slot_[v] = new_slot();
     if (!context_.options.fuse) return;

@@ -43,10 +43,10 @@ struct SessionOptions {
   // copy beside the model's (oneDNN's reordered convolution weights,
   // Winograd transforms, transposed MatMul weights). false: they read the
   // weights where the model holds them (its memory or the mapped side
-  // file), slower but without a second copy: for runs that must not double
-  // the memory a large model takes (simplify's check). Implies plain
-  // activations (blocked_layout false): blocked convolutions need their
-  // weights reordered.
+  // file), or reorder them into a buffer that lives for one node's run:
+  // slower over many runs, but without a second copy of the weights, for
+  // runs that must not double the memory a large model takes (simplify's
+  // check).
   bool prepack_weights = true;
 };
 

@@ -1,8 +1,9 @@
 // Dilated convolutions with wide pads, where oneDNN 2.6 has only its
-// reference kernel for the blocked layout and onnxkit pads the input itself
-// (kernels/nn/conv_padding.h), checked in both layouts against a direct
-// convolution in double precision written here, with a fused residual Add
-// and Relu.
+// reference kernel for the blocked layout and onnxkit runs them on a
+// channels-last copy or pads the input itself (kernels/nn/conv_padding.h),
+// checked in both layouts, with weights prepacked and reordered per run,
+// against a direct convolution in double precision written here, with a
+// fused residual Add and Relu.
 
 #include <gtest/gtest.h>
 
@@ -81,9 +82,10 @@ g (float[1,{0},{2},{3}] x, float[1,{1},{4},{5}] r) => (float[1,{1},{4},{5}] y) {
   std::shared_ptr<const ir::Model> model = std::move(imported).value();
   const Tensor x = normal_tensor({1, c.c, c.h, c.w}, 3, 1.0f), r = normal_tensor({1, c.m, ho, wo}, 4, 1.0f);
   const Tensor expected = direct_conv(c, x, w, b, r);
-  for (bool blocked_layout : {true, false}) {
-    SCOPED_TRACE(blocked_layout ? "blocked" : "plain");
-    auto session = runtime::Session::create(model, {.threads = 2, .blocked_layout = blocked_layout});
+  for (auto [blocked_layout, prepack_weights] : {std::pair{true, true}, {false, true}, {true, false}, {false, false}}) {
+    SCOPED_TRACE(fmt::format("{}, {}", blocked_layout ? "blocked" : "plain", prepack_weights ? "prepacked" : "per run"));
+    auto session = runtime::Session::create(
+        model, {.threads = 2, .blocked_layout = blocked_layout, .prepack_weights = prepack_weights});
     ASSERT_TRUE(session.ok()) << session.error().message();
     auto ours = (*session)->run({{"x", x}, {"r", r}});
     ASSERT_TRUE(ours.ok()) << ours.error().message();

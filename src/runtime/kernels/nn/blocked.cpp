@@ -18,6 +18,7 @@
 #include "runtime/kernels/nn/nn.h"
 #include "runtime/kernels/nn/winograd.h"
 #include "runtime/parallel.h"
+#include "runtime/session.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -371,10 +372,13 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
   const FusedActivation activation = fused_activation(info);
   auto engine = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
                                                 b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
-                                                plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked);
+                                                plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked,
+                                                info.options().prepack_weights);
   std::optional<size_t> residual;
   if (activation.add_residual) residual = FusedActivation::kResidualInput;
-  std::unique_ptr<WinogradConv> winograd = plain_input ? nullptr : WinogradConv::create(attrs, *w, b, activation);
+  // Winograd runs on transformed weights, a copy beside the model's.
+  std::unique_ptr<WinogradConv> winograd =
+      plain_input || !info.options().prepack_weights ? nullptr : WinogradConv::create(attrs, *w, b, activation);
   return std::unique_ptr<Kernel>(
       std::make_unique<BlockedConv>(attrs, w->shape(), engine, std::move(winograd), plain_input, residual));
 }

@@ -121,10 +121,25 @@ std::vector<dnnl_format_tag_t> staging_formats(const ConvParams& p) {
 
 }  // namespace
 
+// Where a primitive's weights are: reordered into its layout once (a copy
+// kept beside the model's), reordered into a buffer for each run, or read
+// in the model's plain layout where they lie.
+enum class DnnlConv::Weights { reordered_once, reordered_per_run, in_place };
+
+namespace {
+// Above this a weight reordered per run (SessionOptions::prepack_weights
+// false) would take a run as much memory as the copy it avoids: such a
+// weight is read in place. DeepLabV3's largest is 18 MiB.
+constexpr size_t kMaxWeightsPerRun = size_t{32} << 20;
+}  // namespace
+
 struct DnnlConv::State {
   dnnl::convolution_forward primitive;
   dnnl::convolution_forward::primitive_desc pd;
-  dnnl::memory weights;  // in the primitive's layout: owned here, or W itself when not reordered
+  dnnl::memory weights;  // in the primitive's layout (owned here), or W itself when not reordered
+  // Set when `weights` is W and the primitive wants another layout: each run
+  // reorders W into a buffer of its own (SessionOptions::prepack_weights false).
+  std::optional<dnnl::reorder> weights_in_run;
   dnnl::memory bias;     // empty when there is none
   dnnl::memory::desc src_md, dst_md;
   bool binary_residual = false;  // else run() copies the residual into y for a sum post-op
@@ -156,25 +171,37 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
   const ConvParams& p = trimmed.params;
   const void* weights = trimmed.weights.empty() ? w.raw() : trimmed.weights.data();
   // Trimmed weights are a local copy: the primitive needs its own.
-  const bool reorder = reorder_weights || !trimmed.weights.empty();
+  const Weights placement = reorder_weights || !trimmed.weights.empty() ? Weights::reordered_once
+                            : w.nbytes() <= kMaxWeightsPerRun         ? Weights::reordered_per_run
+                                                                      : Weights::in_place;
   std::unique_ptr<State> state;
-  if (layout == ActivationLayout::blocked && groups_split_blocks(p)) {
-    for (dnnl_format_tag_t format : staging_formats(p)) {
-      state = make_state(p, weights, bias, activation, layout, sibling, reorder, format);
+  if (layout == ActivationLayout::blocked && (groups_split_blocks(p) || placement == Weights::in_place)) {
+    // oneDNN runs blocked activations on plain weights with its reference
+    // kernel only; its gemm takes them on a plain copy of the activations.
+    const std::vector<dnnl_format_tag_t> formats =
+        placement == Weights::in_place ? std::vector<dnnl_format_tag_t>{dnnl_nchw} : staging_formats(p);
+    for (dnnl_format_tag_t format : formats) {
+      state = make_state(p, weights, bias, activation, layout, sibling, placement, format);
       if (state != nullptr && !runs_reference(*state)) break;
     }
   } else {
-    state = make_state(p, weights, bias, activation, layout, sibling, reorder);
+    state = make_state(p, weights, bias, activation, layout, sibling, placement);
   }
   if (state == nullptr) return nullptr;
   // oneDNN's reference kernel for a dilated convolution with wide pads
-  // (conv_padding.h): the same convolution on a padded copy of the input
-  // runs its JIT kernels.
+  // (DeepLabV3's ASPP): blocked, its brgemm kernels run it on a
+  // channels-last copy of the input; else its JIT kernels run the same
+  // convolution on a padded copy (conv_padding.h), which for dilation 24 on
+  // a 28x28 map is 7 times the input (DeepLabV3's peak: +47 MiB per image).
   const std::vector<int64_t>& dilations = p.window.dilations;
   const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d > 1; });
+  if (dilated && runs_reference(*state) && !state->staging && layout == ActivationLayout::blocked) {
+    std::unique_ptr<State> staged = make_state(p, weights, bias, activation, layout, sibling, placement, dnnl_nhwc);
+    if (staged != nullptr && !runs_reference(*staged)) state = std::move(staged);
+  }
   if (dilated && runs_reference(*state) && !state->staging)
     if (std::optional<ConvParams> padded = pads_in_input(p)) {
-      std::unique_ptr<State> jit = make_state(*padded, weights, bias, activation, layout, sibling, reorder);
+      std::unique_ptr<State> jit = make_state(*padded, weights, bias, activation, layout, sibling, placement);
       if (jit != nullptr && !runs_reference(*jit)) {
         jit->pads_in_run = p;
         state = std::move(jit);
@@ -185,7 +212,7 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
 
 std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const void* weights, const Tensor* bias,
                                                       FusedActivation activation, ActivationLayout layout,
-                                                      const DnnlConv* sibling, bool reorder_weights, dnnl_format_tag_t staging) {
+                                                      const DnnlConv* sibling, Weights placement, dnnl_format_tag_t staging) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   try {
@@ -210,7 +237,11 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     } else {
       user_w_md = dnnl::memory::desc(dims_of(w_shape), dt::f32, plain_tag(rank));
     }
-    const dnnl::memory::desc any_w_md = reorder_weights ? dnnl::memory::desc(dims_of(w_shape), dt::f32, tag::any) : user_w_md;
+    // oneDNN picks the weights' layout unless they are read in place: its
+    // fast kernels want their own, and a reorder on every run (a check's one
+    // or two runs) costs what the copy made once would.
+    const dnnl::memory::desc any_w_md =
+        placement == Weights::in_place ? user_w_md : dnnl::memory::desc(dims_of(w_shape), dt::f32, tag::any);
     dnnl::memory::desc bias_md;
     if (bias != nullptr) bias_md = dnnl::memory::desc({p.out_channels}, dt::f32, tag::a);
 
@@ -265,9 +296,12 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
 
     if (sibling != nullptr && sibling->state_->pd.weights_desc() == state->pd.weights_desc()) {
       state->weights = sibling->state_->weights;  // a handle: the buffer is shared
+      state->weights_in_run = sibling->state_->weights_in_run;
       state->bias = sibling->state_->bias;
-    } else if (!reorder_weights) {
+    } else if (placement != Weights::reordered_once) {
       state->weights = dnnl::memory(user_w_md, engine, const_cast<void*>(weights));
+      if (state->pd.weights_desc() != user_w_md)
+        state->weights_in_run = dnnl::reorder(dnnl::reorder::primitive_desc(engine, user_w_md, engine, state->pd.weights_desc()));
       if (bias != nullptr) {
         state->bias = dnnl::memory(bias_md, engine);
         std::memcpy(state->bias.get_data_handle(), bias->raw(), bias->nbytes());
@@ -343,8 +377,13 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
     dnnl::memory src(state_->src_md, engine, const_cast<void*>(x_data));
     dnnl::memory dst(state_->dst_md, engine, y_data);
     dnnl::memory scratch(state_->pd.scratchpad_desc(), engine);
+    dnnl::memory weights = state_->weights;
+    if (state_->weights_in_run) {
+      weights = dnnl::memory(state_->pd.weights_desc(), engine);  // freed when the run ends
+      state_->weights_in_run->execute(stream, state_->weights, weights);
+    }
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, state_->weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
     if (state_->bias) args.emplace(DNNL_ARG_BIAS, state_->bias);
     if (state_->binary_residual)
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,

@@ -43,9 +43,10 @@ class DnnlConv {
   // the work for the OpenMP threads there are when the primitive is made,
   // and uses that many on every run. `sibling`, made for the same
   // parameters and another thread count, lends its reordered weights where
-  // the layouts agree. With `reorder_weights` false the primitive reads `w`
-  // where it lies, in its plain layout (no copy; `w` must outlive the
-  // result), unless trimming dead taps made a new tensor anyway.
+  // the layouts agree. With `reorder_weights` false no copy of `w` is kept
+  // (`w` must outlive the result): each run reorders it into a buffer, or
+  // for a weight too large for that, reads it in its plain layout, unless
+  // trimming dead taps made a new tensor anyway.
   static std::unique_ptr<DnnlConv> create(const ConvParams& params, const Tensor& w, const Tensor* bias,
                                           FusedActivation activation = {}, ActivationLayout layout = ActivationLayout::plain,
                                           const DnnlConv* sibling = nullptr, bool reorder_weights = true);
@@ -57,6 +58,7 @@ class DnnlConv {
   Status run(const Tensor& x, Tensor& y, const Tensor* residual = nullptr) const;
 
   struct State;
+  enum class Weights;
 
  private:
   explicit DnnlConv(std::unique_ptr<State> state);
@@ -66,7 +68,7 @@ class DnnlConv {
   // blocked activations (conv_dnnl.cpp's staging_formats).
   static std::unique_ptr<State> make_state(const ConvParams& p, const void* weights, const Tensor* bias,
                                            FusedActivation activation, ActivationLayout layout, const DnnlConv* sibling,
-                                           bool reorder_weights, dnnl_format_tag_t staging = dnnl_format_tag_undef);
+                                           Weights placement, dnnl_format_tag_t staging = dnnl_format_tag_undef);
   std::unique_ptr<State> state_;
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The ONNX Runtime side of runtime_bench.py: the same measurement as
 `onnxkit bench --json` (random inputs, warm-up, median of N runs, peak RSS),
-printed as the same JSON fields. --save-inputs writes the random inputs for
+printed as the same JSON fields. --save-inputs writes the inputs (random, or
+those --inputs gives) for
 `onnxkit bench --input FILE.npz`, --inputs reads them back: models whose work
 depends on the data (a detector's regions) then do the same work in both. Runs in the project's venv (.venv), where
 `pip install onnxruntime` put ORT; never imported by onnxkit itself."""
@@ -36,7 +37,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--level", default="all", choices=["basic", "extended", "all"])
-    p.add_argument("--inputs", help="feed the arrays of this .npz (by input name) instead of random ones")
+    p.add_argument("--inputs", help="feed the arrays of this .npz (by input name), or of this .npy (the only input), "
+                                    "instead of random ones")
     p.add_argument("--save-inputs", help="write the random inputs to this .npz and exit, for the peer to read the same")
     args = p.parse_args()
     options = ort.SessionOptions()
@@ -46,7 +48,9 @@ def main():
                                         "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
                                         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[args.level]
     session = ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"])
-    if args.inputs:
+    if args.inputs and args.inputs.endswith(".npy"):
+        feeds = {session.get_inputs()[0].name: np.load(args.inputs)}
+    elif args.inputs:
         with np.load(args.inputs) as data:
             feeds = {i.name: data[i.name] for i in session.get_inputs()}
     else:

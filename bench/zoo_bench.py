@@ -3,9 +3,11 @@
 side by side, in the manner of runtime_bench.py: for each model and thread
 count, rounds of `onnxkit bench MODEL --threads T --runs R --json` and
 `bench/ort_bench.py MODEL --threads T --runs R` back to back, taking turns to
-go first, so that the machine's noise hits both. Both read the same random
-inputs (floats in [0, 1), integers 0..9, every symbolic dim 1), drawn once
-per model by ort_bench.py into MODEL.bench-inputs.npz beside it.
+go first, so that the machine's noise hits both. Both read the same inputs,
+written once per model into MODEL.bench-inputs.npz beside it: the export's
+example inputs, or for a model exported without them random ones (floats
+in [0, 1), integers 0..9, every symbolic dim 1). Delete the .bench-inputs.npz
+files after changing how they are made.
 
 Prints per model and thread count the median latency of each runtime (median
 of R runs, then of the rounds), the ratio onnxkit / ORT (lower is better:
@@ -140,14 +142,19 @@ class Model:
 
 
 def shared_inputs(path):
-    """The .npz of random inputs both runtimes read (ort_bench.py makes them),
-    or None when ORT cannot make them (each runtime then draws its own).
+    """The .npz of inputs both runtimes read, or None when ORT cannot make it
+    (each runtime then draws its own): the export's example inputs
+    (NAME.input.npy or NAME.inputs.npz: images of the size the model was
+    made for, a sample rate it accepts), else random ones from ort_bench.py.
     Both must see the same data: a detector's random inputs decide how many
     regions its head pools (48 against 33 for Faster R-CNN with each
     runtime's own), and so how much work a run does."""
-    inputs = os.path.splitext(path)[0] + ".bench-inputs.npz"
+    stem = os.path.splitext(path)[0]
+    inputs = stem + ".bench-inputs.npz"
     if not os.path.exists(inputs):
-        step = subprocess.run([VENV_PYTHON, ORT_BENCH, path, "--save-inputs", inputs], capture_output=True, text=True)
+        example = next((f for f in (stem + ".inputs.npz", stem + ".input.npy") if os.path.exists(f)), None)
+        step = subprocess.run([VENV_PYTHON, ORT_BENCH, path, "--save-inputs", inputs] +
+                              (["--inputs", example] if example else []), capture_output=True, text=True)
         if step.returncode != 0:
             return None
     return inputs

@@ -76,10 +76,7 @@ Command add_compare_command(CLI::App& root) {
               return kExitUsage;
             }
             auto inputs = input_options(flags->inputs);
-            if (!inputs.ok()) {
-              report_error(*app, inputs.error());
-              return kExitUsage;
-            }
+            if (!inputs.ok()) return report_usage_error(*app, inputs.error());
             tools::CompareOptions options;
             options.inputs = std::move(inputs).value();
             options.iterations = flags->iterations;

@@ -85,10 +85,7 @@ Command add_debug_command(CLI::App& root) {
           return kExitUsage;
         }
         auto inputs = input_options(flags->inputs);
-        if (!inputs.ok()) {
-          report_error(*app, inputs.error());
-          return kExitUsage;
-        }
+        if (!inputs.ok()) return report_usage_error(*app, inputs.error());
         tools::ReduceOptions options;
         options.check = rest;
         options.fail_regex = flags->fail_regex;

@@ -67,14 +67,27 @@ void add_external_data_flags(CLI::App& command, bool& external, uint64_t& thresh
   add_external_threshold_option(command, threshold);
 }
 
+namespace {
+
+// "debug reduce" for a command under another, as the user typed it.
+std::string command_path(const CLI::App& command) {
+  std::string path = command.get_name();
+  for (const CLI::App* parent = command.get_parent(); parent != nullptr && parent->get_parent() != nullptr;
+       parent = parent->get_parent())
+    path = parent->get_name() + " " + path;
+  return path;
+}
+
+}  // namespace
+
 int report_usage_error(const CLI::App& command, const Error& error) {
-  fmt::print(stderr, "onnxkit {}: error: {} (onnxkit {} --help shows its options)\n", command.get_name(), error.message(),
-             command.get_name());
+  const std::string path = command_path(command);
+  fmt::print(stderr, "onnxkit {}: error: {} (onnxkit {} --help shows its options)\n", path, error.message(), path);
   return kExitUsage;
 }
 
 int report_error(const CLI::App& command, const Error& error) {
-  fmt::print(stderr, "onnxkit {}: error: {}\n", command.get_name(), error.message());
+  fmt::print(stderr, "onnxkit {}: error: {}\n", command_path(command), error.message());
   return kExitFailure;
 }
 

@@ -498,6 +498,10 @@ class BadInput(unittest.TestCase):
         self.assertEqual(onnxkit("debug", "reduce", model).returncode, 2)
         self.assertEqual(onnxkit("debug", "reduce", model, "-o", "x.onnx", "--check").returncode, 2)
         self.assertEqual(onnxkit("debug", "reduce", model, "-o", "x.onnx", "stray").returncode, 2)
+        # A bad --input names the command as typed and where its options are.
+        for name, args in (("compare", [model, model]), ("debug reduce", [model, "-o", "x.onnx"])):
+            self.assert_one_line(onnxkit(*name.split(), *args, "--input", "x.npy"), 2,
+                                 f"onnxkit {name}: error: --input 'x.npy'", f"(onnxkit {name} --help shows its options)")
 
 
 def scale_weight(src, dst, node_name=None, op=None, where="middle", weight=None):

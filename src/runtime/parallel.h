@@ -42,6 +42,30 @@ template <class Body> void parallel_for(int64_t n, bool worth_threads, Body&& bo
   }
 }
 
+// body(t) for every t in [0, chunks), each chunk on a thread of its own; on
+// the calling thread, with no region opened, for a single chunk. libgomp
+// opens a region even for `#pragma omp parallel if (false)` or a team of
+// one, and that costs about half a microsecond (a futex call once its pool
+// has threads): more than a small op's whole work, many times per run in a
+// model of small ops.
+template <class Body> void for_each_chunk(int64_t chunks, Body&& body) {
+  if (chunks > 1) {
+#pragma omp parallel for num_threads(static_cast <int>(chunks)) schedule(static)
+    for (int64_t t = 0; t < chunks; ++t) body(t);
+  } else if (chunks == 1) {
+    body(0);
+  }
+}
+
+// body(begin, end) over [0, n) in one contiguous range per thread, when
+// `worth_threads` and there is more than one thread to use; body(0, n) on the
+// calling thread otherwise, with no region opened (see for_each_chunk).
+template <class Body> void parallel_ranges(int64_t n, bool worth_threads, Body&& body) {
+  if (n <= 0) return;
+  const int64_t chunks = worth_threads ? std::min<int64_t>(n, available_threads()) : 1;
+  for_each_chunk(chunks, [&](int64_t t) { body(n * t / chunks, n * (t + 1) / chunks); });
+}
+
 // Holds the parallel code this thread starts, oneDNN's included, to at most
 // `threads` until the scope ends.
 class ThreadLimit {

@@ -42,6 +42,17 @@ extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, voi
   return real(thread, attr, start, arg);
 }
 
+// Parallel regions opened (libgomp's entry for `#pragma omp parallel`, the
+// only one GCC emits for the regions of our kernels).
+std::atomic<int> regions_opened{0};
+
+extern "C" void GOMP_parallel(void (*fn)(void*), void* data, unsigned threads, unsigned flags) {
+  using Open = void (*)(void (*)(void*), void*, unsigned, unsigned);
+  static const Open real = reinterpret_cast<Open>(dlsym(RTLD_NEXT, "GOMP_parallel"));
+  regions_opened.fetch_add(1);
+  real(fn, data, threads, flags);
+}
+
 // The most threads a run may use, as the machine's contention would set
 // it (runtime/contention.h holds runs to one thread by asking for one).
 std::atomic<int> thread_cap{1 << 30};
@@ -151,6 +162,55 @@ TEST(ThreadCreation, ExportedModels) {
     ASSERT_TRUE(model.ok()) << model.error().message();
     EXPECT_EQ(threads_created_by_warm_runs(std::shared_ptr<const ir::Model>(std::move(model).value()), 2), 0) << name;
   }
+}
+
+// Parallel regions opened by `runs` more runs of a session that has run twice.
+int regions_opened_by_warm_runs(const std::string& text, int threads, int runs = 3) {
+  auto session = runtime::Session::create(testing::model_from_text(text), {.threads = threads, .adapt_to_load = false});
+  EXPECT_TRUE(session.ok()) << session.error().message();
+  if (!session.ok()) return -1;
+  auto feeds = tools::prepare_inputs(**session, {.random = true});
+  EXPECT_TRUE(feeds.ok()) << feeds.error().message();
+  if (!feeds.ok()) return -1;
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE((*session)->run(*feeds).ok());
+  const int before = regions_opened.load();
+  for (int i = 0; i < runs; ++i) {
+    auto out = (*session)->run(*feeds);
+    EXPECT_TRUE(out.ok()) << out.error().message();
+  }
+  return regions_opened.load() - before;
+}
+
+// A region costs about half a microsecond even with one thread or an `if`
+// that is false: a model of small ops (control flow, a scalar's arithmetic)
+// would spend more in opening regions than in its kernels.
+TEST(ParallelRegions, SmallOpsOpenNone) {
+  const std::string small = R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1, 64] x, float[16, 64] w, float[16] b, int64 n) => (float[1, 16] y, int64[1] k, float[1] m) {
+      h = Gemm <transB = 1> (x, w, b)
+      s = Sigmoid (h)
+      t = Tanh (s)
+      r = Relu (t)
+      a = Add (r, s)
+      f = Cast <to = 1> (n)
+      y = Mul (a, f)
+      k = ArgMax <keepdims = 0> (y)
+      m = ReduceMean <keepdims = 0, axes = [1]> (y)
+    })";
+  EXPECT_EQ(regions_opened_by_warm_runs(small, 1), 0) << "at 1 thread";
+  EXPECT_EQ(regions_opened_by_warm_runs(small, 2), 0) << "at 2 threads";
+}
+
+TEST(ParallelRegions, LargeOpsStillShareTheirWork) {
+  // Also shows the counter sees the regions the kernels open.
+  const std::string large = R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[1024, 1024] a, float[1024, 1024] b) => (float[1024, 1024] y) {
+      s = Add (a, b)
+      y = Sigmoid (s)
+    })";
+  EXPECT_GE(regions_opened_by_warm_runs(large, 2, 1), 2);
 }
 
 // Nanoseconds on a CPU, over their lives, of this process's threads other

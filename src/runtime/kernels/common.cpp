@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "runtime/broadcast.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime {
 
@@ -15,8 +16,9 @@ Tensor to_float32(const Tensor& t) {
   const int64_t n = t.numel();
   (void)dispatch_float(t.dtype(), [&]<class T>() -> Status {
     const T* in = t.data<T>();
-#pragma omp parallel for if (n >= kParallelWork) schedule(static)
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i]);
+    parallel_ranges(n, n >= kParallelWork, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = static_cast<float>(in[i]);
+    });
     return {};
   });
   return f;
@@ -27,8 +29,9 @@ void from_float32(const Tensor& f, Tensor& out) {
   const int64_t n = out.numel();
   (void)dispatch_float(out.dtype(), [&]<class T>() -> Status {
     T* p = out.mutable_data<T>();
-#pragma omp parallel for if (n >= kParallelWork) schedule(static)
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(in[i]);
+    parallel_ranges(n, n >= kParallelWork, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) p[i] = static_cast<T>(in[i]);
+    });
     return {};
   });
 }

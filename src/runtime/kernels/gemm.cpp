@@ -280,11 +280,10 @@ template <class T> void gemm_blocked(const Problem<T>& pr) {
     const int64_t chunks = std::min<int64_t>(threads, outputs);
     const int64_t per = (outputs + chunks - 1) / chunks;
     std::vector<T> scratch(static_cast<size_t>(chunks * (pr.k + per)));
-#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
-    for (int64_t t = 0; t < chunks; ++t) {
+    for_each_chunk(chunks, [&](int64_t t) {
       const int64_t first = t * per, last = std::min(outputs, first + per);
       if (first < last) run_vector(pr, first, last, scratch.data() + t * (pr.k + per));
-    }
+    });
     return;
   }
 
@@ -343,12 +342,11 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
     constexpr int64_t kLine = 16;
     const int64_t lines = (n + kLine - 1) / kLine;
     const int64_t chunks = std::min<int64_t>(threads, lines);
-#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
-    for (int64_t t = 0; t < chunks; ++t) {
+    for_each_chunk(chunks, [&](int64_t t) {
       const int64_t first = std::min(n, lines * t / chunks * kLine), last = std::min(n, lines * (t + 1) / chunks * kLine);
       if (first < last)
         row_product_floats(trans_b, a, b + (trans_b ? first * ldb : first), ldb, k, last - first, alpha, beta, c + first);
-    }
+    });
     return;
   }
   // oneDNN's JIT kernels; its sgemm is row-major, like ours. It shares even
@@ -391,8 +389,8 @@ void gemm_integer(int64_t m, int64_t n, int64_t k, const A* a, int64_t lda, cons
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int64_t chunks = std::min<int64_t>(usable_threads(work), m);
   const int64_t per = (m + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
-  for (int64_t t = 0; t < chunks; ++t) integer_rows(t * per, std::min(m, (t + 1) * per), n, k, as.data(), bt.data(), c, ldc);
+  for_each_chunk(chunks,
+                 [&](int64_t t) { integer_rows(t * per, std::min(m, (t + 1) * per), n, k, as.data(), bt.data(), c, ldc); });
 }
 
 template void gemm_integer<uint8_t, uint8_t>(int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int32_t*, const uint8_t*,

@@ -2,8 +2,6 @@
 // Shared machinery of the element-wise family: maps over one tensor and
 // broadcasting maps over two or three, parallel when large.
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -11,6 +9,7 @@
 
 #include "runtime/broadcast.h"
 #include "runtime/kernels/common.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::elementwise {
 
@@ -30,25 +29,16 @@ inline constexpr int64_t kParallelBinaryElements = 1 << 17;
 // body(begin, end) over [0, n) in one chunk per thread when n is at least
 // `parallel_from`.
 template <class Body> void map_chunks(int64_t n, Body body, int64_t parallel_from = kParallelWork) {
-  if (n < parallel_from) {
-    body(0, n);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
-    body(begin, end);
-  }
+  parallel_ranges(n, n >= parallel_from, body);
 }
 
 // out[i] = f(in[i]) over every element.
 template <class In, class Out, class F> void map_unary(const Tensor& in, Tensor& out, F f) {
   const In* x = in.data<In>();
   Out* y = out.mutable_data<Out>();
-  const int64_t n = in.numel();
-#pragma omp parallel for if (n >= kParallelWork) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(f(static_cast<compute_t<In>>(x[i])));
+  map_chunks(in.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = static_cast<Out>(f(static_cast<compute_t<In>>(x[i])));
+  });
 }
 
 // True when `inner`, leading 1s aside, is the last dims of `outer`: a bias
@@ -106,15 +96,14 @@ void map_middle_broadcast(const Whole* whole, const Part* part, Out* out, const 
     map_chunks(n, elements, kParallelBinaryElements);
     return;
   }
-#pragma omp parallel for collapse(2) if (n >= kParallelBinaryElements) schedule(static)
-  for (int64_t o = 0; o < m.outer; ++o)
-    for (int64_t r = 0; r < m.repeated; ++r) {
-      const Part* g = part + o * m.inner;
-      const int64_t row = (o * m.repeated + r) * m.inner;
-      const Whole* x = whole + row;
-      Out* z = out + row;
+  parallel_ranges(m.outer * m.repeated, n >= kParallelBinaryElements, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const Part* g = part + row / m.repeated * m.inner;
+      const Whole* x = whole + row * m.inner;
+      Out* z = out + row * m.inner;
       for (int64_t i = 0; i < m.inner; ++i) z[i] = f(x[i], g[i]);
     }
+  });
 }
 
 // out = f(a, b) with broadcasting, into `out` of the broadcast shape. The
@@ -128,29 +117,31 @@ template <class A, class B, class Out, class F> void map_binary(const Tensor& a,
   using CA = compute_t<A>;
   using CB = compute_t<B>;
   const int64_t n = out.numel(), na = a.numel(), nb = b.numel();
+  const bool worth_threads = n >= kParallelBinaryElements;
   if (na == n && nb == n) {
-#pragma omp parallel for if (n >= kParallelBinaryElements) schedule(static)
-    for (int64_t i = 0; i < n; ++i) po[i] = static_cast<Out>(f(CA(pa[i]), CB(pb[i])));
+    parallel_ranges(n, worth_threads, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) po[i] = static_cast<Out>(f(CA(pa[i]), CB(pb[i])));
+    });
     return;
   }
   if (na == n && nb > 0 && is_trailing_block(b.shape(), out.shape())) {
-    const int64_t rows = n / nb;
-#pragma omp parallel for if (n >= kParallelBinaryElements) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const A* x = pa + r * nb;
-      Out* z = po + r * nb;
-      for (int64_t i = 0; i < nb; ++i) z[i] = static_cast<Out>(f(CA(x[i]), CB(pb[i])));
-    }
+    parallel_ranges(n / nb, worth_threads, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const A* x = pa + r * nb;
+        Out* z = po + r * nb;
+        for (int64_t i = 0; i < nb; ++i) z[i] = static_cast<Out>(f(CA(x[i]), CB(pb[i])));
+      }
+    });
     return;
   }
   if (nb == n && na > 0 && is_trailing_block(a.shape(), out.shape())) {
-    const int64_t rows = n / na;
-#pragma omp parallel for if (n >= kParallelBinaryElements) schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const B* y = pb + r * na;
-      Out* z = po + r * na;
-      for (int64_t i = 0; i < na; ++i) z[i] = static_cast<Out>(f(CA(pa[i]), CB(y[i])));
-    }
+    parallel_ranges(n / na, worth_threads, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const B* y = pb + r * na;
+        Out* z = po + r * na;
+        for (int64_t i = 0; i < na; ++i) z[i] = static_cast<Out>(f(CA(pa[i]), CB(y[i])));
+      }
+    });
     return;
   }
   if (na == n && nb > 0) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "runtime/kernels/indexing/indexing.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::indexing {
 namespace {
@@ -20,8 +21,9 @@ Status copy_blocks(const Tensor& src, const std::vector<int64_t>& src_offsets, i
     const int64_t n = static_cast<int64_t>(src_offsets.size());
     // Copying strings allocates, and nothing may throw inside a parallel region.
     const bool parallel = n > 1 && n * block >= kParallelWork && !std::is_same_v<T, std::string>;
-#pragma omp parallel for if (parallel) schedule(static)
-    for (int64_t k = 0; k < n; ++k) std::copy_n(s + src_offsets[static_cast<size_t>(k)], block, d + k * block);
+    parallel_ranges(n, parallel, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) std::copy_n(s + src_offsets[static_cast<size_t>(k)], block, d + k * block);
+    });
     return {};
   });
 }

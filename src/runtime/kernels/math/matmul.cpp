@@ -342,15 +342,16 @@ KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
           float* y = out->mutable_data<float>();
           const float* row_bias = bias.data<float>();
           const int64_t n = bias.numel(), rows = n == 0 ? 0 : out->numel() / n;
-#pragma omp parallel for schedule(static) if (rows * n >= (int64_t{1} << 15))
-          for (int64_t r = 0; r < rows; ++r) {
-            float* row = y + r * n;
-            if (gelu) {
-              gelu_floats(row, row_bias, row, n);
-            } else {
-              for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
+          parallel_ranges(rows, rows * n >= kParallelWork, [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+              float* row = y + r * n;
+              if (gelu) {
+                gelu_floats(row, row_bias, row, n);
+              } else {
+                for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
+              }
             }
-          }
+          });
           return {};
         });
   });

@@ -81,31 +81,33 @@ template <class T, bool kMax> int64_t arg_line(const T* p, int64_t n, bool last)
 template <class T> void arg(const T* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max, bool last) {
   using C = compute_t<T>;
   if (inner == 1) {
-#pragma omp parallel for if (outer > 1 && outer * n >= kParallelWork) schedule(static)
-    for (int64_t o = 0; o < outer; ++o)
-      y[o] = max ? arg_line<T, true>(x + o * n, n, last) : arg_line<T, false>(x + o * n, n, last);
+    parallel_ranges(outer, outer * n >= kParallelWork, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o)
+        y[o] = max ? arg_line<T, true>(x + o * n, n, last) : arg_line<T, false>(x + o * n, n, last);
+    });
     return;
   }
-#pragma omp parallel for if (outer > 1 && outer * n * inner >= kParallelWork) schedule(static)
-  for (int64_t o = 0; o < outer; ++o) {
-    const T* base = x + o * n * inner;
-    std::vector<C> best(static_cast<size_t>(inner));
-    int64_t* index = y + o * inner;
-    for (int64_t j = 0; j < inner; ++j) {
-      best[j] = static_cast<C>(base[j]);
-      index[j] = 0;
-    }
-    for (int64_t i = 1; i < n; ++i) {
-      const T* row = base + i * inner;
+  parallel_ranges(outer, outer * n * inner >= kParallelWork, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      const T* base = x + o * n * inner;
+      std::vector<C> best(static_cast<size_t>(inner));
+      int64_t* index = y + o * inner;
       for (int64_t j = 0; j < inner; ++j) {
-        const C v = static_cast<C>(row[j]);
-        if (replaces(v, best[j], max, last)) {
-          best[j] = v;
-          index[j] = i;
+        best[j] = static_cast<C>(base[j]);
+        index[j] = 0;
+      }
+      for (int64_t i = 1; i < n; ++i) {
+        const T* row = base + i * inner;
+        for (int64_t j = 0; j < inner; ++j) {
+          const C v = static_cast<C>(row[j]);
+          if (replaces(v, best[j], max, last)) {
+            best[j] = v;
+            index[j] = i;
+          }
         }
       }
     }
-  }
+  });
 }
 
 Result<ComputeFn> build_arg(const KernelInfo& info, bool max) {

@@ -130,17 +130,16 @@ template <class In, class Out, class Op> void run(const Layout& L, const In* x, 
     if (threads == 1 || L.outputs >= 2 * threads) {
       const int64_t chunks = std::min<int64_t>(threads, L.outputs);
       const int64_t per = (L.outputs + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
-      for (int64_t t = 0; t < chunks; ++t) {
+      for_each_chunk(chunks, [&](int64_t t) {
         const int64_t first = t * per, last = std::min(L.outputs, first + per);
-        if (first >= last) continue;
+        if (first >= last) return;
         Odometer kept(L.kept_dims, L.kept_strides, first);
         for (int64_t o = first; o < last; ++o, kept.next()) {
           Acc acc = op.init();
           for (int64_t c = 0; c < combos; ++c) acc = fold_run(x + kept.offset + L.reduced_offsets[c], L.inner, o, acc, op);
           out[o] = op.finish(acc, o);
         }
-      }
+      });
       return;
     }
     // Few outputs: the elements of each are split, partial folds merged.
@@ -184,15 +183,14 @@ template <class In, class Out, class Op> void run(const Layout& L, const In* x, 
   if (threads == 1 || rows >= 2 * threads || combos < 2 * threads) {
     const int64_t chunks = std::min<int64_t>(threads, rows);
     const int64_t per = (rows + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(static_cast <int>(chunks)) if (chunks > 1) schedule(static)
-    for (int64_t t = 0; t < chunks; ++t) {
+    for_each_chunk(chunks, [&](int64_t t) {
       std::unique_ptr<Acc[]> acc(new Acc[w]);
       for (int64_t row = t * per; row < std::min(rows, (t + 1) * per); ++row) {
         std::fill(acc.get(), acc.get() + w, op.init());
         fold_rows(row, 0, combos, acc.get());
         for (int64_t i = 0; i < w; ++i) out[row * w + i] = op.finish(acc[i], row * w + i);
       }
-    }
+    });
     return;
   }
   // Few rows: the combinations of each are split, partial rows merged.

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "runtime/kernels/tensor/tensor.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::tensor_ops {
 namespace {
@@ -85,8 +86,9 @@ Status cast(const Tensor& x, DataType to, const CastMode& mode, KernelContext& c
       To* dst = y.mutable_data<To>();
       const int64_t n = x.numel();
       constexpr bool trivial = !std::is_same_v<From, std::string> && !std::is_same_v<To, std::string>;
-#pragma omp parallel for if (trivial && n >= (1 << 16))
-      for (int64_t i = 0; i < n; ++i) dst[i] = convert<To>(src[i], mode);
+      parallel_ranges(n, trivial && n >= (1 << 16), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dst[i] = convert<To>(src[i], mode);
+      });
       return {};
     });
   });

@@ -64,6 +64,8 @@ class PlanBuilder {
       if (!absorbed_.count(node)) ONNXKIT_TRY(add_node_steps(*node));  // else its fused chain's step computes it
     place_shared_outputs();
     add_releases();
+    for (const GraphPlan::Step& step : plan_->steps)
+      plan_->widest_step = std::max({plan_->widest_step, step.inputs.size(), step.outputs.size()});
     plan_->profile = parent_ == nullptr && context_.options.profile;
     plan_->step_nanos = std::vector<std::atomic<int64_t>>(plan_->steps.size());
     plan_->step_calls = std::vector<std::atomic<int64_t>>(plan_->steps.size());
@@ -437,17 +439,22 @@ Result<std::vector<Datum>> run_plan(const GraphPlan& plan, std::vector<Datum> in
   for (size_t i = 0; i < plan.inputs.size() && i < inputs.size(); ++i)
     if (!inputs[i].empty()) frame.slots[plan.inputs[i]] = std::move(inputs[i]);
 
+  // Every step's inputs and outputs pass through these two, sized once for
+  // the widest step: no allocation per step.
+  std::vector<const Datum*> args(plan.widest_step);
+  std::vector<Datum> results;
+  results.reserve(plan.widest_step);
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const GraphPlan::Step& step = plan.steps[k];
     if (Status go = frame.control.check_time(); !go.ok()) return go.error().in(step.node->describe());
     auto started = plan.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    std::vector<const Datum*> args;
-    args.reserve(step.inputs.size());
-    for (int s : step.inputs) args.push_back(s >= 0 ? &frame.slots[s] : nullptr);
-    std::vector<Datum> results(step.outputs.size());
+    for (size_t i = 0; i < step.inputs.size(); ++i) args[i] = step.inputs[i] >= 0 ? &frame.slots[step.inputs[i]] : nullptr;
+    results.clear();
+    results.resize(step.outputs.size());
     SharedOutput shared;
     if (step.shared_buffer >= 0) shared = {step.part.get(), &frame.shared_buffers[static_cast<size_t>(step.shared_buffer)]};
-    KernelContext ctx(std::move(args), results, step.wanted, frame, threads, shared);
+    KernelContext ctx(std::span<const Datum* const>(args.data(), step.inputs.size()), results, step.wanted, frame, threads,
+                      shared);
     ONNXKIT_TRY(run_kernel(*step.kernel, ctx, *step.node));
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;

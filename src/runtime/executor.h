@@ -47,6 +47,7 @@ struct GraphPlan {
   std::vector<std::pair<int, int>> captures;     // (slot here, slot in the parent plan)
   std::vector<Step> steps;
   size_t shared_buffers = 0;  // buffers several steps of a run write into
+  size_t widest_step = 0;     // the most inputs or outputs of a step
 
   // Time spent in each step over all runs, when the session profiles.
   bool profile = false;

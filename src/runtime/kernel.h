@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,7 +109,23 @@ class KernelContext {
  public:
   KernelContext(std::vector<const Datum*> inputs, std::vector<Datum>& outputs, const std::vector<bool>& wanted,
                 const Frame& frame, int threads, SharedOutput shared = {})
-      : inputs_(std::move(inputs)), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads), shared_(shared) {}
+      : owned_inputs_(std::move(inputs)),
+        inputs_(owned_inputs_),
+        outputs_(outputs),
+        wanted_(wanted),
+        frame_(frame),
+        threads_(threads),
+        shared_(shared) {}
+  // Inputs the caller keeps alive while the context lives: the executor
+  // fills one array for all the steps of a run instead of allocating one
+  // per step.
+  KernelContext(std::span<const Datum* const> inputs, std::vector<Datum>& outputs, const std::vector<bool>& wanted,
+                const Frame& frame, int threads, SharedOutput shared = {})
+      : inputs_(inputs), outputs_(outputs), wanted_(wanted), frame_(frame), threads_(threads), shared_(shared) {}
+  // A copy would view the original's inputs; a move keeps the vector's
+  // array, so the view stays valid.
+  KernelContext(const KernelContext&) = delete;
+  KernelContext(KernelContext&&) = default;
 
   size_t num_inputs() const { return inputs_.size(); }
   // Given, and not an omitted optional.
@@ -141,7 +158,8 @@ class KernelContext {
   Result<std::vector<Datum>> run_subgraph(const GraphPlan& plan, std::vector<Datum> inputs) const;
 
  private:
-  std::vector<const Datum*> inputs_;
+  std::vector<const Datum*> owned_inputs_;  // empty when the caller holds the inputs
+  std::span<const Datum* const> inputs_;    // owned_inputs_, or the caller's
   std::vector<Datum>& outputs_;
   const std::vector<bool>& wanted_;
   const Frame& frame_;

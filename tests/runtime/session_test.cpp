@@ -223,6 +223,33 @@ TEST(Session, NodesAreHeldToTheirSchemasInputAndOutputCounts) {
                   "TopK has 2 outputs, got 1");
 }
 
+TEST(Session, EachStepSeesOnlyItsOwnInputsAndOutputs) {
+  // The executor hands every step its inputs and takes its outputs through
+  // arrays shared by all the steps of a run: a step after a wider one must
+  // see neither the earlier step's extra inputs (Sum counts what it gets)
+  // nor its outputs (Split's second).
+  std::shared_ptr<const ir::Model> model = testing::model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] a, float[2] b, float[2] c) => (float[2] s, float[2] t, float[1] h, float[1] u, float[2] b, float[2] c) {
+  s = Sum(a, b, c)
+  t = Sum(s)
+  h, k = Split<num_outputs = 2>(t)
+  u = Sum(h)
+})");
+  for (int threads : {1, 2}) {
+    auto session = runtime::Session::create(model, {.threads = threads});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    auto out = (*session)->run({{"a", Tensor::from<float>({2}, {1, 2})},
+                                {"b", Tensor::from<float>({2}, {10, 20})},
+                                {"c", Tensor::from<float>({2}, {100, 200})}});
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    testing::expect_tensor_near((*out)[0].tensor(), Tensor::from<float>({2}, {111, 222}));
+    testing::expect_tensor_near((*out)[1].tensor(), Tensor::from<float>({2}, {111, 222}));
+    testing::expect_tensor_near((*out)[2].tensor(), Tensor::from<float>({1}, {111}));
+    testing::expect_tensor_near((*out)[3].tensor(), Tensor::from<float>({1}, {111}));
+  }
+}
+
 // x + 1, `n` times, by a Loop whose body is two nodes.
 std::shared_ptr<const ir::Model> counting_loop(int64_t n) {
   std::shared_ptr<ir::Model> model = testing::model_from_text(R"(

@@ -426,10 +426,61 @@ void RunControl::charge_elements(uint64_t elements) const {
     throw BudgetExceeded(fmt::format("its outputs would take the run past its budget of {} elements", limits_.max_elements));
 }
 
+namespace {
+
+// The buffers a run of `plan` from `parent` may reuse (new for a run of the
+// main graph, or the first of a sub-graph from this frame).
+FrameBuffers take_buffers(const GraphPlan& plan, const Frame* parent) {
+  FrameBuffers buffers;
+  if (parent != nullptr) {
+    auto& spare = parent->spare;
+    auto it = std::find_if(spare.begin(), spare.end(), [&](const auto& entry) { return entry.first == &plan; });
+    if (it != spare.end()) {
+      buffers = std::move(it->second);
+      spare.erase(it);
+    }
+  }
+  buffers.slots.resize(plan.slot_count);
+  buffers.args.resize(plan.widest_step);
+  return buffers;
+}
+
+// Every step's inputs and outputs pass through `args` and `results`, sized
+// for the widest step: no allocation per step. A sub-graph run gives them
+// and its slots back to the frame that ran it, emptied, however it ends.
+class RunBuffers {
+ public:
+  RunBuffers(Frame& frame, const Frame* parent, FrameBuffers& taken)
+      : args(std::move(taken.args)), results(std::move(taken.results)), frame_(frame), parent_(parent) {}
+  ~RunBuffers() {
+    if (parent_ == nullptr) return;
+    for (Datum& d : frame_.slots)
+      if (!d.empty()) d = Datum();
+    results.clear();
+    parent_->spare.emplace_back(
+        &frame_.plan, FrameBuffers{std::move(frame_.slots), std::move(args), std::move(results), std::move(frame_.spare)});
+  }
+  RunBuffers(const RunBuffers&) = delete;
+  RunBuffers& operator=(const RunBuffers&) = delete;
+
+  std::vector<const Datum*> args;
+  std::vector<Datum> results;
+
+ private:
+  Frame& frame_;
+  const Frame* parent_;
+};
+
+}  // namespace
+
 Result<std::vector<Datum>> run_plan(const GraphPlan& plan, std::vector<Datum> inputs, const Frame* parent, int threads,
                                     const RunControl& control) {
-  Frame frame{plan, std::vector<Datum>(plan.slot_count), std::vector<Tensor>(plan.shared_buffers),
-              parent != nullptr ? parent->control : control};
+  FrameBuffers taken = take_buffers(plan, parent);
+  Frame frame{plan, std::move(taken.slots), std::vector<Tensor>(plan.shared_buffers),
+              parent != nullptr ? parent->control : control, std::move(taken.spare)};
+  RunBuffers buffers(frame, parent, taken);
+  std::vector<const Datum*>& args = buffers.args;
+  std::vector<Datum>& results = buffers.results;
   if (parent != nullptr) ONNXKIT_TRY(frame.control.count_subgraph_run());
   // Also here, for bodies with no steps that a Loop runs over and over.
   ONNXKIT_TRY(frame.control.check_time());
@@ -439,11 +490,6 @@ Result<std::vector<Datum>> run_plan(const GraphPlan& plan, std::vector<Datum> in
   for (size_t i = 0; i < plan.inputs.size() && i < inputs.size(); ++i)
     if (!inputs[i].empty()) frame.slots[plan.inputs[i]] = std::move(inputs[i]);
 
-  // Every step's inputs and outputs pass through these two, sized once for
-  // the widest step: no allocation per step.
-  std::vector<const Datum*> args(plan.widest_step);
-  std::vector<Datum> results;
-  results.reserve(plan.widest_step);
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const GraphPlan::Step& step = plan.steps[k];
     if (Status go = frame.control.check_time(); !go.ok()) return go.error().in(step.node->describe());

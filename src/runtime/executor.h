@@ -85,12 +85,28 @@ struct BudgetExceeded : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a run of a plan allocates for itself: its values and the arrays its
+// steps' inputs and outputs pass through. A sub-graph run gives them back,
+// emptied, to the frame that ran it, for its next run of the same plan: a
+// Loop's body allocates them once per run of the Loop, not per iteration,
+// and so do the sub-graphs the body runs (they come back with it).
+struct FrameBuffers {
+  std::vector<Datum> slots;  // every one empty while spare
+  std::vector<const Datum*> args;
+  std::vector<Datum> results;
+  // Those of the sub-graph runs of this frame's steps, while not in use.
+  std::vector<std::pair<const GraphPlan*, FrameBuffers>> spare;
+};
+
 // The values of one run of a plan.
 struct Frame {
   const GraphPlan& plan;
   std::vector<Datum> slots;
   std::vector<Tensor> shared_buffers;  // GraphPlan::shared_buffers, allocated by the first step to write one
   RunControl control;                  // the run's, shared by its sub-graphs' frames
+  // FrameBuffers::spare of this run: sub-graphs run on the run's thread, one
+  // at a time, so the kernels' const access to the frame may take and give.
+  mutable std::vector<std::pair<const GraphPlan*, FrameBuffers>> spare;
 };
 
 struct PlanContext {

@@ -250,6 +250,45 @@ g (float[2] a, float[2] b, float[2] c) => (float[2] s, float[2] t, float[1] h, f
   }
 }
 
+TEST(Session, SubGraphsRunOverAndOverGiveEachRunItsOwnValues) {
+  // A sub-graph run hands its buffers back to the frame that ran it for
+  // the next run of the same plan, nested runs' buffers with them: an
+  // outer Loop whose body takes one If branch or the other and runs an
+  // inner Loop of i + 1 iterations, so every plan runs several times from
+  // one frame, with different values. Worked by hand from x = 1:
+  //   i = 0: even, 1 + 10 = 11; + 0            -> 11
+  //   i = 1: odd, -11;          + 0 + 1        -> -10
+  //   i = 2: even, -10 + 10 = 0; + 0 + 1 + 2   -> 3
+  std::shared_ptr<const ir::Model> model = testing::model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] x) => (float[1] y, float[3, 1] trace) <int64 n = {3}> {
+  y, trace = Loop(n, , x) <body = outer (int64 i, bool c, float[1] acc) => (bool c_out, float[1] acc_out, float[1] seen)
+      <int64 two = {2}, int64 one = {1}> {
+    c_out = Identity(c)
+    r = Mod(i, two)
+    odd = Cast<to = 9>(r)
+    start = If(odd) <
+      then_branch = flip () => (float[1] s) <float[1] minus_one = {-1.0}> { s = Mul(acc, minus_one) },
+      else_branch = lift () => (float[1] t) <float[1] ten = {10.0}> { t = Add(acc, ten) }>
+    k = Add(i, one)
+    acc_out = Loop(k, , start) <body = inner (int64 j, bool c2, float[1] v) => (bool c2_out, float[1] v_out) {
+      c2_out = Identity(c2)
+      jf = Cast<to = 1>(j)
+      v_out = Add(v, jf)
+    }>
+    seen = Identity(acc_out)
+  }>
+})");
+  auto session = runtime::Session::create(model);
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  for (int run = 0; run < 2; ++run) {
+    auto out = (*session)->run({{"x", Tensor::from<float>({1}, {1})}});
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    testing::expect_tensor_near((*out)[0].tensor(), Tensor::from<float>({1}, {3}));
+    testing::expect_tensor_near((*out)[1].tensor(), Tensor::from<float>({3, 1}, {11, -10, 3}));
+  }
+}
+
 // x + 1, `n` times, by a Loop whose body is two nodes.
 std::shared_ptr<const ir::Model> counting_loop(int64_t n) {
   std::shared_ptr<ir::Model> model = testing::model_from_text(R"(

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 #include "runtime/executor.h"
 #include "runtime/kernels/common.h"
 
@@ -22,6 +24,13 @@ DataType declared_type(const GraphPlan& plan, size_t index) {
   if (index >= outputs.size()) return DataType::float32;
   int32_t t = outputs[index]->elem_type();
   return t != 0 ? static_cast<DataType>(t) : DataType::float32;
+}
+
+// A rank-0 tensor holding `value`.
+template <class T> Tensor scalar_of(T value) {
+  Tensor t(data_type_of<T>(), {});
+  t.mutable_data<T>()[0] = value;
+  return t;
 }
 
 // Stacks equally shaped tensors along a new axis 0 (axis `axis` in general).
@@ -102,9 +111,11 @@ KernelFactory loop_kernel() {
       std::vector<std::vector<Tensor>> scanned(scans);
       for (int64_t i = 0; keep_going && (!trip_limit || i < *trip_limit); ++i) {
         std::vector<Datum> inputs;
-        inputs.emplace_back(Tensor::from<int64_t>({}, {i}));
-        inputs.emplace_back(Tensor::from<bool>({}, {keep_going}));
-        inputs.insert(inputs.end(), state.begin(), state.end());
+        inputs.reserve(2 + carried);
+        inputs.emplace_back(scalar_of(i));
+        inputs.emplace_back(scalar_of(keep_going));
+        // The body's outputs replace the state: hand it over, no copies.
+        std::move(state.begin(), state.end(), std::back_inserter(inputs));
         ONNXKIT_ASSIGN(std::vector<Datum> out, ctx.run_subgraph(*body, std::move(inputs)));
         ONNXKIT_ASSIGN(keep_going, condition_of(out[0], "the body's condition output"));
         for (size_t k = 0; k < carried; ++k) state[k] = std::move(out[1 + k]);

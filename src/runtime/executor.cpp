@@ -402,7 +402,9 @@ Result<std::shared_ptr<GraphPlan>> build_plan(const ir::Graph& graph, const Grap
   return PlanBuilder(graph, parent, returned, context).build();
 }
 
-RunControl::RunControl(const RunLimits& limits) : limits_(limits), usage_(std::make_shared<Usage>()) {
+RunControl::RunControl(const RunLimits& limits) : limits_(limits) {
+  // Counted only against a limit: a run without one allocates nothing here.
+  if (limits.max_elements > 0 || limits.max_subgraph_runs > 0) usage_ = std::make_shared<Usage>();
   if (limits.timeout.count() > 0) deadline_ = std::chrono::steady_clock::now() + limits.timeout;
 }
 

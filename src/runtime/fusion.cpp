@@ -158,6 +158,87 @@ struct Matcher {
     if (norm->input(2) != nullptr) inputs.push_back(norm->input(2));
     return FusedChain{norm, {add}, inputs, "Add+LayerNormalization", nn::layer_norm_kernel(/*residual=*/true)};
   }
+
+  // `node` as a step of an element-wise chain reading `v`: a unary op of
+  // the table, or arithmetic with a float constant scalar (`constant_rank`
+  // set to its rank); for `last`, arithmetic with a tensor (`tensor` set).
+  std::optional<elementwise::ChainStep> chain_step(const ir::Node* node, const ir::Value* v, int64_t& constant_rank,
+                                                   const ir::Value** tensor) const {
+    using Op = elementwise::ChainStep::Op;
+    static const std::pair<const char*, Op> kUnary[] = {
+        {"Relu", Op::relu}, {"Sigmoid", Op::sigmoid}, {"Tanh", Op::tanh}, {"Neg", Op::neg}, {"Abs", Op::abs}};
+    static const std::pair<const char*, Op> kArithmetic[] = {
+        {"Add", Op::add}, {"Sub", Op::sub}, {"Mul", Op::mul}, {"Div", Op::div}};
+    if (node == nullptr || node->outputs().size() != 1 || node->output(0) == nullptr) return std::nullopt;
+    for (const auto& [name, op] : kUnary)
+      if (node->is_onnx_op(name) && node->inputs().size() == 1 && node->input(0) == v) return elementwise::ChainStep{op};
+    for (const auto& [name, op] : kArithmetic) {
+      if (!node->is_onnx_op(name) || node->inputs().size() != 2) continue;
+      const ir::Value* other = ir::other_operand(*node, v);
+      if (other == nullptr) return std::nullopt;
+      const bool first = node->input(1) == v;
+      if (auto c = plain_scalar(other)) {
+        constant_rank = static_cast<int64_t>(constant_of(other)->rank());
+        return elementwise::ChainStep{op, static_cast<float>(*c), first};
+      }
+      if (tensor == nullptr || constant_of(other) != nullptr) return std::nullopt;
+      *tensor = other;
+      return elementwise::ChainStep{op, 0, first};
+    }
+    return std::nullopt;
+  }
+
+  // Element-wise nodes one after the other from `head` (at least two), each
+  // value between them read only by the next: the unary ops and arithmetic
+  // with a constant scalar, then maybe arithmetic with a tensor. Only where
+  // the values are surely floating point (a Sigmoid, a Tanh or a float
+  // constant says so), so that the fused kernel takes every type the nodes
+  // would; none of the nodes in another chain (`claimed`).
+  std::optional<FusedChain> elementwise_chain(const ir::Node* head, const std::unordered_set<const ir::Node*>& claimed) const {
+    using Op = elementwise::ChainStep::Op;
+    if (claimed.count(head) || head->inputs().empty() || head->input(0) == nullptr) return std::nullopt;
+    elementwise::ChainSpec spec;
+    bool floating = false;
+    auto note = [&](const elementwise::ChainStep& step, int64_t constant_rank) {
+      floating = floating || step.op == Op::sigmoid || step.op == Op::tanh || constant_rank >= 0;
+      spec.lifts_rank_0 = spec.lifts_rank_0 || constant_rank == 1;
+    };
+    // The head reads x as input 0, or as input 1 of arithmetic with a constant.
+    const ir::Value* x = nullptr;
+    int64_t rank = -1;
+    for (const ir::Value* candidate : head->inputs()) {
+      if (candidate == nullptr || constant_of(candidate) != nullptr) continue;
+      rank = -1;
+      if (auto step = chain_step(head, candidate, rank, nullptr)) {
+        x = candidate;
+        spec.steps.push_back(*step);
+        note(*step, rank);
+        break;
+      }
+    }
+    if (x == nullptr) return std::nullopt;
+    FusedChain chain{head, {}, {x}, "Element-wise chain", {}};
+    for (;;) {
+      const ir::Node* next = sole_reader(chain.last);
+      if (next == nullptr || claimed.count(next)) break;
+      const ir::Value* tensor = nullptr;
+      rank = -1;
+      auto step = chain_step(next, chain.last->output(0), rank, &tensor);
+      if (!step) break;
+      chain.absorbed.push_back(chain.last);
+      chain.last = next;
+      if (tensor != nullptr) {
+        spec.with_tensor = *step;
+        chain.inputs.push_back(tensor);
+        break;
+      }
+      spec.steps.push_back(*step);
+      note(*step, rank);
+    }
+    if (chain.absorbed.empty() || !floating) return std::nullopt;
+    chain.create = elementwise::chain_kernel(std::move(spec));
+    return chain;
+  }
 };
 
 }  // namespace
@@ -210,6 +291,7 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
   };
   take_all([&](const ir::Node* node) { return match.transposed_matmul(node, claimed); });
   take_all([&](const ir::Node* node) { return match.add_layer_norm(node, same_shape, claimed); });
+  take_all([&](const ir::Node* node) { return match.elementwise_chain(node, claimed); });
   return chains;
 }
 

@@ -15,6 +15,12 @@
 //           (attention's head split and merge and its 1 / sqrt(d); a
 //           Transpose before must keep a matrix dim contiguous, the one
 //           after the last dim last; nodes the chains above took stay theirs)
+//   element-wise  Relu, Sigmoid, Tanh, Neg, Abs, or Add/Sub/Mul/Div by a
+//           constant scalar, one after the other, then maybe Add/Sub/Mul/Div
+//           with a tensor                                     =>  one pass
+//           (at least two nodes, with a Sigmoid, a Tanh or a float
+//           constant among them, so the values are surely floats; last, on
+//           the nodes the chains above left)
 //
 // A value inside a chain must have no reader outside it and must not be
 // returned by the run; the constants must be what the pattern says (to

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ir/model.h"
 #include "runtime/session.h"
 #include "runtime/tensor_proto.h"
 #include "support/node_runner.h"
+#include "support/test_support.h"
 
 namespace onnxkit {
 namespace {
@@ -153,11 +155,12 @@ TEST(Fusion, GeluAloneAndABiasSharedThroughIdentity) {
 TEST(Fusion, DeclinesWhenAPartIsSeenOrTheConstantsDiffer) {
   // The Erf value is returned: only the linear layer fuses.
   Outcome seen = run({.erf_is_an_output = true}, true);
-  EXPECT_EQ(seen.steps, (std::vector<std::string>{"MatMul+Add", "Div", "Erf", "Add", "Mul", "Mul"}));
+  EXPECT_EQ(seen.steps, (std::vector<std::string>{"MatMul+Add", "Div", "Erf", "Element-wise chain", "Mul"}));
   expect_tensor_near(seen.y, expected_output(true), 1e-6, 1e-5);
-  // x / 2 is not GELU's x / sqrt 2.
+  // x / 2 is not GELU's x / sqrt 2. What stays of it after the Erf is an
+  // element-wise chain all the same: + 1, then * x.
   Outcome other = run({.divisor = 2.0f}, true);
-  EXPECT_EQ(other.steps, (std::vector<std::string>{"MatMul+Add", "Div", "Erf", "Add", "Mul", "Mul"}));
+  EXPECT_EQ(other.steps, (std::vector<std::string>{"MatMul+Add", "Div", "Erf", "Element-wise chain", "Mul"}));
   expect_tensor_near(other.y, run({.divisor = 2.0f}, false).y, 1e-6, 1e-5);
 }
 
@@ -592,6 +595,152 @@ TEST(Fusion, TransposedProductsOfIntegersGoThroughCopies) {
   const Tensor& y = (*out)[0].tensor();
   ASSERT_EQ(y.shape(), (runtime::Shape{3, 4}));
   EXPECT_EQ(std::vector<int32_t>(y.data<int32_t>(), y.data<int32_t>() + 12), expected);
+}
+
+// Element-wise chains (runtime/fusion.h): `text` run fused and unfused on
+// `feeds`; the fused run must be one step per chain and give the same bits.
+std::vector<Tensor> run_chain_model(const std::string& text, const runtime::NamedValues& feeds,
+                                    const std::vector<std::string>& fused_steps) {
+  std::shared_ptr<const ir::Model> model = testing::model_from_text(text);
+  std::vector<Tensor> outputs[2];
+  for (bool fuse : {true, false}) {
+    auto session = runtime::Session::create(model, {.threads = 1, .profile = true, .fuse = fuse});
+    EXPECT_TRUE(session.ok()) << session.error().message();
+    if (!session.ok()) return {};
+    auto out = (*session)->run(feeds);
+    EXPECT_TRUE(out.ok()) << out.error().message();
+    if (!out.ok()) return {};
+    for (const runtime::Datum& d : *out) outputs[fuse].push_back(d.tensor());
+    if (fuse) EXPECT_EQ(step_kinds(**session), fused_steps);
+  }
+  EXPECT_EQ(outputs[0].size(), outputs[1].size());
+  for (size_t k = 0; k < outputs[0].size() && k < outputs[1].size(); ++k) {
+    const Tensor &fused = outputs[1][k], &plain = outputs[0][k];
+    EXPECT_EQ(fused.shape(), plain.shape()) << "output " << k;
+    EXPECT_EQ(fused.dtype(), plain.dtype()) << "output " << k;
+    if (fused.shape() != plain.shape() || fused.dtype() != plain.dtype()) continue;
+    EXPECT_EQ(std::memcmp(fused.raw(), plain.raw(), fused.nbytes()), 0) << "output " << k << " differs from the unfused run's";
+  }
+  return outputs[1];
+}
+
+// Values from -3 to 3, some exactly 0.
+std::vector<float> ramp(int64_t n) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<float>(i % 13 - 6) * 0.5f);
+  return v;
+}
+
+TEST(Fusion, ElementwiseChainsAreOneStepWithTheBitsOfTheNodes) {
+  // Every op of the table, constants on either side of Sub and Div.
+  // 1000 elements: more than one block of the kernel.
+  const std::vector<float> x = ramp(1000);
+  std::vector<Tensor> out = run_chain_model(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1000] x) => (float[1000] y) <float two = {2.0}, float one = {1.0}, float[1] four = {4.0}, float three = {3.0}> {
+  t = Tanh(x)
+  m = Mul(t, two)
+  s = Sub(one, m)
+  r = Relu(s)
+  d = Div(r, four)
+  q = Div(three, d)
+  n = Neg(q)
+  a = Abs(n)
+  g = Sigmoid(a)
+  y = Sub(g, one)
+})",
+                                            {{"x", Tensor::from<float>({1000}, x)}}, {"Element-wise chain"});
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t i = 0; i < 1000; ++i) {
+    const double r = std::max(0.0, 1 - 2 * std::tanh(double(x[i]))) / 4;
+    const double want = 1 / (1 + std::exp(-std::abs(-3 / r))) - 1;  // 3 / 0 is inf, its sigmoid 1
+    ASSERT_NEAR(out[0].data<float>()[i], want, 1e-5) << "x = " << x[i];
+  }
+}
+
+TEST(Fusion, AnElementwiseChainMayEndWithATensorOperand) {
+  // A Loop body's h + Sigmoid(W h + b), of one shape; then an operand that
+  // broadcasts a row, and one that raises the rank.
+  const std::vector<float> x = ramp(24), h = ramp(25), big = ramp(60);
+  std::vector<Tensor> out = run_chain_model(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 3, 4] x, float[2, 3, 4] h, float[4] row, float[3, 4] v, float[5, 3, 4] big)
+  => (float[2, 3, 4] y, float[2, 3, 4] z, float[5, 3, 4] w) {
+  s = Sigmoid(x)
+  y = Add(h, s)
+  t = Tanh(x)
+  z = Div(t, row)
+  u = Sigmoid(v)
+  n = Neg(u)
+  w = Mul(n, big)
+})",
+                                            {{"x", Tensor::from<float>({2, 3, 4}, x)},
+                                             {"h", Tensor::from<float>({2, 3, 4}, std::vector<float>(h.begin() + 1, h.end()))},
+                                             {"row", Tensor::from<float>({4}, {1, -2, 4, 0.5})},
+                                             {"v", Tensor::from<float>({3, 4}, std::vector<float>(x.begin(), x.begin() + 12))},
+                                             {"big", Tensor::from<float>({5, 3, 4}, big)}},
+                                            {"Element-wise chain", "Element-wise chain", "Element-wise chain"});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_NEAR(out[0].data<float>()[5], h[6] + 1 / (1 + std::exp(-double(x[5]))), 1e-6);
+  EXPECT_NEAR(out[1].data<float>()[6], std::tanh(double(x[6])) / 4, 1e-6);  // column 2 of a row
+  EXPECT_EQ(out[2].shape(), (runtime::Shape{5, 3, 4}));
+  EXPECT_NEAR(out[2].data<float>()[12 + 7], -big[19] / (1 + std::exp(-double(x[7]))), 1e-6);
+}
+
+TEST(Fusion, ElementwiseChainsOfOtherFloatTypesAndOfAScalar) {
+  // float16 rounds between the nodes, and the chain does too.
+  std::vector<runtime::Float16> x, h;
+  for (float v : ramp(40)) x.emplace_back(v * 1.37f);
+  for (float v : ramp(40)) h.emplace_back(v * -0.71f);
+  run_chain_model(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float16[40] x, float16[40] h) => (float16[40] y) {
+  t = Tanh(x)
+  s = Sigmoid(t)
+  y = Sub(s, h)
+})",
+                  {{"x", Tensor::from<runtime::Float16>({40}, x)}, {"h", Tensor::from<runtime::Float16>({40}, h)}},
+                  {"Element-wise chain"});
+  // A rank-0 x with a constant of shape [1]: the result has shape [1].
+  std::vector<Tensor> out = run_chain_model(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float x) => (float[1] y) <float[1] c = {0.25}> {
+  t = Relu(x)
+  y = Add(t, c)
+})",
+                                            {{"x", Tensor::from<float>({}, {2})}}, {"Element-wise chain"});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (runtime::Shape{1}));
+  EXPECT_EQ(out[0].data<float>()[0], 2.25f);
+}
+
+TEST(Fusion, ElementwiseChainsDeclineWhatTheyCannotTake) {
+  // A value between the nodes that is returned, or read twice (Neg -> Mul
+  // then says nothing of floats); integers.
+  run_chain_model(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y, float[4] s) {
+  s = Sigmoid(x)
+  y = Neg(s)
+})",
+                  {{"x", Tensor::from<float>({4}, {-1, 0, 1, 2})}}, {"Sigmoid", "Neg"});
+  run_chain_model(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (float[4] y) {
+  s = Sigmoid(x)
+  n = Neg(s)
+  y = Mul(s, n)
+})",
+                  {{"x", Tensor::from<float>({4}, {-1, 0, 1, 2})}}, {"Sigmoid", "Neg", "Mul"});
+  std::vector<Tensor> ints = run_chain_model(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (int32[4] x) => (int32[4] y) {
+  r = Relu(x)
+  y = Neg(r)
+})",
+                                             {{"x", Tensor::from<int32_t>({4}, {-3, 0, 2, 7})}}, {"Relu", "Neg"});
+  ASSERT_EQ(ints.size(), 1u);
+  EXPECT_EQ(std::vector<int32_t>(ints[0].data<int32_t>(), ints[0].data<int32_t>() + 4), (std::vector<int32_t>{0, 0, -2, -7}));
 }
 
 }  // namespace

@@ -189,4 +189,25 @@ void register_activations(KernelRegistry& registry);
 KernelFactory gelu_kernel();
 void register_variadic(KernelRegistry& registry);
 
+// One op of an element-wise chain (ChainSpec): a unary op, or an arithmetic
+// op with a constant scalar or, last in the chain, with a second tensor.
+struct ChainStep {
+  enum class Op : uint8_t { relu, sigmoid, tanh, neg, abs, add, sub, mul, div };
+  Op op = Op::relu;
+  float constant = 0;          // the other operand of add..div, unless it is the tensor
+  bool operand_first = false;  // c - x, c / x: the other operand on the left
+};
+
+// x through `steps`, then through `with_tensor` and input 1 when set: the
+// kernel the session runs in place of a chain of element-wise nodes
+// (runtime/fusion.h), in one pass over the elements. The steps of a float
+// input round to its type between steps, as the nodes would.
+struct ChainSpec {
+  std::vector<ChainStep> steps;
+  std::optional<ChainStep> with_tensor;
+  // A constant of shape [1] makes a rank-0 x rank 1, as broadcasting would.
+  bool lifts_rank_0 = false;
+};
+KernelFactory chain_kernel(ChainSpec spec);
+
 }  // namespace onnxkit::runtime::elementwise

@@ -187,7 +187,8 @@ int regions_opened_by_warm_runs(const std::string& text, int threads, int runs =
 TEST(ParallelRegions, SmallOpsOpenNone) {
   const std::string small = R"(
     <ir_version: 8, opset_import: ["" : 17]>
-    g (float[1, 64] x, float[16, 64] w, float[16] b, int64 n) => (float[1, 16] y, int64[1] k, float[1] m) {
+    g (float[1, 64] x, float[16, 64] w, float[16] b, int64 n)
+      => (float[1, 16] y, int64[1] k, float[1] m, float[1, 3] top, float[1, 19] padded) {
       h = Gemm <transB = 1> (x, w, b)
       s = Sigmoid (h)
       t = Tanh (s)
@@ -197,6 +198,10 @@ TEST(ParallelRegions, SmallOpsOpenNone) {
       y = Mul (a, f)
       k = ArgMax <keepdims = 0> (y)
       m = ReduceMean <keepdims = 0, axes = [1]> (y)
+      three = Constant <value = int64[1] {3}> ()
+      top, where = TopK (y, three)
+      pads = Constant <value = int64[4] {0, 1, 0, 2}> ()
+      padded = Pad (y, pads)
     })";
   EXPECT_EQ(regions_opened_by_warm_runs(small, 1), 0) << "at 1 thread";
   EXPECT_EQ(regions_opened_by_warm_runs(small, 2), 0) << "at 2 threads";

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "runtime/kernels/indexing/indexing.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::indexing {
 namespace {
@@ -89,34 +90,35 @@ Status pad_into(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
     const std::vector<int64_t>& last_source = source[last];
     // Copying strings allocates, and nothing may throw inside a parallel region.
     const bool parallel = rows > 1 && y.numel() >= kParallelWork && !std::is_same_v<T, std::string>;
-#pragma omp parallel for if (parallel) schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
-      T* dst = out + row * width;
-      int64_t base = 0;
-      bool constant_row = false;
-      int64_t rest = row;
-      for (size_t d = last; d-- > 0;) {
-        const int64_t j = rest % out_shape[d];
-        rest /= out_shape[d];
-        const int64_t s = source[d][static_cast<size_t>(j)];
-        if (s < 0) constant_row = true;
-        base += s * in_strides[d];
+    parallel_ranges(rows, parallel, [&](int64_t first, int64_t end) {
+      for (int64_t row = first; row < end; ++row) {
+        T* dst = out + row * width;
+        int64_t base = 0;
+        bool constant_row = false;
+        int64_t rest = row;
+        for (size_t d = last; d-- > 0;) {
+          const int64_t j = rest % out_shape[d];
+          rest /= out_shape[d];
+          const int64_t s = source[d][static_cast<size_t>(j)];
+          if (s < 0) constant_row = true;
+          base += s * in_strides[d];
+        }
+        if (constant_row) {
+          std::fill_n(dst, width, value);
+          continue;
+        }
+        const T* src = in + base;
+        for (int64_t j = 0; j < middle_begin; ++j) {
+          const int64_t s = last_source[static_cast<size_t>(j)];
+          dst[j] = s < 0 ? value : src[s];
+        }
+        std::copy_n(src + (middle_begin - pads[last]), middle_end - middle_begin, dst + middle_begin);
+        for (int64_t j = middle_end; j < width; ++j) {
+          const int64_t s = last_source[static_cast<size_t>(j)];
+          dst[j] = s < 0 ? value : src[s];
+        }
       }
-      if (constant_row) {
-        std::fill_n(dst, width, value);
-        continue;
-      }
-      const T* src = in + base;
-      for (int64_t j = 0; j < middle_begin; ++j) {
-        const int64_t s = last_source[static_cast<size_t>(j)];
-        dst[j] = s < 0 ? value : src[s];
-      }
-      std::copy_n(src + (middle_begin - pads[last]), middle_end - middle_begin, dst + middle_begin);
-      for (int64_t j = middle_end; j < width; ++j) {
-        const int64_t s = last_source[static_cast<size_t>(j)];
-        dst[j] = s < 0 ? value : src[s];
-      }
-    }
+    });
     return {};
   });
 }

@@ -39,20 +39,21 @@ void topk(const T* x, T* values, int64_t* indices, int64_t outer, int64_t n, int
     return a.i < b.i;
   };
   const int64_t lines = outer * inner;
-#pragma omp parallel for if (lines > 1 && lines * n >= (1 << 15)) schedule(static)
-  for (int64_t line = 0; line < lines; ++line) {
-    const int64_t o = line / inner, j = line % inner;
-    std::vector<Entry> entries(static_cast<size_t>(n));
-    const T* src = x + o * n * inner + j;
-    for (int64_t i = 0; i < n; ++i) entries[i] = {static_cast<C>(src[i * inner]), i};
-    std::partial_sort(entries.begin(), entries.begin() + k, entries.end(), before);
-    T* vdst = values + o * k * inner + j;
-    int64_t* idst = indices + o * k * inner + j;
-    for (int64_t r = 0; r < k; ++r) {
-      vdst[r * inner] = static_cast<T>(entries[r].v);
-      idst[r * inner] = entries[r].i;
+  parallel_ranges(lines, lines * n >= (1 << 15), [&](int64_t first, int64_t last) {
+    std::vector<Entry> entries(static_cast<size_t>(n));  // one per range, not per line
+    for (int64_t line = first; line < last; ++line) {
+      const int64_t o = line / inner, j = line % inner;
+      const T* src = x + o * n * inner + j;
+      for (int64_t i = 0; i < n; ++i) entries[i] = {static_cast<C>(src[i * inner]), i};
+      std::partial_sort(entries.begin(), entries.begin() + k, entries.end(), before);
+      T* vdst = values + o * k * inner + j;
+      int64_t* idst = indices + o * k * inner + j;
+      for (int64_t r = 0; r < k; ++r) {
+        vdst[r * inner] = static_cast<T>(entries[r].v);
+        idst[r * inner] = entries[r].i;
+      }
     }
-  }
+  });
 }
 
 Result<ComputeFn> build_topk(const KernelInfo& info) {

@@ -216,12 +216,12 @@ TEST(Fusion, ConvThenClipIsOneOneDnnPrimitive) {
 // for Sigmoid -> Mul(conv, sigmoid) with the Conv's output as Mul input
 // `swish_conv_at`. With `sigmoid_seen` the Sigmoid's output is a graph output
 // too, which keeps it unfused. At 16 channels every node runs blocked; at 2
-// only the Conv and the zero-preserving HardSwish do.
+// only the Conv and the zero-preserving HardSwish do. x is [1, 1, 3, width].
 std::shared_ptr<const ir::Model> conv_activation_model(const std::string& activation, int64_t channels, size_t swish_conv_at = 0,
-                                                       bool sigmoid_seen = false) {
+                                                       bool sigmoid_seen = false, int64_t width = 11) {
   auto model = empty_model(17);
   ir::Graph& g = model->graph();
-  ir::Value* x = g.add_input("x", float_type({1, 1, 3, 11}));
+  ir::Value* x = g.add_input("x", float_type({1, 1, 3, width}));
   std::vector<float> weights, biases;
   for (int64_t c = 0; c < channels; ++c) {
     weights.push_back(c % 2 == 0 ? 2.0f : -1.0f);
@@ -277,6 +277,30 @@ TEST(Fusion, ConvThenHardSwishHardSigmoidSigmoidOrSwishIsOneStep) {
         }
       }
     }
+}
+
+// oneDNN's Swish post-op is slow, so the Conv applies Swish itself after the
+// primitive, in chunks of 16384 outputs shared by the threads: on 3 x 2048
+// pixels of 16 or 24 channels (6 and 12 chunks, the last one partial for 24
+// in plain layout, 32 with padding blocked) every chunk must be done.
+TEST(Fusion, ConvThenSwishOverManyChunksAtOneAndTwoThreads) {
+  constexpr int64_t kWidth = 2048;
+  std::vector<float> x;
+  for (int64_t i = 0; i < 3 * kWidth; ++i) x.push_back(-10.0f + 20.0f * static_cast<float>(i) / (3 * kWidth));
+  auto swish = [](double v) { return v / (1 + std::exp(-v)); };
+  for (int64_t channels : {16, 24, 3}) {
+    std::vector<float> expected;
+    for (int64_t c = 0; c < channels; ++c)
+      for (float v : x) expected.push_back(static_cast<float>(c % 2 == 0 ? swish(2.0 * v + 1) : swish(-v)));
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::to_string(channels) + " channels, threads " + std::to_string(threads));
+      auto session = runtime::Session::create(conv_activation_model("Swish", channels, 0, false, kWidth), {.threads = threads});
+      ASSERT_TRUE(session.ok()) << session.error().message();
+      auto out = (*session)->run({{"x", Tensor::from<float>({1, 1, 3, kWidth}, x)}});
+      ASSERT_TRUE(out.ok()) << out.error().message();
+      expect_tensor_near((*out)[0].tensor(), Tensor::from<float>({1, channels, 3, kWidth}, expected), 1e-6, 1e-5);
+    }
+  }
 }
 
 TEST(Fusion, SwishWhoseSigmoidIsSeenStaysUnfused) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_padding.h"
 #include "runtime/parallel.h"
@@ -145,6 +146,8 @@ struct DnnlConv::State {
   bool binary_residual = false;  // else run() copies the residual into y for a sum post-op
   bool blocked_input = false;
   std::optional<ConvParams> pads_in_run;  // the convolution whose pads run() adds to the input (conv_padding.h)
+  bool swish_after = false;  // run() applies Swish to the output (see make_state)
+  int threads = 1;           // the primitive's, which the Swish pass uses too
   // Set when the primitive runs in a staging format (staging_formats): run()
   // reorders the blocked input (and residual) into src_md (dst_md), and the
   // result back. oneDNN's reorders write zeros into the padded channels.
@@ -273,7 +276,9 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
         case Kind::clip: ops.append_eltwise(1.0f, alg::eltwise_clip, activation.min, activation.max); break;
         case Kind::hard_swish: ops.append_eltwise(1.0f, alg::eltwise_hardswish, 0.0f, 0.0f); break;
         case Kind::sigmoid: ops.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f); break;
-        case Kind::swish: ops.append_eltwise(1.0f, alg::eltwise_swish, 1.0f, 0.0f); break;
+        case Kind::swish:  // oneDNN 2.6's swish post-op costs 2-3x our own pass over the output (EfficientNet)
+          state->swish_after = true;
+          break;
         case Kind::hard_sigmoid:  // this oneDNN has no hardsigmoid: alpha x + beta, then [0, 1]
           ops.append_eltwise(1.0f, alg::eltwise_linear, activation.alpha, activation.beta);
           ops.append_eltwise(1.0f, alg::eltwise_clip, 0.0f, 1.0f);
@@ -318,6 +323,7 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
       stream.wait();
     }
     state->blocked_input = layout == ActivationLayout::blocked;
+    state->threads = std::max(1, omp_get_max_threads());  // the caller's ThreadLimit, as the primitive saw it
     if (staged) {
       State::Staging s;
       s.blocked_src = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, blocked);
@@ -338,6 +344,18 @@ Status check_residual(const Tensor* residual, const Tensor& y) {
   if (residual == nullptr || (residual->dtype() == y.dtype() && residual->shape() == y.shape())) return {};
   return make_error("the residual added to the convolution is {} {}, the output {} {}", to_string(residual->dtype()),
                     shape_to_string(residual->shape()), to_string(y.dtype()), shape_to_string(y.shape()));
+}
+
+// y = Swish(y) in chunks the primitive's threads share; zeros (the blocked
+// layout's padded channels) stay zero.
+void DnnlConv::swish_in_place(float* y, int64_t n) const {
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const ThreadLimit limit(state_->threads);
+  parallel_for(chunks, chunks > 1 && state_->threads > 1, [&](int64_t i) {
+    const int64_t begin = i * kChunk;
+    swish_floats(y + begin, y + begin, std::min(kChunk, n - begin), 1.0f);
+  });
 }
 
 Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
@@ -389,6 +407,10 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
       args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                    dnnl::memory(state_->dst_md, engine, const_cast<void*>(residual->raw())));
     state_->primitive.execute(stream, args);
+    if (state_->swish_after) {
+      stream.wait();
+      swish_in_place(static_cast<float*>(y_data), static_cast<int64_t>(state_->dst_md.get_size() / sizeof(float)));
+    }
     if (staging) {
       dnnl::memory to(staging->blocked_dst, engine, y.mutable_raw());
       staging->dst_out.execute(stream, dst, to);

@@ -62,6 +62,7 @@ class DnnlConv {
 
  private:
   explicit DnnlConv(std::unique_ptr<State> state);
+  void swish_in_place(float* y, int64_t n) const;
   // The primitive for `p` with `weights` (W's layout, trimmed to p's kernel),
   // or null when oneDNN has none.
   // With a `staging` format the primitive runs in that layout on copies of

@@ -215,6 +215,34 @@ g (float[N,16,8,8] x) => (float[N,80,8,8] cat1, float[N,64,8,8] cat2, float[N,32
   }
 }
 
+// A blocked Conv keeps what its last input shape resolved to (blocked.cpp's
+// BlockedConv::Resolved): runs of other shapes, and the first shape again,
+// must each get their own output.
+TEST(BlockedLayout, AConvMetWithAnotherShapeResolvesItAgain) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,16,h,w] x) => (float[1,24,h,w] y) {
+  c1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (x, w1, b1)
+  r1 = Relu(c1)
+  y = Conv <kernel_shape = [1,1]> (r1, w2)
+})",
+                            {{"w1", {20, 16, 3, 3}}, {"b1", {20}}, {"w2", {24, 20, 1, 1}}});
+  ASSERT_NE(model, nullptr);
+  auto reference = runtime::Session::create(model, {.threads = 1, .blocked_layout = false, .fuse = false});
+  auto blocked = runtime::Session::create(model, {.threads = 2, .profile = true});
+  ASSERT_TRUE(reference.ok() && blocked.ok());
+  unsigned seed = 11;
+  for (auto [h, w] : {std::pair{9, 11}, std::pair{5, 7}, std::pair{9, 11}, std::pair{30, 40}}) {
+    SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w));
+    const Tensor x = random_tensor({1, 16, h, w}, seed++);
+    auto expected = (*reference)->run({{"x", x}});
+    auto ours = (*blocked)->run({{"x", x}});
+    ASSERT_TRUE(expected.ok() && ours.ok());
+    testing::expect_tensor_near((*ours)[0].tensor(), (*expected)[0].tensor(), 1e-5, 1e-5);
+  }
+  EXPECT_GT(count_steps(**blocked, "ToBlocked"), 0u);
+}
+
 // The model run with prepack_weights false against the default run: the
 // same outputs, still on blocked activations (oneDNN's plain-layout kernels
 // were 10x slower in simplify's check).

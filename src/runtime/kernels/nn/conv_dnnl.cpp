@@ -3,6 +3,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -18,6 +19,31 @@ namespace onnxkit::runtime::nn {
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
+}
+
+namespace {
+struct ThreadResources {
+  dnnl::stream stream{cpu_engine()};
+  std::unique_ptr<std::byte, decltype(&std::free)> scratchpad{nullptr, &std::free};
+  size_t scratchpad_bytes = 0;
+};
+ThreadResources& thread_resources() {
+  thread_local ThreadResources resources;
+  return resources;
+}
+}  // namespace
+
+dnnl::stream& thread_stream() { return thread_resources().stream; }
+
+void* thread_scratchpad(size_t bytes) {
+  ThreadResources& r = thread_resources();
+  if (bytes > r.scratchpad_bytes) {
+    constexpr size_t kAlign = 64;  // oneDNN's own alignment for buffers it allocates
+    const size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+    r.scratchpad.reset(static_cast<std::byte*>(std::aligned_alloc(kAlign, size)));
+    r.scratchpad_bytes = r.scratchpad ? size : 0;
+  }
+  return r.scratchpad.get();
 }
 
 dnnl_format_tag_t blocked_format() { return channel_block() == 16 ? dnnl_nChw16c : dnnl_nChw8c; }
@@ -142,7 +168,7 @@ struct DnnlConv::State {
   // reorders W into a buffer of its own (SessionOptions::prepack_weights false).
   std::optional<dnnl::reorder> weights_in_run;
   dnnl::memory bias;     // empty when there is none
-  dnnl::memory::desc src_md, dst_md;
+  dnnl::memory::desc src_md, dst_md, scratchpad_md;
   bool binary_residual = false;  // else run() copies the residual into y for a sum post-op
   bool blocked_input = false;
   std::optional<ConvParams> pads_in_run;  // the convolution whose pads run() adds to the input (conv_padding.h)
@@ -298,6 +324,7 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     }
     if (!state->binary_residual) state->pd = primitive_desc(false);
     state->primitive = dnnl::convolution_forward(state->pd);
+    state->scratchpad_md = state->pd.scratchpad_desc();
 
     if (sibling != nullptr && sibling->state_->pd.weights_desc() == state->pd.weights_desc()) {
       state->weights = sibling->state_->weights;  // a handle: the buffer is shared
@@ -366,7 +393,7 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
   if (residual != nullptr && !state_->binary_residual && !staging) std::memcpy(y.mutable_raw(), residual->raw(), y.nbytes());
   try {
     dnnl::engine& engine = cpu_engine();
-    dnnl::stream stream(engine);
+    dnnl::stream& stream = thread_stream();
     const void* x_data = x.raw();
     void* y_data = y.mutable_raw();
     std::unique_ptr<float[]> padded, staged_x, staged_y;  // per run: runs may overlap
@@ -394,7 +421,7 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
     }
     dnnl::memory src(state_->src_md, engine, const_cast<void*>(x_data));
     dnnl::memory dst(state_->dst_md, engine, y_data);
-    dnnl::memory scratch(state_->pd.scratchpad_desc(), engine);
+    dnnl::memory scratch(state_->scratchpad_md, engine, thread_scratchpad(state_->scratchpad_md.get_size()));
     dnnl::memory weights = state_->weights;
     if (state_->weights_in_run) {
       weights = dnnl::memory(state_->pd.weights_desc(), engine);  // freed when the run ends

@@ -14,12 +14,19 @@
 
 namespace dnnl {
 struct engine;
+struct stream;
 }
 
 namespace onnxkit::runtime::nn {
 
 // The CPU engine every oneDNN primitive of the runtime runs on.
 dnnl::engine& cpu_engine();
+
+// This thread's stream on cpu_engine(), and a scratchpad of at least `bytes`
+// that it keeps for its next primitive: a run allocates neither, and runs
+// on other threads have their own. Valid until the thread's next call.
+dnnl::stream& thread_stream();
+void* thread_scratchpad(size_t bytes);
 
 // oneDNN's format of blocked activations (blocked.h): nChw16c or nChw8c, as
 // channel_block() says.

@@ -215,6 +215,52 @@ g (float[N,16,8,8] x) => (float[N,80,8,8] cat1, float[N,64,8,8] cat2, float[N,32
   }
 }
 
+// Squeeze-excitation on 20 channels (partial blocks of 16 and of 8): the
+// HardSigmoid and Sigmoid gates leave 1/2 in the padded channels, which the
+// Muls by blocked activations turn back to zeros, so the whole chain stays
+// blocked. A gate that is also a graph output is read plain: it stays out.
+TEST(BlockedLayout, SqueezeExcitationGatesOnPartialBlocksStayBlocked) {
+  for (bool gate_returned : {false, true}) {
+    SCOPED_TRACE(gate_returned ? "gate returned" : "gates read only by the Muls");
+    const std::string outputs = gate_returned ? "float[1,12,10,12] y, float[1,20,1,1] g" : "float[1,12,10,12] y";
+    auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,20,10,12] x) => ()" + outputs + R"() {
+  c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
+  r1 = Relu(c1)
+  p1 = GlobalAveragePool(r1)
+  f1 = Conv <kernel_shape = [1,1]> (p1, w2, b2)
+  a1 = Relu(f1)
+  f2 = Conv <kernel_shape = [1,1]> (a1, w3, b3)
+  g = HardSigmoid <alpha = 0.25, beta = 0.375> (f2)
+  m = Mul(r1, g)
+  p2 = GlobalAveragePool(m)
+  f3 = Conv <kernel_shape = [1,1]> (p2, w4, b4)
+  g2 = Sigmoid(f3)
+  m2 = Mul(g2, m)
+  y = Conv <kernel_shape = [1,1]> (m2, w5)
+})",
+                              {{"w1", {20, 20, 1, 1}},
+                               {"b1", {20}},
+                               {"w2", {8, 20, 1, 1}},
+                               {"b2", {8}},
+                               {"w3", {20, 8, 1, 1}},
+                               {"b3", {20}},
+                               {"w4", {20, 20, 1, 1}},
+                               {"b4", {20}},
+                               {"w5", {12, 20, 1, 1}}});
+    const Tensor x = random_tensor({1, 20, 10, 12}, 5);
+    // Relu into c1 and f1, HardSigmoid into f2, Sigmoid into f3. Returned,
+    // the gate is read plain, and so the Mul and what it reads: r1 and m go
+    // to the plain layout and back.
+    expect_blocked_equals_plain(model, x, gate_returned ? 3 : 1, 4);
+    auto session = runtime::Session::create(model, {.threads = 1, .profile = true});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    ASSERT_TRUE((*session)->run({{"x", x}}).ok());
+    EXPECT_EQ(count_steps(**session, "ToPlain"), gate_returned ? 4u : 1u);
+  }
+}
+
 // A blocked Conv keeps what its last input shape resolved to (blocked.cpp's
 // BlockedConv::Resolved): runs of other shapes, and the first shape again,
 // must each get their own output.

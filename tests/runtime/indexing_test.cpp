@@ -425,9 +425,11 @@ TEST(Indexing, ResizeBilinearImageMatchesAnIndependentLoop) {
     Shape in;
     int64_t oh, ow;
   };
-  // Up, down and unchanged axes; the last case is large enough to split across threads.
-  for (const Case& c :
-       {Case{{2, 3, 17, 23}, 40, 11}, Case{{2, 3, 17, 23}, 17, 60}, Case{{2, 3, 17, 23}, 5, 23}, Case{{1, 4, 64, 64}, 128, 96}}) {
+  // Up, down and unchanged axes; the last cases are large enough to split
+  // across threads: by planes, and by rows of one plane (upscaling runs in
+  // two passes, across then down).
+  for (const Case& c : {Case{{2, 3, 17, 23}, 40, 11}, Case{{2, 3, 17, 23}, 17, 60}, Case{{2, 3, 17, 23}, 5, 23},
+                        Case{{1, 4, 64, 64}, 128, 96}, Case{{1, 21, 28, 28}, 224, 224}, Case{{1, 1, 40, 30}, 300, 200}}) {
     const int64_t n = c.in[0], ch = c.in[1];
     std::vector<float> data = wavy(static_cast<size_t>(runtime::shape_size(c.in)), 0.3f);
     std::vector<double> expected = bilinear(data, c.in, c.oh, c.ow);

@@ -538,6 +538,54 @@ void resize_image(const Tensor& x, const std::vector<AxisTable>& tables, const O
       return v;
     };
     const std::vector<Tap> rows = pairs(th), cols = pairs(tw);
+    // Across one input row: what every output row reading it starts from.
+    auto across = [&](const float* row, float* t) {
+      for (int64_t ow = 0; ow < out_w; ++ow) {
+        const Tap& c = cols[static_cast<size_t>(ow)];
+        t[ow] = c.w0 * row[c.i0] + c.w1 * row[c.i1];
+      }
+    };
+    if (in_h < out_h) {
+      // Upscaling (LRASPP's and DeepLabV3's last layer, 28x28 to 224x224):
+      // each input row serves several output rows, so the gathers across
+      // run once per input row, and each output row blends two of those
+      // rows, a loop the compiler vectorizes: the same sums in the same
+      // order as the direct loop below, at a third of its time.
+      auto down = [&](int64_t p, const float* across_rows, int64_t oh) {
+        float* dst = out + (p * out_h + oh) * out_w;
+        if (th.outside[static_cast<size_t>(oh)]) {
+          std::fill_n(dst, out_w, fill);
+          return;
+        }
+        const Tap& h = rows[static_cast<size_t>(oh)];
+        const float* t0 = across_rows + h.i0 * out_w;
+        const float* t1 = across_rows + h.i1 * out_w;
+        for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] = h.w0 * t0[ow] + h.w1 * t1[ow];
+        fill_outside_columns(dst);
+      };
+      const bool large = y.numel() >= kParallelWork;
+      const int64_t threads = large ? available_threads() : 1;
+      // Scratch for every thread up front: nothing may throw inside a region.
+      std::vector<float> scratch(static_cast<size_t>((planes >= threads ? threads : 1) * in_h * out_w));
+      if (planes >= threads) {
+#pragma omp parallel num_threads(static_cast <int>(threads)) if (threads > 1)
+        {
+          float* mine = scratch.data() + omp_get_thread_num() * in_h * out_w;
+#pragma omp for schedule(static)
+          for (int64_t p = 0; p < planes; ++p) {
+            for (int64_t ih = 0; ih < in_h; ++ih) across(in + (p * in_h + ih) * in_w, mine + ih * out_w);
+            for (int64_t oh = 0; oh < out_h; ++oh) down(p, mine, oh);
+          }
+        }
+      } else {
+        for (int64_t p = 0; p < planes; ++p) {
+          for (int64_t ih = 0; ih < in_h; ++ih) across(in + (p * in_h + ih) * in_w, scratch.data() + ih * out_w);
+#pragma omp parallel for num_threads(static_cast <int>(threads)) schedule(static)
+          for (int64_t oh = 0; oh < out_h; ++oh) down(p, scratch.data(), oh);
+        }
+      }
+      return;
+    }
     const int64_t work = planes * out_h;
 #pragma omp parallel for if (work > 1 && y.numel() >= kParallelWork) schedule(static)
     for (int64_t r = 0; r < work; ++r) {

@@ -59,7 +59,7 @@ class BlockedConv final : public Kernel {
       std::lock_guard lock(mutex_);
       r = last_;
     }
-    if (r == nullptr || r->threads != threads || r->x != x->shape()) {
+    if (r == nullptr || r->threads != threads || x->dtype() != DataType::float32 || r->x != x->shape()) {
       ONNXKIT_ASSIGN(r, resolve(*x, threads));
       std::lock_guard lock(mutex_);
       last_ = r;

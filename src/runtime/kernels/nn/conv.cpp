@@ -240,6 +240,38 @@ Status apply_activation(const FusedActivation& activation, const Tensor* residua
   });
 }
 
+// A 1-D convolution whose stride divides its kernel (an STFT's frames, a
+// learned filterbank: kernel 256, stride 128) as kernel/stride products per
+// input channel: with x cut into frames of `stride` samples, output t reads
+// frames t .. t + kernel/stride - 1, so tap block q of W times the frames
+// from q on is one matrix product, and the sum of those is the convolution.
+// oneDNN runs these through an im2col of its own at a third of the speed.
+// Pads must be whole frames, and x too.
+bool runs_as_frame_products(const ConvParams& p) {
+  if (p.window.rank() != 1 || p.group != 1 || p.window.dilations[0] != 1) return false;
+  const int64_t s = p.window.strides[0], k = p.window.kernel[0];
+  return s >= 8 && k % s == 0 && p.window.in[0] % s == 0 && p.window.pads_begin[0] % s == 0 &&
+         p.window.pads_end[0] % s == 0 && p.in_channels * (k / s) <= 64;
+}
+
+void conv_as_frame_products(const ConvParams& p, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t s = p.window.strides[0], k = p.window.kernel[0], blocks = k / s;
+  const int64_t frames = p.window.in[0] / s, lead = p.window.pads_begin[0] / s;  // pad frames before frame 0
+  const int64_t t_out = p.window.out[0], c_in = p.in_channels, m = p.out_channels;
+  for (int64_t n = 0; n < p.batch; ++n) {
+    float* yn = y + n * m * t_out;
+    for (int64_t o = 0; o < m; ++o) std::fill_n(yn + o * t_out, t_out, bias != nullptr ? bias[o] : 0.0f);
+    for (int64_t c = 0; c < c_in; ++c)
+      for (int64_t q = 0; q < blocks; ++q) {
+        // Output t reads frame t + q - lead of x: those inside x.
+        const int64_t first = std::max<int64_t>(0, lead - q), end = std::min(t_out, frames + lead - q);
+        if (first >= end) continue;
+        const float* frame = x + (n * c_in + c) * p.window.in[0] + (first + q - lead) * s;
+        gemm(false, true, m, end - first, s, 1.0f, w + c * k + q * s, c_in * k, frame, s, 1.0f, yn + first, t_out);
+      }
+  }
+}
+
 KernelFactory conv_kernel() {
   return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
     ONNXKIT_ASSIGN(ConvAttributes attrs, read_conv_attributes(info));
@@ -282,6 +314,11 @@ KernelFactory conv_kernel() {
         ONNXKIT_ASSIGN(residual, ctx.tensor(*residual_input));
       }
       Tensor& y = ctx.output(0, x->dtype(), p->y_shape());
+      if (x->dtype() == DataType::float32 && y.numel() > 0 && runs_as_frame_products(*p)) {
+        conv_as_frame_products(*p, x->data<float>(), w->data<float>(), bias != nullptr ? bias->data<float>() : nullptr,
+                               y.mutable_data<float>());
+        return apply_activation(activation, residual, y);
+      }
       if (dnnl && x->dtype() == DataType::float32 && y.numel() > 0)
         if (auto engine = dnnl->get(*p)) return engine->run(*x, y, residual);
       ONNXKIT_TRY(conv_reference(*p, *x, *w, bias, y));

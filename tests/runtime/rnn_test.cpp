@@ -10,11 +10,16 @@
 
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/gemm.h"
+#include "runtime/kernels/rnn/recurrent_product.h"
 #include "support/node_runner.h"
 #include "support/test_support.h"
 
@@ -43,6 +48,7 @@ struct RnnCase {
   bool initial_states = false;           // initial_h (and initial_c for LSTM)
   bool constant_weights = true;          // W, R, B and P as initializers (read once) or fed on each run
   std::vector<std::string> activations;  // empty: the defaults, else the attribute
+  int threads = 1;
 };
 
 const char* op_name(Cell cell) { return cell == Cell::lstm ? "LSTM" : cell == Cell::gru ? "GRU" : "RNN"; }
@@ -205,6 +211,7 @@ testing::NodeSpec node_of(const RnnCase& c, const Inputs& in) {
   if (c.batch_first) spec.attributes.push_back(attr("layout", 1));
   if (!c.activations.empty()) spec.attributes.push_back(attr("activations", c.activations));
   spec.num_outputs = lstm ? 3 : 2;
+  spec.threads = c.threads;
   return spec;
 }
 
@@ -284,6 +291,22 @@ Cases common_cases(Cell cell) {
     c.direction = "bidirectional";
     c.lengths = {5, 2};
   });
+  // The packed product takes rows three at a time and columns in panels of
+  // 32 floats: a batch of 3 + 2 rows, gates that end past a panel's edge.
+  add("batch 5, hidden 33, initial states", [](RnnCase& c) {
+    c.batch = 5;
+    c.hidden = 33;
+    c.initial_states = true;
+  });
+  // Large enough for the threads to share each step's product by panels.
+  add("batch 16, hidden 72, 2 threads", [](RnnCase& c) {
+    c.batch = 16;
+    c.hidden = 72;
+    c.input = 9;
+    c.threads = 2;
+    c.lengths = std::vector<int32_t>(16, 4);
+    c.lengths[3] = 2;
+  });
   return cases;
 }
 
@@ -344,6 +367,56 @@ TEST(RnnReference, Rnn) {
     c.activations = {"Relu", "Tanh"};
   });
   for (const auto& [label, c] : cases) expect_matches_reference(c, label);
+}
+
+// The step's product against the reference GEMM: R's rows become the packed
+// columns. Row counts around the three the kernel takes at once, depths odd
+// and even (one row sums odd and even depths apart), column counts around a
+// panel's width, both panel orders, and one product the threads share.
+template <class C> void expect_packed_product_matches_reference() {
+  constexpr int64_t kWidth = runtime::rnn::PackedColumns<C>::kWidth;
+  const C nan = std::numeric_limits<C>::quiet_NaN();
+  struct Case {
+    int64_t rows, depth, columns;
+    int threads;
+  };
+  std::vector<Case> cases;
+  for (int64_t rows : {1, 2, 3, 4, 5, 7})
+    for (int64_t depth : {1, 2, 7, 64})
+      for (int64_t columns : {int64_t{1}, kWidth - 1, kWidth, kWidth + 1, 3 * kWidth + 5}) cases.push_back({rows, depth, columns, 1});
+  cases.push_back({8, 150, 5 * kWidth + 3, 2});
+  for (const Case& c : cases)
+    for (bool backwards : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "rows " << c.rows << " depth " << c.depth << " columns " << c.columns << " threads "
+                                        << c.threads << (backwards ? " backwards" : ""));
+      // Leading dimensions wider than the matrices, so that stray reads or
+      // writes show: the padding of `out` must stay NaN.
+      const int64_t lda = c.depth + 3, ldr = c.depth + 2, ldo = c.columns + 4;
+      std::vector<C> a(static_cast<size_t>(c.rows * lda)), r(static_cast<size_t>(c.columns * ldr));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<C>(std::sin(0.37 * static_cast<double>(i)));
+      for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<C>(std::cos(0.11 * static_cast<double>(i)));
+      std::vector<C> out(static_cast<size_t>(c.rows * ldo), nan), expected(out.size(), nan);
+      runtime::gemm_reference<C>(false, true, c.rows, c.columns, c.depth, C(1), a.data(), lda, r.data(), ldr, C(0),
+                                 expected.data(), ldo);
+      const runtime::rnn::PackedColumns<C> packed(r.data(), ldr, c.depth, c.columns);
+      omp_set_num_threads(c.threads);
+      runtime::rnn::packed_product(c.rows, a.data(), lda, packed, out.data(), ldo, backwards);
+      omp_set_num_threads(1);
+      for (int64_t i = 0; i < c.rows; ++i)
+        for (int64_t j = 0; j < ldo; ++j) {
+          const C want = expected[static_cast<size_t>(i * ldo + j)], got = out[static_cast<size_t>(i * ldo + j)];
+          if (j >= c.columns) {
+            ASSERT_TRUE(std::isnan(got)) << "the padding of row " << i << " was written at column " << j;
+          } else {
+            ASSERT_NEAR(got, want, 1e-4 * (1 + std::abs(want))) << "row " << i << " column " << j;
+          }
+        }
+    }
+}
+
+TEST(RnnPackedProduct, MatchesReferenceGemm) {
+  expect_packed_product_matches_reference<float>();
+  expect_packed_product_matches_reference<double>();
 }
 
 }  // namespace

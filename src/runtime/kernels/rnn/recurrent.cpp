@@ -3,10 +3,10 @@
 // Per direction the work is: one product X * W^T for every time step at
 // once (both directions share it: W is one [directions * gates * hidden,
 // input] matrix), then for each step one product h * R^T for the whole batch
-// and all gates, and the gate arithmetic row by row. R is kept transposed,
-// [hidden, gates * hidden], so that a batch of one (the common case, where a
-// step is a few microseconds) runs the product as a row times a matrix read
-// once, without the setup of a GEMM. Sequences shorter than X (sequence_lens)
+// and all gates, and the gate arithmetic row by row. R^T is packed into
+// panels once (recurrent_product.h): a step of a small layer at batch 1 is a
+// few microseconds, spent streaming R from the cache, with no room for a
+// GEMM's setup or its packing. Sequences shorter than X (sequence_lens)
 // stop updating their row after their last step, so the final states are
 // those of each sequence's own last step; Y is zero past the end.
 //
@@ -20,10 +20,9 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
-#include <type_traits>
 
-#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/rnn/recurrent_product.h"
 #include "runtime/kernels/rnn/rnn.h"
 #include "runtime/parallel.h"
 
@@ -35,10 +34,6 @@ enum Input : size_t { kX = 0, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, k
 
 // Elements of gate arithmetic per step below which the rows stay on one thread.
 constexpr int64_t kParallelGateWork = 1 << 14;
-// Rows of a step's recurrent product up to which each row is its own
-// row-times-matrix product (R^T read once per row, from cache) rather than
-// one GEMM, whose setup costs more than such a step.
-constexpr int64_t kRowProductRows = 2;
 
 const char* op_name(Cell cell) { return cell == Cell::lstm ? "LSTM" : cell == Cell::gru ? "GRU" : "RNN"; }
 int64_t gate_count(Cell cell) { return cell == Cell::lstm ? 4 : cell == Cell::gru ? 3 : 1; }
@@ -56,6 +51,10 @@ struct Config {
   bool linear_before_reset = false;  // GRU
 
   int64_t activations_per_direction() const { return cell == Cell::lstm ? 3 : cell == Cell::gru ? 2 : 1; }
+  // GRU without linear_before_reset multiplies h by the z and r rows of R,
+  // then r * h by the h rows: two products per step, each with its own
+  // packed columns. Every other cell takes all gates in one.
+  bool split_product() const { return cell == Cell::gru && !linear_before_reset; }
 };
 
 Result<Config> read_config(const KernelInfo& info, Cell cell) {
@@ -113,7 +112,9 @@ template <class C> struct Weights {
   int64_t hidden = 0, input = 0;
   DataType type = DataType::undefined;  // of W, R, B and P
   const C* w = nullptr;                 // [directions * gates * hidden, input]
-  std::vector<C> r_t;                   // [directions, hidden, gates * hidden]: R^T per direction
+  // R^T per direction, its columns for all gates (or, split_product, for z
+  // and r, then for h): [direction * products + product].
+  std::vector<PackedColumns<C>> recurrent;
   // Wb + Rb per direction and gate; for GRU under linear_before_reset the
   // hidden gate's Rb is kept apart, since the reset gate multiplies it.
   std::vector<C> bias;        // [directions, gates * hidden]
@@ -164,11 +165,15 @@ Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const 
   {
     std::vector<C> copy;
     const C* rp = as_compute(r, copy);
-    out->r_t.resize(static_cast<size_t>(dirs * gh * hidden));
-    for (int64_t d = 0; d < dirs; ++d)
-      for (int64_t j = 0; j < gh; ++j)
-        for (int64_t k = 0; k < hidden; ++k)
-          out->r_t[static_cast<size_t>((d * hidden + k) * gh + j)] = rp[(d * gh + j) * hidden + k];
+    for (int64_t d = 0; d < dirs; ++d) {
+      const C* rd = rp + d * gh * hidden;
+      if (cfg.split_product()) {
+        out->recurrent.emplace_back(rd, hidden, hidden, 2 * hidden);
+        out->recurrent.emplace_back(rd + 2 * hidden * hidden, hidden, hidden, hidden);
+      } else {
+        out->recurrent.emplace_back(rd, hidden, hidden, gh);
+      }
+    }
   }
   const bool split_reset = cfg.cell == Cell::gru && cfg.linear_before_reset;
   out->bias.assign(static_cast<size_t>(dirs * gh), C(0));
@@ -223,7 +228,7 @@ template <class C> class DirectionRun {
         gh_(gate_count(p.cfg.cell) * p.w.hidden),
         backward_(p.cfg.reverse || d == 1),
         act_(p.cfg.activations.data() + d * p.cfg.activations_per_direction()),
-        r_t_(p.w.r_t.data() + d * hidden_ * gh_),
+        recurrent_(p.w.recurrent.data() + d * (p.cfg.split_product() ? 2 : 1)),
         bias_(p.w.bias.data() + d * gh_),
         reset_bias_(p.w.reset_bias.empty() ? nullptr : p.w.reset_bias.data() + d * hidden_),
         peephole_(p.w.peephole.empty() ? nullptr : p.w.peephole.data() + d * 3 * hidden_),
@@ -288,10 +293,10 @@ template <class C> class DirectionRun {
 
   void step(int64_t s, int64_t rows) {
     const int64_t H = hidden_;
-    const bool split = cfg_.cell == Cell::gru && !cfg_.linear_before_reset;
+    const bool split = cfg_.split_product();
     // h * R^T for all gates, or for z and r only when the hidden gate needs
     // the reset applied to h first.
-    recurrent_product(rows, split ? 2 * H : gh_, h_, r_t_, gates_);
+    packed_product(rows, h_, H, recurrent_[0], gates_, gh_, s % 2 == 1);
     switch (cfg_.cell) {
       case Cell::lstm: for_rows(s, rows, true, [&](int64_t b, const C* x) { lstm_row(b, x); }); break;
       case Cell::rnn: for_rows(s, rows, true, [&](int64_t b, const C* x) { rnn_row(b, x); }); break;
@@ -300,24 +305,11 @@ template <class C> class DirectionRun {
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_row(b, x); });
         } else {
           for_rows(s, rows, false, [&](int64_t b, const C* x) { gru_update_reset(b, x); });
-          recurrent_product(rows, H, scratch_, r_t_ + 2 * H, gates_ + 2 * H);
+          packed_product(rows, scratch_, H, recurrent_[1], gates_ + 2 * H, gh_, s % 2 == 1);
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_hidden(b, x); });
         }
         break;
     }
-  }
-
-  // out = a * (columns of R^T from `r_t` on, n wide) for `rows` rows of a
-  // (hidden apart) into rows of out (gates * hidden apart).
-  void recurrent_product(int64_t rows, int64_t n, const C* a, const C* r_t, C* out) const {
-    const int64_t H = hidden_;
-    if constexpr (std::is_same_v<C, float>) {
-      if (rows <= kRowProductRows) {
-        for (int64_t b = 0; b < rows; ++b) row_product_floats(false, a + b * H, r_t, gh_, H, n, 1.0f, 0.0f, out + b * gh_);
-        return;
-      }
-    }
-    gemm(false, false, rows, n, H, C(1), a, H, r_t, gh_, C(0), out, gh_);
   }
 
   // Gates i, o, f, c (the spec's order), with peepholes P = (Pi, Po, Pf).
@@ -427,7 +419,7 @@ template <class C> class DirectionRun {
   const int64_t d_, hidden_, gh_;
   const bool backward_;
   const Activation* act_;
-  const C* r_t_;
+  const PackedColumns<C>* recurrent_;
   const C* bias_;
   const C* reset_bias_;
   const C* peephole_;

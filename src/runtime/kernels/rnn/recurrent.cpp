@@ -1,8 +1,8 @@
 // LSTM, GRU and RNN over a whole sequence.
 //
-// Per direction the work is: one product X * W^T for every time step at
+// Per direction the work is: one product X * W^T + B for every time step at
 // once (both directions share it: W is one [directions * gates * hidden,
-// input] matrix), then for each step one product h * R^T for the whole batch
+// input] matrix, multiplied in oneDNN's layout for it when constant), then for each step one product h * R^T for the whole batch
 // and all gates, and the gate arithmetic row by row. R^T is packed into
 // panels once (recurrent_product.h): a step of a small layer at batch 1 is a
 // few microseconds, spent streaming R from the cache, with no room for a
@@ -20,8 +20,10 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <type_traits>
 
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/math/packed_matmul.h"
 #include "runtime/kernels/rnn/recurrent_product.h"
 #include "runtime/kernels/rnn/rnn.h"
 #include "runtime/parallel.h"
@@ -112,11 +114,15 @@ template <class C> struct Weights {
   int64_t hidden = 0, input = 0;
   DataType type = DataType::undefined;  // of W, R, B and P
   const C* w = nullptr;                 // [directions * gates * hidden, input]
+  // W^T in the layout of oneDNN's matmul, float32 W that is an initializer
+  // only; null when oneDNN has no such layout (sgemm reads w then).
+  std::unique_ptr<const math::PackedMatMul> w_packed;
   // R^T per direction, its columns for all gates (or, split_product, for z
   // and r, then for h): [direction * products + product].
   std::vector<PackedColumns<C>> recurrent;
-  // Wb + Rb per direction and gate; for GRU under linear_before_reset the
-  // hidden gate's Rb is kept apart, since the reset gate multiplies it.
+  // Wb + Rb per direction and gate, added by the input projection; for GRU
+  // under linear_before_reset the hidden gate's Rb is kept apart, since the
+  // reset gate multiplies it.
   std::vector<C> bias;        // [directions, gates * hidden]
   std::vector<C> reset_bias;  // [directions, hidden], GRU with linear_before_reset only
   std::vector<C> peephole;    // [directions, 3 * hidden] (i, o, f), empty without P
@@ -125,9 +131,11 @@ template <class C> struct Weights {
   std::vector<C> w_copy;
 };
 
+// `constant`: the weights are the node's initializers, made ready once for
+// every run, worth a copy of W in oneDNN's layout.
 template <class C>
 Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const Tensor& w, const Tensor& r, const Tensor* b,
-                                                       const Tensor* p) {
+                                                       const Tensor* p, bool constant) {
   const int64_t gates = gate_count(cfg.cell), dirs = cfg.directions;
   if (!is_floating(w.dtype())) return make_error("W has element type {}; it must be a float type", to_string(w.dtype()));
   for (auto [t, name] : {std::pair{&r, "R"}, std::pair{b, "B"}, std::pair{p, "P"}})
@@ -161,6 +169,7 @@ Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const 
   out->type = w.dtype();
   out->w_tensor = w;
   out->w = as_compute(w, out->w_copy);
+  if (constant && std::is_same_v<C, float>) out->w_packed = math::PackedMatMul::create(w.reshaped({dirs * w.dim(1), w.dim(2)}), true);
   const int64_t gh = gates * hidden;
   {
     std::vector<C> copy;
@@ -229,7 +238,6 @@ template <class C> class DirectionRun {
         backward_(p.cfg.reverse || d == 1),
         act_(p.cfg.activations.data() + d * p.cfg.activations_per_direction()),
         recurrent_(p.w.recurrent.data() + d * (p.cfg.split_product() ? 2 : 1)),
-        bias_(p.w.bias.data() + d * gh_),
         reset_bias_(p.w.reset_bias.empty() ? nullptr : p.w.reset_bias.data() + d * hidden_),
         peephole_(p.w.peephole.empty() ? nullptr : p.w.peephole.data() + d * 3 * hidden_),
         xp_(xp + d * gh_),
@@ -322,7 +330,7 @@ template <class C> class DirectionRun {
     C* gc = g + 3 * H;
     C* c = c_ + b * H;
     C* h = h_ + b * H;
-    for (int64_t j = 0; j < gh_; ++j) g[j] += x[j] + bias_[j];
+    for (int64_t j = 0; j < gh_; ++j) g[j] += x[j];
     if (peephole_ != nullptr) {
       const C* pi = peephole_;
       const C* pf = peephole_ + 2 * H;
@@ -361,7 +369,7 @@ template <class C> class DirectionRun {
     const C* gr = g + H;
     C* gh = g + 2 * H;
     gru_gates_zr(b, x);
-    for (int64_t j = 0; j < H; ++j) gh[j] = x[2 * H + j] + bias_[2 * H + j] + gr[j] * (gh[j] + reset_bias_[j]);
+    for (int64_t j = 0; j < H; ++j) gh[j] = x[2 * H + j] + gr[j] * (gh[j] + reset_bias_[j]);
     gru_blend(b);
   }
 
@@ -381,7 +389,7 @@ template <class C> class DirectionRun {
   void gru_hidden(int64_t b, const C* x) {
     const int64_t H = hidden_;
     C* gh = gates_ + b * gh_ + 2 * H;
-    for (int64_t j = 0; j < H; ++j) gh[j] += x[2 * H + j] + bias_[2 * H + j];
+    for (int64_t j = 0; j < H; ++j) gh[j] += x[2 * H + j];
     gru_blend(b);
   }
 
@@ -389,7 +397,7 @@ template <class C> class DirectionRun {
   void gru_gates_zr(int64_t b, const C* x) {
     const int64_t H = hidden_;
     C* g = gates_ + b * gh_;
-    for (int64_t j = 0; j < 2 * H; ++j) g[j] += x[j] + bias_[j];
+    for (int64_t j = 0; j < 2 * H; ++j) g[j] += x[j];
     clip(g, 2 * H);
     act_[0].apply(g, 2 * H);
   }
@@ -408,7 +416,7 @@ template <class C> class DirectionRun {
   void rnn_row(int64_t b, const C* x) {
     const int64_t H = hidden_;
     C* g = gates_ + b * gh_;
-    for (int64_t j = 0; j < H; ++j) g[j] += x[j] + bias_[j];
+    for (int64_t j = 0; j < H; ++j) g[j] += x[j];
     clip(g, H);
     act_[0].apply(g, H);
     std::copy_n(g, H, h_ + b * H);
@@ -420,7 +428,6 @@ template <class C> class DirectionRun {
   const bool backward_;
   const Activation* act_;
   const PackedColumns<C>* recurrent_;
-  const C* bias_;
   const C* reset_bias_;
   const C* peephole_;
   const C* xp_;
@@ -431,13 +438,28 @@ template <class C> class DirectionRun {
   C* scratch_;
 };
 
-template <class C> void run_problem(const Problem<C>& p) {
+// xp = X * W^T + B, the input's part of the gates of every step and
+// direction: `rows` rows of [directions * gates * hidden].
+template <class C> Status project_input(const Problem<C>& p, int64_t rows, C* xp) {
+  const int64_t n = p.cfg.directions * gate_count(p.cfg.cell) * p.w.hidden, k = p.w.input;
+  if constexpr (std::is_same_v<C, float>) {
+    if (p.w.w_packed != nullptr) {
+      ONNXKIT_ASSIGN(const bool done, p.w.w_packed->run(rows, p.x, p.w.bias.data(), xp));
+      if (done) return {};
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) std::copy_n(p.w.bias.data(), n, xp + i * n);
+  gemm(false, true, rows, n, k, C(1), p.x, k, p.w.w, k, C(1), xp, n);
+  return {};
+}
+
+template <class C> Status run_problem(const Problem<C>& p) {
   const Config& cfg = p.cfg;
   const int64_t dirs = cfg.directions, gh = gate_count(cfg.cell) * p.w.hidden, H = p.w.hidden;
   const int64_t rows = p.seq * p.batch;
   // The input projection of every step and direction, in one product.
-  std::vector<C> xp(static_cast<size_t>(rows * dirs * gh));
-  gemm(false, true, rows, dirs * gh, p.w.input, C(1), p.x, p.w.input, p.w.w, p.w.input, C(0), xp.data(), dirs * gh);
+  const std::unique_ptr<C[]> xp(new C[static_cast<size_t>(rows * dirs * gh)]);
+  ONNXKIT_TRY(project_input(p, rows, xp.get()));
   if (p.y != nullptr && p.lengths != nullptr) std::fill_n(p.y, p.seq * dirs * p.batch * H, C(0));
   std::vector<DirectionState<C>> states(static_cast<size_t>(dirs));
   for (DirectionState<C>& st : states) {
@@ -449,7 +471,8 @@ template <class C> void run_problem(const Problem<C>& p) {
   // The two directions are independent: on two threads each runs its own
   // products, instead of both sharing threads step by step.
   parallel_for(dirs, p.seq * p.batch * gh * H >= (1 << 16),
-               [&](int64_t d) { DirectionRun<C>(p, d, xp.data(), states[static_cast<size_t>(d)]).run(); });
+               [&](int64_t d) { DirectionRun<C>(p, d, xp.get(), states[static_cast<size_t>(d)]).run(); });
+  return {};
 }
 
 // The number of elements of a buffer of these dims, or an error naming it.
@@ -509,7 +532,7 @@ template <class C> Status compute_as(KernelContext& ctx, const Config& cfg, cons
     if (lstm && ctx.has_input(kPeephole)) {
       ONNXKIT_ASSIGN(p, ctx.tensor(kPeephole));
     }
-    ONNXKIT_ASSIGN(owned, make_weights<C>(cfg, *wt, *rt, b, p));
+    ONNXKIT_ASSIGN(owned, make_weights<C>(cfg, *wt, *rt, b, p, false));
     w = owned.get();
   }
   const int64_t dirs = cfg.directions, H = w->hidden;
@@ -572,7 +595,7 @@ template <class C> Status compute_as(KernelContext& ctx, const Config& cfg, cons
   problem.y = output_buffer(y, y_copy);
   problem.yh = output_buffer(yh, yh_copy);
   problem.yc = output_buffer(yc, yc_copy);
-  run_problem(problem);
+  ONNXKIT_TRY(run_problem(problem));
   store_output(y, y_copy);
   store_output(yh, yh_copy);
   store_output(yc, yc_copy);
@@ -600,9 +623,9 @@ KernelFactory recurrent_kernel(Cell cell) {
     const Tensor* p = has_p ? info.constant_input(kPeephole) : nullptr;
     if (w != nullptr && r != nullptr && (b != nullptr || !info.has_input(kB)) && (p != nullptr || !has_p)) {
       if (w->dtype() == DataType::float64) {
-        ONNXKIT_ASSIGN(packed->d, make_weights<double>(cfg, *w, *r, b, p));
+        ONNXKIT_ASSIGN(packed->d, make_weights<double>(cfg, *w, *r, b, p, true));
       } else {
-        ONNXKIT_ASSIGN(packed->f, make_weights<float>(cfg, *w, *r, b, p));
+        ONNXKIT_ASSIGN(packed->f, make_weights<float>(cfg, *w, *r, b, p, true));
       }
     }
     return ComputeFn([cfg, packed](KernelContext& ctx) -> Status {

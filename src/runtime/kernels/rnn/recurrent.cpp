@@ -16,6 +16,7 @@
 // keeps its initial state as its final state.
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -24,6 +25,7 @@
 
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/math/packed_matmul.h"
+#include "runtime/kernels/rnn/fused_gates.h"
 #include "runtime/kernels/rnn/recurrent_product.h"
 #include "runtime/kernels/rnn/rnn.h"
 #include "runtime/parallel.h"
@@ -245,7 +247,10 @@ template <class C> class DirectionRun {
         h_(st.h.data()),
         c_(st.c.data()),
         gates_(st.gates.data()),
-        scratch_(st.scratch.data()) {}
+        scratch_(st.scratch.data()),
+        default_lstm_(std::is_same_v<C, float> && p.cfg.cell == Cell::lstm && act_[0].kind == Activation::Kind::sigmoid &&
+                      act_[1].kind == Activation::Kind::tanh && act_[2].kind == Activation::Kind::tanh &&
+                      peephole_ == nullptr && !p.cfg.input_forget) {}
 
   void run() {
     const int64_t H = hidden_;
@@ -330,6 +335,9 @@ template <class C> class DirectionRun {
     C* gc = g + 3 * H;
     C* c = c_ + b * H;
     C* h = h_ + b * H;
+    if constexpr (std::is_same_v<C, float>) {
+      if (default_lstm_) return lstm_default_gates(H, g, x, cfg_.has_clip ? cfg_.clip : INFINITY, c, h);
+    }
     for (int64_t j = 0; j < gh_; ++j) g[j] += x[j];
     if (peephole_ != nullptr) {
       const C* pi = peephole_;
@@ -436,6 +444,7 @@ template <class C> class DirectionRun {
   C* c_;
   C* gates_;
   C* scratch_;
+  const bool default_lstm_;  // float, default activations, no peepholes or input_forget: lstm_default_gates
 };
 
 // xp = X * W^T + B, the input's part of the gates of every step and

@@ -1,0 +1,47 @@
+// The fused gate arithmetic (fused_gates.h).
+
+#include "runtime/kernels/rnn/fused_gates.h"
+
+#include <cmath>
+
+#include "runtime/kernels/fast_math.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define ONNXKIT_RNN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define ONNXKIT_RNN_CLONES
+#endif
+
+namespace onnxkit::runtime::rnn {
+namespace {
+
+// sigmoid_floats' form: from e^-|v|, so that no exp overflows.
+inline float sigmoid(float v) {
+  const float e = fast_exp(-std::fabs(v));
+  const float s = 1.0f / (1.0f + e);
+  return v >= 0.0f ? s : e * s;
+}
+
+// Written as selects that a NaN fails, so that it goes through.
+inline float bound(float v, float clip) {
+  v = v < -clip ? -clip : v;
+  return v > clip ? clip : v;
+}
+
+}  // namespace
+
+ONNXKIT_RNN_CLONES void lstm_default_gates(int64_t hidden, const float* __restrict g, const float* __restrict x, float clip,
+                                           float* __restrict c, float* __restrict h) {
+  const int64_t H = hidden;
+  for (int64_t j = 0; j < H; ++j) {
+    const float i = sigmoid(bound(g[j] + x[j], clip));
+    const float o = sigmoid(bound(g[H + j] + x[H + j], clip));
+    const float f = sigmoid(bound(g[2 * H + j] + x[2 * H + j], clip));
+    const float candidate = fast_tanh(bound(g[3 * H + j] + x[3 * H + j], clip));
+    const float cell = f * c[j] + i * candidate;
+    c[j] = cell;
+    h[j] = o * fast_tanh(cell);
+  }
+}
+
+}  // namespace onnxkit::runtime::rnn

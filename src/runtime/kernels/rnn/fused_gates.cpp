@@ -44,4 +44,15 @@ ONNXKIT_RNN_CLONES void lstm_default_gates(int64_t hidden, const float* __restri
   }
 }
 
+ONNXKIT_RNN_CLONES void gru_default_gates(int64_t hidden, const float* __restrict g, const float* __restrict x,
+                                          const float* __restrict reset_bias, float clip, float* __restrict h) {
+  const int64_t H = hidden;
+  for (int64_t j = 0; j < H; ++j) {
+    const float z = sigmoid(bound(g[j] + x[j], clip));
+    const float r = sigmoid(bound(g[H + j] + x[H + j], clip));
+    const float candidate = fast_tanh(bound(x[2 * H + j] + r * (g[2 * H + j] + reset_bias[j]), clip));
+    h[j] = (1.0f - z) * candidate + z * h[j];
+  }
+}
+
 }  // namespace onnxkit::runtime::rnn

@@ -18,4 +18,11 @@ namespace onnxkit::runtime::rnn {
 // c and h (hidden each) are updated in place.
 void lstm_default_gates(int64_t hidden, const float* g, const float* x, float clip, float* c, float* h);
 
+// One row of a GRU step under linear_before_reset with activations Sigmoid,
+// Tanh: `g` holds h R^T and `x` the input's part of the gates z, r, h,
+// 3 * hidden each, `reset_bias` the hidden gate's Rb (hidden); h~ =
+// tanh(x_h + r * (g_h + Rb_h)), and h (hidden) becomes (1 - z) h~ + z h.
+// Every activation's input is bounded to [-clip, clip].
+void gru_default_gates(int64_t hidden, const float* g, const float* x, const float* reset_bias, float clip, float* h);
+
 }  // namespace onnxkit::runtime::rnn

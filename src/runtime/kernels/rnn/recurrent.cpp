@@ -250,7 +250,9 @@ template <class C> class DirectionRun {
         scratch_(st.scratch.data()),
         default_lstm_(std::is_same_v<C, float> && p.cfg.cell == Cell::lstm && act_[0].kind == Activation::Kind::sigmoid &&
                       act_[1].kind == Activation::Kind::tanh && act_[2].kind == Activation::Kind::tanh &&
-                      peephole_ == nullptr && !p.cfg.input_forget) {}
+                      peephole_ == nullptr && !p.cfg.input_forget),
+        default_gru_(std::is_same_v<C, float> && p.cfg.cell == Cell::gru && p.cfg.linear_before_reset &&
+                     act_[0].kind == Activation::Kind::sigmoid && act_[1].kind == Activation::Kind::tanh) {}
 
   void run() {
     const int64_t H = hidden_;
@@ -298,6 +300,9 @@ template <class C> class DirectionRun {
     });
   }
 
+  // The bound of the fused gates: infinity when there is no clip.
+  float clip_bound() const { return cfg_.has_clip ? cfg_.clip : INFINITY; }
+
   void clip(C* v, int64_t n) const {
     if (!cfg_.has_clip) return;
     const C bound = static_cast<C>(cfg_.clip);
@@ -336,7 +341,7 @@ template <class C> class DirectionRun {
     C* c = c_ + b * H;
     C* h = h_ + b * H;
     if constexpr (std::is_same_v<C, float>) {
-      if (default_lstm_) return lstm_default_gates(H, g, x, cfg_.has_clip ? cfg_.clip : INFINITY, c, h);
+      if (default_lstm_) return lstm_default_gates(H, g, x, clip_bound(), c, h);
     }
     for (int64_t j = 0; j < gh_; ++j) g[j] += x[j];
     if (peephole_ != nullptr) {
@@ -374,6 +379,9 @@ template <class C> class DirectionRun {
   void gru_row(int64_t b, const C* x) {
     const int64_t H = hidden_;
     C* g = gates_ + b * gh_;
+    if constexpr (std::is_same_v<C, float>) {
+      if (default_gru_) return gru_default_gates(H, g, x, reset_bias_, clip_bound(), h_ + b * H);
+    }
     const C* gr = g + H;
     C* gh = g + 2 * H;
     gru_gates_zr(b, x);
@@ -445,6 +453,7 @@ template <class C> class DirectionRun {
   C* gates_;
   C* scratch_;
   const bool default_lstm_;  // float, default activations, no peepholes or input_forget: lstm_default_gates
+  const bool default_gru_;   // float, default activations, linear_before_reset: gru_default_gates
 };
 
 // xp = X * W^T + B, the input's part of the gates of every step and

@@ -49,6 +49,7 @@ struct RnnCase {
   bool constant_weights = true;          // W, R, B and P as initializers (read once) or fed on each run
   std::vector<std::string> activations;  // empty: the defaults, else the attribute
   int threads = 1;
+  bool in_double = false;  // every input (and so every output) float64 instead of float32
 };
 
 const char* op_name(Cell cell) { return cell == Cell::lstm ? "LSTM" : cell == Cell::gru ? "GRU" : "RNN"; }
@@ -190,9 +191,23 @@ Expected reference(const RnnCase& c, const Inputs& in) {
   return out;
 }
 
-testing::NodeSpec node_of(const RnnCase& c, const Inputs& in) {
+// `t` (float32 or float64) with its values in `type`.
+Tensor converted(const Tensor& t, DataType type) {
+  Tensor out(type, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.dtype() == DataType::float64 ? t.data<double>()[i] : t.data<float>()[i];
+    if (type == DataType::float64) out.mutable_data<double>()[i] = v;
+    else out.mutable_data<float>()[i] = static_cast<float>(v);
+  }
+  return out;
+}
+
+testing::NodeSpec node_of(const RnnCase& c, const Inputs& drawn) {
   testing::NodeSpec spec{.op_type = op_name(c.cell)};
   const bool lstm = c.cell == Cell::lstm;
+  Inputs in = drawn;
+  if (c.in_double)
+    for (Tensor* t : {&in.x, &in.w, &in.r, &in.b, &in.p, &in.h0, &in.c0}) *t = converted(*t, DataType::float64);
   auto weight = [&](const char* name, const Tensor& t) { return testing::NodeInput{name, t, c.constant_weights}; };
   spec.inputs = {{"x", in.x}, weight("w", in.w), weight("r", in.r)};
   spec.inputs.push_back(c.bias ? weight("b", in.b) : testing::NodeInput{});
@@ -225,7 +240,9 @@ void expect_matches_reference(const RnnCase& c, const std::string& label) {
   const char* names[] = {"Y", "Y_h", "Y_c"};
   for (size_t i = 0; i < out.size(); ++i) {
     SCOPED_TRACE(names[i]);
-    testing::expect_tensor_near(out[i].tensor(), *want[i], 1e-5, 1e-4);
+    const Tensor& got = out[i].tensor();
+    ASSERT_EQ(got.dtype(), c.in_double ? DataType::float64 : DataType::float32);
+    testing::expect_tensor_near(converted(got, DataType::float32), *want[i], 1e-5, 1e-4);
   }
 }
 
@@ -296,6 +313,13 @@ Cases common_cases(Cell cell) {
   add("batch 5, hidden 33, initial states", [](RnnCase& c) {
     c.batch = 5;
     c.hidden = 33;
+    c.initial_states = true;
+  });
+  add("double, batch 4, hidden 21, bidirectional, initial states", [](RnnCase& c) {
+    c.in_double = true;
+    c.batch = 4;
+    c.hidden = 21;
+    c.direction = "bidirectional";
     c.initial_states = true;
   });
   // Large enough for the threads to share each step's product by panels.

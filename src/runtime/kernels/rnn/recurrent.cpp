@@ -171,7 +171,12 @@ Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const 
   out->type = w.dtype();
   out->w_tensor = w;
   out->w = as_compute(w, out->w_copy);
-  if (constant && std::is_same_v<C, float>) out->w_packed = math::PackedMatMul::create(w.reshaped({dirs * w.dim(1), w.dim(2)}), true);
+  if (constant && std::is_same_v<C, float>) {
+    // On this thread alone: the session is being built, its thread count not
+    // yet in force, and a team started here would stay behind, spinning.
+    const ThreadLimit one(1);
+    out->w_packed = math::PackedMatMul::create(w.reshaped({dirs * w.dim(1), w.dim(2)}), true);
+  }
   const int64_t gh = gates * hidden;
   {
     std::vector<C> copy;

@@ -407,7 +407,8 @@ template <class C> void expect_packed_product_matches_reference() {
   std::vector<Case> cases;
   for (int64_t rows : {1, 2, 3, 4, 5, 7})
     for (int64_t depth : {1, 2, 7, 64})
-      for (int64_t columns : {int64_t{1}, kWidth - 1, kWidth, kWidth + 1, 3 * kWidth + 5}) cases.push_back({rows, depth, columns, 1});
+      for (int64_t columns : {int64_t{1}, kWidth - 1, kWidth, kWidth + 1, 3 * kWidth + 5})
+        cases.push_back({rows, depth, columns, 1});
   cases.push_back({8, 150, 5 * kWidth + 3, 2});
   for (const Case& c : cases)
     for (bool backwards : {false, true}) {

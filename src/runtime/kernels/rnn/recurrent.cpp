@@ -2,11 +2,13 @@
 //
 // Per direction the work is: one product X * W^T + B for every time step at
 // once (both directions share it: W is one [directions * gates * hidden,
-// input] matrix, multiplied in oneDNN's layout for it when constant), then for each step one product h * R^T for the whole batch
-// and all gates, and the gate arithmetic row by row. R^T is packed into
-// panels once (recurrent_product.h): a step of a small layer at batch 1 is a
-// few microseconds, spent streaming R from the cache, with no room for a
-// GEMM's setup or its packing. Sequences shorter than X (sequence_lens)
+// input] matrix, read in oneDNN's layout for it when constant), then for
+// each step one product h * R^T for the whole batch and all gates, and the
+// gate arithmetic row by row (one pass for the default activations in
+// float, fused_gates.h). R^T is packed into panels once
+// (recurrent_product.h): a step of a small layer at batch 1 is a few
+// microseconds, spent streaming R from the cache, with no room for a GEMM's
+// setup or its packing. Sequences shorter than X (sequence_lens)
 // stop updating their row after their last step, so the final states are
 // those of each sequence's own last step; Y is zero past the end.
 //
@@ -254,8 +256,8 @@ template <class C> class DirectionRun {
         gates_(st.gates.data()),
         scratch_(st.scratch.data()),
         default_lstm_(std::is_same_v<C, float> && p.cfg.cell == Cell::lstm && act_[0].kind == Activation::Kind::sigmoid &&
-                      act_[1].kind == Activation::Kind::tanh && act_[2].kind == Activation::Kind::tanh &&
-                      peephole_ == nullptr && !p.cfg.input_forget),
+                      act_[1].kind == Activation::Kind::tanh && act_[2].kind == Activation::Kind::tanh && peephole_ == nullptr &&
+                      !p.cfg.input_forget),
         default_gru_(std::is_same_v<C, float> && p.cfg.cell == Cell::gru && p.cfg.linear_before_reset &&
                      act_[0].kind == Activation::Kind::sigmoid && act_[1].kind == Activation::Kind::tanh) {}
 

@@ -97,7 +97,8 @@ ONNXKIT_RNN_INLINE void product_panels(int64_t rows, const C* a, int64_t lda, co
     const int64_t j0 = q * kWidth, width = std::min(kWidth, b.columns() - j0);
     const C* panel = b.panel(q);
     int64_t i = 0;
-    for (; i + kRows <= rows; i += kRows) panel_rows<C, kRows>(b.depth(), a + i * lda, lda, panel, out + i * ldo + j0, ldo, width);
+    for (; i + kRows <= rows; i += kRows)
+      panel_rows<C, kRows>(b.depth(), a + i * lda, lda, panel, out + i * ldo + j0, ldo, width);
     if (rows - i == 2) panel_rows<C, 2>(b.depth(), a + i * lda, lda, panel, out + i * ldo + j0, ldo, width);
     if (rows - i == 1) panel_rows<C, 1>(b.depth(), a + i * lda, lda, panel, out + i * ldo + j0, ldo, width);
   }

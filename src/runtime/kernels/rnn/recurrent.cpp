@@ -231,9 +231,15 @@ template <class C> struct Problem {
   C* yc = nullptr;
 };
 
-// The state and scratch of one direction, allocated before any thread
-// starts: nothing may throw inside a parallel region.
-template <class C> struct DirectionState { std::vector<C> h, c, gates, scratch; };
+// The state and scratch of one direction, in the run's one buffer,
+// allocated before any thread starts: nothing may throw inside a parallel
+// region.
+template <class C> struct DirectionState {
+  C* h;
+  C* c;  // LSTM only, else null
+  C* gates;
+  C* scratch;
+};
 
 // Runs one direction through the sequence.
 template <class C> class DirectionRun {
@@ -251,10 +257,10 @@ template <class C> class DirectionRun {
         peephole_(p.w.peephole.empty() ? nullptr : p.w.peephole.data() + d * 3 * hidden_),
         xp_(xp + d * gh_),
         xp_ld_(p.cfg.directions * gh_),
-        h_(st.h.data()),
-        c_(st.c.data()),
-        gates_(st.gates.data()),
-        scratch_(st.scratch.data()),
+        h_(st.h),
+        c_(st.c),
+        gates_(st.gates),
+        scratch_(st.scratch),
         default_lstm_(std::is_same_v<C, float> && p.cfg.cell == Cell::lstm && act_[0].kind == Activation::Kind::sigmoid &&
                       act_[1].kind == Activation::Kind::tanh && act_[2].kind == Activation::Kind::tanh && peephole_ == nullptr &&
                       !p.cfg.input_forget),
@@ -481,22 +487,31 @@ template <class C> Status project_input(const Problem<C>& p, int64_t rows, C* xp
 template <class C> Status run_problem(const Problem<C>& p) {
   const Config& cfg = p.cfg;
   const int64_t dirs = cfg.directions, gh = gate_count(cfg.cell) * p.w.hidden, H = p.w.hidden;
-  const int64_t rows = p.seq * p.batch;
-  // The input projection of every step and direction, in one product.
-  const std::unique_ptr<C[]> xp(new C[static_cast<size_t>(rows * dirs * gh)]);
-  ONNXKIT_TRY(project_input(p, rows, xp.get()));
+  const int64_t rows = p.seq * p.batch, B = p.batch;
+  const bool lstm = cfg.cell == Cell::lstm;
+  // One allocation per run: the projected input of every step and direction
+  // (filled by one product), then each direction's state and scratch,
+  // zeroed (rows that stopped early go on through the products).
+  const int64_t projected = rows * dirs * gh, per_direction = B * (H + (lstm ? H : 0) + gh + H);
+  const std::unique_ptr<C[]> buffer(new C[static_cast<size_t>(projected + dirs * per_direction)]);
+  C* xp = buffer.get();
+  ONNXKIT_TRY(project_input(p, rows, xp));
   if (p.y != nullptr && p.lengths != nullptr) std::fill_n(p.y, p.seq * dirs * p.batch * H, C(0));
-  std::vector<DirectionState<C>> states(static_cast<size_t>(dirs));
-  for (DirectionState<C>& st : states) {
-    st.h.assign(static_cast<size_t>(p.batch * H), C(0));
-    if (cfg.cell == Cell::lstm) st.c.assign(static_cast<size_t>(p.batch * H), C(0));
-    st.gates.assign(static_cast<size_t>(p.batch * gh), C(0));
-    st.scratch.assign(static_cast<size_t>(p.batch * H), C(0));
+  std::fill_n(xp + projected, dirs * per_direction, C(0));
+  DirectionState<C> states[2];
+  for (int64_t d = 0; d < dirs; ++d) {
+    C* next = xp + projected + d * per_direction;
+    DirectionState<C>& st = states[d];
+    st.h = next;
+    next += B * H;
+    st.c = lstm ? next : nullptr;
+    next += lstm ? B * H : 0;
+    st.gates = next;
+    st.scratch = next + B * gh;
   }
   // The two directions are independent: on two threads each runs its own
   // products, instead of both sharing threads step by step.
-  parallel_for(dirs, p.seq * p.batch * gh * H >= (1 << 16),
-               [&](int64_t d) { DirectionRun<C>(p, d, xp.get(), states[static_cast<size_t>(d)]).run(); });
+  parallel_for(dirs, p.seq * p.batch * gh * H >= (1 << 16), [&](int64_t d) { DirectionRun<C>(p, d, xp, states[d]).run(); });
   return {};
 }
 

@@ -409,7 +409,8 @@ template <class C> void expect_packed_product_matches_reference() {
     for (int64_t depth : {1, 2, 7, 64})
       for (int64_t columns : {int64_t{1}, kWidth - 1, kWidth, kWidth + 1, 3 * kWidth + 5})
         cases.push_back({rows, depth, columns, 1});
-  cases.push_back({8, 150, 5 * kWidth + 3, 2});
+  // Past kParallelMacs (parallel.h) in both types, so that the threads share it.
+  cases.push_back({16, 300, 5 * kWidth + 3, 2});
   for (const Case& c : cases)
     for (bool backwards : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "rows " << c.rows << " depth " << c.depth << " columns " << c.columns << " threads "

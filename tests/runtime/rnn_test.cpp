@@ -394,9 +394,10 @@ TEST(RnnReference, Rnn) {
 }
 
 // The step's product against the reference GEMM: R's rows become the packed
-// columns. Row counts around the three the kernel takes at once, depths odd
-// and even (one row sums odd and even depths apart), column counts around a
-// panel's width, both panel orders, and one product the threads share.
+// columns. Several rows, depths odd and even (a row sums odd and even depths
+// apart), column counts around a panel's width, both panel orders, one
+// product the threads share; the vector path this CPU takes and the plain
+// one of CPUs without AVX2.
 template <class C> void expect_packed_product_matches_reference() {
   constexpr int64_t kWidth = runtime::rnn::PackedColumns<C>::kWidth;
   const C nan = std::numeric_limits<C>::quiet_NaN();
@@ -412,32 +413,34 @@ template <class C> void expect_packed_product_matches_reference() {
   // Past kParallelMacs (parallel.h) in both types, so that the threads share it.
   cases.push_back({16, 300, 5 * kWidth + 3, 2});
   for (const Case& c : cases)
-    for (bool backwards : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "rows " << c.rows << " depth " << c.depth << " columns " << c.columns << " threads "
-                                        << c.threads << (backwards ? " backwards" : ""));
-      // Leading dimensions wider than the matrices, so that stray reads or
-      // writes show: the padding of `out` must stay NaN.
-      const int64_t lda = c.depth + 3, ldr = c.depth + 2, ldo = c.columns + 4;
-      std::vector<C> a(static_cast<size_t>(c.rows * lda)), r(static_cast<size_t>(c.columns * ldr));
-      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<C>(std::sin(0.37 * static_cast<double>(i)));
-      for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<C>(std::cos(0.11 * static_cast<double>(i)));
-      std::vector<C> out(static_cast<size_t>(c.rows * ldo), nan), expected(out.size(), nan);
-      runtime::gemm_reference<C>(false, true, c.rows, c.columns, c.depth, C(1), a.data(), lda, r.data(), ldr, C(0),
-                                 expected.data(), ldo);
-      const runtime::rnn::PackedColumns<C> packed(r.data(), ldr, c.depth, c.columns);
-      omp_set_num_threads(c.threads);
-      runtime::rnn::packed_product(c.rows, a.data(), lda, packed, out.data(), ldo, backwards);
-      omp_set_num_threads(1);
-      for (int64_t i = 0; i < c.rows; ++i)
-        for (int64_t j = 0; j < ldo; ++j) {
-          const C want = expected[static_cast<size_t>(i * ldo + j)], got = out[static_cast<size_t>(i * ldo + j)];
-          if (j >= c.columns) {
-            ASSERT_TRUE(std::isnan(got)) << "the padding of row " << i << " was written at column " << j;
-          } else {
-            ASSERT_NEAR(got, want, 1e-4 * (1 + std::abs(want))) << "row " << i << " column " << j;
+    for (bool backwards : {false, true})
+      for (bool portable : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "rows " << c.rows << " depth " << c.depth << " columns " << c.columns << " threads "
+                                          << c.threads << (backwards ? " backwards" : "") << (portable ? " portable" : ""));
+        // Leading dimensions wider than the matrices, so that stray reads or
+        // writes show: the padding of `out` must stay NaN.
+        const int64_t lda = c.depth + 3, ldr = c.depth + 2, ldo = c.columns + 4;
+        std::vector<C> a(static_cast<size_t>(c.rows * lda)), r(static_cast<size_t>(c.columns * ldr));
+        for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<C>(std::sin(0.37 * static_cast<double>(i)));
+        for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<C>(std::cos(0.11 * static_cast<double>(i)));
+        std::vector<C> out(static_cast<size_t>(c.rows * ldo), nan), expected(out.size(), nan);
+        runtime::gemm_reference<C>(false, true, c.rows, c.columns, c.depth, C(1), a.data(), lda, r.data(), ldr, C(0),
+                                   expected.data(), ldo);
+        const runtime::rnn::PackedColumns<C> packed(r.data(), ldr, c.depth, c.columns);
+        omp_set_num_threads(c.threads);
+        if (portable) runtime::rnn::packed_product_portable(c.rows, a.data(), lda, packed, out.data(), ldo, backwards);
+        else runtime::rnn::packed_product(c.rows, a.data(), lda, packed, out.data(), ldo, backwards);
+        omp_set_num_threads(1);
+        for (int64_t i = 0; i < c.rows; ++i)
+          for (int64_t j = 0; j < ldo; ++j) {
+            const C want = expected[static_cast<size_t>(i * ldo + j)], got = out[static_cast<size_t>(i * ldo + j)];
+            if (j >= c.columns) {
+              ASSERT_TRUE(std::isnan(got)) << "the padding of row " << i << " was written at column " << j;
+            } else {
+              ASSERT_NEAR(got, want, 1e-4 * (1 + std::abs(want))) << "row " << i << " column " << j;
+            }
           }
-        }
-    }
+      }
 }
 
 TEST(RnnPackedProduct, MatchesReferenceGemm) {

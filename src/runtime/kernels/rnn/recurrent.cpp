@@ -40,6 +40,9 @@ enum Input : size_t { kX = 0, kW, kR, kB, kSequenceLens, kInitialH, kInitialC, k
 
 // Elements of gate arithmetic per step below which the rows stay on one thread.
 constexpr int64_t kParallelGateWork = 1 << 14;
+// Rows of a step up to which its product reads the packed panels; more rows
+// make it a GEMM, which sgemm runs faster from R^T as it is.
+constexpr int64_t kPackedRows = 1;
 
 const char* op_name(Cell cell) { return cell == Cell::lstm ? "LSTM" : cell == Cell::gru ? "GRU" : "RNN"; }
 int64_t gate_count(Cell cell) { return cell == Cell::lstm ? 4 : cell == Cell::gru ? 3 : 1; }
@@ -124,6 +127,7 @@ template <class C> struct Weights {
   // R^T per direction, its columns for all gates (or, split_product, for z
   // and r, then for h): [direction * products + product].
   std::vector<PackedColumns<C>> recurrent;
+  std::vector<C> r_t;  // [directions, hidden, gates * hidden]: R^T as it is, for larger batches
   // Wb + Rb per direction and gate, added by the input projection; for GRU
   // under linear_before_reset the hidden gate's Rb is kept apart, since the
   // reset gate multiplies it.
@@ -192,6 +196,11 @@ Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const 
         out->recurrent.emplace_back(rd, hidden, hidden, gh);
       }
     }
+    out->r_t.resize(static_cast<size_t>(dirs * gh * hidden));
+    for (int64_t d = 0; d < dirs; ++d)
+      for (int64_t j = 0; j < gh; ++j)
+        for (int64_t k = 0; k < hidden; ++k)
+          out->r_t[static_cast<size_t>((d * hidden + k) * gh + j)] = rp[(d * gh + j) * hidden + k];
   }
   const bool split_reset = cfg.cell == Cell::gru && cfg.linear_before_reset;
   out->bias.assign(static_cast<size_t>(dirs * gh), C(0));
@@ -253,6 +262,7 @@ template <class C> class DirectionRun {
         backward_(p.cfg.reverse || d == 1),
         act_(p.cfg.activations.data() + d * p.cfg.activations_per_direction()),
         recurrent_(p.w.recurrent.data() + d * (p.cfg.split_product() ? 2 : 1)),
+        r_t_(p.w.r_t.data() + d * hidden_ * gh_),
         reset_bias_(p.w.reset_bias.empty() ? nullptr : p.w.reset_bias.data() + d * hidden_),
         peephole_(p.w.peephole.empty() ? nullptr : p.w.peephole.data() + d * 3 * hidden_),
         xp_(xp + d * gh_),
@@ -327,7 +337,7 @@ template <class C> class DirectionRun {
     const bool split = cfg_.split_product();
     // h * R^T for all gates, or for z and r only when the hidden gate needs
     // the reset applied to h first.
-    packed_product(rows, h_, H, recurrent_[0], gates_, gh_, s % 2 == 1);
+    recurrent_product(rows, 0, h_, gates_, s % 2 == 1);
     switch (cfg_.cell) {
       case Cell::lstm: for_rows(s, rows, true, [&](int64_t b, const C* x) { lstm_row(b, x); }); break;
       case Cell::rnn: for_rows(s, rows, true, [&](int64_t b, const C* x) { rnn_row(b, x); }); break;
@@ -336,11 +346,20 @@ template <class C> class DirectionRun {
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_row(b, x); });
         } else {
           for_rows(s, rows, false, [&](int64_t b, const C* x) { gru_update_reset(b, x); });
-          packed_product(rows, scratch_, H, recurrent_[1], gates_ + 2 * H, gh_, s % 2 == 1);
+          recurrent_product(rows, 1, scratch_, gates_ + 2 * H, s % 2 == 1);
           for_rows(s, rows, true, [&](int64_t b, const C* x) { gru_hidden(b, x); });
         }
         break;
     }
+  }
+
+  // out = a * (R^T's columns of `product`) for `rows` rows of a (hidden
+  // apart) into rows of out (gates * hidden apart).
+  void recurrent_product(int64_t rows, int product, const C* a, C* out, bool backwards) const {
+    const PackedColumns<C>& packed = recurrent_[product];
+    if (rows <= kPackedRows) return packed_product(rows, a, hidden_, packed, out, gh_, backwards);
+    const int64_t first = product == 0 ? 0 : 2 * hidden_;
+    gemm(false, false, rows, packed.columns(), hidden_, C(1), a, hidden_, r_t_ + first, gh_, C(0), out, gh_);
   }
 
   // Gates i, o, f, c (the spec's order), with peepholes P = (Pi, Po, Pf).
@@ -457,6 +476,7 @@ template <class C> class DirectionRun {
   const bool backward_;
   const Activation* act_;
   const PackedColumns<C>* recurrent_;
+  const C* r_t_;
   const C* reset_bias_;
   const C* peephole_;
   const C* xp_;

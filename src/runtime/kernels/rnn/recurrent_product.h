@@ -2,12 +2,13 @@
 // The product of a recurrent step, h * R^T for every gate at once, with R^T
 // packed once, when the kernel is built, into panels of a few columns.
 //
-// A step of a small recurrent layer multiplies one row (the batch) by a
+// A step of a small recurrent layer at batch 1 multiplies one row by a
 // matrix of a few hundred KiB that lives in L2: the step is bound by how fast
 // that matrix streams into the core. Packed, each panel is one contiguous run
-// of memory the loop reads front to back, and its sums for a few rows at once
-// stay in registers from the first element of the depth to the last; read in
-// place, R^T's rows are a stride apart and the sums go through memory.
+// of memory the loop reads front to back, and the row's sums stay in
+// registers from the first element of the depth to the last; read in place,
+// R^T's rows are a stride apart and the sums go through memory. Rows are
+// taken one at a time: more rows make a GEMM, for which sgemm does better.
 
 #include <cstdint>
 #include <vector>
@@ -50,5 +51,12 @@ void packed_product(int64_t rows, const float* a, int64_t lda, const PackedColum
                     bool backwards = false);
 void packed_product(int64_t rows, const double* a, int64_t lda, const PackedColumns<double>& b, double* out, int64_t ldo,
                     bool backwards = false);
+
+// The same in plain loops, which CPUs without AVX2 and FMA run; callable on
+// any CPU, so that tests check it there too.
+void packed_product_portable(int64_t rows, const float* a, int64_t lda, const PackedColumns<float>& b, float* out, int64_t ldo,
+                             bool backwards = false);
+void packed_product_portable(int64_t rows, const double* a, int64_t lda, const PackedColumns<double>& b, double* out, int64_t ldo,
+                             bool backwards = false);
 
 }  // namespace onnxkit::runtime::rnn

@@ -308,8 +308,8 @@ Cases common_cases(Cell cell) {
     c.direction = "bidirectional";
     c.lengths = {5, 2};
   });
-  // The packed product takes rows three at a time and columns in panels of
-  // 32 floats: a batch of 3 + 2 rows, gates that end past a panel's edge.
+  // Past a batch of one the steps multiply R^T with sgemm; a hidden size
+  // whose gates end past a 32-float panel's edge for the packed product.
   add("batch 5, hidden 33, initial states", [](RnnCase& c) {
     c.batch = 5;
     c.hidden = 33;
@@ -322,7 +322,7 @@ Cases common_cases(Cell cell) {
     c.direction = "bidirectional";
     c.initial_states = true;
   });
-  // Large enough for the threads to share each step's product by panels.
+  // Large enough for the threads to share each step's product.
   add("batch 16, hidden 72, 2 threads", [](RnnCase& c) {
     c.batch = 16;
     c.hidden = 72;

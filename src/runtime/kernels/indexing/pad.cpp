@@ -69,17 +69,22 @@ Status pad_into(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
     return {};
   }
 
-  // Per axis, the input position each output position reads (-1: constant).
-  std::vector<std::vector<int64_t>> source(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    source[d].resize(static_cast<size_t>(out_shape[d]));
-    for (int64_t j = 0; j < out_shape[d]; ++j) source[d][static_cast<size_t>(j)] = source_position(j - pads[d], x.dim(d), mode);
-  }
   // Along the last axis, [middle_begin, middle_end) reads a contiguous run.
   const size_t last = rank - 1;
   const int64_t width = out_shape[last];
   const int64_t middle_begin = std::clamp<int64_t>(pads[last], 0, width);
   const int64_t middle_end = std::clamp<int64_t>(pads[last] + x.dim(last), middle_begin, width);
+  // Per axis, the input position each output position reads (-1: constant);
+  // along the last axis only outside the middle (an STFT's reflect pad of
+  // 16,000 samples reads 256 positions elsewhere).
+  std::vector<std::vector<int64_t>> source(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    source[d].resize(static_cast<size_t>(out_shape[d]));
+    for (int64_t j = 0; j < out_shape[d]; ++j) {
+      if (d == last && j == middle_begin) j = middle_end;
+      if (j < out_shape[d]) source[d][static_cast<size_t>(j)] = source_position(j - pads[d], x.dim(d), mode);
+    }
+  }
   const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
   const int64_t rows = y.numel() / width;
 

@@ -154,10 +154,11 @@ std::vector<dnnl_format_tag_t> staging_formats(const ConvParams& p) {
 enum class DnnlConv::Weights { reordered_once, reordered_per_run, in_place };
 
 namespace {
-// Above this a weight reordered per run (SessionOptions::prepack_weights
-// false) would take a run as much memory as the copy it avoids: such a
-// weight is read in place. DeepLabV3's largest is 18 MiB.
-constexpr size_t kMaxWeightsPerRun = size_t{32} << 20;
+// A weight reordered per run (SessionOptions::prepack_weights false) takes
+// its size again while its node runs; above this it is read in place, on
+// oneDNN's slower gemm. DeepLabV3-ResNet50's 18 MiB ASPP weights are: 13 MiB
+// off simplify's peak (271 MiB, 1.5x its 151 MiB + 64 is 291), 10% slower.
+constexpr size_t kMaxWeightsPerRun = size_t{16} << 20;
 }  // namespace
 
 struct DnnlConv::State {

@@ -432,9 +432,9 @@ def export(name, out_dir, opset=17):
     dynamic = None
     if spec.dynamic_batch:
         dynamic = {n: {0: "batch"} for n in [spec.input_names[0]] + spec.output_names}
-    for name, axes in spec.dynamic_dims.items():
+    for value, axes in spec.dynamic_dims.items():
         dynamic = dynamic or {}
-        dynamic[name] = {**dynamic.get(name, {}), **axes}
+        dynamic[value] = {**dynamic.get(value, {}), **axes}
     with torch.no_grad():
         outputs = model(*inputs)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)

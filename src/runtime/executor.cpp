@@ -436,9 +436,9 @@ FrameBuffers take_buffers(const GraphPlan& plan, const Frame* parent) {
   FrameBuffers buffers;
   if (parent != nullptr) {
     auto& spare = parent->spare;
-    auto it = std::find_if(spare.begin(), spare.end(), [&](const auto& entry) { return entry.first == &plan; });
+    auto it = std::find_if(spare.begin(), spare.end(), [&](const SpareFrame& entry) { return entry.plan == &plan; });
     if (it != spare.end()) {
-      buffers = std::move(it->second);
+      buffers = std::move(it->buffers);
       spare.erase(it);
     }
   }
@@ -459,8 +459,8 @@ class RunBuffers {
     for (Datum& d : frame_.slots)
       if (!d.empty()) d = Datum();
     results.clear();
-    parent_->spare.emplace_back(
-        &frame_.plan, FrameBuffers{std::move(frame_.slots), std::move(args), std::move(results), std::move(frame_.spare)});
+    parent_->spare.push_back(SpareFrame{
+        &frame_.plan, FrameBuffers{std::move(frame_.slots), std::move(args), std::move(results), std::move(frame_.spare)}});
   }
   RunBuffers(const RunBuffers&) = delete;
   RunBuffers& operator=(const RunBuffers&) = delete;

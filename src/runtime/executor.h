@@ -90,12 +90,17 @@ struct BudgetExceeded : std::runtime_error {
 // emptied, to the frame that ran it, for its next run of the same plan: a
 // Loop's body allocates them once per run of the Loop, not per iteration,
 // and so do the sub-graphs the body runs (they come back with it).
+struct SpareFrame;
 struct FrameBuffers {
   std::vector<Datum> slots;  // every one empty while spare
   std::vector<const Datum*> args;
   std::vector<Datum> results;
   // Those of the sub-graph runs of this frame's steps, while not in use.
-  std::vector<std::pair<const GraphPlan*, FrameBuffers>> spare;
+  std::vector<SpareFrame> spare;
+};
+struct SpareFrame {
+  const GraphPlan* plan;
+  FrameBuffers buffers;
 };
 
 // The values of one run of a plan.
@@ -106,7 +111,7 @@ struct Frame {
   RunControl control;                  // the run's, shared by its sub-graphs' frames
   // FrameBuffers::spare of this run: sub-graphs run on the run's thread, one
   // at a time, so the kernels' const access to the frame may take and give.
-  mutable std::vector<std::pair<const GraphPlan*, FrameBuffers>> spare;
+  mutable std::vector<SpareFrame> spare;
 };
 
 struct PlanContext {

@@ -292,7 +292,8 @@ void report_inference_errors(const std::string& text, const onnx::GraphProto& gr
   // The library names a node by name and op only; unnamed nodes are told
   // apart when their op is unique among them.
   std::multimap<std::pair<std::string, std::string>, int64_t> index_by_name_and_op;
-  for (int i = 0; i < graph.node_size(); ++i) index_by_name_and_op.emplace(std::pair(graph.node(i).name(), graph.node(i).op_type()), i);
+  for (int i = 0; i < graph.node_size(); ++i)
+    index_by_name_and_op.emplace(std::pair(graph.node(i).name(), graph.node(i).op_type()), i);
   size_t start = 0;
   bool any = false;
   while (start < text.size()) {

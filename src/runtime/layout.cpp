@@ -52,8 +52,8 @@ LayoutPlan plan_layout(const std::vector<ir::Node*>& order, const ConstantOf& co
                in >= 0 && (traits.blocked == OpTraits::Blocked::elementwise_unary ||
                            traits.blocked == OpTraits::Blocked::elementwise_binary)) {
       // Padding channels must stay zero, or there must be none.
-      const bool gate = !traits.zero_preserving && in % nn::channel_block() != 0 &&
-                        !gates.count(node->input(0)) && is_gate_of_blocked(*node, in, plan.channels, gates);
+      const bool gate = !traits.zero_preserving && in % nn::channel_block() != 0 && !gates.count(node->input(0)) &&
+                        is_gate_of_blocked(*node, in, plan.channels, gates);
       const bool fits = traits.zero_preserving || in % nn::channel_block() == 0 || gate;
       if (gate) gates.insert(node->output(0));
       const bool operands = traits.blocked == OpTraits::Blocked::elementwise_unary ||

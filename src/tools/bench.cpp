@@ -91,8 +91,8 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
   report.mean_ms = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
   if (report.batch > 0) report.throughput = static_cast<double>(report.batch) * 1000.0 / report.median_ms;
   const std::string held = report.single_thread_runs > 0 ? fmt::format("{} of the {} runs used one thread instead of {}",
-                                                                        report.single_thread_runs, options.runs, report.threads)
-                                                            : "";
+                                                                       report.single_thread_runs, options.runs, report.threads)
+                                                         : "";
   if (report.cpu_wait_ms > kContendedShare * report.mean_ms)
     report.warnings.push_back(fmt::format(
         "other work kept the CPUs busy: this process's threads waited {:.2f} ms per run for a core ({:.0f}% of the mean "
@@ -101,9 +101,10 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
   else if (!held.empty())
     // The waits that made the watch hold them came before (in the warm-up):
     // a thread woken from sleep also waits for a core, on an idle machine too.
-    report.warnings.push_back(fmt::format("{}: the contention watch saw this process's threads wait for a core before "
-                                          "them ({:.2f} ms per run during them); the figures include that",
-                                          held, report.cpu_wait_ms));
+    report.warnings.push_back(
+        fmt::format("{}: the contention watch saw this process's threads wait for a core before "
+                    "them ({:.2f} ms per run during them); the figures include that",
+                    held, report.cpu_wait_ms));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   report.peak_rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;

@@ -118,7 +118,8 @@ g (float[1, 3, 8, 8] x, float[4, 3, 3, 3] w) => (int64[4] s) {
   h = Conv <dilations = [1], kernel_shape = [3, 3]> (x, w)
   s = Shape(h)
 })");
-  EXPECT_CONTAINS(problems(check(conv)), "node #0 (Conv): shape inference: [ShapeInferenceError] Attribute dilations has incorrect size");
+  EXPECT_CONTAINS(problems(check(conv)),
+                  "node #0 (Conv): shape inference: [ShapeInferenceError] Attribute dilations has incorrect size");
 
   // The same inside an If branch, which the checker infers on its own.
   onnx::ModelProto branch = parse_model_text(R"(

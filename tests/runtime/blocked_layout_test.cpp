@@ -225,7 +225,8 @@ TEST(BlockedLayout, SqueezeExcitationGatesOnPartialBlocksStayBlocked) {
     const std::string outputs = gate_returned ? "float[1,12,10,12] y, float[1,20,1,1] g" : "float[1,12,10,12] y";
     auto model = with_weights(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[1,20,10,12] x) => ()" + outputs + R"() {
+g (float[1,20,10,12] x) => ()" + outputs +
+                                  R"() {
   c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
   r1 = Relu(c1)
   p1 = GlobalAveragePool(r1)

@@ -84,8 +84,8 @@ g (float[1,{0},{2},{3}] x, float[1,{1},{4},{5}] r) => (float[1,{1},{4},{5}] y) {
   const Tensor expected = direct_conv(c, x, w, b, r);
   for (auto [blocked_layout, prepack_weights] : {std::pair{true, true}, {false, true}, {true, false}, {false, false}}) {
     SCOPED_TRACE(fmt::format("{}, {}", blocked_layout ? "blocked" : "plain", prepack_weights ? "prepacked" : "per run"));
-    auto session = runtime::Session::create(
-        model, {.threads = 2, .blocked_layout = blocked_layout, .prepack_weights = prepack_weights});
+    auto session =
+        runtime::Session::create(model, {.threads = 2, .blocked_layout = blocked_layout, .prepack_weights = prepack_weights});
     ASSERT_TRUE(session.ok()) << session.error().message();
     auto ours = (*session)->run({{"x", x}, {"r", r}});
     ASSERT_TRUE(ours.ok()) << ours.error().message();

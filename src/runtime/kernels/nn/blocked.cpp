@@ -406,10 +406,9 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
   const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
   if (!conv_can_run_blocked(info.node(), w, b)) return make_error("cannot run in the blocked layout");
   const FusedActivation activation = fused_activation(info);
-  auto engine = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
-                                                b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
-                                                plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked,
-                                                info.options().prepack_weights);
+  auto engine = std::make_shared<DnnlConvCache>(
+      std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
+      plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked, info.options().prepack_weights);
   std::optional<size_t> residual;
   if (activation.add_residual) residual = FusedActivation::kResidualInput;
   // Winograd runs on transformed weights, a copy beside the model's.

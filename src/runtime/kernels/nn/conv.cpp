@@ -250,8 +250,8 @@ Status apply_activation(const FusedActivation& activation, const Tensor* residua
 bool runs_as_frame_products(const ConvParams& p) {
   if (p.window.rank() != 1 || p.group != 1 || p.window.dilations[0] != 1) return false;
   const int64_t s = p.window.strides[0], k = p.window.kernel[0];
-  return s >= 8 && k % s == 0 && p.window.in[0] % s == 0 && p.window.pads_begin[0] % s == 0 &&
-         p.window.pads_end[0] % s == 0 && p.in_channels * (k / s) <= 64;
+  return s >= 8 && k % s == 0 && p.window.in[0] % s == 0 && p.window.pads_begin[0] % s == 0 && p.window.pads_end[0] % s == 0 &&
+         p.in_channels * (k / s) <= 64;
 }
 
 void conv_as_frame_products(const ConvParams& p, const float* x, const float* w, const float* bias, float* y) {

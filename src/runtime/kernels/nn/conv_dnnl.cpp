@@ -168,13 +168,13 @@ struct DnnlConv::State {
   // Set when `weights` is W and the primitive wants another layout: each run
   // reorders W into a buffer of its own (SessionOptions::prepack_weights false).
   std::optional<dnnl::reorder> weights_in_run;
-  dnnl::memory bias;     // empty when there is none
+  dnnl::memory bias;  // empty when there is none
   dnnl::memory::desc src_md, dst_md, scratchpad_md;
   bool binary_residual = false;  // else run() copies the residual into y for a sum post-op
   bool blocked_input = false;
   std::optional<ConvParams> pads_in_run;  // the convolution whose pads run() adds to the input (conv_padding.h)
-  bool swish_after = false;  // run() applies Swish to the output (see make_state)
-  int threads = 1;           // the primitive's, which the Swish pass uses too
+  bool swish_after = false;               // run() applies Swish to the output (see make_state)
+  int threads = 1;                        // the primitive's, which the Swish pass uses too
   // Set when the primitive runs in a staging format (staging_formats): run()
   // reorders the blocked input (and residual) into src_md (dst_md), and the
   // result back. oneDNN's reorders write zeros into the padded channels.
@@ -202,8 +202,8 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
   const void* weights = trimmed.weights.empty() ? w.raw() : trimmed.weights.data();
   // Trimmed weights are a local copy: the primitive needs its own.
   const Weights placement = reorder_weights || !trimmed.weights.empty() ? Weights::reordered_once
-                            : w.nbytes() <= kMaxWeightsPerRun         ? Weights::reordered_per_run
-                                                                      : Weights::in_place;
+                            : w.nbytes() <= kMaxWeightsPerRun           ? Weights::reordered_per_run
+                                                                        : Weights::in_place;
   std::unique_ptr<State> state;
   if (layout == ActivationLayout::blocked && (groups_split_blocks(p) || placement == Weights::in_place)) {
     // oneDNN runs blocked activations on plain weights with its reference

@@ -15,7 +15,7 @@
 namespace dnnl {
 struct engine;
 struct stream;
-}
+}  // namespace dnnl
 
 namespace onnxkit::runtime::nn {
 

@@ -66,21 +66,26 @@ extern "C" void omp_set_num_threads(int threads) noexcept {
 namespace onnxkit {
 namespace {
 
-// Threads created by `runs` more runs of a session that has run twice.
-int threads_created_by_warm_runs(std::shared_ptr<const ir::Model> model, int runs) {
-  auto session = runtime::Session::create(std::move(model), {.threads = 2, .adapt_to_load = false});
+// How far `counter` moves over `runs` more runs of a session that has run twice.
+int counted_over_warm_runs(const std::atomic<int>& counter, std::shared_ptr<const ir::Model> model, int threads, int runs) {
+  auto session = runtime::Session::create(std::move(model), {.threads = threads, .adapt_to_load = false});
   EXPECT_TRUE(session.ok()) << session.error().message();
   if (!session.ok()) return -1;
   auto feeds = tools::prepare_inputs(**session, {.random = true});
   EXPECT_TRUE(feeds.ok()) << feeds.error().message();
   if (!feeds.ok()) return -1;
   for (int i = 0; i < 2; ++i) EXPECT_TRUE((*session)->run(*feeds).ok());
-  const int before = threads_created.load();
+  const int before = counter.load();
   for (int i = 0; i < runs; ++i) {
     auto out = (*session)->run(*feeds);
     EXPECT_TRUE(out.ok()) << out.error().message();
   }
-  return threads_created.load() - before;
+  return counter.load() - before;
+}
+
+// Threads created by `runs` more runs of a session that has run twice.
+int threads_created_by_warm_runs(std::shared_ptr<const ir::Model> model, int runs) {
+  return counted_over_warm_runs(threads_created, std::move(model), 2, runs);
 }
 
 int threads_created_by_warm_runs(const std::string& text) {
@@ -166,19 +171,7 @@ TEST(ThreadCreation, ExportedModels) {
 
 // Parallel regions opened by `runs` more runs of a session that has run twice.
 int regions_opened_by_warm_runs(const std::string& text, int threads, int runs = 3) {
-  auto session = runtime::Session::create(testing::model_from_text(text), {.threads = threads, .adapt_to_load = false});
-  EXPECT_TRUE(session.ok()) << session.error().message();
-  if (!session.ok()) return -1;
-  auto feeds = tools::prepare_inputs(**session, {.random = true});
-  EXPECT_TRUE(feeds.ok()) << feeds.error().message();
-  if (!feeds.ok()) return -1;
-  for (int i = 0; i < 2; ++i) EXPECT_TRUE((*session)->run(*feeds).ok());
-  const int before = regions_opened.load();
-  for (int i = 0; i < runs; ++i) {
-    auto out = (*session)->run(*feeds);
-    EXPECT_TRUE(out.ok()) << out.error().message();
-  }
-  return regions_opened.load() - before;
+  return counted_over_warm_runs(regions_opened, testing::model_from_text(text), threads, runs);
 }
 
 // A region costs about half a microsecond even with one thread or an `if`

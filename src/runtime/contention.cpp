@@ -68,6 +68,11 @@ void ContentionWatch::run_finished(int threads, Clock::duration wall) {
   window_wait_ns_ = -1;  // read again when runs next use their threads
 }
 
+void ContentionWatch::run_discarded() {
+  std::lock_guard lock(mutex_);
+  window_wait_ns_ = -1;  // the next multi-thread run reads the waits afresh
+}
+
 int64_t ContentionWatch::held_runs() const {
   std::lock_guard lock(mutex_);
   return held_runs_;

@@ -40,6 +40,10 @@ class ContentionWatch {
   int threads_for_run(int wanted);
   // A run that used `threads` took `wall`.
   void run_finished(int threads, Clock::duration wall);
+  // A run whose waits say nothing about the machine: a session's first,
+  // which starts OpenMP's threads (a new thread waits for a core until the
+  // scheduler moves it off its parent's: 10-20 ms on an idle 2-core VM).
+  void run_discarded();
 
   // Runs held to one thread so far because the cores were busy.
   int64_t held_runs() const;

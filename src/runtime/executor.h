@@ -53,6 +53,8 @@ struct GraphPlan {
   bool profile = false;
   mutable std::vector<std::atomic<int64_t>> step_nanos;
   mutable std::vector<std::atomic<int64_t>> step_calls;
+  // Whether a session of this plan has run (its first run does one-time work).
+  mutable std::atomic<bool> first_run_done{false};
 };
 
 // The limits of a run and what it has used of them, shared by the frames of

@@ -178,7 +178,12 @@ Result<std::vector<Datum>> Session::run(const NamedValues& feeds, const RunLimit
   omp_set_num_threads(threads);
   const auto start = ContentionWatch::Clock::now();
   auto outputs = run_plan(*plan_, std::move(ordered), nullptr, threads, RunControl(limits));
-  if (options_.adapt_to_load) watch.run_finished(threads, ContentionWatch::Clock::now() - start);
+  if (options_.adapt_to_load) {
+    if (plan_->first_run_done.exchange(true))
+      watch.run_finished(threads, ContentionWatch::Clock::now() - start);
+    else
+      watch.run_discarded();
+  }
   return outputs;
 }
 

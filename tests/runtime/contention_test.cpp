@@ -68,6 +68,19 @@ TEST(ContentionWatch, WaitsAreJudgedOverAWindowNotOneShortRun) {
   EXPECT_EQ(watch.held_runs(), 0);
 }
 
+TEST(ContentionWatch, TheWaitsOfADiscardedRunAreNotJudged) {
+  FakeMachine machine;
+  ContentionWatch watch = machine.watch();
+  // A session's first run: 30 ms, 20 of them waited (what would hold the
+  // next runs if judged, as BusyCoresHold... shows), then clean runs.
+  EXPECT_EQ(watch.threads_for_run(2), 2);
+  machine.now += milliseconds(30);
+  machine.waited_ns += std::chrono::nanoseconds(milliseconds(20)).count();
+  watch.run_discarded();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 2) << i;
+  EXPECT_EQ(watch.held_runs(), 0);
+}
+
 TEST(ContentionWatch, WithoutSchedulerStatisticsNothingIsHeld) {
   ContentionWatch::Clock::time_point now{};
   ContentionWatch watch({.now = [&] { return now; }, .cpu_wait_ns = [] { return int64_t{-1}; }});

@@ -5,9 +5,10 @@ same run:
 - throughput: a 500-tree LightGBM binary classifier (31 leaves a tree,
   grown leaf-wise, so of uneven depth) and a 500-tree XGBoost one (depth
   6, nearly balanced), converted by onnxmltools, run on 10,000 rows; rows/s
-  of each at 1 and 2 threads (median of 3 x --runs runs after a warm-up, onnxkit, onnxkit's
-  plain tree walk and ORT taking turns run by run), and onnxkit / ORT as a
-  ratio (above 1: onnxkit is faster);
+  of each at 1 and 2 threads (median of 3 rounds of the median of --runs
+  runs after a warm-up, each round of each runtime in a process of its
+  own: onnxkit, onnxkit's plain tree walk and ORT taking turns), and
+  onnxkit / ORT as a ratio (above 1: onnxkit is faster);
 - load: a TreeEnsembleRegressor of about 3 million nodes (random full
   trees), session creation time of each from the model file, each load in
   a fresh child process (with a --load-timeout, since ORT has taken
@@ -64,19 +65,40 @@ def xgboost_model(trees, x):
     return convert_xgboost(m, initial_types=[("X", FloatTensorType([None, x.shape[1]]))], target_opset=13)
 
 
-def interleaved_medians(runs, count):
-    """Median seconds of each of `runs` (callables), timed one after the
-    other `count` times after a warm-up, so drift and other processes'
-    load hit them alike."""
-    for run in runs:
-        run()
-    times = [[] for _ in runs]
-    for _ in range(count):
-        for run, t in zip(runs, times):
-            start = time.perf_counter()
-            run()
-            t.append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
+# One runtime's median seconds per run of a model on X, in a process of its
+# own: ORT's intra-op threads spin after each of its runs, which onnxkit's
+# contention watch would rightly see as busy cores if both shared a process.
+THROUGHPUT = """
+import statistics, sys, time
+import numpy as np
+model, xfile, runtime, threads, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+x = np.load(xfile)
+if runtime == "ort":
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.log_severity_level = 3  # not the warning on the converter's label shape [1]
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+else:
+    import onnxkit
+    options = onnxkit.SessionOptions()
+    if runtime == "plain":  # the plain tree walk, the tests' oracle
+        options.graph_optimization_level = onnxkit.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = onnxkit.InferenceSession(model, options, threads=threads)
+session.run(None, {"X": x})
+times = []
+for _ in range(runs):
+    start = time.perf_counter()
+    session.run(None, {"X": x})
+    times.append(time.perf_counter() - start)
+print(statistics.median(times))
+"""
+
+
+def median_seconds(model_path, x_path, runtime, threads, runs):
+    proc = subprocess.run([sys.executable, "-c", THROUGHPUT, model_path, x_path, runtime, str(threads), str(runs)],
+                          capture_output=True, text=True, check=True)
+    return float(proc.stdout.strip().splitlines()[-1])
 
 
 def throughput(args):
@@ -86,57 +108,28 @@ def throughput(args):
 
 
 def throughput_of(name, model, x, args):
-    data = model.SerializeToString()
     nodes = sum(len(a.ints) for n in model.graph.node for a in n.attribute if a.name == "nodes_nodeids")
     print(f"{name}: {args.trees} trees, {nodes} nodes, {len(x)} rows x {x.shape[1]} features")
-    plain_options = onnxkit.SessionOptions()  # the plain tree walk, the tests' oracle
-    plain_options.graph_optimization_level = onnxkit.GraphOptimizationLevel.ORT_DISABLE_ALL
-    for threads in args.threads:
-        ours = onnxkit.InferenceSession(data, threads=threads)
-        plain = onnxkit.InferenceSession(data, plain_options, threads=threads)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.log_severity_level = 3  # not the warning on the converter's label shape [1]
-        theirs = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-        a, b = ours.run(None, {"X": x}), theirs.run(None, {"X": x})
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path, x_path = os.path.join(tmp, "model.onnx"), os.path.join(tmp, "x.npy")
+        onnx.save(model, model_path)
+        np.save(x_path, x)
+        data = model.SerializeToString()
+        a = onnxkit.InferenceSession(data).run(None, {"X": x})
+        quiet = ort.SessionOptions()
+        quiet.log_severity_level = 3  # not the warning on the converter's label shape [1]
+        b = ort.InferenceSession(data, quiet, providers=["CPUExecutionProvider"]).run(None, {"X": x})
         assert (a[0] == b[0]).all() and np.abs(a[1] - b[1]).max() < 1e-5, "outputs differ"
-        s_ours, s_plain, s_ort = interleaved_medians(
-            [lambda s=s: s.run(None, {"X": x}) for s in (ours, plain, theirs)], 3 * args.runs)
-        print(f"  {threads} thread(s): onnxkit {len(x) / s_ours:,.0f} rows/s (plain walk {len(x) / s_plain:,.0f}), "
-              f"ORT {len(x) / s_ort:,.0f} rows/s, onnxkit/ORT {s_ort / s_ours:.2f}x")
+        for threads in args.threads:
+            rounds = {"onnxkit": [], "plain": [], "ort": []}
+            for _ in range(3):  # the three take turns, so drift hits them alike
+                for runtime, times in rounds.items():
+                    times.append(median_seconds(model_path, x_path, runtime, threads, args.runs))
+            s_ours, s_plain, s_ort = (statistics.median(t) for t in rounds.values())
+            print(f"  {threads} thread(s): onnxkit {len(x) / s_ours:,.0f} rows/s (plain walk {len(x) / s_plain:,.0f}), "
+                  f"ORT {len(x) / s_ort:,.0f} rows/s, onnxkit/ORT {s_ort / s_ours:.2f}x")
 
 
-def big_forest(path, target_nodes, depth=10, features=50):
-    """A TreeEnsembleRegressor of full binary trees of `depth`, written to path."""
-    per_tree = 2 ** (depth + 1) - 1
-    trees = max(1, target_nodes // per_tree)
-    rng = np.random.default_rng(1)
-    ids = np.arange(per_tree, dtype=np.int64)
-    leaf = ids >= 2 ** depth - 1
-    tree_ids = np.repeat(np.arange(trees, dtype=np.int64), per_tree)
-    node_ids = np.tile(ids, trees)
-    true_ids = np.tile(np.where(leaf, 0, 2 * ids + 1), trees)
-    false_ids = np.tile(np.where(leaf, 0, 2 * ids + 2), trees)
-    modes = np.tile(np.where(leaf, "LEAF", "BRANCH_LEQ"), trees)
-    feats = rng.integers(0, features, size=trees * per_tree)
-    values = rng.normal(size=trees * per_tree).astype(np.float32)
-    leaf_mask = np.tile(leaf, trees)
-    node = helper.make_node(
-        "TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1,
-        nodes_treeids=tree_ids.tolist(), nodes_nodeids=node_ids.tolist(), nodes_featureids=feats.tolist(),
-        nodes_modes=modes.tolist(), nodes_values=values.tolist(), nodes_truenodeids=true_ids.tolist(),
-        nodes_falsenodeids=false_ids.tolist(), target_treeids=tree_ids[leaf_mask].tolist(),
-        target_nodeids=node_ids[leaf_mask].tolist(), target_ids=[0] * int(leaf_mask.sum()),
-        target_weights=rng.normal(size=int(leaf_mask.sum())).astype(np.float32).tolist())
-    graph = helper.make_graph([node], "forest", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, features])],
-                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 1])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
-    onnx.save(model, path)
-    return trees * per_tree, features
-
-
-# Each load in a fresh process, so neither gains from pages or allocator
-# state a previous load left behind; the time is taken around the session
 # creation only (file read and parse included, interpreter start not).
 LOAD = """
 import sys, time

@@ -13,6 +13,7 @@
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_padding.h"
+#include "runtime/kernels/nn/conv_taps.h"
 #include "runtime/parallel.h"
 
 namespace onnxkit::runtime::nn {
@@ -184,10 +185,54 @@ struct DnnlConv::State {
     dnnl::reorder residual_in;  // empty without add_residual
   };
   std::optional<Staging> staging;
+  // Set when the convolution runs as products per kernel tap (conv_taps.h)
+  // instead of the primitive: run() reorders the input into channels-last
+  // and the result back.
+  struct Taps {
+    std::shared_ptr<const TapProducts> products;  // shared with siblings
+    dnnl::memory::desc x_md, y_md, nhwc_x, nhwc_y;
+    dnnl::reorder x_in, y_out;
+  };
+  std::optional<Taps> taps;
 };
 
 namespace {
 bool runs_reference(const DnnlConv::State& state) { return std::string(state.pd.impl_info_str()).rfind("ref", 0) == 0; }
+
+// Whether the state's kernel multiplies the taps that read padding too:
+// oneDNN's reference and im2col ("x64:gemm:jit") kernels, or any of its kernels on a
+// padded copy of the input. Its direct JIT kernels skip them.
+bool reads_padding(const DnnlConv::State& state) {
+  const std::string impl = state.pd.impl_info_str();
+  return impl.rfind("ref", 0) == 0 || impl.find("gemm:jit") != std::string::npos || state.pads_in_run.has_value();
+}
+
+// The convolution as per-tap products on channels-last copies, when it
+// reads inside its input through at most this share of its taps.
+constexpr double kMostLiveTaps = 0.9;
+
+std::unique_ptr<DnnlConv::State> tap_products_state(const ConvParams& p, const float* w, const Tensor* bias,
+                                                    FusedActivation activation, ActivationLayout layout) {
+  std::unique_ptr<TapProducts> products =
+      TapProducts::create(p, w, bias != nullptr ? bias->data<float>() : nullptr, activation);
+  if (products == nullptr || products->live_share() > kMostLiveTaps) return nullptr;
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const tag blocked = static_cast<tag>(blocked_format());
+  DnnlConv::State::Taps taps;
+  taps.x_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : tag::nchw);
+  taps.y_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? tag::nchw : blocked);
+  taps.nhwc_x = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, tag::nhwc);
+  taps.nhwc_y = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, tag::nhwc);
+  dnnl::engine& engine = cpu_engine();
+  taps.x_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, taps.x_md, engine, taps.nhwc_x));
+  taps.y_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, taps.nhwc_y, engine, taps.y_md));
+  taps.products = std::move(products);
+  auto state = std::make_unique<DnnlConv::State>();
+  state->threads = std::max(1, omp_get_max_threads());
+  state->taps = std::move(taps);
+  return state;
+}
 }  // namespace
 
 DnnlConv::DnnlConv(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -236,6 +281,20 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
         jit->pads_in_run = p;
         state = std::move(jit);
       }
+    }
+  // Without a primitive that skips them, a convolution reading padding
+  // through most of its taps does less work as one product per tap.
+  if (dilated && reads_padding(*state) && placement != Weights::in_place && p.window.rank() == 2) try {
+      if (sibling != nullptr && sibling->state_->taps) {
+        state = std::make_unique<State>();
+        state->threads = std::max(1, omp_get_max_threads());
+        state->taps = sibling->state_->taps;
+      } else if (std::unique_ptr<State> taps =
+                     tap_products_state(p, static_cast<const float*>(weights), bias, activation, layout)) {
+        state = std::move(taps);
+      }
+    } catch (const dnnl::error&) {
+      // no reorder between these layouts: keep the primitive
     }
   return std::unique_ptr<DnnlConv>(new DnnlConv(std::move(state)));
 }
@@ -327,7 +386,7 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     state->primitive = dnnl::convolution_forward(state->pd);
     state->scratchpad_md = state->pd.scratchpad_desc();
 
-    if (sibling != nullptr && sibling->state_->pd.weights_desc() == state->pd.weights_desc()) {
+    if (sibling != nullptr && !sibling->state_->taps && sibling->state_->pd.weights_desc() == state->pd.weights_desc()) {
       state->weights = sibling->state_->weights;  // a handle: the buffer is shared
       state->weights_in_run = sibling->state_->weights_in_run;
       state->bias = sibling->state_->bias;
@@ -395,6 +454,19 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
   try {
     dnnl::engine& engine = cpu_engine();
     dnnl::stream& stream = thread_stream();
+    if (state_->taps) {
+      const State::Taps& taps = *state_->taps;
+      const auto nhwc_x = std::make_unique_for_overwrite<float[]>(taps.nhwc_x.get_size() / sizeof(float));
+      const auto nhwc_y = std::make_unique_for_overwrite<float[]>(taps.nhwc_y.get_size() / sizeof(float));
+      dnnl::memory from(taps.x_md, engine, const_cast<void*>(x.raw())), to(taps.nhwc_x, engine, nhwc_x.get());
+      taps.x_in.execute(stream, from, to);
+      stream.wait();
+      taps.products->run(nhwc_x.get(), nhwc_y.get(), state_->threads);
+      dnnl::memory result(taps.nhwc_y, engine, nhwc_y.get()), into(taps.y_md, engine, y.mutable_raw());
+      taps.y_out.execute(stream, result, into);
+      stream.wait();
+      return {};
+    }
     const void* x_data = x.raw();
     void* y_data = y.mutable_raw();
     std::unique_ptr<float[]> padded, staged_x, staged_y;  // per run: runs may overlap

@@ -2,6 +2,8 @@
 
 #include "runtime/kernels/indexing/indexing.h"
 
+#include <algorithm>
+
 namespace onnxkit::runtime::indexing {
 
 Result<int64_t> existing_axis(int64_t axis, size_t rank) {
@@ -23,6 +25,21 @@ Status wrap_indices(std::vector<int64_t>& indices, int64_t bound, std::string_vi
     if (v < 0) indices[i] = v + bound;
   }
   return {};
+}
+
+Result<WrappedIndices> WrappedIndices::read(const Tensor& t, int64_t bound, std::string_view name, std::string_view what) {
+  WrappedIndices wrapped;
+  if (t.dtype() == DataType::int64) {
+    const int64_t* values = t.data<int64_t>();
+    if (std::all_of(values, values + t.numel(), [bound](int64_t v) { return v >= 0 && v < bound; })) {
+      wrapped.values_ = values;
+      return wrapped;
+    }
+  }
+  ONNXKIT_ASSIGN(wrapped.copy_, read_index_tensor(t, name));
+  ONNXKIT_TRY(wrap_indices(wrapped.copy_, bound, name, what));
+  wrapped.values_ = wrapped.copy_.data();
+  return wrapped;
 }
 
 Result<double> numeric_at(const Tensor& t, int64_t i, std::string_view name) {

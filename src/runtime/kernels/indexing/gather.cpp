@@ -68,8 +68,8 @@ Status gather_elements(KernelContext& ctx, int64_t axis_attr) {
     if (d != a && indices_t->dim(d) > data->dim(d))
       return make_error("indices has shape {}, larger than data's {} on axis {}", shape_to_string(indices_t->shape()),
                         shape_to_string(data->shape()), d);
-  ONNXKIT_ASSIGN(std::vector<int64_t> indices, read_index_tensor(*indices_t, "indices"));
-  ONNXKIT_TRY(wrap_indices(indices, data->dim(a), "indices", fmt::format("data axis {}", axis)));
+  ONNXKIT_ASSIGN(WrappedIndices indices,
+                 WrappedIndices::read(*indices_t, data->dim(a), "indices", fmt::format("data axis {}", axis)));
 
   std::vector<int64_t> strides = contiguous_strides(data->shape());
   const int64_t axis_stride = strides[a];
@@ -79,7 +79,7 @@ Status gather_elements(KernelContext& ctx, int64_t axis_attr) {
     const T* s = data->data<T>();
     T* d = y.mutable_data<T>();
     OffsetWalker walk(indices_t->shape(), strides);
-    for (int64_t p = 0; p < y.numel(); ++p, walk.next()) d[p] = s[walk.offset() + indices[static_cast<size_t>(p)] * axis_stride];
+    for (int64_t p = 0; p < y.numel(); ++p, walk.next()) d[p] = s[walk.offset() + indices[p] * axis_stride];
     return {};
   });
 }

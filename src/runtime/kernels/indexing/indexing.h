@@ -41,6 +41,20 @@ Result<std::vector<int64_t>> read_index_tensor(const Tensor& t, std::string_view
 // bound (`what` says which dim the bound belongs to, e.g. "axis 1").
 Status wrap_indices(std::vector<int64_t>& indices, int64_t bound, std::string_view name, std::string_view what);
 
+// The values of an index tensor wrapped as wrap_indices does, read where
+// they lie when they are int64 and none is negative (a detection head's
+// ScatterElements reads millions of them, which a copy would add to the
+// peak memory), copied otherwise.
+class WrappedIndices {
+ public:
+  static Result<WrappedIndices> read(const Tensor& t, int64_t bound, std::string_view name, std::string_view what);
+  int64_t operator[](int64_t i) const { return values_[i]; }
+
+ private:
+  std::vector<int64_t> copy_;
+  const int64_t* values_ = nullptr;  // the tensor's, or copy_'s (a vector's move keeps its buffer)
+};
+
 // Walks a shape in row-major order while keeping the linear offset of the
 // same multi-index in another layout (strides may be 0 to drop a dim).
 class OffsetWalker {

@@ -172,8 +172,7 @@ Status scatter_elements(KernelContext& ctx, int64_t axis_attr, Reduction reducti
     if (d != a && indices_t.dim(d) > data.dim(d))
       return make_error("indices has shape {}, larger than data's {} on axis {}", shape_to_string(indices_t.shape()),
                         shape_to_string(data.shape()), d);
-  ONNXKIT_ASSIGN(std::vector<int64_t> indices, read_index_tensor(indices_t, "indices"));
-  ONNXKIT_TRY(wrap_indices(indices, data.dim(a), "indices", fmt::format("data axis {}", axis)));
+  ONNXKIT_ASSIGN(WrappedIndices indices, WrappedIndices::read(indices_t, data.dim(a), "indices", fmt::format("data axis {}", axis)));
 
   std::vector<int64_t> strides = contiguous_strides(data.shape());
   const int64_t axis_stride = strides[a];
@@ -181,7 +180,7 @@ Status scatter_elements(KernelContext& ctx, int64_t axis_attr, Reduction reducti
   return scatter_into_copy(ctx, data, updates, reduction, [&](auto op, auto* out, const auto* u) {
     OffsetWalker walk(indices_t.shape(), strides);
     for (int64_t p = 0; p < updates.numel(); ++p, walk.next())
-      op(out[walk.offset() + indices[static_cast<size_t>(p)] * axis_stride], u[p]);
+      op(out[walk.offset() + indices[p] * axis_stride], u[p]);
   });
 }
 

@@ -215,6 +215,24 @@ ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometr
 
 }  // namespace
 
+void WinogradConv::transform_filters() const {
+#if ONNXKIT_WINOGRAD
+  const int64_t depth = depth_, columns = columns_;
+  filters_.assign(static_cast<size_t>(kPoints * depth * columns), 0.0f);
+  const float* g = w_->data<float>();
+  for (int64_t m = 0; m < out_channels_; ++m)
+    for (int64_t c = 0; c < in_channels_; ++c) {
+      double u[kPoints];
+      transform_filter(g + (m * in_channels_ + c) * 9, u);
+      for (int64_t xi = 0; xi < kPoints; ++xi)
+        filters_[static_cast<size_t>(((xi * columns / kPanel + m / kPanel) * depth + c) * kPanel + m % kPanel)] =
+            static_cast<float>(u[xi]);
+    }
+  bias_.assign(static_cast<size_t>(columns), 0.0f);
+  if (bias_in_ != nullptr) std::copy_n(bias_in_->data<float>(), bias_in_->numel(), bias_.begin());
+#endif
+}
+
 WinogradConv::WinogradConv(int64_t in_channels, int64_t out_channels, FusedActivation activation)
     : in_channels_(in_channels),
       out_channels_(out_channels),
@@ -235,19 +253,8 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
     return nullptr;
   if (bias != nullptr && (bias->dtype() != DataType::float32 || bias->numel() != w.dim(0))) return nullptr;
   std::unique_ptr<WinogradConv> conv(new WinogradConv(w.dim(1), w.dim(0), activation));
-  const int64_t depth = conv->depth_, columns = conv->columns_;
-  conv->filters_.assign(static_cast<size_t>(kPoints * depth * columns), 0.0f);
-  const float* g = w.data<float>();
-  for (int64_t m = 0; m < conv->out_channels_; ++m)
-    for (int64_t c = 0; c < conv->in_channels_; ++c) {
-      double u[kPoints];
-      transform_filter(g + (m * conv->in_channels_ + c) * 9, u);
-      for (int64_t xi = 0; xi < kPoints; ++xi)
-        conv->filters_[static_cast<size_t>(((xi * columns / kPanel + m / kPanel) * depth + c) * kPanel + m % kPanel)] =
-            static_cast<float>(u[xi]);
-    }
-  conv->bias_.assign(static_cast<size_t>(columns), 0.0f);
-  if (bias != nullptr) std::copy_n(bias->data<float>(), bias->numel(), conv->bias_.begin());
+  conv->w_ = std::make_shared<const Tensor>(w);  // shares w's storage
+  if (bias != nullptr) conv->bias_in_ = std::make_shared<const Tensor>(*bias);
   return conv;
 #else
   (void)attrs, (void)w, (void)bias, (void)activation;
@@ -282,6 +289,7 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
                       shape_to_string(y_shape), to_string(x.dtype()), shape_to_string(x.shape()), to_string(y.dtype()),
                       shape_to_string(y.shape()));
   ONNXKIT_TRY(check_residual(residual, y));
+  std::call_once(filters_transformed_, [this] { transform_filters(); });
   Geometry g{.h = win.in[0],
              .w = win.in[1],
              .oh = win.out[0],

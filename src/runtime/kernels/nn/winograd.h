@@ -6,11 +6,13 @@
 // the filter are transformed into 16 points, where the convolution becomes
 // 16 independent matrix products [tiles x C] * [C x M]: 16 multiplies per
 // tile and channel pair instead of the 36 of the direct sum, at the cost of
-// adds in the transforms. The filters are transformed once, when the
-// session is built. Machines without AVX2 and FMA keep oneDNN's direct
+// adds in the transforms. The filters are transformed once, by the first
+// run (a model's small maps may never pay off, and most 3x3s of a detection
+// head never run here). Machines without AVX2 and FMA keep oneDNN's direct
 // convolution (the caller's path).
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "runtime/kernels/nn/conv.h"
@@ -37,6 +39,7 @@ class WinogradConv {
 
  private:
   WinogradConv(int64_t in_channels, int64_t out_channels, FusedActivation activation);
+  void transform_filters() const;  // from w_ and bias_in_ into filters_ and bias_
 
   int64_t in_channels_, out_channels_;
   int64_t depth_;    // input channels padded to whole AVX registers (8)
@@ -45,8 +48,10 @@ class WinogradConv {
   // The transformed filters as 16 matrices [depth x columns], each stored as
   // panels of 16 columns: element (c, m) of point xi at
   // ((xi * columns / 16 + m / 16) * depth + c) * 16 + m % 16. Zero where padded.
-  std::vector<float> filters_;
-  std::vector<float> bias_;  // columns_ values, zero where padded
+  mutable std::vector<float> filters_;
+  mutable std::vector<float> bias_;  // columns_ values, zero where padded
+  mutable std::once_flag filters_transformed_;
+  std::shared_ptr<const Tensor> w_, bias_in_;  // the model's, until the filters are transformed
 };
 
 }  // namespace onnxkit::runtime::nn

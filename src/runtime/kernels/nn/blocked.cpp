@@ -41,7 +41,7 @@ Status check_plain_activation(const Tensor& x, int64_t channels) {
 
 class BlockedConv final : public Kernel {
  public:
-  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine, std::unique_ptr<WinogradConv> winograd,
+  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine, std::shared_ptr<const WinogradConv> winograd,
               bool plain_input, std::optional<size_t> residual_input)
       : attrs_(std::move(attrs)),
         w_shape_(std::move(w_shape)),
@@ -109,7 +109,7 @@ class BlockedConv final : public Kernel {
   ConvAttributes attrs_;
   Shape w_shape_;
   std::shared_ptr<DnnlConvCache> engine_;
-  std::unique_ptr<WinogradConv> winograd_;  // null where it does not apply
+  std::shared_ptr<const WinogradConv> winograd_;  // null where it does not apply
   int64_t in_channels_;
   bool plain_input_;
   std::optional<size_t> residual_input_;  // see FusedActivation::add_residual
@@ -406,14 +406,13 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
   const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
   if (!conv_can_run_blocked(info.node(), w, b)) return make_error("cannot run in the blocked layout");
   const FusedActivation activation = fused_activation(info);
-  auto engine = std::make_shared<DnnlConvCache>(
-      std::make_shared<const Tensor>(*w), b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
-      plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked, info.options().prepack_weights);
+  auto engine = DnnlConvCache::shared(*w, b, activation, plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked,
+                                      info.options().prepack_weights);
   std::optional<size_t> residual;
   if (activation.add_residual) residual = FusedActivation::kResidualInput;
   // Winograd runs on transformed weights, a copy beside the model's.
-  std::unique_ptr<WinogradConv> winograd =
-      plain_input || !info.options().prepack_weights ? nullptr : WinogradConv::create(attrs, *w, b, activation);
+  std::shared_ptr<const WinogradConv> winograd =
+      plain_input || !info.options().prepack_weights ? nullptr : WinogradConv::shared(attrs, *w, b, activation);
   return std::unique_ptr<Kernel>(
       std::make_unique<BlockedConv>(attrs, w->shape(), engine, std::move(winograd), plain_input, residual));
 }

@@ -293,9 +293,7 @@ KernelFactory conv_kernel() {
     std::shared_ptr<DnnlConvCache> dnnl;
     const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
     if (w != nullptr && w->dtype() == DataType::float32 && (!info.has_input(2) || b != nullptr))
-      dnnl = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(*w),
-                                             b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
-                                             ActivationLayout::plain, info.options().prepack_weights);
+      dnnl = DnnlConvCache::shared(*w, b, activation, ActivationLayout::plain, info.options().prepack_weights);
     std::optional<size_t> residual_input;
     if (activation.add_residual) residual_input = FusedActivation::kResidualInput;
     return ComputeFn([attrs, fixed, dnnl, activation, residual_input](KernelContext& ctx) -> Status {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "runtime/kernels/fast_math.h"
@@ -522,6 +523,23 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
   return {};
 }
 
+std::shared_ptr<DnnlConvCache> DnnlConvCache::shared(const Tensor& w, const Tensor* bias, FusedActivation activation,
+                                                     ActivationLayout layout, bool reorder_weights) {
+  // By the weights' address: while a cache holds them, no other tensor has it.
+  using Key = std::tuple<const void*, Shape, const void*, decltype(activation.fields()), ActivationLayout, bool>;
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<DnnlConvCache>> caches;
+  const Key key{w.raw(), w.shape(), bias != nullptr ? bias->raw() : nullptr, activation.fields(), layout, reorder_weights};
+  std::lock_guard lock(mutex);
+  if (std::shared_ptr<DnnlConvCache> made = caches[key].lock()) return made;
+  std::erase_if(caches, [](const auto& entry) { return entry.second.expired(); });
+  auto made = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(w),
+                                              bias != nullptr ? std::make_shared<const Tensor>(*bias) : nullptr, activation,
+                                              layout, reorder_weights);
+  caches[key] = made;
+  return made;
+}
+
 std::shared_ptr<const DnnlConv> DnnlConvCache::get(const ConvParams& p) {
   const Shape x = p.x_shape();
   const double macs = static_cast<double>(shape_size(p.y_shape())) * static_cast<double>(shape_size(p.w_shape())) /
@@ -531,9 +549,11 @@ std::shared_ptr<const DnnlConv> DnnlConvCache::get(const ConvParams& p) {
   auto it = cache_.find({x, threads});
   if (it != cache_.end()) return it->second;
   if (cache_.size() >= kMaxShapes) return nullptr;
+  // Another primitive's reordered weights, where its layout for them is
+  // this one's: likeliest for the same input shape.
   const DnnlConv* sibling = nullptr;
   for (const auto& [key, made] : cache_)
-    if (key.first == x && made != nullptr) sibling = made.get();
+    if (made != nullptr && (sibling == nullptr || key.first == x)) sibling = made.get();
   const ThreadLimit limit(threads);
   std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling, reorder_weights_);
   cache_.emplace(std::make_pair(x, threads), conv);

@@ -91,11 +91,18 @@ class DnnlConvCache {
                 ActivationLayout layout, bool reorder_weights = true)
       : w_(std::move(w)), bias_(std::move(bias)), activation_(activation), layout_(layout), reorder_weights_(reorder_weights) {}
 
+  // One cache for every node that reads these weights with these settings
+  // (the nodes of a module applied to several inputs: an RPN head over each
+  // FPN level), so that they share the reordered weights. It lives while a
+  // node holds it.
+  static std::shared_ptr<DnnlConvCache> shared(const Tensor& w, const Tensor* bias, FusedActivation activation,
+                                               ActivationLayout layout, bool reorder_weights);
+
   // The primitive for `p`, or null when oneDNN cannot run it.
   std::shared_ptr<const DnnlConv> get(const ConvParams& p);
 
  private:
-  static constexpr size_t kMaxShapes = 16;
+  static constexpr size_t kMaxShapes = 32;  // (input shape, threads) pairs, of all the nodes sharing it
   std::shared_ptr<const Tensor> w_, bias_;
   FusedActivation activation_;
   ActivationLayout layout_;

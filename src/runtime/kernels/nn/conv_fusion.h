@@ -9,6 +9,7 @@
 // Conv kernels (conv.cpp, blocked.cpp) read them with fused_activation.
 
 #include <cmath>
+#include <tuple>
 #include <cstddef>
 #include <unordered_set>
 #include <vector>
@@ -32,6 +33,8 @@ struct FusedActivation {
   float min = 0, max = 0;     // clip's
   float alpha = 0, beta = 0;  // hard_sigmoid's
   bool add_residual = false;
+  // Everything above, to compare or order activations by.
+  auto fields() const { return std::tuple(kind, min, max, alpha, beta, add_residual); }
   // In the element's own precision; NaN goes through.
   template <class T> T apply(T v) const {
     switch (kind) {

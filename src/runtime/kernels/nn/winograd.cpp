@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
@@ -260,6 +262,21 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
   (void)attrs, (void)w, (void)bias, (void)activation;
   return nullptr;
 #endif
+}
+
+std::shared_ptr<const WinogradConv> WinogradConv::shared(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
+                                                         FusedActivation activation) {
+  std::shared_ptr<const WinogradConv> made = create(attrs, w, bias, activation);
+  if (made == nullptr) return nullptr;  // the attributes rule it out: nothing to share
+  using Key = std::tuple<const void*, Shape, const void*, decltype(activation.fields())>;
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<const WinogradConv>> convs;
+  const Key key{w.raw(), w.shape(), bias != nullptr ? bias->raw() : nullptr, activation.fields()};
+  std::lock_guard lock(mutex);
+  if (std::shared_ptr<const WinogradConv> existing = convs[key].lock()) return existing;
+  std::erase_if(convs, [](const auto& entry) { return entry.second.expired(); });
+  convs[key] = made;
+  return made;
 }
 
 bool WinogradConv::pays_off(const ConvParams& p) const {

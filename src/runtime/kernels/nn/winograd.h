@@ -25,6 +25,11 @@ class WinogradConv {
   // dilation 1, one group, float32 weights, on a CPU with AVX2 and FMA.
   static std::unique_ptr<WinogradConv> create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                               FusedActivation activation);
+  // As create, but one for every node that reads these weights and bias with
+  // this activation (DnnlConvCache::shared's reason), living while a node
+  // holds it.
+  static std::shared_ptr<const WinogradConv> shared(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
+                                                    FusedActivation activation);
 
   // Whether the input of `p` has enough tiles (two register tiles' worth; where
   // blocks are 16 channels, four and more than one block of channels) for

@@ -23,7 +23,7 @@ using testing::run_node;
 using testing::try_run_node;
 
 TEST(Elementwise, AddBroadcastsEveryLayout) {
-  // [2,3] + [3], [2,1] + [1,3], scalar + [2,3]: computed by hand.
+  // [2,3] + [3], [2,1] + [1,3], scalar and [2,3] either way: computed by hand.
   auto a = Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   auto row = Tensor::from<float>({3}, {10, 20, 30});
   auto out = run_node({.op_type = "Add", .inputs = {{"a", a}, {"b", row}}});
@@ -37,6 +37,11 @@ TEST(Elementwise, AddBroadcastsEveryLayout) {
   auto scalar = Tensor::from<float>({}, {0.5f});
   out = run_node({.op_type = "Sub", .inputs = {{"a", scalar}, {"b", a}}});
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {-0.5f, -1.5f, -2.5f, -3.5f, -4.5f, -5.5f}));
+  out = run_node({.op_type = "Sub", .inputs = {{"a", a}, {"b", scalar}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f}));
+  auto one = Tensor::from<float>({1, 1}, {2.0f});  // a single value of rank 2
+  out = run_node({.op_type = "Div", .inputs = {{"a", a}, {"b", one}}});
+  expect_tensor_near(out[0].tensor(), Tensor::from<float>({2, 3}, {0.5f, 1, 1.5f, 2, 2.5f, 3}));
 }
 
 TEST(Elementwise, LargeBroadcastSplitsAcrossThreadsIdentically) {

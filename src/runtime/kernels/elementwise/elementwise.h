@@ -124,6 +124,22 @@ template <class A, class B, class Out, class F> void map_binary(const Tensor& a,
     });
     return;
   }
+  // One operand a single value (x + eps): as a trailing block it would be
+  // a loop of one element per row.
+  if (na == n && nb == 1) {
+    const CB y = CB(pb[0]);
+    parallel_ranges(n, worth_threads, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) po[i] = static_cast<Out>(f(CA(pa[i]), y));
+    });
+    return;
+  }
+  if (nb == n && na == 1) {
+    const CA x = CA(pa[0]);
+    parallel_ranges(n, worth_threads, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) po[i] = static_cast<Out>(f(x, CB(pb[i])));
+    });
+    return;
+  }
   if (na == n && nb > 0 && is_trailing_block(b.shape(), out.shape())) {
     parallel_ranges(n / nb, worth_threads, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {

@@ -123,34 +123,45 @@ TEST(ConvTaps, OnlyPlainTwoDimensionalConvolutions) {
   EXPECT_EQ(TapProducts::create(params_of(kCases[3]), w.data(), nullptr, {.add_residual = true}), nullptr);
 }
 
-TEST(ConvTaps, DnnlConvGivesTheConvolutionInEveryLayout) {
-  // Whichever engine DnnlConv picks (the per-tap products under AVX2), the
-  // plain layout's result is the convolution's.
-  const TapCase t = kCases[0];
+// DnnlConv's result for case `t` in the plain layout, as [N, OH, OW, M].
+std::vector<float> dnnl_conv_nhwc(const TapCase& t, const DnnlConv& conv, const std::vector<float>& x_nhwc) {
   const ConvParams p = params_of(t);
-  const std::vector<float> x_nhwc = normal_values(t.batch * t.h * t.w * t.c, 4);
-  const std::vector<float> w = normal_values(t.m * t.c * 9, 5), bias = normal_values(t.m, 6);
-  const std::vector<float> want = direct_conv_nhwc(t, p, x_nhwc, w, bias);
-  Tensor wt(DataType::float32, p.w_shape()), bt(DataType::float32, {t.m}), x(DataType::float32, p.x_shape());
-  std::copy(w.begin(), w.end(), wt.mutable_data<float>());
-  std::copy(bias.begin(), bias.end(), bt.mutable_data<float>());
+  Tensor x(DataType::float32, p.x_shape()), y(DataType::float32, p.y_shape());
   for (int64_t n = 0; n < t.batch; ++n)
     for (int64_t c = 0; c < t.c; ++c)
       for (int64_t i = 0; i < t.h * t.w; ++i)
         x.mutable_data<float>()[(n * t.c + c) * t.h * t.w + i] = x_nhwc[static_cast<size_t>((n * t.h * t.w + i) * t.c + c)];
+  EXPECT_TRUE(conv.run(x, y).ok());
+  const int64_t pixels = p.window.out[0] * p.window.out[1];
+  std::vector<float> nhwc(static_cast<size_t>(y.numel()));
+  for (int64_t n = 0; n < t.batch; ++n)
+    for (int64_t m = 0; m < t.m; ++m)
+      for (int64_t i = 0; i < pixels; ++i)
+        nhwc[static_cast<size_t>((n * pixels + i) * t.m + m)] = y.data<float>()[(n * t.m + m) * pixels + i];
+  return nhwc;
+}
+
+TEST(ConvTaps, DnnlConvGivesTheConvolution) {
+  // Whichever engine DnnlConv picks (the per-tap products under AVX2), the
+  // result is the convolution's, with weights prepacked or not, and for a
+  // second input shape made beside the first (which may lend it weights).
+  TapCase t = kCases[0], smaller = kCases[0];
+  smaller.h = 10;
+  smaller.w = 13;
+  const std::vector<float> w = normal_values(t.m * t.c * 9, 5), bias = normal_values(t.m, 6);
+  Tensor wt(DataType::float32, params_of(t).w_shape()), bt(DataType::float32, {t.m});
+  std::copy(w.begin(), w.end(), wt.mutable_data<float>());
+  std::copy(bias.begin(), bias.end(), bt.mutable_data<float>());
   for (bool prepacked : {true, false}) {
-    const auto conv =
-        DnnlConv::create(p, wt, &bt, {.kind = FusedActivation::Kind::relu}, ActivationLayout::plain, nullptr, prepacked);
-    ASSERT_NE(conv, nullptr);
-    Tensor y(DataType::float32, p.y_shape());
-    ASSERT_TRUE(conv->run(x, y).ok());
-    std::vector<float> got_nhwc(want.size());
-    const int64_t pixels = p.window.out[0] * p.window.out[1];
-    for (int64_t n = 0; n < t.batch; ++n)
-      for (int64_t m = 0; m < t.m; ++m)
-        for (int64_t i = 0; i < pixels; ++i)
-          got_nhwc[static_cast<size_t>((n * pixels + i) * t.m + m)] = y.data<float>()[(n * t.m + m) * pixels + i];
-    expect_near_all(got_nhwc, want);
+    DnnlConvCache cache(std::make_shared<const Tensor>(wt), std::make_shared<const Tensor>(bt),
+                        {.kind = FusedActivation::Kind::relu}, ActivationLayout::plain, prepacked);
+    for (const TapCase& c : {t, smaller}) {
+      const std::vector<float> x = normal_values(c.batch * c.h * c.w * c.c, 4);
+      const auto conv = cache.get(params_of(c));
+      ASSERT_NE(conv, nullptr);
+      SCOPED_TRACE(testing::Message() << c.h << "x" << c.w << (prepacked ? ", prepacked" : ""));
+      expect_near_all(dnnl_conv_nhwc(c, *conv, x), direct_conv_nhwc(c, params_of(c), x, w, bias));
+    }
   }
 }
 

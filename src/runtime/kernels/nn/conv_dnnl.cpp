@@ -201,8 +201,8 @@ namespace {
 bool runs_reference(const DnnlConv::State& state) { return std::string(state.pd.impl_info_str()).rfind("ref", 0) == 0; }
 
 // Whether the state's kernel multiplies the taps that read padding too:
-// oneDNN's reference and im2col ("x64:gemm:jit") kernels, or any of its kernels on a
-// padded copy of the input. Its direct JIT kernels skip them.
+// oneDNN's reference and im2col ("x64:gemm:jit") kernels, or any of its
+// kernels on a padded copy of the input. Its direct JIT kernels skip them.
 bool reads_padding(const DnnlConv::State& state) {
   const std::string impl = state.pd.impl_info_str();
   return impl.rfind("ref", 0) == 0 || impl.find("gemm:jit") != std::string::npos || state.pads_in_run.has_value();
@@ -285,8 +285,10 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
     }
   // Without a primitive that skips them, a convolution reading padding
   // through most of its taps does less work as one product per tap.
-  if (dilated && reads_padding(*state) && placement != Weights::in_place && p.window.rank() == 2) try {
-      if (sibling != nullptr && sibling->state_->taps) {
+  // The products keep their own copy of the weights: not for sessions that
+  // keep none (SessionOptions::prepack_weights false).
+  if (dilated && reads_padding(*state) && placement == Weights::reordered_once && p.window.rank() == 2) try {
+      if (sibling != nullptr && sibling->state_->taps && sibling->state_->taps->x_md.dims() == dims_of(p.x_shape())) {
         state = std::make_unique<State>();
         state->threads = std::max(1, omp_get_max_threads());
         state->taps = sibling->state_->taps;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string_view>
 
@@ -54,9 +55,10 @@ size_t count_steps(const runtime::Session& session, std::string_view op) {
 }
 
 // The model run blocked and plain, both with fusions (runtime/fusion.h and
-// the Conv fusions of executor.cpp), against the plain unfused run.
+// the Conv fusions of executor.cpp), against the plain unfused run. Plain,
+// `fused_when_plain` nodes are fused if given, else as many as blocked.
 void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, const Tensor& x, size_t expected_to_blocked,
-                                 size_t expected_fused_into_conv) {
+                                 size_t expected_fused_into_conv, std::optional<size_t> fused_when_plain = std::nullopt) {
   ASSERT_NE(model, nullptr);
   auto reference_session = runtime::Session::create(model, {.threads = 2, .blocked_layout = false, .fuse = false});
   ASSERT_TRUE(reference_session.ok()) << reference_session.error().message();
@@ -73,7 +75,8 @@ void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, 
       SCOPED_TRACE((*session)->outputs()[i].name);
       testing::expect_tensor_near((*ours)[i].tensor(), (*reference)[i].tensor(), 1e-5, 1e-5);
     }
-    EXPECT_EQ(count_steps(**session, "(fused into Conv)"), expected_fused_into_conv);
+    EXPECT_EQ(count_steps(**session, "(fused into Conv)"),
+              blocked_layout ? expected_fused_into_conv : fused_when_plain.value_or(expected_fused_into_conv));
     // The blocked session did run blocked: it reordered back to plain at the edges.
     EXPECT_EQ(count_steps(**session, "ToPlain") > 0, blocked_layout);
     EXPECT_EQ(count_steps(**session, "ToBlocked"), blocked_layout ? expected_to_blocked : 0);
@@ -176,6 +179,52 @@ g (float[1,16,11,12] x) => (float[1,10,5,6] y) {
   for (auto [h, w] : {std::pair{0, 0}, std::pair{3, 5}, std::pair{6, 9}, std::pair{8, 2}})
     x.mutable_data<float>()[h * 12 + w] = std::numeric_limits<float>::quiet_NaN();
   expect_blocked_equals_plain(model, x, 1, 0);
+}
+
+// DenseNet's pre-activation BatchNormalization -> ReLU and Inception's
+// Pad -> AveragePool stay blocked, on 20 channels (partial blocks of 16 and
+// of 8): the BN's zero scale and shift in the padded channels keep them
+// zero, and the Clip after the second BN is applied by it. A Pad with a
+// value other than zero runs plain. Were the BNs or the Pads plain, a
+// ToBlocked would come back before c2 and nothing would fuse into the BNs.
+TEST(BlockedLayout, BatchNormsWithTheirActivationsAndZeroPadsStayBlocked) {
+  std::string var;  // a positive variance per channel
+  for (int c = 0; c < 20; ++c) var += (c > 0 ? ", " : "") + std::to_string(0.2 + 0.1 * c);
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,20,9,9] x) => (float[1,20,5,5] y, float[1,20,9,9] z, float[1,20,11,11] q, float[1,20,11,11] pv) {
+  v = Constant <value = float[20] {)" + var + R"(}> ()
+  c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
+  n1 = BatchNormalization <epsilon = 0.01> (c1, s1, t1, m1, v)
+  r1 = Relu(n1)
+  pads = Constant <value = int64[8] {0, 0, 1, 1, 0, 0, 1, 1}> ()
+  none = Constant <value = int64[8] {0, 0, 0, 0, 0, 0, 0, 0}> ()
+  zero = Constant <value = float {0}> ()
+  one = Constant <value = float {1}> ()
+  p = Pad(r1, pads, zero)
+  a = AveragePool <kernel_shape = [3,3], strides = [2,2]> (p)
+  c2 = Conv <kernel_shape = [1,1]> (a, w2)
+  y = Sigmoid(c2)
+  n2 = BatchNormalization(c1, s2, t2, m2, v)
+  lo = Constant <value = float {-0.5}> ()
+  hi = Constant <value = float {0.7}> ()
+  k = Clip(n2, lo, hi)
+  u = Pad(k, none)
+  z = Mul(u, c1)
+  q = Pad(c1, pads)
+  pv = Pad(c1, pads, one)
+})",
+                            {{"w1", {20, 20, 1, 1}},
+                             {"b1", {20}},
+                             {"s1", {20}},
+                             {"t1", {20}},
+                             {"m1", {20}},
+                             {"w2", {20, 20, 1, 1}},
+                             {"s2", {20}},
+                             {"t2", {20}},
+                             {"m2", {20}}});
+  // Relu into n1, Clip into n2 and Sigmoid into c2; only the last plain.
+  expect_blocked_equals_plain(model, random_tensor({1, 20, 9, 9}, 9), 1, 3, 1);
 }
 
 TEST(BlockedLayout, ConvsWriteIntoTheirConcatInPlaceAndTheRestIsCopied) {

@@ -233,13 +233,16 @@ Status center_crop_pad(KernelContext& ctx, const std::vector<int64_t>& axes_attr
 }  // namespace
 
 void register_pad(KernelRegistry& r) {
+  // Zero padding of H and W runs on blocked activations too (kernels/nn/blocked.h).
+  const OpTraits kBlockedPad{.blocked = OpTraits::Blocked::own_kernel};
   r.add("", "Pad", 2, 10, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           if (!info.has_attr("pads")) return make_error("attribute 'pads' is required");
           std::vector<int64_t> pads = info.attr_ints("pads");
           ONNXKIT_ASSIGN(PadMode mode, parse_pad_mode(info.attr_string("mode", "constant"), info.opset()));
           float value = info.attr_float("value", 0.0f);
           return ComputeFn([=](KernelContext& ctx) { return pad_from_attributes(ctx, pads, mode, value); });
-        }));
+        }),
+        kBlockedPad);
   // 11: pads and constant_value become inputs; 18: axes input; 19: wrap mode.
   auto from_inputs = [](bool takes_axes) {
     return make_kernel([takes_axes](const KernelInfo& info) -> Result<ComputeFn> {
@@ -247,9 +250,9 @@ void register_pad(KernelRegistry& r) {
       return ComputeFn([=](KernelContext& ctx) { return pad_from_inputs(ctx, mode, takes_axes); });
     });
   };
-  r.add("", "Pad", 11, 17, from_inputs(false));
-  r.add("", "Pad", 18, 18, from_inputs(true));
-  r.add("", "Pad", 19, kLatestOpset, from_inputs(true));
+  r.add("", "Pad", 11, 17, from_inputs(false), kBlockedPad);
+  r.add("", "Pad", 18, 18, from_inputs(true), kBlockedPad);
+  r.add("", "Pad", 19, kLatestOpset, from_inputs(true), kBlockedPad);
 
   r.add("", "CenterCropPad", 18, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           bool has_axes = info.has_attr("axes");

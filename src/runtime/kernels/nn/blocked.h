@@ -34,11 +34,13 @@ RegionEntry region_entry(const ir::Node& node, const ConstantOf& constant);
 
 // The blocked layout's plan (runtime/layout.h) and the session ask the ops
 // with blocked kernels of their own (OpTraits::Blocked::own_kernel: Conv,
-// the pools, Concat) through these, so neither names them.
+// the pools, Concat, BatchNormalization) through these, so neither names them.
 using ChannelsOf = std::function<int64_t(const ir::Value*)>;  // C of a blocked value, -1 for a plain one
 // C of the node's output when it runs blocked, else -1. A Conv (2-D, float32,
 // constant weights and bias, any grouping) may start a region from a plain
-// input; a pool or a Concat of whole blocks along channels only joins one.
+// input; a pool, an inference BatchNormalization with constant statistics
+// (the activation fused after it applies) or a Concat of whole blocks along
+// channels only joins one.
 int64_t blocked_output_channels(const ir::Node& node, const ChannelsOf& channels_of, const ConstantOf& constant);
 // The inputs it reads blocked: all of a Concat's, X alone of the others.
 std::vector<size_t> blocked_activation_inputs(const ir::Node& node);

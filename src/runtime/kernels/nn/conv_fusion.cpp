@@ -86,8 +86,17 @@ ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t o
   ProducerFusions f;
   f.kind = "(fused into Conv)";
   for (const ir::Node* conv : order) {
-    if (!conv->is_onnx_op("Conv")) continue;
     FusedActivation activation;
+    // A blocked BatchNormalization (blocked.h) applies the activation after
+    // it too: DenseNet's BN -> ReLU before each conv.
+    if (conv->is_onnx_op("BatchNormalization") && blocked.count(conv)) {
+      if (const ir::Node* after = activation_after(conv, opset, constant_of, is_returned, activation)) {
+        f.pass_through[after] = 0;
+        f.producers[conv] = {activation, 0, {}};
+      }
+      continue;
+    }
+    if (!conv->is_onnx_op("Conv")) continue;
     if (const ir::Node* after = activation_after(conv, opset, constant_of, is_returned, activation)) {
       f.pass_through[after] = 0;
       f.producers[conv] = {activation, 0, {}};

@@ -5,8 +5,10 @@
 // gates); Conv -> Sigmoid -> Mul(the Conv's output) (SiLU, as torch exports
 // it: the Conv's output read by both); and Conv -> Add(residual) [-> Relu or
 // Clip] when the residual has the Conv's shape and is computed before it
-// (ResNet's blocks). The session finds these with find_conv_fusions; the
-// Conv kernels (conv.cpp, blocked.cpp) read them with fused_activation.
+// (ResNet's blocks). A BatchNormalization that runs blocked takes over the
+// activation after it as well. The session finds these with
+// find_conv_fusions; the kernels (conv.cpp, blocked.cpp) read them with
+// fused_activation.
 
 #include <cmath>
 #include <tuple>

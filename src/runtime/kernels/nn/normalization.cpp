@@ -553,7 +553,8 @@ KernelFactory lp_norm_kernel() {
 void register_normalization(KernelRegistry& r) {
   // One BatchNormalization kernel reads the attributes each version has
   // (is_test before 7, spatial before 9, training_mode from 14).
-  r.add("", "BatchNormalization", 1, kLatestOpset, batch_norm_kernel());
+  r.add("", "BatchNormalization", 1, kLatestOpset, batch_norm_kernel(),
+        {.blocked = OpTraits::Blocked::own_kernel});  // inference on blocked activations: blocked.h
   r.add("", "InstanceNormalization", 1, kLatestOpset, instance_norm_kernel());
   r.add("", "LayerNormalization", 17, kLatestOpset, layer_norm_kernel(/*residual=*/false));
   r.add("", "RMSNormalization", 23, kLatestOpset, rms_norm_kernel());

@@ -264,6 +264,42 @@ g (float[N,16,8,8] x) => (float[N,80,8,8] cat1, float[N,64,8,8] cat2, float[N,32
   }
 }
 
+TEST(BlockedLayout, ConcatsThatExtendTheOneBeforeShareItsBuffer) {
+  // DenseNet's pattern at batch 1: k2, k3 and k4 each begin with all of the
+  // Concat before's inputs, so the four share one buffer (k1's output is its
+  // first blocks), into which the MaxPool m and the Convs f1, f2, f3 write;
+  // t reads k2 after f3 has written beyond it. `side`, longer than k4 but
+  // not beginning with its inputs, gets a buffer of its own and copies: in
+  // k4's it would overwrite f2 before y reads it.
+  // At batch 2 every input is copied.
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,16,8,8] x) => (float[N,64,4,4] y, float[N,80,8,8] side, float[N,16,8,8] t) {
+  c0 = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (x, w0, b0)
+  m = MaxPool <kernel_shape = [3,3], pads = [1,1,1,1]> (c0)
+  k1 = Concat <axis = 1> (m)
+  f1 = Conv <kernel_shape = [1,1]> (k1, w1)
+  k2 = Concat <axis = 1> (m, f1)
+  f2 = Conv <kernel_shape = [1,1]> (k2, w2)
+  k3 = Concat <axis = 1> (m, f1, f2)
+  f3 = Conv <kernel_shape = [1,1]> (k3, w3)
+  k4 = Concat <axis = 1> (m, f1, f2, f3)
+  t = Conv <kernel_shape = [1,1]> (k2, wt)
+  side = Concat <axis = 1> (m, f1, f3, f2, f1)
+  y = AveragePool <kernel_shape = [2,2], strides = [2,2]> (k4)
+})",
+                            {{"w0", {16, 16, 3, 3}},
+                             {"b0", {16}},
+                             {"w1", {16, 16, 1, 1}},
+                             {"w2", {16, 32, 1, 1}},
+                             {"w3", {16, 48, 1, 1}},
+                             {"wt", {16, 32, 1, 1}}});
+  for (int64_t batch : {1, 2}) {
+    SCOPED_TRACE(batch);
+    expect_blocked_equals_plain(model, random_tensor({batch, 16, 8, 8}, 10), 1, 0);
+  }
+}
+
 // Squeeze-excitation on 20 channels (partial blocks of 16 and of 8): the
 // HardSigmoid and Sigmoid gates leave 1/2 in the padded channels, which the
 // Muls by blocked activations turn back to zeros, so the whole chain stays

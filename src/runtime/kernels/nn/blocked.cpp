@@ -645,22 +645,48 @@ Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool
 
 InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order, const std::unordered_set<const ir::Node*>& blocked,
                                    const ChannelsOf& channels_of, const ComputedBy& computed_by) {
-  InPlaceWrites plan;
-  std::unordered_set<const ir::Node*> writes_into_concat;
-  for (const ir::Node* concat : order) {
-    if (!concat->is_onnx_op("Concat") || !blocked.count(concat) || computed_by(concat->output(0)) != concat) continue;
+  // Concats that share a buffer: each one's inputs begin with all of the
+  // previous one's, so its output is a prefix of the next one's (channel
+  // blocks lead at batch 1). DenseNet concatenates every feature map of a
+  // block again for each layer: copied, that is quadratic in the layers.
+  struct Shared {
+    std::vector<const ir::Node*> concats;
     std::vector<std::pair<const ir::Node*, int64_t>> writers;  // with their first block
     int64_t blocks = 0;
-    for (const ir::Value* v : concat->inputs()) {
+  };
+  std::vector<Shared> shared;
+  std::unordered_set<const ir::Node*> writes_into_concat;
+  auto extends = [](const ir::Node* concat, const ir::Node* before) {
+    const auto& inputs = concat->inputs();
+    const auto& prefix = before->inputs();
+    return inputs.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), inputs.begin());
+  };
+  for (const ir::Node* concat : order) {
+    if (!concat->is_onnx_op("Concat") || !blocked.count(concat) || computed_by(concat->output(0)) != concat) continue;
+    auto it = std::find_if(shared.begin(), shared.end(), [&](const Shared& s) { return extends(concat, s.concats.back()); });
+    Shared& buffer = it != shared.end() ? *it : shared.emplace_back();
+    const size_t first_new = buffer.concats.empty() ? 0 : buffer.concats.back()->inputs().size();
+    buffer.concats.push_back(concat);
+    int64_t blocks = 0;
+    for (size_t i = 0; i < concat->inputs().size(); ++i) {
+      const ir::Value* v = concat->input(i);
       const ir::Node* writer = computed_by(v);
-      if (writer != nullptr && writer->is_onnx_op("Conv") && blocked.count(writer) && writes_into_concat.insert(writer).second)
-        writers.emplace_back(writer, blocks);
+      // Convs and pools write their output where the buffer's part puts it.
+      const bool writes = writer != nullptr && blocked.count(writer) &&
+                          (writer->is_onnx_op("Conv") || writer->is_onnx_op("MaxPool") || writer->is_onnx_op("AveragePool"));
+      if (i >= first_new && writes && writes_into_concat.insert(writer).second) buffer.writers.emplace_back(writer, blocks);
       blocks += channels_of(v) / channel_block();  // whole blocks, or the Concat would not be blocked
     }
-    if (writers.empty()) continue;
-    for (const auto& [writer, first_block] : writers)
-      plan.writes.push_back({writer, plan.buffers, std::make_shared<ChannelBlocks>(blocks, first_block), false});
-    plan.writes.push_back({concat, plan.buffers, std::make_shared<ChannelBlocks>(blocks, 0), true});
+    buffer.blocks = blocks;
+  }
+  InPlaceWrites plan;
+  for (const Shared& buffer : shared) {
+    if (buffer.writers.empty() && buffer.concats.size() == 1) continue;
+    for (const auto& [writer, first_block] : buffer.writers)
+      plan.writes.push_back({writer, plan.buffers, std::make_shared<ChannelBlocks>(buffer.blocks, first_block), false});
+    // Each Concat's output is the buffer's first blocks; the last one holds the buffer after it.
+    for (const ir::Node* concat : buffer.concats)
+      plan.writes.push_back({concat, plan.buffers, std::make_shared<ChannelBlocks>(buffer.blocks, 0), concat == buffer.concats.back()});
     ++plan.buffers;
   }
   return plan;

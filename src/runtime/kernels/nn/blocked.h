@@ -49,8 +49,11 @@ std::vector<size_t> blocked_activation_inputs(const ir::Node& node);
 // (region_entry), a plain one; `channels` is C of input 0.
 Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels);
 // In-place Concat: the inputs of a blocked Concat (batch 1) that blocked
-// Convs compute are written straight into its output, which then copies
-// only the others (squeezenet's Concats took 6% of its time as copies).
+// Convs or pools compute are written straight into its output, which then
+// copies only the others (squeezenet's Concats took 6% of its time as
+// copies). A Concat whose inputs begin with all of an earlier one's
+// (DenseNet's, one per layer over every feature map so far) shares that
+// one's buffer: the earlier output is its first blocks.
 struct InPlaceWrites {
   struct Write {
     const ir::Node* node;  // its step's output 0 goes into buffer `buffer`

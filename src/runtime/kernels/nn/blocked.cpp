@@ -263,6 +263,26 @@ class BlockedPool final : public Kernel {
   mutable std::map<std::pair<Shape, int>, std::shared_ptr<const PoolPrimitive>> cache_;  // by (input shape, threads)
 };
 
+// y = min(max(x * a + b, lo), hi) lane by lane over `pixels` pixels of
+// `lanes` channels (8 or 16) that share a and b, 8 lanes at a time; NaN
+// goes through, as in Relu and Clip. Built for AVX2 too, where it is twice
+// as wide as the baseline's SSE.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void scale_shift_clamp(const float* x, float* y, int64_t pixels,
+                                                                                   int64_t lanes, const float* a,
+                                                                                   const float* b, float lo, float hi) {
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int64_t l0 = 0; l0 < lanes; l0 += 8) {
+      const float* in = x + p * lanes + l0;
+      float* out = y + p * lanes + l0;
+#pragma omp simd
+      for (int64_t l = 0; l < 8; ++l) {
+        float v = in[l] * a[l0 + l] + b[l0 + l];
+        v = v < lo ? lo : v;
+        out[l] = v > hi ? hi : v;
+      }
+    }
+}
+
 // Inference BatchNormalization on blocked activations, y = x * a + b per
 // channel (a = scale / sqrt(var + epsilon), b = B - mean * a, in float as
 // the plain kernel has them), then the activation fused after it: a
@@ -278,41 +298,33 @@ class BlockedBatchNorm final : public Kernel {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     ONNXKIT_TRY(logical_shape(*x, channels_));
     Tensor& y = ctx.output(0, DataType::float32, x->shape());
-    const int64_t planes = x->dim(0) * x->dim(1), pixels = x->dim(2) * x->dim(3);
-    if (channel_block() == 16) run<16>(x->data<float>(), y.mutable_data<float>(), planes, x->dim(1), pixels);
-    else run<8>(x->data<float>(), y.mutable_data<float>(), planes, x->dim(1), pixels);
-    return {};
-  }
-
- private:
-  template <int64_t B> void run(const float* x, float* y, int64_t planes, int64_t blocks_per_image, int64_t pixels) const {
     using Kind = FusedActivation::Kind;
     const Kind kind = activation_.kind;
     const bool clamps = kind == Kind::none || kind == Kind::relu || kind == Kind::clip;
     const float inf = std::numeric_limits<float>::infinity();
     const float lo = kind == Kind::relu ? 0.0f : kind == Kind::clip ? activation_.min : -inf;
     const float hi = kind == Kind::clip ? activation_.max : inf;
-    parallel_ranges(planes * pixels, planes * pixels * B >= kParallelWork, [&](int64_t begin, int64_t end) {
-      for (int64_t at = begin; at < end; ++at) {  // a pixel of B channels
-        const int64_t block = (at / pixels) % blocks_per_image;
-        const float* a = a_.data() + block * B;
-        const float* b = b_.data() + block * B;
-        const float* in = x + at * B;
-        float* out = y + at * B;
+    const int64_t B = channel_block(), blocks_per_image = x->dim(1), pixels = x->dim(2) * x->dim(3);
+    const float* src = x->data<float>();
+    float* dst = y.mutable_data<float>();
+    // Pixels [begin, end) of the whole tensor, plane by plane (a plane shares a and b).
+    parallel_ranges(x->dim(0) * blocks_per_image * pixels, x->numel() >= kParallelWork, [&](int64_t begin, int64_t end) {
+      for (int64_t at = begin; at < end;) {
+        const int64_t plane = at / pixels, stop = std::min(end, (plane + 1) * pixels);
+        const float* a = a_.data() + (plane % blocks_per_image) * B;
+        const float* b = b_.data() + (plane % blocks_per_image) * B;
         if (clamps) {
-#pragma omp simd
-          for (int64_t l = 0; l < B; ++l) {
-            float v = in[l] * a[l] + b[l];
-            v = v < lo ? lo : v;  // NaN goes through, as in Relu and Clip
-            out[l] = v > hi ? hi : v;
-          }
+          scale_shift_clamp(src + at * B, dst + at * B, stop - at, B, a, b, lo, hi);
         } else {
-          for (int64_t l = 0; l < B; ++l) out[l] = activation_.apply(in[l] * a[l] + b[l]);
+          for (int64_t i = at * B; i < stop * B; ++i) dst[i] = activation_.apply(src[i] * a[i % B] + b[i % B]);
         }
+        at = stop;
       }
     });
+    return {};
   }
 
+ private:
   std::vector<float> a_, b_;  // one per channel, padded with zeros to whole blocks
   FusedActivation activation_;
   int64_t channels_;

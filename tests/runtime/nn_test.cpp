@@ -126,6 +126,11 @@ void check_conv(DataType type, const Shape& xs, const Shape& ws, bool with_bias,
 
 TEST(NnConv, OneTwoAndThreeDimsWithStridesPadsAndDilations) {
   check_conv(DataType::float32, {2, 3, 11}, {4, 3, 3}, true, {{2}, {1, 2}, {2}}, 1e-5);
+  // A Silero-style encoder's 1-D convolutions (run channels-last).
+  for (int threads : {1, 2}) {
+    check_conv(DataType::float32, {1, 129, 126}, {64, 129, 3}, true, {{1}, {1, 1}, {1}}, 1e-4, threads);
+    check_conv(DataType::float32, {2, 64, 126}, {64, 64, 3}, false, {{2}, {1, 1}, {1}}, 1e-4, threads);
+  }
   check_conv(DataType::float32, {1, 2, 7, 6}, {3, 2, 3, 2}, true, {{2, 1}, {1, 0, 2, 1}, {1, 2}}, 1e-5);
   check_conv(DataType::float32, {1, 2, 5, 4, 6}, {2, 2, 2, 3, 2}, false, {{1, 2, 1}, {0, 1, 1, 1, 0, 0}, {2, 1, 3}}, 1e-5);
 }

@@ -177,11 +177,12 @@ struct DnnlConv::State {
   std::optional<ConvParams> pads_in_run;  // the convolution whose pads run() adds to the input (conv_padding.h)
   bool swish_after = false;               // run() applies Swish to the output (see make_state)
   int threads = 1;                        // the primitive's, which the Swish pass uses too
-  // Set when the primitive runs in a staging format (staging_formats): run()
-  // reorders the blocked input (and residual) into src_md (dst_md), and the
+  // Set when the primitive runs in a staging format (staging_formats, or
+  // channels-last for a 1-D convolution): run() reorders the input (and
+  // residual) from the session's layout into src_md (dst_md), and the
   // result back. oneDNN's reorders write zeros into the padded channels.
   struct Staging {
-    dnnl::memory::desc blocked_src, blocked_dst;
+    dnnl::memory::desc given_src, given_dst;  // in the session's layout
     dnnl::reorder src_in, dst_out;
     dnnl::reorder residual_in;  // empty without add_residual
   };
@@ -260,6 +261,13 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
       state = make_state(p, weights, bias, activation, layout, sibling, placement, format);
       if (state != nullptr && !runs_reference(*state)) break;
     }
+  } else if (layout == ActivationLayout::plain && p.window.rank() == 1 && placement != Weights::in_place) {
+    // oneDNN runs a 1-D convolution on plain [N, C, W] as im2col and gemm,
+    // on channels-last with its direct kernels: 1.6-2x faster for Silero-
+    // style encoders (129 -> 64 channels, kernel 3, 126 frames), copies
+    // included.
+    state = make_state(p, weights, bias, activation, layout, sibling, placement, dnnl_nwc);
+    if (state == nullptr || runs_reference(*state)) state = make_state(p, weights, bias, activation, layout, sibling, placement);
   } else {
     state = make_state(p, weights, bias, activation, layout, sibling, placement);
   }
@@ -416,12 +424,12 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     state->threads = std::max(1, omp_get_max_threads());  // the caller's ThreadLimit, as the primitive saw it
     if (staged) {
       State::Staging s;
-      s.blocked_src = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, blocked);
-      s.blocked_dst = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, blocked);
-      s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.blocked_src, engine, state->src_md));
-      s.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, state->dst_md, engine, s.blocked_dst));
+      s.given_src = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : plain_tag(rank));
+      s.given_dst = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? plain_tag(rank) : blocked);
+      s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.given_src, engine, state->src_md));
+      s.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, state->dst_md, engine, s.given_dst));
       if (activation.add_residual)
-        s.residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.blocked_dst, engine, state->dst_md));
+        s.residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.given_dst, engine, state->dst_md));
       state->staging = std::move(s);
     }
     return state;
@@ -476,11 +484,11 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
     if (staging) {
       staged_x = std::make_unique_for_overwrite<float[]>(state_->src_md.get_size() / sizeof(float));
       staged_y = std::make_unique_for_overwrite<float[]>(state_->dst_md.get_size() / sizeof(float));
-      dnnl::memory from(staging->blocked_src, engine, const_cast<void*>(x_data));
+      dnnl::memory from(staging->given_src, engine, const_cast<void*>(x_data));
       dnnl::memory to(state_->src_md, engine, staged_x.get());
       staging->src_in.execute(stream, from, to);
       if (residual != nullptr) {
-        dnnl::memory sum_from(staging->blocked_dst, engine, const_cast<void*>(residual->raw()));
+        dnnl::memory sum_from(staging->given_dst, engine, const_cast<void*>(residual->raw()));
         dnnl::memory sum_to(state_->dst_md, engine, staged_y.get());
         staging->residual_in.execute(stream, sum_from, sum_to);
       }
@@ -515,7 +523,7 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
       swish_in_place(static_cast<float*>(y_data), static_cast<int64_t>(state_->dst_md.get_size() / sizeof(float)));
     }
     if (staging) {
-      dnnl::memory to(staging->blocked_dst, engine, y.mutable_raw());
+      dnnl::memory to(staging->given_dst, engine, y.mutable_raw());
       staging->dst_out.execute(stream, dst, to);
     }
     stream.wait();

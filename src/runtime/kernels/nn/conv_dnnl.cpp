@@ -3,13 +3,13 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/blocked.h"
@@ -511,13 +511,23 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
       weights = dnnl::memory(state_->pd.weights_desc(), engine);  // freed when the run ends
       state_->weights_in_run->execute(stream, state_->weights, weights);
     }
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
-    if (state_->bias) args.emplace(DNNL_ARG_BIAS, state_->bias);
-    if (state_->binary_residual)
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                   dnnl::memory(state_->dst_md, engine, const_cast<void*>(residual->raw())));
-    state_->primitive.execute(stream, args);
+    // The C call takes the arguments as an array; the C++ one as a map,
+    // built per run (six allocations, for each of a model's convolutions).
+    std::array<dnnl_exec_arg_t, 6> args{};
+    int count = 0;
+    auto add = [&](int arg, const dnnl::memory& memory) { args[static_cast<size_t>(count++)] = {arg, memory.get()}; };
+    add(DNNL_ARG_SRC, src);
+    add(DNNL_ARG_WEIGHTS, weights);
+    add(DNNL_ARG_DST, dst);
+    add(DNNL_ARG_SCRATCHPAD, scratch);
+    if (state_->bias) add(DNNL_ARG_BIAS, state_->bias);
+    dnnl::memory residual_memory;
+    if (state_->binary_residual) {
+      residual_memory = dnnl::memory(state_->dst_md, engine, const_cast<void*>(residual->raw()));
+      add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, residual_memory);
+    }
+    dnnl::error::wrap_c_api(dnnl_primitive_execute(state_->primitive.get(), stream.get(), count, args.data()),
+                            "could not execute the convolution");
     if (state_->swish_after) {
       stream.wait();
       swish_in_place(static_cast<float*>(y_data), static_cast<int64_t>(state_->dst_md.get_size() / sizeof(float)));

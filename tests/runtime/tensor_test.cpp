@@ -115,6 +115,54 @@ TEST(Tensor, TransposeMovingOnlyDimsOfOneKeepsTheBuffer) {
   EXPECT_FALSE(moved[0].tensor().shares_buffer_with(x));
 }
 
+// Transpose against its definition, y[i] = x[sum(i_d * stride of perm[d])],
+// on the forms that go through tiles (NCHW <-> NHWC, the attention's head
+// split and merge, sizes off the tile's multiples) and those that do not,
+// for 1-, 4- and 8-byte elements, on one thread and on two.
+TEST(Tensor, TransposeMatchesItsDefinition) {
+  struct Case {
+    runtime::Shape shape;
+    std::vector<int64_t> perm;
+  };
+  const std::vector<Case> cases = {{{1, 96, 56, 56}, {0, 2, 3, 1}}, {{1, 56, 56, 96}, {0, 3, 1, 2}}, {{2, 7, 13, 5}, {0, 3, 1, 2}},
+                                   {{1, 64, 4, 64}, {0, 2, 1, 3}},  {{1, 4, 64, 64}, {0, 1, 3, 2}},  {{3, 5}, {1, 0}},
+                                   {{37, 130}, {1, 0}},             {{2, 3, 4, 5, 6}, {4, 2, 0, 3, 1}}, {{6, 1, 9, 1, 10}, {4, 1, 2, 3, 0}}};
+  auto expected = [](const Tensor& x, const std::vector<int64_t>& perm, auto tag) {
+    using T = decltype(tag);
+    runtime::Shape out_shape;
+    for (int64_t p : perm) out_shape.push_back(x.dim(static_cast<size_t>(p)));
+    std::vector<int64_t> in_strides(x.rank(), 1);
+    for (size_t d = x.rank() - 1; d-- > 0;) in_strides[d] = in_strides[d + 1] * x.dim(d + 1);
+    std::vector<T> y(static_cast<size_t>(runtime::shape_size(out_shape)));
+    for (int64_t i = 0; i < static_cast<int64_t>(y.size()); ++i) {
+      int64_t from = 0;
+      for (size_t d = out_shape.size(), rest = static_cast<size_t>(i); d-- > 0;) {
+        from += static_cast<int64_t>(rest % static_cast<size_t>(out_shape[d])) * in_strides[static_cast<size_t>(perm[d])];
+        rest /= static_cast<size_t>(out_shape[d]);
+      }
+      y[static_cast<size_t>(i)] = x.data<T>()[from];
+    }
+    return Tensor::from<T>(out_shape, y);
+  };
+  auto check = [&](auto tag) {
+    using T = decltype(tag);
+    for (const Case& c : cases) {
+      std::vector<T> v(static_cast<size_t>(runtime::shape_size(c.shape)));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(i * 7 % 251);
+      const Tensor x = Tensor::from<T>(c.shape, v);
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(runtime::shape_to_string(c.shape) + " perm " + ::testing::PrintToString(c.perm) + " " +
+                     std::to_string(sizeof(T)) + "-byte, threads " + std::to_string(threads));
+        auto out = run_node({.op_type = "Transpose", .inputs = {{"x", x}}, .attributes = {attr("perm", c.perm)}, .threads = threads});
+        expect_tensor_near(out[0].tensor(), expected(x, c.perm, tag));
+      }
+    }
+  };
+  check(float{});
+  check(int8_t{});
+  check(int64_t{});
+}
+
 TEST(Tensor, TileAndExpandRepeat) {
   auto x = Tensor::from<int32_t>({2, 1}, {1, 2});
   auto tile = run_node({.op_type = "Tile", .inputs = {{"x", x}, {"r", Tensor::from<int64_t>({2}, {2, 3})}}});

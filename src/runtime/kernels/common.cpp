@@ -7,6 +7,10 @@
 #include "runtime/broadcast.h"
 #include "runtime/parallel.h"
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 namespace onnxkit::runtime {
 
 Tensor to_float32(const Tensor& t) {
@@ -121,7 +125,92 @@ Result<double> read_float_scalar(KernelContext& ctx, size_t i, std::string_view 
 
 namespace {
 
+// dst[a * dst_ld + b] = src[b * src_ld + a] for a < rows, b < cols: one
+// tile, small enough that the source lines it reads stay in L1 while all
+// their elements are taken. Four-byte elements go four by four through SSE
+// registers (bit-exact moves, whatever the type).
+template <class T> void transpose_tile(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t cols) {
+  int64_t a = 0;
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 4) {
+    for (; a + 4 <= rows; a += 4) {
+      int64_t b = 0;
+      for (; b + 4 <= cols; b += 4) {
+        const auto* s = reinterpret_cast<const float*>(src + b * src_ld + a);
+        __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + src_ld), r2 = _mm_loadu_ps(s + 2 * src_ld),
+               r3 = _mm_loadu_ps(s + 3 * src_ld);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        auto* d = reinterpret_cast<float*>(dst + a * dst_ld + b);
+        _mm_storeu_ps(d, r0);
+        _mm_storeu_ps(d + dst_ld, r1);
+        _mm_storeu_ps(d + 2 * dst_ld, r2);
+        _mm_storeu_ps(d + 3 * dst_ld, r3);
+      }
+      for (; b < cols; ++b)
+        for (int64_t k = 0; k < 4; ++k) dst[(a + k) * dst_ld + b] = src[b * src_ld + a + k];
+    }
+  }
+#endif
+  for (; a < rows; ++a)
+    for (int64_t b = 0; b < cols; ++b) dst[a * dst_ld + b] = src[b * src_ld + a];
+}
+
+// copy_strided where the output's last dim is not the source's contiguous
+// one but another output dim is: a batch of matrix transposes (NCHW to
+// NHWC and back, attention heads split or merged). Element by element each
+// read lands on another cache line; in tiles the lines a tile reads serve
+// all their elements. Shared among the threads when large. False when the
+// copy is not of that form.
+template <class T> bool copy_transposing(const T* src, const std::vector<int64_t>& strides, T* dst, const Shape& shape) {
+  struct Dim {
+    int64_t size, from, to;  // elements; stride in the source; stride in the output
+  };
+  // Innermost first, dims of one element dropped, neighbours the source
+  // also keeps together merged.
+  std::vector<Dim> dims;
+  int64_t to = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1) {
+      if (!dims.empty() && dims.back().from * dims.back().size == strides[d]) {
+        dims.back().size *= shape[d];
+      } else {
+        dims.push_back({shape[d], strides[d], to});
+      }
+    }
+    to *= shape[d];
+  }
+  if (dims.size() < 2 || dims[0].from == 1) return false;
+  const auto row = std::find_if(dims.begin() + 1, dims.end(), [](const Dim& d) { return d.from == 1; });
+  if (row == dims.end()) return false;
+  const Dim rows = *row, cols = dims[0];
+  if (rows.size < 4 || cols.size < 4) return false;
+  dims.erase(row);
+  dims.erase(dims.begin());  // the outer dims remain
+  constexpr int64_t kStrip = 16, kCols = 64;
+  const int64_t strips = (rows.size + kStrip - 1) / kStrip;
+  int64_t matrices = 1;
+  for (const Dim& d : dims) matrices *= d.size;
+  const int64_t items = matrices * strips;
+  parallel_ranges(items, matrices * rows.size * cols.size >= kParallelWork, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      int64_t from = 0, out = 0;
+      for (int64_t rest = item / strips; const Dim& d : dims) {
+        from += (rest % d.size) * d.from;
+        out += (rest % d.size) * d.to;
+        rest /= d.size;
+      }
+      const int64_t a0 = (item % strips) * kStrip, a_count = std::min(kStrip, rows.size - a0);
+      for (int64_t b0 = 0; b0 < cols.size; b0 += kCols)
+        transpose_tile(src + from + a0 + b0 * cols.from, cols.from, dst + out + a0 * rows.to + b0, rows.to, a_count,
+                       std::min(kCols, cols.size - b0));
+    }
+  });
+  return true;
+}
+
 template <class T> void copy_strided_as(const T* src, const std::vector<int64_t>& strides, T* dst, const Shape& shape) {
+  if constexpr (std::is_trivially_copyable_v<T>)
+    if (copy_transposing(src, strides, dst, shape)) return;
   for_each_strided_run<1>(shape, {strides},
                           [&](int64_t o, const std::array<int64_t, 1>& off, const std::array<int64_t, 1>& step, int64_t n) {
                             const T* s = src + off[0];

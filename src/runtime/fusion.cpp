@@ -116,7 +116,8 @@ struct Matcher {
   }
 
   // MatMul whose operands come through a Transpose and/or a scaling by a
-  // constant scalar, and whose product goes through a Transpose, each read
+  // constant scalar, and whose product goes through such a scaling and/or a
+  // Transpose, each read
   // only here and none in another chain (`claimed`): the attention's head
   // split, 1 / sqrt(d) and head merge.
   std::optional<FusedChain> transposed_matmul(const ir::Node* matmul, const std::unordered_set<const ir::Node*>& claimed) const {
@@ -127,12 +128,24 @@ struct Matcher {
     FusedChain chain{matmul, {}, {}, "MatMul (transposed operands)", {}};
     chain.inputs = {operand(matmul, 0, spec.alpha, spec.a_perm, chain.absorbed, claimed),
                     operand(matmul, 1, spec.alpha, spec.b_perm, chain.absorbed, claimed)};
-    if (const ir::Node* next = sole_reader(matmul); next != nullptr && !claimed.count(next) && next->is_onnx_op("Transpose")) {
+    auto take = [&](const ir::Node* next) {
+      chain.absorbed.push_back(chain.last);
+      chain.last = next;
+    };
+    const ir::Node* next = sole_reader(matmul);
+    if (next != nullptr && claimed.count(next)) next = nullptr;
+    // The scores' scaling after the product (GPT-2's "/ sqrt(d)") is alpha too.
+    if (auto scaled = next != nullptr ? scaling(next) : std::nullopt; scaled && scaled->x == matmul->output(0)) {
+      spec.alpha *= static_cast<float>(scaled->factor);
+      take(next);
+      next = sole_reader(next);
+      if (next != nullptr && claimed.count(next)) next = nullptr;
+    }
+    if (next != nullptr && next->is_onnx_op("Transpose")) {
       std::vector<int64_t> perm = next->attr_ints("perm");
       if (!perm.empty() && perm.back() == static_cast<int64_t>(perm.size()) - 1) {
         spec.y_perm = std::move(perm);
-        chain.absorbed.push_back(matmul);
-        chain.last = next;
+        take(next);
       }
     }
     if (chain.absorbed.empty()) return std::nullopt;

@@ -424,6 +424,7 @@ struct AttentionVariant {
   std::vector<int64_t> q_perm = {1, 0, 2};
   std::vector<int64_t> divisor_dims = {};  // the shape of the constant 2
   bool scaled_is_an_output = false;
+  bool divide_scores = false;  // (q x k) / 2 instead of (q / 2) x k, as GPT-2 does
 };
 
 constexpr int64_t kS = 5, kH = 2, kD = 3;
@@ -437,8 +438,10 @@ std::shared_ptr<const ir::Model> attention_model(const AttentionVariant& v) {
   ir::Value* k = g.add_input("k", float_type({kS, kH, kD}));
   ir::Value* val = g.add_input("v", float_type({kS, kH, kD}));
   ir::Value* two = g.add_initializer("two", runtime::tensor_to_proto(Tensor::from<float>(v.divisor_dims, {2.0f})));
-  ir::Value* scaled = g.add_node("Div", {add_transpose(g, q, v.q_perm, "qt"), two}, {"scaled"})->output(0);
+  ir::Value* qt = add_transpose(g, q, v.q_perm, "qt");
+  ir::Value* scaled = v.divide_scores ? qt : g.add_node("Div", {qt, two}, {"scaled"})->output(0);
   ir::Value* scores = g.add_node("MatMul", {scaled, add_transpose(g, k, {1, 2, 0}, "kt")}, {"scores"})->output(0);
+  if (v.divide_scores) scores = g.add_node("Div", {scores, two}, {"scaled_scores"})->output(0);
   ir::Value* heads = g.add_node("MatMul", {scores, add_transpose(g, val, {1, 0, 2}, "vt")}, {"heads"})->output(0);
   g.add_output(add_transpose(g, heads, {1, 0, 2}, "y"));
   if (v.scaled_is_an_output) g.add_output(scaled);
@@ -482,6 +485,10 @@ TEST(Fusion, AttentionProductsReadAndWriteTheirHeadsInPlace) {
   EXPECT_EQ(plain.steps.size(), 7u);
   expect_tensor_near(fused.y, expected_attention(), 1e-6, 1e-5);
   expect_tensor_near(fused.y, plain.y, 1e-6, 1e-5);
+  // The scaling after the first product is its alpha as well.
+  Outcome divided = run_attention({.divide_scores = true}, true);
+  EXPECT_EQ(divided.steps, (std::vector<std::string>{"MatMul (transposed operands)", "MatMul (transposed operands)"}));
+  expect_tensor_near(divided.y, expected_attention(), 1e-6, 1e-5);
 }
 
 TEST(Fusion, AttentionProductsDeclineWhatTheyCannotReadInPlace) {

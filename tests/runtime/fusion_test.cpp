@@ -33,7 +33,7 @@ struct Variant {
   bool bias_through_identity = false;  // torch shares one bias between layers so
   float divisor = static_cast<float>(M_SQRT2);
   bool erf_is_an_output = false;
-  int64_t out = kOut;  // columns of W: at 1024 the kernel stores W transposed
+  int64_t out = kOut;  // columns of W: at 1024 the kernel stores W transposed or packed
 };
 
 float weight(int64_t i) { return static_cast<float>((i * 7) % 13) / 13.0f - 0.5f; }
@@ -141,6 +141,10 @@ TEST(Fusion, LinearThenGeluOf1024ColumnsIsOneStep) {
   Outcome fused = run({.out = 1024}, true);
   EXPECT_EQ(fused.steps, std::vector<std::string>{"MatMul+Add+Gelu"});
   expect_tensor_near(fused.y, expected_output(true, 1024), 1e-6, 1e-5);
+  // The linear layer alone (its Erf is returned), at that width too.
+  Outcome linear = run({.erf_is_an_output = true, .out = 1024}, true);
+  EXPECT_EQ(linear.steps, (std::vector<std::string>{"MatMul+Add", "Div", "Erf", "Element-wise chain", "Mul"}));
+  expect_tensor_near(linear.y, expected_output(true, 1024), 1e-6, 1e-5);
 }
 
 TEST(Fusion, GeluAloneAndABiasSharedThroughIdentity) {

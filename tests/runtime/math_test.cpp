@@ -422,6 +422,30 @@ TEST(MathGemmOp, AConstantBOf1024ColumnsIsTransposedAtBuild) {
   expect_tensor_near(out[0].tensor(), Tensor::from<float>({m, n}, expected), 1e-5, 1e-5);
 }
 
+TEST(MathMatMul, AConstantBOf1024ColumnsIsPackedOrTransposedAtBuild) {
+  // y = A B with B [k, 1024] constant: stored packed where oneDNN has
+  // blocked kernels for it, else transposed; A of one row (read against B
+  // where it lies), of 2 x 3 rows in a batch, on 1 and 2 threads, against
+  // the product summed here.
+  const int64_t k = 40, n = 1024;
+  const auto b = random_floats(k * n, 32);
+  for (const runtime::Shape& a_shape : {runtime::Shape{1, k}, runtime::Shape{2, 3, k}}) {
+    const int64_t m = runtime::shape_size(a_shape) / k;
+    const auto a = random_floats(static_cast<size_t>(m * k), 31);
+    const std::vector<float> expected = naive_matmul(a, b, m, k, n);
+    runtime::Shape y_shape = a_shape;
+    y_shape.back() = n;
+    for (int threads : {1, 2}) {
+      auto out = run_node({.op_type = "MatMul",
+                           .opset = 13,
+                           .inputs = {{"a", Tensor::from<float>(a_shape, a)}, {"b", Tensor::from<float>({k, n}, b), true}},
+                           .threads = threads});
+      SCOPED_TRACE(::testing::PrintToString(std::vector<int64_t>{m, threads}));
+      expect_tensor_near(out[0].tensor(), Tensor::from<float>(y_shape, expected), 1e-5, 1e-5);
+    }
+  }
+}
+
 TEST(MathMatMul, IntegerAndHalfTypes) {
   auto out =
       run_node({.op_type = "MatMul",

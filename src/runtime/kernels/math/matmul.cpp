@@ -216,31 +216,54 @@ Status compute_matmul(KernelContext& ctx) {
 
 // MatMul's B when it is a constant float matrix: transposed once at build
 // when that pays (transposing_pays) and copies are allowed
-// (SessionOptions::prepack_weights), else read where it is.
+// (SessionOptions::prepack_weights), else read where it is. Where the copy
+// pays, oneDNN's blocked layout (AVX-512) serves better than the transpose,
+// for the same memory: its kernels read it without repacking B on every
+// call, and take the bias and a GELU on each tile of the product while it
+// is in registers instead of in a pass over the whole product after it
+// (GPT-2's and ViT's first MLP layers, 1024 and 3072 wide: 0.30 against
+// 0.34 ms, 2.3 against 2.8 for the product alone).
 class ConstantWeights {
  public:
   static bool applies(const Tensor& b) { return b.dtype() == DataType::float32 && b.rank() == 2; }
 
   ConstantWeights(const Tensor& b, bool may_copy)
-      : shape_(b.shape()), transposed_(may_copy && transposing_pays(b)), weights_(transposed_ ? transposed_matrix(b) : b) {}
+      : shape_(b.shape()),
+        packed_(may_copy && transposing_pays(b) ? PackedMatMul::create(b, false) : nullptr),
+        transposed_(!packed_ && may_copy && transposing_pays(b)),
+        weights_(transposed_ ? transposed_matrix(b) : b) {}
 
-  // Output 0 = input 0 times B.
-  Result<Tensor*> multiply(KernelContext& ctx) const {
+  struct Product {
+    Tensor* out;
+    bool finished;  // the bias and GELU asked for are applied
+  };
+
+  // Output 0 = input 0 times B, then + bias (one per column, when not
+  // null) and GELU (when `gelu`) where the packed weights take them.
+  Result<Product> multiply(KernelContext& ctx, const float* bias = nullptr, bool gelu = false) const {
     ONNXKIT_ASSIGN(const Tensor* a, ctx.tensor(0));
     if (a->dtype() != DataType::float32) return make_error("input A has element type {}, B has float", to_string(a->dtype()));
     ONNXKIT_ASSIGN(MatMulPlan plan, plan_matmul(a->shape(), shape_));
     Tensor& out = ctx.output(0, DataType::float32, plan.out);
     const float* pa = a->data<float>();
     float* y = out.mutable_data<float>();
+    // A's matrices lie one after the other: one product of all their rows.
+    // A single row reads B where it lies (gemm) rather than packed.
+    const int64_t all_rows = plan.k > 0 ? a->numel() / plan.k : 0;
+    if (packed_ && all_rows > 1 && a->rank() >= 2) {
+      ONNXKIT_ASSIGN(const bool ran, packed_->run(all_rows, pa, bias, y, gelu));
+      if (ran) return Product{&out, true};
+    }
     for_each_matmul(plan, [&](int64_t, int64_t ao, int64_t, int64_t co, int64_t rows) {
       gemm(false, transposed_, rows, plan.n, plan.k, 1.0f, pa + ao, plan.k, weights_.data<float>(), transposed_ ? plan.k : plan.n,
            0.0f, y + co, plan.n);
     });
-    return &out;
+    return Product{&out, bias == nullptr && !gelu};
   }
 
  private:
   Shape shape_;
+  std::shared_ptr<const PackedMatMul> packed_;
   bool transposed_;
   Tensor weights_;
 };
@@ -337,11 +360,12 @@ KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
           to_string(weights.dtype()), shape_to_string(weights.shape()), to_string(bias.dtype()), shape_to_string(bias.shape()));
     return ComputeFn(
         [product = ConstantWeights(weights, info.options().prepack_weights), bias, gelu](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(Tensor * out, product.multiply(ctx));
+          ONNXKIT_ASSIGN(const ConstantWeights::Product p, product.multiply(ctx, bias.data<float>(), gelu));
+          if (p.finished) return {};
           // One pass over the product while it is still in cache: + bias, then GELU.
-          float* y = out->mutable_data<float>();
+          float* y = p.out->mutable_data<float>();
           const float* row_bias = bias.data<float>();
-          const int64_t n = bias.numel(), rows = n == 0 ? 0 : out->numel() / n;
+          const int64_t n = bias.numel(), rows = n == 0 ? 0 : p.out->numel() / n;
           parallel_ranges(rows, rows * n >= kParallelWork, [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
               float* row = y + r * n;

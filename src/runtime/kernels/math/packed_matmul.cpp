@@ -14,10 +14,18 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-dnnl::matmul::primitive_desc matmul_desc(int64_t m, int64_t k, int64_t n, bool bias, const dnnl::memory::desc& weights) {
+dnnl::matmul::primitive_desc matmul_desc(int64_t m, int64_t k, int64_t n, bool bias, bool gelu,
+                                         const dnnl::memory::desc& weights) {
   const dnnl::memory::desc src({m, k}, dt::f32, tag::ab), dst({m, n}, dt::f32, tag::ab);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratchpad per run: runs may overlap
+  if (gelu) {
+    // On each tile of the product while it is in registers: cheaper than
+    // a pass over the whole product after it.
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
   const dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(src, weights, dnnl::memory::desc({1, n}, dt::f32, tag::ab), dst)
                                        : dnnl::matmul::desc(src, weights, dst);
   return dnnl::matmul::primitive_desc(desc, attr, nn::cpu_engine());
@@ -46,7 +54,7 @@ std::unique_ptr<PackedMatMul> PackedMatMul::create(const Tensor& b, bool trans_b
   try {
     dnnl::engine& engine = nn::cpu_engine();
     const dnnl::memory::desc any({k, n}, dt::f32, tag::any);
-    const dnnl::matmul::primitive_desc pd = matmul_desc(kLayoutRows, k, n, false, any);
+    const dnnl::matmul::primitive_desc pd = matmul_desc(kLayoutRows, k, n, false, false, any);
     // Only the brgemm kernels (AVX-512) read a blocked layout; without them
     // oneDNN runs the primitive on the same sgemm, B plain, and ran
     // Faster R-CNN's 33 x 12544 x 1024 slower than gemm() (48 ms against
@@ -66,8 +74,8 @@ std::unique_ptr<PackedMatMul> PackedMatMul::create(const Tensor& b, bool trans_b
   }
 }
 
-std::shared_ptr<const PackedMatMul::Primitive> PackedMatMul::primitive_for(int64_t m, bool bias, int threads) const {
-  const std::tuple key{m, bias, threads};
+std::shared_ptr<const PackedMatMul::Primitive> PackedMatMul::primitive_for(int64_t m, bool bias, bool gelu, int threads) const {
+  const std::tuple key{m, bias, gelu, threads};
   std::lock_guard lock(mutex_);
   if (auto it = primitives_.find(key); it != primitives_.end()) return it->second;
   if (primitives_.size() >= kMaxPrimitives) primitives_.clear();  // runs holding one keep it
@@ -76,7 +84,7 @@ std::shared_ptr<const PackedMatMul::Primitive> PackedMatMul::primitive_for(int64
     // oneDNN splits the work among the threads there are when it makes the
     // primitive, and uses that many on every run.
     const ThreadLimit limit(threads);
-    dnnl::matmul::primitive_desc pd = matmul_desc(m, k_, n_, bias, dnnl::memory::desc({k_, n_}, dt::f32, tag::any));
+    dnnl::matmul::primitive_desc pd = matmul_desc(m, k_, n_, bias, gelu, dnnl::memory::desc({k_, n_}, dt::f32, tag::any));
     if (pd.weights_desc() == state_->weights.get_desc()) {
       dnnl::matmul matmul(pd);
       made = std::make_shared<const Primitive>(Primitive{std::move(pd), std::move(matmul)});
@@ -86,11 +94,11 @@ std::shared_ptr<const PackedMatMul::Primitive> PackedMatMul::primitive_for(int64
   return made;
 }
 
-Result<bool> PackedMatMul::run(int64_t m, const float* a, const float* bias, float* y) const {
+Result<bool> PackedMatMul::run(int64_t m, const float* a, const float* bias, float* y, bool gelu) const {
   if (m <= 0) return true;
   const double macs = static_cast<double>(m) * static_cast<double>(k_) * static_cast<double>(n_);
   const int threads = macs < kParallelMacs ? 1 : available_threads();
-  const std::shared_ptr<const Primitive> p = primitive_for(m, bias != nullptr, threads);
+  const std::shared_ptr<const Primitive> p = primitive_for(m, bias != nullptr, gelu, threads);
   if (p == nullptr) return false;
   try {
     dnnl::engine& engine = nn::cpu_engine();

@@ -30,11 +30,12 @@ class PackedMatMul {
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }
 
-  // y = a * B (+ bias, one value per column, when not null), with a [m, K]
-  // and y [m, N] row-major and contiguous. False when oneDNN makes no
-  // primitive for this m reading the weights as they were reordered: the
-  // caller then multiplies another way. Thread-safe.
-  Result<bool> run(int64_t m, const float* a, const float* bias, float* y) const;
+  // y = a * B (+ bias, one value per column, when not null), then GELU
+  // (the erf form) when `gelu`, with a [m, K] and y [m, N] row-major and
+  // contiguous. False when oneDNN makes no primitive for this m reading the
+  // weights as they were reordered: the caller then multiplies another way.
+  // Thread-safe.
+  Result<bool> run(int64_t m, const float* a, const float* bias, float* y, bool gelu = false) const;
 
   struct State;
   struct Primitive;
@@ -43,15 +44,15 @@ class PackedMatMul {
   PackedMatMul(int64_t k, int64_t n, std::unique_ptr<State> state);
   // The primitive for m rows on `threads` threads, made on first use; null
   // when there is none.
-  std::shared_ptr<const Primitive> primitive_for(int64_t m, bool bias, int threads) const;
+  std::shared_ptr<const Primitive> primitive_for(int64_t m, bool bias, bool gelu, int threads) const;
 
-  // Beyond this many (rows, bias, threads) the cache starts over: a
+  // Beyond this many (rows, bias, gelu, threads) the cache starts over: a
   // detection head meets as many row counts as it keeps regions.
   static constexpr size_t kMaxPrimitives = 64;
   int64_t k_, n_;
   std::unique_ptr<State> state_;
   mutable std::mutex mutex_;
-  mutable std::map<std::tuple<int64_t, bool, int>, std::shared_ptr<const Primitive>> primitives_;
+  mutable std::map<std::tuple<int64_t, bool, bool, int>, std::shared_ptr<const Primitive>> primitives_;
 };
 
 // A constant B packed when a product first needs it: a model that only ever

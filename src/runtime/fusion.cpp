@@ -153,13 +153,19 @@ struct Matcher {
     return chain;
   }
 
+  // A LayerNormalization in no other chain (`claimed`) with only Y asked for.
+  bool only_y_of_layer_norm(const ir::Node* norm, const std::unordered_set<const ir::Node*>& claimed) const {
+    if (!norm->is_onnx_op("LayerNormalization") || norm->inputs().size() < 2 || claimed.count(norm)) return false;
+    for (size_t i = 1; i < norm->outputs().size(); ++i)
+      if (norm->output(i) != nullptr && (norm->output(i)->is_used() || is_returned(norm->output(i)))) return false;
+    return true;
+  }
+
   // Add(a, b) -> LayerNormalization(sum, Scale[, B]) with only Y asked for,
   // neither in another chain (`claimed`).
   std::optional<FusedChain> add_layer_norm(const ir::Node* norm, const SameShape& same_shape,
                                            const std::unordered_set<const ir::Node*>& claimed) const {
-    if (!norm->is_onnx_op("LayerNormalization") || norm->inputs().size() < 2 || claimed.count(norm)) return std::nullopt;
-    for (size_t i = 1; i < norm->outputs().size(); ++i)
-      if (norm->output(i) != nullptr && (norm->output(i)->is_used() || is_returned(norm->output(i)))) return std::nullopt;
+    if (!only_y_of_layer_norm(norm, claimed)) return std::nullopt;
     const ir::Node* add = norm->input(0) != nullptr ? norm->input(0)->producer() : nullptr;
     if (add == nullptr || claimed.count(add) || !add->is_onnx_op("Add") || add->inputs().size() != 2 ||
         sole_reader(add->output(0)) != norm)
@@ -170,6 +176,37 @@ struct Matcher {
     std::vector<const ir::Value*> inputs = {a, b, norm->input(1)};
     if (norm->input(2) != nullptr) inputs.push_back(norm->input(2));
     return FusedChain{norm, {add}, inputs, "Add+LayerNormalization", nn::layer_norm_kernel(/*residual=*/true)};
+  }
+
+  // Transpose(x, [0, 2, ..., r-1, 1]) -> LayerNormalization over the last
+  // axis, Scale (and B) one constant float per channel, only Y asked for,
+  // neither in another chain (`claimed`): ConvNeXt's channels moved last
+  // for its LayerNorm, normalized where they lie.
+  std::optional<FusedChain> channels_last_layer_norm(const ir::Node* norm,
+                                                     const std::unordered_set<const ir::Node*>& claimed) const {
+    if (!only_y_of_layer_norm(norm, claimed) || norm->input(0) == nullptr) return std::nullopt;
+    const ir::Node* transpose = norm->input(0)->producer();
+    if (transpose == nullptr || claimed.count(transpose) || !transpose->is_onnx_op("Transpose") ||
+        transpose->inputs().size() != 1 || transpose->input(0) == nullptr || sole_reader(transpose) != norm)
+      return std::nullopt;
+    const std::vector<int64_t> perm = transpose->attr_ints("perm");
+    const auto r = static_cast<int64_t>(perm.size());
+    if (r < 3 || perm[0] != 0 || perm[r - 1] != 1) return std::nullopt;
+    for (int64_t d = 1; d + 1 < r; ++d)
+      if (perm[d] != d + 1) return std::nullopt;
+    const int64_t axis = norm->attr_int("axis", -1);
+    if (axis != -1 && axis != r - 1) return std::nullopt;
+    auto per_channel = [&](const ir::Value* v) {
+      const Tensor* t = v != nullptr ? constant_of(v) : nullptr;
+      return t != nullptr && t->dtype() == DataType::float32 && t->rank() == 1;
+    };
+    std::vector<const ir::Value*> inputs = {transpose->input(0), norm->input(1)};
+    if (!per_channel(norm->input(1))) return std::nullopt;
+    if (norm->inputs().size() > 2 && norm->input(2) != nullptr) {
+      if (!per_channel(norm->input(2))) return std::nullopt;
+      inputs.push_back(norm->input(2));
+    }
+    return FusedChain{norm, {transpose}, inputs, "Transpose+LayerNormalization", nn::channels_last_layer_norm_kernel()};
   }
 
   // `node` as a step of an element-wise chain reading `v`: a unary op of
@@ -304,6 +341,7 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
   };
   take_all([&](const ir::Node* node) { return match.transposed_matmul(node, claimed); });
   take_all([&](const ir::Node* node) { return match.add_layer_norm(node, same_shape, claimed); });
+  take_all([&](const ir::Node* node) { return match.channels_last_layer_norm(node, claimed); });
   take_all([&](const ir::Node* node) { return match.elementwise_chain(node, claimed); });
   return chains;
 }

@@ -378,6 +378,61 @@ TEST(Fusion, ResidualAddThenLayerNormIsOneStepUnlessItBroadcasts) {
   }
 }
 
+// x [N, C, H, W] -> Transpose [0, 2, 3, 1] -> LayerNormalization over C
+// (ConvNeXt's), against the normalization worked here in double: one step
+// on one thread and on two (the larger shape is shared out; its positions
+// are no multiple of the kernel's tile); with a B of another shape than
+// one per channel, or another perm, no fusion.
+TEST(Fusion, ChannelsMovedLastThenLayerNormIsOneStep) {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int64_t> perm = {0, 2, 3, 1};
+    bool per_channel = true;
+  };
+  for (const Case& c : {Case{{2, 5, 3, 4}}, Case{{2, 8, 41, 60}}, Case{{2, 5, 3, 4}, {0, 3, 2, 1}}, Case{{2, 5, 3, 4}, {0, 2, 3, 1}, false}}) {
+    const int64_t n = c.shape[0], ch = c.shape[1], hw = c.shape[2] * c.shape[3];
+    SCOPED_TRACE(::testing::PrintToString(c.shape) + " perm " + ::testing::PrintToString(c.perm));
+    auto model = empty_model();
+    ir::Graph& g = model->graph();
+    ir::Value* x = g.add_input("x", float_type(c.shape));
+    std::vector<float> scale, shift, xv;
+    for (int64_t i = 0; i < ch; ++i) {
+      scale.push_back(weight(i) + 1.0f);
+      shift.push_back(0.1f * bias(i));
+    }
+    for (int64_t i = 0; i < n * ch * hw; ++i) xv.push_back(input(i * 7 + i / 13) * 3.0f + 50.0f);  // a large mean
+    const Tensor shift_t = c.per_channel ? Tensor::from<float>({ch}, shift) : Tensor::from<float>({1, ch}, shift);
+    ir::Node* norm = g.add_node("LayerNormalization",
+                                {add_transpose(g, x, c.perm, "t"),
+                                 g.add_initializer("scale", runtime::tensor_to_proto(Tensor::from<float>({ch}, scale))),
+                                 g.add_initializer("shift", runtime::tensor_to_proto(shift_t))},
+                                {"y"});
+    norm->set_attribute(attr("epsilon", 1e-3f));
+    g.add_output(norm->output(0));
+    const bool fuses = c.per_channel && c.perm == std::vector<int64_t>{0, 2, 3, 1};
+    for (int threads : {1, 2}) {
+      Outcome fused = run_model(model, {{"x", Tensor::from<float>(c.shape, xv)}}, true, threads);
+      EXPECT_EQ(fused.steps, fuses ? std::vector<std::string>{"Transpose+LayerNormalization"}
+                                   : (std::vector<std::string>{"Transpose", "LayerNormalization"}));
+      if (!fuses) continue;  // the truth below is for the fused perm
+      std::vector<float> expected;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t p = 0; p < hw; ++p) {
+          double mean = 0, var = 0;
+          for (int64_t k = 0; k < ch; ++k) mean += double(xv[(b * ch + k) * hw + p]) / double(ch);
+          for (int64_t k = 0; k < ch; ++k) {
+            const double d = double(xv[(b * ch + k) * hw + p]) - mean;
+            var += d * d / double(ch);
+          }
+          for (int64_t k = 0; k < ch; ++k)
+            expected.push_back(static_cast<float>((double(xv[(b * ch + k) * hw + p]) - mean) / std::sqrt(var + 1e-3) * scale[k] +
+                                                  shift[k]));
+        }
+      expect_tensor_near(fused.y, Tensor::from<float>({n, c.shape[2], c.shape[3], ch}, expected), 1e-5, 1e-5);
+    }
+  }
+}
+
 TEST(Fusion, AResidualAddGoesToTheConvOrToTheLayerNormNeverBoth) {
   // c2 = Conv(c1); a = Add(c2, c1); y = LayerNormalization(a): the Add may be
   // fused into c2 or into the normalization, but adding it twice is wrong.

@@ -30,6 +30,11 @@ void register_normalization(KernelRegistry& registry);
 // 1 (Scale and B follow): the kernel the session runs in place of a residual
 // Add -> LayerNormalization (runtime/fusion.h).
 KernelFactory layer_norm_kernel(bool residual);
+// LayerNormalization over the last axis of Transpose(X, [0, 2, ..., 1]): X
+// [N, C, spatial...] normalized over C at each position and written as
+// [N, spatial..., C] (ConvNeXt's NCHW -> NHWC before its LayerNorm), in one
+// pass that reads X where it lies. Float32, Scale and B one per channel.
+KernelFactory channels_last_layer_norm_kernel();
 void register_softmax(KernelRegistry& registry);
 void register_rotary_embedding(KernelRegistry& registry);
 void register_linear_attention(KernelRegistry& registry);

@@ -8,6 +8,7 @@
 
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/nn.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -229,6 +230,80 @@ Result<std::vector<double>> broadcast_param(const Tensor& param, const char* nam
 }
 
 }  // namespace
+
+namespace {
+
+// Positions p0..p0 + count (count <= kPositions) of one image x [C, P],
+// normalized over C, into y [P, C]. The statistics go across the positions
+// in vector lanes, reading each channel's run where it lies; the normalized
+// tile is written out a position at a time.
+constexpr int64_t kPositions = 16;
+void layer_norm_positions(const float* x, int64_t channels, int64_t positions, int64_t p0, int64_t count, const float* scale,
+                          const float* bias, float epsilon, float* y) {
+  float mean[kPositions] = {}, var[kPositions] = {}, tile[kPositions];
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* row = x + c * positions + p0;
+    for (int64_t j = 0; j < count; ++j) mean[j] += row[j];
+  }
+  for (int64_t j = 0; j < count; ++j) mean[j] /= static_cast<float>(channels);
+  // The variance from the centred values: no cancellation for large means.
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* row = x + c * positions + p0;
+    for (int64_t j = 0; j < count; ++j) {
+      const float d = row[j] - mean[j];
+      var[j] += d * d;
+    }
+  }
+  for (int64_t j = 0; j < count; ++j) var[j] = 1.0f / std::sqrt(var[j] / static_cast<float>(channels) + epsilon);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* row = x + c * positions + p0;
+    const float s = scale[c], b = bias != nullptr ? bias[c] : 0.0f;
+    for (int64_t j = 0; j < count; ++j) tile[j] = (row[j] - mean[j]) * var[j] * s + b;
+    for (int64_t j = 0; j < count; ++j) y[(p0 + j) * channels + c] = tile[j];
+  }
+}
+
+}  // namespace
+
+KernelFactory channels_last_layer_norm_kernel() {
+  return make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
+    const auto epsilon = static_cast<float>(info.attr_float("epsilon", 1e-5f));
+    return ComputeFn([=](KernelContext& ctx) -> Status {
+      ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+      ONNXKIT_ASSIGN(const Tensor* scale, ctx.tensor(1));
+      const Tensor* bias = nullptr;
+      if (ctx.has_input(2)) {
+        ONNXKIT_ASSIGN(bias, ctx.tensor(2));
+      }
+      if (x->dtype() != DataType::float32 || x->rank() < 3)
+        return make_error("the Transpose+LayerNormalization fused here takes float X of rank 3 or more, got {} {}",
+                          to_string(x->dtype()), shape_to_string(x->shape()));
+      const int64_t batch = x->dim(0), channels = x->dim(1), positions = dims_product(x->shape(), 2, x->rank());
+      auto per_channel = [&](const Tensor* t) { return t->dtype() == DataType::float32 && t->numel() == channels; };
+      if (!per_channel(scale) || (bias != nullptr && !per_channel(bias)))
+        return make_error("Scale and B must be one float per channel ({}), got {} and {}", channels,
+                          shape_to_string(scale->shape()), bias != nullptr ? shape_to_string(bias->shape()) : "none");
+      Shape out_shape(x->shape().begin() + 2, x->shape().end());
+      out_shape.insert(out_shape.begin(), batch);
+      out_shape.push_back(channels);
+      Tensor& y = ctx.output(0, DataType::float32, out_shape);
+      const float* xp = x->data<float>();
+      const float* sp = scale->data<float>();
+      const float* bp = bias != nullptr ? bias->data<float>() : nullptr;
+      float* yp = y.mutable_data<float>();
+      const int64_t tiles = (positions + kPositions - 1) / kPositions;
+      parallel_ranges(batch * tiles, x->numel() >= kParallelWork, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t n = item / tiles, p0 = (item % tiles) * kPositions;
+          const int64_t image = n * channels * positions;
+          layer_norm_positions(xp + image, channels, positions, p0, std::min(kPositions, positions - p0), sp, bp, epsilon,
+                               yp + image);
+        }
+      });
+      return {};
+    });
+  });
+}
 
 KernelFactory layer_norm_kernel(bool residual) {
   return make_kernel([residual](const KernelInfo& info) -> Result<ComputeFn> {

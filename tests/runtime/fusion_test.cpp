@@ -382,14 +382,17 @@ TEST(Fusion, ResidualAddThenLayerNormIsOneStepUnlessItBroadcasts) {
 // (ConvNeXt's), against the normalization worked here in double: one step
 // on one thread and on two (the larger shape is shared out; its positions
 // are no multiple of the kernel's tile); with a B of another shape than
-// one per channel, or another perm, no fusion.
+// one per channel, or another perm, no fusion; a Scale of one value for
+// all channels broadcasts.
 TEST(Fusion, ChannelsMovedLastThenLayerNormIsOneStep) {
   struct Case {
     std::vector<int64_t> shape;
     std::vector<int64_t> perm = {0, 2, 3, 1};
     bool per_channel = true;
+    bool one_scale = false;  // Scale [1], for all channels
   };
-  for (const Case& c : {Case{{2, 5, 3, 4}}, Case{{2, 8, 41, 60}}, Case{{2, 5, 3, 4}, {0, 3, 2, 1}}, Case{{2, 5, 3, 4}, {0, 2, 3, 1}, false}}) {
+  for (const Case& c : {Case{{2, 5, 3, 4}}, Case{{2, 8, 41, 60}}, Case{{2, 5, 3, 4}, {0, 3, 2, 1}},
+                        Case{{2, 5, 3, 4}, {0, 2, 3, 1}, false}, Case{{2, 5, 3, 4}, {0, 2, 3, 1}, true, true}}) {
     const int64_t n = c.shape[0], ch = c.shape[1], hw = c.shape[2] * c.shape[3];
     SCOPED_TRACE(::testing::PrintToString(c.shape) + " perm " + ::testing::PrintToString(c.perm));
     auto model = empty_model();
@@ -397,14 +400,15 @@ TEST(Fusion, ChannelsMovedLastThenLayerNormIsOneStep) {
     ir::Value* x = g.add_input("x", float_type(c.shape));
     std::vector<float> scale, shift, xv;
     for (int64_t i = 0; i < ch; ++i) {
-      scale.push_back(weight(i) + 1.0f);
+      scale.push_back(c.one_scale ? 1.5f : weight(i) + 1.0f);
       shift.push_back(0.1f * bias(i));
     }
     for (int64_t i = 0; i < n * ch * hw; ++i) xv.push_back(input(i * 7 + i / 13) * 3.0f + 50.0f);  // a large mean
+    const Tensor scale_t = c.one_scale ? Tensor::from<float>({1}, {1.5f}) : Tensor::from<float>({ch}, scale);
     const Tensor shift_t = c.per_channel ? Tensor::from<float>({ch}, shift) : Tensor::from<float>({1, ch}, shift);
     ir::Node* norm = g.add_node("LayerNormalization",
                                 {add_transpose(g, x, c.perm, "t"),
-                                 g.add_initializer("scale", runtime::tensor_to_proto(Tensor::from<float>({ch}, scale))),
+                                 g.add_initializer("scale", runtime::tensor_to_proto(scale_t)),
                                  g.add_initializer("shift", runtime::tensor_to_proto(shift_t))},
                                 {"y"});
     norm->set_attribute(attr("epsilon", 1e-3f));

@@ -279,17 +279,26 @@ KernelFactory channels_last_layer_norm_kernel() {
         return make_error("the Transpose+LayerNormalization fused here takes float X of rank 3 or more, got {} {}",
                           to_string(x->dtype()), shape_to_string(x->shape()));
       const int64_t batch = x->dim(0), channels = x->dim(1), positions = dims_product(x->shape(), 2, x->rank());
-      auto per_channel = [&](const Tensor* t) { return t->dtype() == DataType::float32 && t->numel() == channels; };
-      if (!per_channel(scale) || (bias != nullptr && !per_channel(bias)))
-        return make_error("Scale and B must be one float per channel ({}), got {} and {}", channels,
-                          shape_to_string(scale->shape()), bias != nullptr ? shape_to_string(bias->shape()) : "none");
+      // One float per channel, or one for all (broadcast).
+      std::vector<float> scale_all, bias_all;
+      auto per_channel = [&](const Tensor* t, std::vector<float>& all) -> const float* {
+        if (t->dtype() != DataType::float32) return nullptr;
+        if (t->numel() == channels) return t->data<float>();
+        if (t->numel() != 1) return nullptr;
+        all.assign(static_cast<size_t>(channels), t->data<float>()[0]);
+        return all.data();
+      };
+      const float* sp = per_channel(scale, scale_all);
+      const float* bp = bias != nullptr ? per_channel(bias, bias_all) : nullptr;
+      if (sp == nullptr || (bias != nullptr && bp == nullptr))
+        return make_error("Scale and B must be one float per channel ({}) or one for all, got {} {} and {}", channels,
+                          to_string(scale->dtype()), shape_to_string(scale->shape()),
+                          bias != nullptr ? shape_to_string(bias->shape()) : "none");
       Shape out_shape(x->shape().begin() + 2, x->shape().end());
       out_shape.insert(out_shape.begin(), batch);
       out_shape.push_back(channels);
       Tensor& y = ctx.output(0, DataType::float32, out_shape);
       const float* xp = x->data<float>();
-      const float* sp = scale->data<float>();
-      const float* bp = bias != nullptr ? bias->data<float>() : nullptr;
       float* yp = y.mutable_data<float>();
       const int64_t tiles = (positions + kPositions - 1) / kPositions;
       parallel_ranges(batch * tiles, x->numel() >= kParallelWork, [&](int64_t begin, int64_t end) {

@@ -377,6 +377,30 @@ TEST(Elementwise, GeluOfOpset20InBothForms) {
                      1e-6);
 }
 
+// A tensor against one value, on either side (the loops of their own for
+// a scalar operand), against the comparisons worked here.
+TEST(Elementwise, ComparisonsWithOneValueOnEitherSide) {
+  std::vector<float> x;
+  std::vector<uint8_t> equal, greater;
+  for (int i = 0; i < 300; ++i) {
+    x.push_back(static_cast<float>(i % 7) - 3.0f);
+    equal.push_back(i % 7 == 5);    // x == 2
+    greater.push_back(i % 7 < 5);   // 2 > x
+  }
+  auto bools = [](const std::vector<uint8_t>& v) {
+    std::vector<bool> b(v.begin(), v.end());
+    return Tensor::from<bool>({3, 100}, b);
+  };
+  for (const runtime::Shape& scalar_shape : {runtime::Shape{}, runtime::Shape{1, 1}}) {
+    const Tensor two = Tensor::from<float>(scalar_shape, {2.0f});
+    const Tensor xt = Tensor::from<float>({3, 100}, x);
+    auto eq = run_node({.op_type = "Equal", .inputs = {{"x", xt}, {"c", two}}});
+    expect_tensor_near(eq[0].tensor(), bools(equal));
+    auto gt = run_node({.op_type = "Greater", .inputs = {{"c", two}, {"x", xt}}});
+    expect_tensor_near(gt[0].tensor(), bools(greater));
+  }
+}
+
 TEST(Elementwise, EqualComparesStringsFromOpset19) {
   auto out = run_node(
       {.op_type = "Equal",

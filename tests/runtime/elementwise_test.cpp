@@ -384,8 +384,8 @@ TEST(Elementwise, ComparisonsWithOneValueOnEitherSide) {
   std::vector<uint8_t> equal, greater;
   for (int i = 0; i < 300; ++i) {
     x.push_back(static_cast<float>(i % 7) - 3.0f);
-    equal.push_back(i % 7 == 5);    // x == 2
-    greater.push_back(i % 7 < 5);   // 2 > x
+    equal.push_back(i % 7 == 5);   // x == 2
+    greater.push_back(i % 7 < 5);  // 2 > x
   }
   auto bools = [](const std::vector<uint8_t>& v) {
     std::vector<bool> b(v.begin(), v.end());

@@ -407,8 +407,7 @@ TEST(Fusion, ChannelsMovedLastThenLayerNormIsOneStep) {
     const Tensor scale_t = c.one_scale ? Tensor::from<float>({1}, {1.5f}) : Tensor::from<float>({ch}, scale);
     const Tensor shift_t = c.per_channel ? Tensor::from<float>({ch}, shift) : Tensor::from<float>({1, ch}, shift);
     ir::Node* norm = g.add_node("LayerNormalization",
-                                {add_transpose(g, x, c.perm, "t"),
-                                 g.add_initializer("scale", runtime::tensor_to_proto(scale_t)),
+                                {add_transpose(g, x, c.perm, "t"), g.add_initializer("scale", runtime::tensor_to_proto(scale_t)),
                                  g.add_initializer("shift", runtime::tensor_to_proto(shift_t))},
                                 {"y"});
     norm->set_attribute(attr("epsilon", 1e-3f));
@@ -429,8 +428,8 @@ TEST(Fusion, ChannelsMovedLastThenLayerNormIsOneStep) {
             var += d * d / double(ch);
           }
           for (int64_t k = 0; k < ch; ++k)
-            expected.push_back(static_cast<float>((double(xv[(b * ch + k) * hw + p]) - mean) / std::sqrt(var + 1e-3) * scale[k] +
-                                                  shift[k]));
+            expected.push_back(
+                static_cast<float>((double(xv[(b * ch + k) * hw + p]) - mean) / std::sqrt(var + 1e-3) * scale[k] + shift[k]));
         }
       expect_tensor_near(fused.y, Tensor::from<float>({n, c.shape[2], c.shape[3], ch}, expected), 1e-5, 1e-5);
     }

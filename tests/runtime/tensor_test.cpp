@@ -124,9 +124,15 @@ TEST(Tensor, TransposeMatchesItsDefinition) {
     runtime::Shape shape;
     std::vector<int64_t> perm;
   };
-  const std::vector<Case> cases = {{{1, 96, 56, 56}, {0, 2, 3, 1}}, {{1, 56, 56, 96}, {0, 3, 1, 2}}, {{2, 7, 13, 5}, {0, 3, 1, 2}},
-                                   {{1, 64, 4, 64}, {0, 2, 1, 3}},  {{1, 4, 64, 64}, {0, 1, 3, 2}},  {{3, 5}, {1, 0}},
-                                   {{37, 130}, {1, 0}},             {{2, 3, 4, 5, 6}, {4, 2, 0, 3, 1}}, {{6, 1, 9, 1, 10}, {4, 1, 2, 3, 0}}};
+  const std::vector<Case> cases = {{{1, 96, 56, 56}, {0, 2, 3, 1}},
+                                   {{1, 56, 56, 96}, {0, 3, 1, 2}},
+                                   {{2, 7, 13, 5}, {0, 3, 1, 2}},
+                                   {{1, 64, 4, 64}, {0, 2, 1, 3}},
+                                   {{1, 4, 64, 64}, {0, 1, 3, 2}},
+                                   {{3, 5}, {1, 0}},
+                                   {{37, 130}, {1, 0}},
+                                   {{2, 3, 4, 5, 6}, {4, 2, 0, 3, 1}},
+                                   {{6, 1, 9, 1, 10}, {4, 1, 2, 3, 0}}};
   auto expected = [](const Tensor& x, const std::vector<int64_t>& perm, auto tag) {
     using T = decltype(tag);
     runtime::Shape out_shape;
@@ -153,7 +159,8 @@ TEST(Tensor, TransposeMatchesItsDefinition) {
       for (int threads : {1, 2}) {
         SCOPED_TRACE(runtime::shape_to_string(c.shape) + " perm " + ::testing::PrintToString(c.perm) + " " +
                      std::to_string(sizeof(T)) + "-byte, threads " + std::to_string(threads));
-        auto out = run_node({.op_type = "Transpose", .inputs = {{"x", x}}, .attributes = {attr("perm", c.perm)}, .threads = threads});
+        auto out =
+            run_node({.op_type = "Transpose", .inputs = {{"x", x}}, .attributes = {attr("perm", c.perm)}, .threads = threads});
         expect_tensor_near(out[0].tensor(), expected(x, c.perm, tag));
       }
     }

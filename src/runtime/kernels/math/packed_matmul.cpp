@@ -2,8 +2,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <array>
 #include <string>
-#include <unordered_map>
 
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/parallel.h"
@@ -101,15 +101,26 @@ Result<bool> PackedMatMul::run(int64_t m, const float* a, const float* bias, flo
   const std::shared_ptr<const Primitive> p = primitive_for(m, bias != nullptr, gelu, threads);
   if (p == nullptr) return false;
   try {
+    // This thread's stream and scratchpad (no allocation per run), and the
+    // arguments as the C call's array (the C++ call takes a map, built per run).
     dnnl::engine& engine = nn::cpu_engine();
-    dnnl::stream stream(engine);
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(p->pd.src_desc(), engine, const_cast<float*>(a))},
-                                               {DNNL_ARG_WEIGHTS, state_->weights},
-                                               {DNNL_ARG_DST, dnnl::memory(p->pd.dst_desc(), engine, y)},
-                                               {DNNL_ARG_SCRATCHPAD, dnnl::memory(p->pd.scratchpad_desc(), engine)}};
-    if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->pd.bias_desc(), engine, const_cast<float*>(bias)));
+    dnnl::stream& stream = nn::thread_stream();
+    const dnnl::memory::desc scratchpad_md = p->pd.scratchpad_desc();
+    const dnnl::memory src(p->pd.src_desc(), engine, const_cast<float*>(a)), dst(p->pd.dst_desc(), engine, y),
+        scratchpad(scratchpad_md, engine, nn::thread_scratchpad(scratchpad_md.get_size()));
+    dnnl::memory bias_memory;
+    std::array<dnnl_exec_arg_t, 5> args{{{DNNL_ARG_SRC, src.get()},
+                                         {DNNL_ARG_WEIGHTS, state_->weights.get()},
+                                         {DNNL_ARG_DST, dst.get()},
+                                         {DNNL_ARG_SCRATCHPAD, scratchpad.get()}}};
+    int count = 4;
+    if (bias != nullptr) {
+      bias_memory = dnnl::memory(p->pd.bias_desc(), engine, const_cast<float*>(bias));
+      args[static_cast<size_t>(count++)] = {DNNL_ARG_BIAS, bias_memory.get()};
+    }
     const ThreadLimit limit(threads);
-    p->matmul.execute(stream, args);
+    dnnl::error::wrap_c_api(dnnl_primitive_execute(p->matmul.get(), stream.get(), count, args.data()),
+                            "could not execute the matmul");
     stream.wait();
   } catch (const dnnl::error& e) {
     return make_error("oneDNN matmul failed: {}", e.what());

@@ -179,10 +179,8 @@ Result<std::vector<Datum>> Session::run(const NamedValues& feeds, const RunLimit
   const auto start = ContentionWatch::Clock::now();
   auto outputs = run_plan(*plan_, std::move(ordered), nullptr, threads, RunControl(limits));
   if (options_.adapt_to_load) {
-    if (plan_->first_run_done.exchange(true))
-      watch.run_finished(threads, ContentionWatch::Clock::now() - start);
-    else
-      watch.run_discarded();
+    if (plan_->first_run_done.exchange(true)) watch.run_finished(threads, ContentionWatch::Clock::now() - start);
+    else watch.run_discarded();
   }
   return outputs;
 }

@@ -193,7 +193,8 @@ TEST(BlockedLayout, BatchNormsWithTheirActivationsAndZeroPadsStayBlocked) {
   auto model = with_weights(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[1,20,9,9] x) => (float[1,20,5,5] y, float[1,20,9,9] z, float[1,20,11,11] q, float[1,20,11,11] pv) {
-  v = Constant <value = float[20] {)" + var + R"(}> ()
+  v = Constant <value = float[20] {)" +
+                                var + R"(}> ()
   c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
   n1 = BatchNormalization <epsilon = 0.01> (c1, s1, t1, m1, v)
   r1 = Relu(n1)

@@ -172,15 +172,15 @@ Status scatter_elements(KernelContext& ctx, int64_t axis_attr, Reduction reducti
     if (d != a && indices_t.dim(d) > data.dim(d))
       return make_error("indices has shape {}, larger than data's {} on axis {}", shape_to_string(indices_t.shape()),
                         shape_to_string(data.shape()), d);
-  ONNXKIT_ASSIGN(WrappedIndices indices, WrappedIndices::read(indices_t, data.dim(a), "indices", fmt::format("data axis {}", axis)));
+  ONNXKIT_ASSIGN(WrappedIndices indices,
+                 WrappedIndices::read(indices_t, data.dim(a), "indices", fmt::format("data axis {}", axis)));
 
   std::vector<int64_t> strides = contiguous_strides(data.shape());
   const int64_t axis_stride = strides[a];
   strides[a] = 0;  // the position along axis comes from the index
   return scatter_into_copy(ctx, data, updates, reduction, [&](auto op, auto* out, const auto* u) {
     OffsetWalker walk(indices_t.shape(), strides);
-    for (int64_t p = 0; p < updates.numel(); ++p, walk.next())
-      op(out[walk.offset() + indices[p] * axis_stride], u[p]);
+    for (int64_t p = 0; p < updates.numel(); ++p, walk.next()) op(out[walk.offset() + indices[p] * axis_stride], u[p]);
   });
 }
 

@@ -52,8 +52,9 @@ struct VectorProduct {
 
 class BlockedConv final : public Kernel {
  public:
-  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine, std::shared_ptr<const WinogradConv> winograd,
-              bool plain_input, std::optional<size_t> residual_input, VectorProduct vector_product)
+  BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine,
+              std::shared_ptr<const WinogradConv> winograd, bool plain_input, std::optional<size_t> residual_input,
+              VectorProduct vector_product)
       : attrs_(std::move(attrs)),
         w_shape_(std::move(w_shape)),
         engine_(std::move(engine)),
@@ -111,8 +112,7 @@ class BlockedConv final : public Kernel {
   bool is_vector_product(const ConvParams& p) const {
     const WindowGeometry& g = p.window;
     return vector_product_.w != nullptr && !plain_input_ && !residual_input_ && p.batch == 1 && p.group == 1 &&
-           g.in == std::vector<int64_t>{1, 1} && g.kernel == std::vector<int64_t>{1, 1} &&
-           g.out == std::vector<int64_t>{1, 1};
+           g.in == std::vector<int64_t>{1, 1} && g.kernel == std::vector<int64_t>{1, 1} && g.out == std::vector<int64_t>{1, 1};
   }
 
   Status run_vector_product(const ConvParams& p, const Tensor& x, Tensor& y, int threads) const {
@@ -316,8 +316,8 @@ class BlockedPool final : public Kernel {
 // goes through, as in Relu and Clip. Built for AVX2 too, where it is twice
 // as wide as the baseline's SSE.
 __attribute__((target_clones("arch=x86-64-v3", "default"))) void scale_shift_clamp(const float* x, float* y, int64_t pixels,
-                                                                                   int64_t lanes, const float* a,
-                                                                                   const float* b, float lo, float hi) {
+                                                                                   int64_t lanes, const float* a, const float* b,
+                                                                                   float lo, float hi) {
   for (int64_t p = 0; p < pixels; ++p)
     for (int64_t l0 = 0; l0 < lanes; l0 += 8) {
       const float* in = x + p * lanes + l0;
@@ -564,15 +564,17 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
   const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
   if (!conv_can_run_blocked(info.node(), w, b)) return make_error("cannot run in the blocked layout");
   const FusedActivation activation = fused_activation(info);
-  auto engine = DnnlConvCache::shared(*w, b, activation, plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked,
-                                      info.options().prepack_weights);
+  auto engine =
+      DnnlConvCache::shared(*w, b, activation, plain_input ? ActivationLayout::plain_to_blocked : ActivationLayout::blocked,
+                            info.options().prepack_weights);
   std::optional<size_t> residual;
   if (activation.add_residual) residual = FusedActivation::kResidualInput;
   // Winograd runs on transformed weights, a copy beside the model's.
   std::shared_ptr<const WinogradConv> winograd =
       plain_input || !info.options().prepack_weights ? nullptr : WinogradConv::shared(attrs, *w, b, activation);
   VectorProduct vector_product;
-  if (w->rank() == 4 && w->dim(2) == 1 && w->dim(3) == 1 && attrs.group == 1 && (b == nullptr || b->dtype() == DataType::float32)) {
+  if (w->rank() == 4 && w->dim(2) == 1 && w->dim(3) == 1 && attrs.group == 1 &&
+      (b == nullptr || b->dtype() == DataType::float32)) {
     vector_product.w = std::make_shared<const Tensor>(*w);  // shares the model's storage
     if (b != nullptr) vector_product.bias = std::make_shared<const Tensor>(*b);
     vector_product.activation = activation;
@@ -752,7 +754,8 @@ InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order, const st
       plan.writes.push_back({writer, plan.buffers, std::make_shared<ChannelBlocks>(buffer.blocks, first_block), false});
     // Each Concat's output is the buffer's first blocks; the last one holds the buffer after it.
     for (const ir::Node* concat : buffer.concats)
-      plan.writes.push_back({concat, plan.buffers, std::make_shared<ChannelBlocks>(buffer.blocks, 0), concat == buffer.concats.back()});
+      plan.writes.push_back(
+          {concat, plan.buffers, std::make_shared<ChannelBlocks>(buffer.blocks, 0), concat == buffer.concats.back()});
     ++plan.buffers;
   }
   return plan;

@@ -215,8 +215,7 @@ constexpr double kMostLiveTaps = 0.9;
 
 std::unique_ptr<DnnlConv::State> tap_products_state(const ConvParams& p, const float* w, const Tensor* bias,
                                                     FusedActivation activation, ActivationLayout layout) {
-  std::unique_ptr<TapProducts> products =
-      TapProducts::create(p, w, bias != nullptr ? bias->data<float>() : nullptr, activation);
+  std::unique_ptr<TapProducts> products = TapProducts::create(p, w, bias != nullptr ? bias->data<float>() : nullptr, activation);
   if (products == nullptr || products->live_share() > kMostLiveTaps) return nullptr;
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
@@ -424,8 +423,10 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     state->threads = std::max(1, omp_get_max_threads());  // the caller's ThreadLimit, as the primitive saw it
     if (staged) {
       State::Staging s;
-      s.given_src = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : plain_tag(rank));
-      s.given_dst = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? plain_tag(rank) : blocked);
+      s.given_src =
+          dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : plain_tag(rank));
+      s.given_dst =
+          dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? plain_tag(rank) : blocked);
       s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.given_src, engine, state->src_md));
       s.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, state->dst_md, engine, s.given_dst));
       if (activation.add_residual)

@@ -11,8 +11,8 @@
 // fused_activation.
 
 #include <cmath>
-#include <tuple>
 #include <cstddef>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 

@@ -50,7 +50,14 @@ class WrappedIndices {
   static Result<WrappedIndices> read(const Tensor& t, int64_t bound, std::string_view name, std::string_view what);
   int64_t operator[](int64_t i) const { return values_[i]; }
 
+  // A copy would point into the original's buffer.
+  WrappedIndices(WrappedIndices&&) = default;
+  WrappedIndices& operator=(WrappedIndices&&) = default;
+  WrappedIndices(const WrappedIndices&) = delete;
+  WrappedIndices& operator=(const WrappedIndices&) = delete;
+
  private:
+  WrappedIndices() = default;
   std::vector<int64_t> copy_;
   const int64_t* values_ = nullptr;  // the tensor's, or copy_'s (a vector's move keeps its buffer)
 };

@@ -389,7 +389,9 @@ class BlockedPad final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     ONNXKIT_TRY(logical_shape(*x, channels_));
-    const auto [top, left, bottom, right] = pads_;
+    // Named, not a structured binding: clang 14 (the fuzz build) lets no
+    // lambda capture one.
+    const int64_t top = pads_[0], left = pads_[1], bottom = pads_[2], right = pads_[3];
     if (top == 0 && left == 0 && bottom == 0 && right == 0) {
       ctx.set_output(0, ctx.input_value(0));
       return {};

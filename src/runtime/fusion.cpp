@@ -117,9 +117,8 @@ struct Matcher {
 
   // MatMul whose operands come through a Transpose and/or a scaling by a
   // constant scalar, and whose product goes through such a scaling and/or a
-  // Transpose, each read
-  // only here and none in another chain (`claimed`): the attention's head
-  // split, 1 / sqrt(d) and head merge.
+  // Transpose, each read only here and none in another chain (`claimed`):
+  // the attention's head split, 1 / sqrt(d) and head merge.
   std::optional<FusedChain> transposed_matmul(const ir::Node* matmul, const std::unordered_set<const ir::Node*>& claimed) const {
     if (!matmul->is_onnx_op("MatMul") || matmul->inputs().size() != 2 || matmul->outputs().size() != 1 || claimed.count(matmul) ||
         matmul->input(0) == nullptr || matmul->input(1) == nullptr)

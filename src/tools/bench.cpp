@@ -99,8 +99,8 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
         "latency){}; the figures include that",
         report.cpu_wait_ms, 100 * report.cpu_wait_ms / report.mean_ms, held.empty() ? "" : ", and " + held));
   else if (!held.empty())
-    // The waits that made the watch hold them came before (in the warm-up):
-    // a thread woken from sleep also waits for a core, on an idle machine too.
+    // The waits that made the watch hold them came before them (in the
+    // warm-up, or another process's burst that is over).
     report.warnings.push_back(
         fmt::format("{}: the contention watch saw this process's threads wait for a core before "
                     "them ({:.2f} ms per run during them); the figures include that",

@@ -1,4 +1,5 @@
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/cpu_clones.h"
 
 #include <algorithm>
 
@@ -8,21 +9,14 @@
 // GELU also for x86-64-v4 (AVX-512): its rational erf is arithmetic-bound,
 // and twice the lanes took a transformer MLP's GELU from 0.64 to 0.54 ms
 // (1.2 M elements, Zen 4).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ONNXKIT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#define ONNXKIT_WIDE_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define ONNXKIT_VECTOR_CLONES
-#define ONNXKIT_WIDE_VECTOR_CLONES
-#endif
 
 namespace onnxkit::runtime {
 
-ONNXKIT_VECTOR_CLONES void erf_floats(const float* __restrict x, float* __restrict y, int64_t n) {
+ONNXKIT_AVX2_CLONES void erf_floats(const float* __restrict x, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fast_erf(x[i]);
 }
 
-ONNXKIT_VECTOR_CLONES void sigmoid_floats(const float* x, float* y, int64_t n) {
+ONNXKIT_AVX2_CLONES void sigmoid_floats(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     const float e = fast_exp(-std::fabs(v));
@@ -31,11 +25,11 @@ ONNXKIT_VECTOR_CLONES void sigmoid_floats(const float* x, float* y, int64_t n) {
   }
 }
 
-ONNXKIT_VECTOR_CLONES void tanh_floats(const float* x, float* y, int64_t n) {
+ONNXKIT_AVX2_CLONES void tanh_floats(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fast_tanh(x[i]);
 }
 
-ONNXKIT_VECTOR_CLONES void hard_sigmoid_floats(const float* x, float* y, int64_t n, float alpha, float beta, bool times_x) {
+ONNXKIT_AVX2_CLONES void hard_sigmoid_floats(const float* x, float* y, int64_t n, float alpha, float beta, bool times_x) {
   // Written as selects that a NaN fails, so that it goes through.
   auto gate = [alpha, beta](float v) {
     float g = alpha * v + beta;
@@ -53,14 +47,11 @@ ONNXKIT_VECTOR_CLONES void hard_sigmoid_floats(const float* x, float* y, int64_t
 // for AVX2 on Zen 4: EfficientNet applies it to 5 million elements a run,
 // after its convolutions. x / (1 + e^-ax) needs no select: for very negative
 // ax, fast_exp saturates and the quotient is a tiny x / 1e38.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-void swish_floats(const float* x, float* y, int64_t n, float alpha) {
+ONNXKIT_AVX512_CLONES void swish_floats(const float* x, float* y, int64_t n, float alpha) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + fast_exp(-alpha * x[i]));
 }
 
-ONNXKIT_WIDE_VECTOR_CLONES void gelu_floats(const float* x, const float* bias, float* y, int64_t n) {
+ONNXKIT_AVX512_CLONES void gelu_floats(const float* x, const float* bias, float* y, int64_t n) {
   constexpr float kInvSqrt2 = 0.707106781186547524f;
   if (bias == nullptr) {
     for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + fast_erf(x[i] * kInvSqrt2));
@@ -94,8 +85,8 @@ inline float larger(float a, float b) { return b > a ? b : a; }
 
 }  // namespace
 
-ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias, float* y,
-                                             int64_t n, float epsilon) {
+ONNXKIT_AVX2_CLONES void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias, float* y,
+                                           int64_t n, float epsilon) {
   auto value = [&](int64_t i) { return add != nullptr ? x[i] + add[i] : x[i]; };
   const float mean = reduce_in_lanes(n, 0.0f, value, plus) / static_cast<float>(n);
   // The variance from the centred values: no cancellation for large means.
@@ -110,22 +101,22 @@ ONNXKIT_VECTOR_CLONES void layer_norm_floats(const float* x, const float* add, c
   }
 }
 
-ONNXKIT_VECTOR_CLONES float max_floats(const float* x, int64_t n) {
+ONNXKIT_AVX2_CLONES float max_floats(const float* x, int64_t n) {
   return reduce_in_lanes(
       n, -INFINITY, [&](int64_t i) { return x[i]; }, larger);
 }
 
-ONNXKIT_VECTOR_CLONES float exp_sum_floats(const float* x, float* y, int64_t n, float shift) {
+ONNXKIT_AVX2_CLONES float exp_sum_floats(const float* x, float* y, int64_t n, float shift) {
   return reduce_in_lanes(
       n, 0.0f, [&](int64_t i) { return y[i] = fast_exp(x[i] - shift); }, plus);
 }
 
-ONNXKIT_VECTOR_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
+ONNXKIT_AVX2_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
   const float inv = 1.0f / exp_sum_floats(x, y, n, max_floats(x, n));
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
 
-ONNXKIT_VECTOR_CLONES void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d, float* y) {
+ONNXKIT_AVX2_CLONES void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d, float* y) {
   for (int64_t j = 0; j < n; ++j) {
     const float* row = rows + j * stride;
     y[j] = reduce_in_lanes(
@@ -133,8 +124,8 @@ ONNXKIT_VECTOR_CLONES void dot_rows_floats(const float* x, const float* rows, in
   }
 }
 
-ONNXKIT_VECTOR_CLONES void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride, int64_t n, int64_t d,
-                                                    float* __restrict y) {
+ONNXKIT_AVX2_CLONES void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride, int64_t n, int64_t d,
+                                                  float* __restrict y) {
   for (int64_t j = 0; j < n; ++j) {
     if (w[j] == 0.0f) continue;  // a masked key
     const float* __restrict row = rows + j * stride;
@@ -143,8 +134,8 @@ ONNXKIT_VECTOR_CLONES void add_weighted_rows_floats(const float* w, const float*
   }
 }
 
-ONNXKIT_VECTOR_CLONES void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k, int64_t n,
-                                              float alpha, float beta, float* __restrict y) {
+ONNXKIT_AVX2_CLONES void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k, int64_t n,
+                                            float alpha, float beta, float* __restrict y) {
   auto store = [&](int64_t j, float sum) { y[j] = alpha * sum + (beta == 0.0f ? 0.0f : beta * y[j]); };
   if (trans_b) {
     for (int64_t j = 0; j < n; ++j) {

@@ -16,14 +16,10 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/fast_math.h"
 #include "runtime/parallel.h"
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define ONNXKIT_MATH_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define ONNXKIT_MATH_CLONES
-#endif
 #define ONNXKIT_MATH_INLINE inline __attribute__((always_inline))
 
 namespace onnxkit::runtime {
@@ -170,12 +166,12 @@ ONNXKIT_MATH_INLINE void compute_tile(const Problem<T>& pr, int64_t i0, int64_t 
   }
 }
 
-ONNXKIT_MATH_CLONES void tile_float(const Problem<float>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* abuf,
+ONNXKIT_AVX2_CLONES void tile_float(const Problem<float>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* abuf,
                                     float* bbuf) {
   compute_tile(pr, i0, mc, j0, nc, abuf, bbuf);
 }
 
-ONNXKIT_MATH_CLONES void tile_double(const Problem<double>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc, double* abuf,
+ONNXKIT_AVX2_CLONES void tile_double(const Problem<double>& pr, int64_t i0, int64_t mc, int64_t j0, int64_t nc, double* abuf,
                                      double* bbuf) {
   compute_tile(pr, i0, mc, j0, nc, abuf, bbuf);
 }
@@ -249,10 +245,10 @@ template <class T> ONNXKIT_MATH_INLINE void vector_product(const Problem<T>& pr,
   else cols_times_vector(pr.b, pr.ldb, v, pr.k, first, last, pr.alpha, pr.beta, scratch + pr.k, pr.c, int64_t{1});
 }
 
-ONNXKIT_MATH_CLONES void vector_float(const Problem<float>& pr, int64_t first, int64_t last, float* scratch) {
+ONNXKIT_AVX2_CLONES void vector_float(const Problem<float>& pr, int64_t first, int64_t last, float* scratch) {
   vector_product(pr, first, last, scratch);
 }
-ONNXKIT_MATH_CLONES void vector_double(const Problem<double>& pr, int64_t first, int64_t last, double* scratch) {
+ONNXKIT_AVX2_CLONES void vector_double(const Problem<double>& pr, int64_t first, int64_t last, double* scratch) {
   vector_product(pr, first, last, scratch);
 }
 void run_vector(const Problem<float>& pr, int64_t first, int64_t last, float* scratch) { vector_float(pr, first, last, scratch); }
@@ -318,7 +314,7 @@ template <class T> void gemm_blocked(const Problem<T>& pr) {
 
 // Integer dot products over int16 operands with int32 sums: the widening
 // multiply-add the vector units have for exactly this.
-ONNXKIT_MATH_CLONES void integer_rows(int64_t first, int64_t last, int64_t n, int64_t k, const int16_t* a, const int16_t* bt,
+ONNXKIT_AVX2_CLONES void integer_rows(int64_t first, int64_t last, int64_t n, int64_t k, const int16_t* a, const int16_t* bt,
                                       int32_t* c, int64_t ldc) {
   for (int64_t i = first; i < last; ++i) {
     const int16_t* row = a + i * k;

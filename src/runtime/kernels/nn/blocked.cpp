@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/conv.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
@@ -315,9 +316,8 @@ class BlockedPool final : public Kernel {
 // `lanes` channels (8 or 16) that share a and b, 8 lanes at a time; NaN
 // goes through, as in Relu and Clip. Built for AVX2 too, where it is twice
 // as wide as the baseline's SSE.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void scale_shift_clamp(const float* x, float* y, int64_t pixels,
-                                                                                   int64_t lanes, const float* a, const float* b,
-                                                                                   float lo, float hi) {
+ONNXKIT_AVX2_CLONES void scale_shift_clamp(const float* x, float* y, int64_t pixels, int64_t lanes, const float* a,
+                                           const float* b, float lo, float hi) {
   for (int64_t p = 0; p < pixels; ++p)
     for (int64_t l0 = 0; l0 < lanes; l0 += 8) {
       const float* in = x + p * lanes + l0;

@@ -86,22 +86,17 @@ ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t o
   ProducerFusions f;
   f.kind = "(fused into Conv)";
   for (const ir::Node* conv : order) {
-    FusedActivation activation;
     // A blocked BatchNormalization (blocked.h) applies the activation after
-    // it too: DenseNet's BN -> ReLU before each conv.
-    if (conv->is_onnx_op("BatchNormalization") && blocked.count(conv)) {
-      if (const ir::Node* after = activation_after(conv, opset, constant_of, is_returned, activation)) {
-        f.pass_through[after] = 0;
-        f.producers[conv] = {activation, 0, {}};
-      }
-      continue;
-    }
-    if (!conv->is_onnx_op("Conv")) continue;
+    // it too, and nothing else: DenseNet's BN -> ReLU before each conv.
+    const bool blocked_norm = conv->is_onnx_op("BatchNormalization") && blocked.count(conv);
+    if (!conv->is_onnx_op("Conv") && !blocked_norm) continue;
+    FusedActivation activation;
     if (const ir::Node* after = activation_after(conv, opset, constant_of, is_returned, activation)) {
       f.pass_through[after] = 0;
       f.producers[conv] = {activation, 0, {}};
       continue;
     }
+    if (blocked_norm) continue;
     if (const ir::Node* mul = swish_after(conv, is_returned)) {
       const size_t y_at = mul->input(0) == conv->output(0) ? 0 : 1;
       f.pass_through[mul->input(1 - y_at)->producer()] = 0;  // the Sigmoid

@@ -229,10 +229,6 @@ Result<std::vector<double>> broadcast_param(const Tensor& param, const char* nam
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // Positions p0..p0 + count (count <= kPositions) of one image x [C, P],
 // normalized over C, into y [P, C]. The statistics go across the positions
 // in vector lanes, reading each channel's run where it lies; the normalized

@@ -8,21 +8,16 @@
 
 #include <algorithm>
 
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/quantization/quantization.h"
 
 namespace onnxkit::runtime::quantization {
 
 namespace {
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define ONNXKIT_CONV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define ONNXKIT_CONV_CLONES
-#endif
-
 // Output map m of image n. Compiled twice on x86-64 (baseline and AVX2),
 // picked at load time: the library targets the baseline instruction set.
-ONNXKIT_CONV_CLONES void convolve_map(const ConvParams& p, const int16_t* x, const int16_t* w, int32_t* out, int64_t n,
+ONNXKIT_AVX2_CLONES void convolve_map(const ConvParams& p, const int16_t* x, const int16_t* w, int32_t* out, int64_t n,
                                       int64_t m) {
   const WindowGeometry& g = p.window;
   const size_t spatial = g.rank();

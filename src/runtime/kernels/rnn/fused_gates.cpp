@@ -4,13 +4,8 @@
 
 #include <cmath>
 
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/fast_math.h"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define ONNXKIT_RNN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define ONNXKIT_RNN_CLONES
-#endif
 
 namespace onnxkit::runtime::rnn {
 namespace {
@@ -30,8 +25,8 @@ inline float bound(float v, float clip) {
 
 }  // namespace
 
-ONNXKIT_RNN_CLONES void lstm_default_gates(int64_t hidden, const float* __restrict g, const float* __restrict x, float clip,
-                                           float* __restrict c, float* __restrict h) {
+ONNXKIT_AVX512_CLONES void lstm_default_gates(int64_t hidden, const float* __restrict g, const float* __restrict x, float clip,
+                                              float* __restrict c, float* __restrict h) {
   const int64_t H = hidden;
   for (int64_t j = 0; j < H; ++j) {
     const float i = sigmoid(bound(g[j] + x[j], clip));
@@ -44,8 +39,8 @@ ONNXKIT_RNN_CLONES void lstm_default_gates(int64_t hidden, const float* __restri
   }
 }
 
-ONNXKIT_RNN_CLONES void gru_default_gates(int64_t hidden, const float* __restrict g, const float* __restrict x,
-                                          const float* __restrict reset_bias, float clip, float* __restrict h) {
+ONNXKIT_AVX512_CLONES void gru_default_gates(int64_t hidden, const float* __restrict g, const float* __restrict x,
+                                             const float* __restrict reset_bias, float clip, float* __restrict h) {
   const int64_t H = hidden;
   for (int64_t j = 0; j < H; ++j) {
     const float z = sigmoid(bound(g[j] + x[j], clip));

@@ -357,6 +357,33 @@ TEST(RnnReference, Lstm) {
     c.direction = "bidirectional";
     c.activations = {"Sigmoid", "Tanh", "Relu", "Sigmoid", "Relu", "Tanh"};
   });
+  // A batch of one with steps large enough for the threads to share them by
+  // blocks of 32 hidden units (the last one part-filled): steps odd and even
+  // in number, backwards, a sequence_lens short of X, three threads.
+  add("batch 1, hidden 100, 2 threads, initial states", [](RnnCase& c) {
+    c.batch = 1;
+    c.seq = 5;
+    c.hidden = 100;
+    c.threads = 2;
+    c.initial_states = true;
+  });
+  add("batch 1, hidden 100, 2 threads, reverse, clip, short sequence_lens", [](RnnCase& c) {
+    c.batch = 1;
+    c.seq = 6;
+    c.hidden = 100;
+    c.threads = 2;
+    c.direction = "reverse";
+    c.clip = 0.5f;
+    c.lengths = {4};
+  });
+  add("batch 1, hidden 130, 3 threads, layout 1, fed weights", [](RnnCase& c) {
+    c.batch = 1;
+    c.seq = 3;
+    c.hidden = 130;
+    c.threads = 3;
+    c.batch_first = true;
+    c.constant_weights = false;
+  });
   for (const auto& [label, c] : cases) expect_matches_reference(c, label);
 }
 
@@ -381,6 +408,24 @@ TEST(RnnReference, Gru) {
     c.initial_states = true;
   });
   add("activations", [](RnnCase& c) { c.activations = {"Sigmoid", "Relu"}; });
+  // As for LSTM: a batch of one whose steps the threads share by unit blocks.
+  add("linear_before_reset, batch 1, hidden 110, 2 threads, initial states", [](RnnCase& c) {
+    c.linear_before_reset = true;
+    c.batch = 1;
+    c.seq = 5;
+    c.hidden = 110;
+    c.threads = 2;
+    c.initial_states = true;
+  });
+  add("linear_before_reset, batch 1, hidden 110, 3 threads, reverse, short sequence_lens", [](RnnCase& c) {
+    c.linear_before_reset = true;
+    c.batch = 1;
+    c.seq = 6;
+    c.hidden = 110;
+    c.threads = 3;
+    c.direction = "reverse";
+    c.lengths = {4};
+  });
   for (const auto& [label, c] : cases) expect_matches_reference(c, label);
 }
 

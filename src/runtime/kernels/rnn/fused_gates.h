@@ -11,18 +11,24 @@
 
 namespace onnxkit::runtime::rnn {
 
-// One row of an LSTM step with activations Sigmoid, Tanh, Tanh, no
-// peepholes and no input_forget: `g` holds h R^T and `x` the input's part
-// (X W^T + B) of the gates i, o, f, c, 4 * hidden each; their sums, bounded
-// to [-clip, clip] (pass infinity for no clip), go through the activations;
-// c and h (hidden each) are updated in place.
-void lstm_default_gates(int64_t hidden, const float* g, const float* x, float clip, float* c, float* h);
+// Both take `units` consecutive hidden units of one row. Gate q of unit j
+// is at g[q * g_stride + j] in h R^T and at x[q * x_stride + j] in the
+// input's part (X W^T + B): strides of hidden for a row laid out gate by
+// gate, or the width of a block of units when the product writes its
+// columns unit block by unit block (recurrent.cpp).
 
-// One row of a GRU step under linear_before_reset with activations Sigmoid,
-// Tanh: `g` holds h R^T and `x` the input's part of the gates z, r, h,
-// 3 * hidden each, `reset_bias` the hidden gate's Rb (hidden); h~ =
-// tanh(x_h + r * (g_h + Rb_h)), and h (hidden) becomes (1 - z) h~ + z h.
-// Every activation's input is bounded to [-clip, clip].
-void gru_default_gates(int64_t hidden, const float* g, const float* x, const float* reset_bias, float clip, float* h);
+// An LSTM step with activations Sigmoid, Tanh, Tanh, no peepholes and no
+// input_forget, gates i, o, f, c: their sums, bounded to [-clip, clip]
+// (pass infinity for no clip), go through the activations; c is updated in
+// place and the new h written to h.
+void lstm_default_gates(int64_t units, const float* g, int64_t g_stride, const float* x, int64_t x_stride, float clip, float* c,
+                        float* h);
+
+// A GRU step under linear_before_reset with activations Sigmoid, Tanh, gates
+// z, r, h, `reset_bias` the hidden gate's Rb: h~ = tanh(x_h + r * (g_h +
+// Rb_h)), and the new h, (1 - z) h~ + z h_in, goes to h_out (which may be
+// h_in). Every activation's input is bounded to [-clip, clip].
+void gru_default_gates(int64_t units, const float* g, int64_t g_stride, const float* x, int64_t x_stride,
+                       const float* reset_bias, float clip, const float* h_in, float* h_out);
 
 }  // namespace onnxkit::runtime::rnn

@@ -43,6 +43,12 @@ constexpr int64_t kParallelGateWork = 1 << 14;
 // Rows of a step up to which its product reads the packed panels; more rows
 // make it a GEMM, which sgemm runs faster from R^T as it is.
 constexpr int64_t kPackedRows = 1;
+// Hidden units per block when the packed product's columns go block by
+// block (Weights::unit_blocks): 32 units of every gate fill whole panels.
+constexpr int64_t kUnitBlock = 32;
+// Multiply-adds of a step's product from which a batch of one shares its
+// steps among the threads, one barrier a step (DirectionRun::run_split).
+constexpr int64_t kSplitStepMacs = 1 << 15;
 
 const char* op_name(Cell cell) { return cell == Cell::lstm ? "LSTM" : cell == Cell::gru ? "GRU" : "RNN"; }
 int64_t gate_count(Cell cell) { return cell == Cell::lstm ? 4 : cell == Cell::gru ? 3 : 1; }
@@ -64,6 +70,15 @@ struct Config {
   // then r * h by the h rows: two products per step, each with its own
   // packed columns. Every other cell takes all gates in one.
   bool split_product() const { return cell == Cell::gru && !linear_before_reset; }
+  // Whether direction d's gates take one fused pass (fused_gates.h).
+  bool fused_gates(int64_t d, bool peepholes) const {
+    const Activation* act = activations.data() + d * activations_per_direction();
+    using Kind = Activation::Kind;
+    if (cell == Cell::lstm)
+      return act[0].kind == Kind::sigmoid && act[1].kind == Kind::tanh && act[2].kind == Kind::tanh && !peepholes &&
+             !input_forget;
+    return cell == Cell::gru && linear_before_reset && act[0].kind == Kind::sigmoid && act[1].kind == Kind::tanh;
+  }
 };
 
 Result<Config> read_config(const KernelInfo& info, Cell cell) {
@@ -127,6 +142,13 @@ template <class C> struct Weights {
   // R^T per direction, its columns for all gates (or, split_product, for z
   // and r, then for h): [direction * products + product].
   std::vector<PackedColumns<C>> recurrent;
+  // Float cells whose gates are fused in every direction have their packed
+  // columns in blocks of kUnitBlock hidden units, block k holding gate q's
+  // columns of units [k B, k B + B) at k G B + q B (G gates; units past
+  // `hidden` zero): a product of whole blocks gives every gate of its units,
+  // so that threads can each own some units, their product and their gates.
+  bool unit_blocks = false;
+  int64_t blocks = 0;  // of kUnitBlock units, when unit_blocks
   std::vector<C> r_t;  // [directions, hidden, gates * hidden]: R^T as it is, for larger batches
   // Wb + Rb per direction and gate, added by the input projection; for GRU
   // under linear_before_reset the hidden gate's Rb is kept apart, since the
@@ -187,9 +209,20 @@ Result<std::shared_ptr<const Weights<C>>> make_weights(const Config& cfg, const 
   {
     std::vector<C> copy;
     const C* rp = as_compute(r, copy);
+    out->unit_blocks = std::is_same_v<C, float>;
+    for (int64_t d = 0; d < dirs; ++d) out->unit_blocks = out->unit_blocks && cfg.fused_gates(d, p != nullptr);
+    out->blocks = (hidden + kUnitBlock - 1) / kUnitBlock;
     for (int64_t d = 0; d < dirs; ++d) {
       const C* rd = rp + d * gh * hidden;
-      if (cfg.split_product()) {
+      if (out->unit_blocks) {
+        std::vector<C> rows(static_cast<size_t>(out->blocks * gates * kUnitBlock * hidden), C(0));
+        for (int64_t k = 0; k < out->blocks; ++k)
+          for (int64_t q = 0; q < gates; ++q)
+            for (int64_t u = 0; u < kUnitBlock && k * kUnitBlock + u < hidden; ++u)
+              std::copy_n(rd + (q * hidden + k * kUnitBlock + u) * hidden, hidden,
+                          rows.data() + ((k * gates + q) * kUnitBlock + u) * hidden);
+        out->recurrent.emplace_back(rows.data(), hidden, hidden, out->blocks * gates * kUnitBlock);
+      } else if (cfg.split_product()) {
         out->recurrent.emplace_back(rd, hidden, hidden, 2 * hidden);
         out->recurrent.emplace_back(rd + 2 * hidden * hidden, hidden, hidden, hidden);
       } else {
@@ -271,11 +304,8 @@ template <class C> class DirectionRun {
         c_(st.c),
         gates_(st.gates),
         scratch_(st.scratch),
-        default_lstm_(std::is_same_v<C, float> && p.cfg.cell == Cell::lstm && act_[0].kind == Activation::Kind::sigmoid &&
-                      act_[1].kind == Activation::Kind::tanh && act_[2].kind == Activation::Kind::tanh && peephole_ == nullptr &&
-                      !p.cfg.input_forget),
-        default_gru_(std::is_same_v<C, float> && p.cfg.cell == Cell::gru && p.cfg.linear_before_reset &&
-                     act_[0].kind == Activation::Kind::sigmoid && act_[1].kind == Activation::Kind::tanh) {}
+        fused_(std::is_same_v<C, float> && p.cfg.fused_gates(d, peephole_ != nullptr)),
+        unit_blocks_(p.w.unit_blocks) {}
 
   void run() {
     const int64_t H = hidden_;
@@ -283,7 +313,9 @@ template <class C> class DirectionRun {
       if (p_.h0 != nullptr) std::copy_n(p_.h0 + state_offset(b), H, h_ + b * H);
       if (p_.c0 != nullptr && c_ != nullptr) std::copy_n(p_.c0 + state_offset(b), H, c_ + b * H);
     }
-    for (int64_t s = 0; s < p_.seq; ++s) {
+    const int threads = split_threads();
+    if (threads > 1) run_split(threads);
+    for (int64_t s = 0; s < p_.seq && threads == 1; ++s) {
       // Rows past the last sequence still running stay out of the products:
       // with sorted lengths (as packed sequences have) the work shrinks.
       int64_t rows = p_.batch;
@@ -332,12 +364,71 @@ template <class C> class DirectionRun {
     for (int64_t j = 0; j < n; ++j) v[j] = std::min(std::max(v[j], -bound), bound);
   }
 
+  // The threads that share a batch of one's steps by unit blocks: 1 when
+  // the steps are too small to pay for a barrier each.
+  int split_threads() const {
+    if (!unit_blocks_ || p_.batch != 1 || gh_ * hidden_ < kSplitStepMacs) return 1;
+    return static_cast<int>(std::min<int64_t>(available_threads(), p_.w.blocks));
+  }
+
+  // A batch of one on several threads: each owns some unit blocks, their
+  // share of every step's product and their gates, through the sequence in
+  // one parallel region with a barrier a step (a region a step costs more
+  // than a small step). h alternates between two buffers, since the threads
+  // read the whole of one step's h while they write their units of the next.
+  void run_split(int threads) {
+    if constexpr (std::is_same_v<C, float>) {
+      const int64_t len = length(0), H = hidden_;
+      const int64_t panels_per_block = gate_count(cfg_.cell) * kUnitBlock / PackedColumns<C>::kWidth;
+      C* const h_other = scratch_;
+#pragma omp parallel num_threads(threads)
+      {
+        const int64_t t = omp_get_thread_num(), n = omp_get_num_threads(), blocks = p_.w.blocks;
+        const int64_t first = blocks * t / n, last = blocks * (t + 1) / n;
+        const int64_t u0 = first * kUnitBlock, u1 = std::min(H, last * kUnitBlock);
+        C* h_in = h_;
+        C* h_out = h_other;
+        for (int64_t s = 0; s < len; ++s) {
+          const int64_t time = backward_ ? len - 1 - s : s;
+          packed_panels(1, h_in, H, recurrent_[0], gates_, gh_, first * panels_per_block, last * panels_per_block, s % 2 == 1);
+          fused_blocks(first, last, projected(time, 0), h_in, h_out);
+          if (p_.y != nullptr) std::copy(h_out + u0, h_out + u1, p_.y + y_offset(time, 0) + u0);
+#pragma omp barrier
+          std::swap(h_in, h_out);
+        }
+      }
+      if (len % 2 == 1) std::copy_n(h_other, H, h_);
+    }
+  }
+
+  // The fused gates of unit blocks [first, last) of row 0 after a product in
+  // unit blocks: h_in is the step's h, the new one goes to h_out (c in place).
+  void fused_blocks(int64_t first, int64_t last, const C* x, const C* h_in, C* h_out) {
+    if constexpr (std::is_same_v<C, float>) {
+      const int64_t H = hidden_, gates = gate_count(cfg_.cell);
+      for (int64_t k = first; k < last; ++k) {
+        const int64_t u = k * kUnitBlock, units = std::min(kUnitBlock, H - u);
+        const C* g = gates_ + k * gates * kUnitBlock;
+        if (cfg_.cell == Cell::lstm) {
+          lstm_default_gates(units, g, kUnitBlock, x + u, H, clip_bound(), c_ + u, h_out + u);
+        } else {
+          gru_default_gates(units, g, kUnitBlock, x + u, H, reset_bias_ + u, clip_bound(), h_in + u, h_out + u);
+        }
+      }
+    }
+  }
+
   void step(int64_t s, int64_t rows) {
     const int64_t H = hidden_;
     const bool split = cfg_.split_product();
     // h * R^T for all gates, or for z and r only when the hidden gate needs
     // the reset applied to h first.
     recurrent_product(rows, 0, h_, gates_, s % 2 == 1);
+    // One row through the packed product: its columns are in unit blocks.
+    if (unit_blocks_ && rows <= kPackedRows) {
+      for_rows(s, rows, true, [&](int64_t, const C* x) { fused_blocks(0, p_.w.blocks, x, h_, h_); });
+      return;
+    }
     switch (cfg_.cell) {
       case Cell::lstm: for_rows(s, rows, true, [&](int64_t b, const C* x) { lstm_row(b, x); }); break;
       case Cell::rnn: for_rows(s, rows, true, [&](int64_t b, const C* x) { rnn_row(b, x); }); break;
@@ -358,8 +449,10 @@ template <class C> class DirectionRun {
   void recurrent_product(int64_t rows, int product, const C* a, C* out, bool backwards) const {
     const PackedColumns<C>& packed = recurrent_[product];
     if (rows <= kPackedRows) return packed_product(rows, a, hidden_, packed, out, gh_, backwards);
+    // R^T's columns as they are: the gates' order, not unit blocks.
     const int64_t first = product == 0 ? 0 : 2 * hidden_;
-    gemm(false, false, rows, packed.columns(), hidden_, C(1), a, hidden_, r_t_ + first, gh_, C(0), out, gh_);
+    const int64_t columns = product == 0 ? (cfg_.split_product() ? 2 * hidden_ : gh_) : hidden_;
+    gemm(false, false, rows, columns, hidden_, C(1), a, hidden_, r_t_ + first, gh_, C(0), out, gh_);
   }
 
   // Gates i, o, f, c (the spec's order), with peepholes P = (Pi, Po, Pf).
@@ -373,7 +466,7 @@ template <class C> class DirectionRun {
     C* c = c_ + b * H;
     C* h = h_ + b * H;
     if constexpr (std::is_same_v<C, float>) {
-      if (default_lstm_) return lstm_default_gates(H, g, x, clip_bound(), c, h);
+      if (fused_) return lstm_default_gates(H, g, H, x, H, clip_bound(), c, h);
     }
     for (int64_t j = 0; j < gh_; ++j) g[j] += x[j];
     if (peephole_ != nullptr) {
@@ -412,7 +505,7 @@ template <class C> class DirectionRun {
     const int64_t H = hidden_;
     C* g = gates_ + b * gh_;
     if constexpr (std::is_same_v<C, float>) {
-      if (default_gru_) return gru_default_gates(H, g, x, reset_bias_, clip_bound(), h_ + b * H);
+      if (fused_) return gru_default_gates(H, g, H, x, H, reset_bias_, clip_bound(), h_ + b * H, h_ + b * H);
     }
     const C* gr = g + H;
     C* gh = g + 2 * H;
@@ -485,8 +578,8 @@ template <class C> class DirectionRun {
   C* c_;
   C* gates_;
   C* scratch_;
-  const bool default_lstm_;  // float, default activations, no peepholes or input_forget: lstm_default_gates
-  const bool default_gru_;   // float, default activations, linear_before_reset: gru_default_gates
+  const bool fused_;        // float, and Config::fused_gates
+  const bool unit_blocks_;  // the packed product's columns are in unit blocks (Weights::unit_blocks)
 };
 
 // xp = X * W^T + B, the input's part of the gates of every step and
@@ -512,7 +605,9 @@ template <class C> Status run_problem(const Problem<C>& p) {
   // One allocation per run: the projected input of every step and direction
   // (filled by one product), then each direction's state and scratch,
   // zeroed (rows that stopped early go on through the products).
-  const int64_t projected = rows * dirs * gh, per_direction = B * (H + (lstm ? H : 0) + gh + H);
+  // A row of the product in unit blocks is padded to whole blocks.
+  const int64_t gate_space = std::max(B * gh, p.w.unit_blocks ? p.w.blocks * gate_count(cfg.cell) * kUnitBlock : 0);
+  const int64_t projected = rows * dirs * gh, per_direction = B * (H + (lstm ? H : 0) + H) + gate_space;
   const std::unique_ptr<C[]> buffer(new C[static_cast<size_t>(projected + dirs * per_direction)]);
   C* xp = buffer.get();
   ONNXKIT_TRY(project_input(p, rows, xp));
@@ -527,7 +622,7 @@ template <class C> Status run_problem(const Problem<C>& p) {
     st.c = lstm ? next : nullptr;
     next += lstm ? B * H : 0;
     st.gates = next;
-    st.scratch = next + B * gh;
+    st.scratch = next + gate_space;
   }
   // The two directions are independent: on two threads each runs its own
   // products, instead of both sharing threads step by step.

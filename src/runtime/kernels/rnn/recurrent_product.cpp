@@ -159,6 +159,12 @@ void packed_product(int64_t rows, const double* a, int64_t lda, const PackedColu
   product(rows, a, lda, b, out, ldo, backwards, has_avx2());
 }
 
+void packed_panels(int64_t rows, const float* a, int64_t lda, const PackedColumns<float>& b, float* out, int64_t ldo,
+                   int64_t first, int64_t last, bool backwards) {
+  if (has_avx2()) return avx2_panels(rows, a, lda, b, out, ldo, first, last, backwards);
+  plain_panels(rows, a, lda, b, out, ldo, first, last, backwards);
+}
+
 void packed_product_portable(int64_t rows, const float* a, int64_t lda, const PackedColumns<float>& b, float* out, int64_t ldo,
                              bool backwards) {
   product(rows, a, lda, b, out, ldo, backwards, false);

@@ -52,6 +52,11 @@ void packed_product(int64_t rows, const float* a, int64_t lda, const PackedColum
 void packed_product(int64_t rows, const double* a, int64_t lda, const PackedColumns<double>& b, double* out, int64_t ldo,
                     bool backwards = false);
 
+// Panels [first, last) of the same product, on the calling thread: a
+// thread's share of a step the threads split among themselves.
+void packed_panels(int64_t rows, const float* a, int64_t lda, const PackedColumns<float>& b, float* out, int64_t ldo,
+                   int64_t first, int64_t last, bool backwards);
+
 // The same in plain loops, which CPUs without AVX2 and FMA run; callable on
 // any CPU, so that tests check it there too.
 void packed_product_portable(int64_t rows, const float* a, int64_t lda, const PackedColumns<float>& b, float* out, int64_t ldo,

@@ -70,12 +70,35 @@ KernelFactory gelu_kernel() {
       if (tanh_form) return C(0.5) * v * (C(1) + std::tanh(C(0.7978845608028654) * (v + C(0.044715) * v * v * v)));
       return C(0.5) * v * (C(1) + std::erf(v * C(0.7071067811865476)));
     };
-    if (tanh_form) return map_activation(f);
+    if (tanh_form)
+      return map_activation(f, [](const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = 0.7978845608028654f * (x[i] + 0.044715f * x[i] * x[i] * x[i]);
+        tanh_floats(y, y, n);
+        for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + y[i]);
+      });
     return map_activation(f, [](const float* x, float* y, int64_t n) { gelu_floats(x, nullptr, y, n); });
   });
 }
 
 void register_activations(KernelRegistry& r) {
+  // float32 through fast_math.h's vectorized forms.
+  add_activation(r, "Erf", 9, [](const KernelInfo&) {
+    return std::pair([](auto v) { return std::erf(v); }, FloatsFn(erf_floats));
+  });
+  add_activation(
+      r, "Sigmoid", 1,
+      [](const KernelInfo&) {
+        auto f = [](auto v) {
+          using C = decltype(v);
+          // Stable on both sides: never exp of a large positive number.
+          return v >= C(0) ? C(1) / (C(1) + std::exp(-v)) : std::exp(v) / (C(1) + std::exp(v));
+        };
+        return std::pair(f, FloatsFn(sigmoid_floats));
+      },
+      kBlockedUnary);
+  add_activation(
+      r, "Tanh", 1, [](const KernelInfo&) { return std::pair([](auto v) { return std::tanh(v); }, FloatsFn(tanh_floats)); },
+      kBlockedUnaryZeroPreserving);
   add_activation(
       r, "LeakyRelu", 6,
       [](const KernelInfo& info) {

@@ -1,7 +1,7 @@
 // A chain of element-wise nodes run as one kernel (ChainSpec, built by
 // runtime/fusion.h): one pass over the elements, no tensor between the
 // nodes, one step of the plan instead of several. Each op computes what its
-// node's kernel does (the same formulas, float32's vectorized sigmoid), so
+// node's kernel does (the same formulas, float32's vectorized sigmoid and tanh), so
 // fusing changes no bit of the result.
 
 #include "runtime/kernels/elementwise/elementwise.h"
@@ -47,7 +47,7 @@ void step_floats(const ChainStep& step, const float* in, const float* other, flo
   switch (step.op) {
     case Op::sigmoid: sigmoid_floats(in, out, n); return;  // as the Sigmoid kernel computes float32
     case Op::relu: each([](float v, float) { return v > 0.0f ? v : 0.0f; }); return;
-    case Op::tanh: each([](float v, float) { return std::tanh(v); }); return;
+    case Op::tanh: tanh_floats(in, out, n); return;  // as the Tanh kernel computes float32
     case Op::neg: each([](float v, float) { return -v; }); return;
     case Op::abs: each([](float v, float) { return v < 0.0f ? -v : v; }); return;
     case Op::add: ordered([](float a, float b) { return a + b; }); return;

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "runtime/kernels/elementwise/elementwise.h"
-#include "runtime/kernels/fast_math.h"
 
 namespace onnxkit::runtime::elementwise {
 namespace {
@@ -70,41 +69,6 @@ void register_unary(KernelRegistry& r) {
   add_unary<Types::floats>(r, "Asinh", 9, [](auto v) { return std::asinh(v); });
   add_unary<Types::floats>(r, "Acosh", 9, [](auto v) { return std::acosh(v); });
   add_unary<Types::floats>(r, "Atanh", 9, [](auto v) { return std::atanh(v); });
-  r.add("", "Erf", 9, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-          Tensor& y = ctx.output(0, x->dtype(), x->shape());
-          if (x->dtype() == DataType::float32) {
-            map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
-              erf_floats(x->data<float>() + begin, y.mutable_data<float>() + begin, end - begin);
-            });
-            return {};
-          }
-          return dispatch_float(x->dtype(), [&]<class T>() -> Status {
-            map_unary<T, T>(*x, y, [](compute_t<T> v) { return std::erf(v); });
-            return {};
-          });
-        }));
-  r.add("", "Sigmoid", 1, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
-          ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-          Tensor& y = ctx.output(0, x->dtype(), x->shape());
-          if (x->dtype() == DataType::float32) {
-            map_chunks(x->numel(), [&](int64_t begin, int64_t end) {
-              sigmoid_floats(x->data<float>() + begin, y.mutable_data<float>() + begin, end - begin);
-            });
-            return {};
-          }
-          return dispatch_float(x->dtype(), [&]<class T>() -> Status {
-            map_unary<T, T>(*x, y, [](compute_t<T> v) {
-              using C = decltype(v);
-              // Stable on both sides: never exp of a large positive number.
-              return v >= C(0) ? C(1) / (C(1) + std::exp(-v)) : std::exp(v) / (C(1) + std::exp(v));
-            });
-            return {};
-          });
-        }),
-        kBlockedUnary);
-  add_unary<Types::floats>(
-      r, "Tanh", 1, [](auto v) { return std::tanh(v); }, kBlockedUnaryZeroPreserving);
   add_unary<Types::floats>(r, "Softsign", 1, [](auto v) { return v / (decltype(v)(1) + std::abs(v)); });
   add_unary<Types::floats>(
       r, "Softplus", 1,

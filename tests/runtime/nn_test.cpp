@@ -783,12 +783,15 @@ TEST(NnSoftmax, Opset11CoercesTo2DAndOpset13UsesOneAxis) {
 }
 
 TEST(NnSoftmax, RowsOfAnyLengthWithMaskedEntries) {
-  // Lengths around the 8 lanes the float path keeps, -inf entries (masked
-  // attention) that must give exactly 0; the truth is computed in double.
-  for (int64_t n : {1, 7, 8, 13, 130}) {
+  // Lengths around the 16 lanes the float path keeps (its last block
+  // overlapping the one before), -inf entries (masked attention) that must
+  // give exactly 0, the row's largest entry last in the second row; the
+  // truth is computed in double.
+  for (int64_t n : {1, 7, 8, 13, 15, 16, 17, 31, 33, 49, 130}) {
     std::vector<float> x;
     for (int64_t i = 0; i < 2 * n; ++i)
       x.push_back(i % 5 == 3 && n > 1 ? -std::numeric_limits<float>::infinity() : static_cast<float>((i * 7) % 11) - 4.5f);
+    x.back() = 9.0f;
     std::vector<double> expected(x.size());
     for (int64_t r = 0; r < 2; ++r) {
       double max = -INFINITY, sum = 0;

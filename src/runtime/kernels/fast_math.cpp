@@ -2,6 +2,7 @@
 #include "runtime/kernels/cpu_clones.h"
 
 #include <algorithm>
+#include <utility>
 
 // GCC builds these twice, for x86-64-v3 (AVX2, FMA) and for the baseline,
 // and the loader picks one by the CPU. Compiled with -fno-trapping-math
@@ -81,39 +82,179 @@ template <class Term, class Combine> inline float reduce_in_lanes(int64_t n, flo
 }
 
 inline float plus(float a, float b) { return a + b; }
-inline float larger(float a, float b) { return b > a ? b : a; }
 
-}  // namespace
+// W floats in registers (a GCC/Clang vector), for reductions over rows too
+// short for a vectorized loop's horizontal sum through memory and scalar
+// tail: Swin's 49-wide softmax rows, LayerNorm over 96 channels. W is 16
+// under AVX-512 and 8 otherwise (vectors wider than the registers go
+// through memory): the functions below pick it with wide_lanes().
+// They never cross a call: the helpers taking or returning them are inlined
+// into the clones (always_inline where GCC would not), so the ABI GCC warns
+// of for the baseline clone does not arise.
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <int W> struct LanesOf {
+  typedef float type __attribute__((vector_size(4 * W)));
+};
+template <int W> using Lanes = typename LanesOf<W>::type;
 
-ONNXKIT_AVX2_CLONES void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias, float* y,
-                                           int64_t n, float epsilon) {
+inline bool wide_lanes() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+#else
+  return false;
+#endif
+}
+
+template <int W> inline Lanes<W> load_lanes(const float* x) {
+  Lanes<W> v;
+  std::memcpy(&v, x, sizeof v);
+  return v;
+}
+
+template <int W, size_t... I> inline Lanes<W / 2> low_half(Lanes<W> v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, I...);
+}
+template <int W, size_t... I> inline Lanes<W / 2> high_half(Lanes<W> v, std::index_sequence<I...>) {
+  return __builtin_shufflevector(v, v, (I + W / 2)...);
+}
+
+// combine over v's lanes, folded in halves.
+template <int W, class Combine> inline float fold_lanes(Lanes<W> v, Combine combine) {
+  if constexpr (W == 2) {
+    return combine(v[0], v[1]);
+  } else {
+    const auto halves = std::make_index_sequence<W / 2>();
+    return fold_lanes<W / 2>(combine(low_half<W>(v, halves), high_half<W>(v, halves)), combine);
+  }
+}
+
+// For floats and vectors alike.
+constexpr auto kLarger = [](auto a, auto b) { return b > a ? b : a; };
+constexpr auto kPlus = [](auto a, auto b) { return a + b; };
+
+// 16 zeros, 16 ones: from kTailWeights + 16 - W + r, the weights of a block
+// of W whose last r lanes count.
+alignas(64) constexpr float kTailWeights[32] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+// The sum of terms 0..n-1: block(i) gives terms [i, i + W), term(i) one.
+// Past the whole blocks, last(n - W, weights) gives the last W terms
+// again, times weights that are 0 for those counted already; with fewer
+// than W terms, one by one.
+template <int W, class Block, class Last, class Term> inline float sum_lanes(int64_t n, Block block, Last last, Term term) {
+  Lanes<W> acc = {};
+  const int64_t whole = n / W * W;
+  for (int64_t i = 0; i < whole; i += W) acc += block(i);
+  float rest = 0.0f;
+  if (whole < n && n >= W) {
+    acc += last(n - W, load_lanes<W>(kTailWeights + 16 - W + (n - whole)));
+  } else {
+    for (int64_t i = whole; i < n; ++i) rest += term(i);
+  }
+  return fold_lanes<W>(acc, kPlus) + rest;
+}
+
+// sum_lanes of terms that block(i) computes without side effects.
+template <int W, class Block, class Term> inline float sum_lanes(int64_t n, Block block, Term term) {
+  return sum_lanes<W>(
+      n, block, [&](int64_t i, Lanes<W> weights) { return block(i) * weights; }, term);
+}
+
+// The largest of x[0, n) (-inf for none); the last W overlap, which a max
+// does not mind.
+template <int W> inline float max_lanes(const float* x, int64_t n) {
+  Lanes<W> acc = Lanes<W>{} - INFINITY;
+  const int64_t whole = n / W * W;
+  for (int64_t i = 0; i < whole; i += W) acc = kLarger(acc, load_lanes<W>(x + i));
+  float rest = -INFINITY;
+  if (whole < n && n >= W) {
+    acc = kLarger(acc, load_lanes<W>(x + n - W));
+  } else {
+    for (int64_t i = whole; i < n; ++i) rest = kLarger(rest, x[i]);
+  }
+  return kLarger(fold_lanes<W>(acc, kLarger), rest);
+}
+
+// y[i] = e^(x[i] - shift), stored as they are summed: a sum reading them
+// back after a loop of their own waits for the stores (that loop's
+// vectorizer aligns its blocks otherwise, and a load spanning two stores
+// cannot take its data from them).
+template <int W> inline float exp_sum_lanes(const float* x, float* y, int64_t n, float shift) {
+  auto exps = [&](int64_t i) {
+    Lanes<W> e;
+    for (int j = 0; j < W; ++j) e[j] = fast_exp(x[i + j] - shift);
+    return e;
+  };
+  auto block = [&](int64_t i) {
+    const Lanes<W> e = exps(i);
+    std::memcpy(y + i, &e, sizeof e);
+    return e;
+  };
+  // y may be x: the lanes stored already hold exps now, not inputs, and
+  // must neither be stored again nor counted.
+  auto last = [&](int64_t i, Lanes<W> weights) {
+    const Lanes<W> e = exps(i);
+    for (int j = 0; j < W; ++j)
+      if (weights[j] != 0.0f) y[i + j] = e[j];
+    return e * weights;
+  };
+  return sum_lanes<W>(n, block, last, [&](int64_t i) { return y[i] = fast_exp(x[i] - shift); });
+}
+
+template <int W>
+__attribute__((always_inline)) inline void layer_norm_lanes(const float* x, const float* add, const float* scale, const float* bias, float* y,
+                                       int64_t n, float epsilon) {
   auto value = [&](int64_t i) { return add != nullptr ? x[i] + add[i] : x[i]; };
-  const float mean = reduce_in_lanes(n, 0.0f, value, plus) / static_cast<float>(n);
+  auto values = [&](int64_t i) {
+    Lanes<W> v = load_lanes<W>(x + i);
+    if (add != nullptr) v += load_lanes<W>(add + i);
+    return v;
+  };
+  const float mean = sum_lanes<W>(n, values, value) / static_cast<float>(n);
   // The variance from the centred values: no cancellation for large means.
   auto square = [&](int64_t i) {
     const float d = value(i) - mean;
     return d * d;
   };
-  const float inv = 1.0f / std::sqrt(reduce_in_lanes(n, 0.0f, square, plus) / static_cast<float>(n) + epsilon);
+  auto squares = [&](int64_t i) {
+    const Lanes<W> d = values(i) - mean;
+    return d * d;
+  };
+  const float inv = 1.0f / std::sqrt(sum_lanes<W>(n, squares, square) / static_cast<float>(n) + epsilon);
   for (int64_t i = 0; i < n; ++i) {
     const float v = (value(i) - mean) * inv * scale[i];
     y[i] = bias != nullptr ? v + bias[i] : v;
   }
 }
 
-ONNXKIT_AVX2_CLONES float max_floats(const float* x, int64_t n) {
-  return reduce_in_lanes(
-      n, -INFINITY, [&](int64_t i) { return x[i]; }, larger);
-}
-
-ONNXKIT_AVX2_CLONES float exp_sum_floats(const float* x, float* y, int64_t n, float shift) {
-  return reduce_in_lanes(
-      n, 0.0f, [&](int64_t i) { return y[i] = fast_exp(x[i] - shift); }, plus);
-}
-
-ONNXKIT_AVX2_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
-  const float inv = 1.0f / exp_sum_floats(x, y, n, max_floats(x, n));
+template <int W> __attribute__((always_inline)) inline void softmax_lanes(const float* x, float* y, int64_t n) {
+  const float inv = 1.0f / exp_sum_lanes<W>(x, y, n, max_lanes<W>(x, n));
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+}
+
+}  // namespace
+
+ONNXKIT_AVX512_CLONES void layer_norm_floats(const float* x, const float* add, const float* scale, const float* bias, float* y,
+                                             int64_t n, float epsilon) {
+  if (wide_lanes()) return layer_norm_lanes<16>(x, add, scale, bias, y, n, epsilon);
+  layer_norm_lanes<8>(x, add, scale, bias, y, n, epsilon);
+}
+
+ONNXKIT_AVX512_CLONES float max_floats(const float* x, int64_t n) {
+  return wide_lanes() ? max_lanes<16>(x, n) : max_lanes<8>(x, n);
+}
+
+ONNXKIT_AVX512_CLONES float exp_sum_floats(const float* x, float* y, int64_t n, float shift) {
+  return wide_lanes() ? exp_sum_lanes<16>(x, y, n, shift) : exp_sum_lanes<8>(x, y, n, shift);
+}
+
+// Max, exps and sum in one function, with 16-wide lanes and no horizontal
+// sums through memory: [192, 49, 49] on Zen 4 took 0.51 ms, now 0.32 (ONNX
+// Runtime 0.30).
+ONNXKIT_AVX512_CLONES void softmax_floats(const float* x, float* y, int64_t n) {
+  if (wide_lanes()) return softmax_lanes<16>(x, y, n);
+  softmax_lanes<8>(x, y, n);
 }
 
 ONNXKIT_AVX2_CLONES void dot_rows_floats(const float* x, const float* rows, int64_t stride, int64_t n, int64_t d, float* y) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <unordered_set>
 
@@ -64,6 +65,7 @@ class PlanBuilder {
       if (!absorbed_.count(node)) ONNXKIT_TRY(add_node_steps(*node));  // else its fused chain's step computes it
     place_shared_outputs();
     add_releases();
+    mark_memo_steps();
     for (const GraphPlan::Step& step : plan_->steps)
       plan_->widest_step = std::max({plan_->widest_step, step.inputs.size(), step.outputs.size()});
     plan_->profile = parent_ == nullptr && context_.options.profile;
@@ -374,6 +376,31 @@ class PlanBuilder {
     for (auto& step : plan_->steps) std::sort(step.release.begin(), step.release.end());
   }
 
+  // Exports with dynamic dims compute Reshape targets, Slice bounds and
+  // masks at run time, from Shape through chains of small ops (Gather,
+  // Unsqueeze, Concat, Div...): hundreds of steps in a Swin, each costing
+  // more to start than its work. Such a step, fed only by constants, Shape
+  // and Size and steps like it, gives the same outputs for the same inputs;
+  // run_plan reuses the last run's when its inputs are unchanged. Not for
+  // outputs the caller gets (it may write into them), random ops, or ops
+  // with sub-graphs (they read more than their inputs).
+  void mark_memo_steps() {
+    std::unordered_set<int> derived;
+    for (const auto& [s, value] : plan_->constants) derived.insert(s);
+    for (GraphPlan::Step& step : plan_->steps) {
+      if (step.kind != nullptr) continue;
+      const bool shape = step.node->is_onnx_op("Shape") || step.node->is_onnx_op("Size");
+      bool memo = !shape && step.node->subgraphs().empty() && step.shared_buffer < 0 && !traits_of(*step.node).random;
+      for (int s : step.inputs) memo = memo && (s < 0 || derived.count(s));
+      for (int s : step.outputs) memo = memo && !returned_slots_.count(s);
+      step.memo = memo;
+      if (shape || memo)
+        for (int s : step.outputs)
+          if (s >= 0) derived.insert(s);
+    }
+    plan_->memos.resize(plan_->steps.size());
+  }
+
   const ir::Graph& graph_;
   const GraphPlan* parent_;
   const std::vector<const ir::Value*>& returned_;
@@ -473,6 +500,44 @@ class RunBuffers {
   const Frame* parent_;
 };
 
+// Memo steps (GraphPlan::Step::memo) keep outputs of at most this many
+// elements, and compare inputs by value up to it (by buffer above).
+constexpr int64_t kMemoElements = 1 << 14;
+
+bool same_value(const Datum* now, const Datum& before) {
+  if (now == nullptr || now->empty()) return before.empty();
+  if (!now->is_tensor() || !before.is_tensor()) return false;
+  const Tensor &a = now->tensor(), &b = before.tensor();
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  // The memo holds `before`: its buffer cannot have gone to another tensor.
+  if (a.raw() == b.raw()) return true;
+  return a.dtype() != DataType::string && a.numel() <= kMemoElements && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// The last run's outputs of memo step k into `results` when its inputs are
+// the same as then.
+bool recall(const GraphPlan& plan, size_t k, std::span<const Datum* const> args, std::vector<Datum>& results) {
+  const std::lock_guard<std::mutex> lock(plan.memo_mutex);
+  const GraphPlan::Memo& memo = plan.memos[k];
+  if (memo.outputs.empty() || memo.inputs.size() != args.size()) return false;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!same_value(args[i], memo.inputs[i])) return false;
+  for (size_t i = 0; i < results.size(); ++i) results[i] = memo.outputs[i];
+  return true;
+}
+
+void remember(const GraphPlan& plan, size_t k, std::span<const Datum* const> args, const std::vector<Datum>& results) {
+  for (const Datum& d : results)
+    if (!d.empty() && (!d.is_tensor() || d.tensor().numel() > kMemoElements)) return;
+  for (const Datum* d : args)
+    if (d != nullptr && !d->empty() && !d->is_tensor()) return;
+  GraphPlan::Memo memo;
+  for (const Datum* d : args) memo.inputs.push_back(d != nullptr ? *d : Datum());
+  memo.outputs = results;
+  const std::lock_guard<std::mutex> lock(plan.memo_mutex);
+  plan.memos[k] = std::move(memo);
+}
+
 }  // namespace
 
 Result<std::vector<Datum>> run_plan(const GraphPlan& plan, std::vector<Datum> inputs, const Frame* parent, int threads,
@@ -501,9 +566,12 @@ Result<std::vector<Datum>> run_plan(const GraphPlan& plan, std::vector<Datum> in
     results.resize(step.outputs.size());
     SharedOutput shared;
     if (step.shared_buffer >= 0) shared = {step.part.get(), &frame.shared_buffers[static_cast<size_t>(step.shared_buffer)]};
-    KernelContext ctx(std::span<const Datum* const>(args.data(), step.inputs.size()), results, step.wanted, frame, threads,
-                      shared);
-    ONNXKIT_TRY(run_kernel(*step.kernel, ctx, *step.node));
+    const std::span<const Datum* const> step_args(args.data(), step.inputs.size());
+    if (!step.memo || !recall(plan, k, step_args, results)) {
+      KernelContext ctx(step_args, results, step.wanted, frame, threads, shared);
+      ONNXKIT_TRY(run_kernel(*step.kernel, ctx, *step.node));
+      if (step.memo) remember(plan, k, step_args, results);
+    }
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       if (step.wanted[i] && results[i].empty())

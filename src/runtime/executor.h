@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -36,6 +37,15 @@ struct GraphPlan {
     int shared_buffer = -1;
     std::shared_ptr<const BufferPart> part;
     bool last_writer = false;  // the frame lets go of the buffer after it (its output holds it)
+    // Its inputs derive from constants and tensor shapes alone: a run whose
+    // inputs for it are those of the last run takes the last run's outputs
+    // (GraphPlan::Memo) instead of running it.
+    bool memo = false;
+  };
+
+  // The last inputs and outputs of a memo step.
+  struct Memo {
+    std::vector<Datum> inputs, outputs;
   };
 
   const ir::Graph* graph = nullptr;
@@ -53,6 +63,10 @@ struct GraphPlan {
   bool profile = false;
   mutable std::vector<std::atomic<int64_t>> step_nanos;
   mutable std::vector<std::atomic<int64_t>> step_calls;
+  // By step, for the memo steps; runs of the plan on several threads at once
+  // share them under the mutex.
+  mutable std::vector<Memo> memos;
+  mutable std::mutex memo_mutex;
   // Whether a session of this plan has run (its first run does one-time work).
   mutable std::atomic<bool> first_run_done{false};
 };

@@ -197,6 +197,67 @@ g (float[1, 1, 4, 4] x, float[1, 1, 3, 3] w, float[2, 3] a, float[3, 2] m) => (f
   }
 }
 
+TEST(Session, StepsOfShapesGiveEachRunItsOwnShapes) {
+  // The Reshape target comes from Shape -> Gather -> Unsqueeze -> Concat,
+  // steps the executor takes from the last run when their inputs are the
+  // same; the Mul also reads k, an initializer a run may replace.
+  std::shared_ptr<const ir::Model> model = testing::model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N, C, 4] x, int64[2] k) => (float[N, D] y, int64[2] z)
+  <int64[2] k = {1, 1}, int64[1] minus_one = {-1}, int64 zero = {0}, int64[1] axes = {0}, int64[2] none = {0, 0}> {
+  s = Shape(x)
+  n = Gather<axis = 0>(s, zero)
+  n1 = Unsqueeze(n, axes)
+  target = Concat<axis = 0>(n1, minus_one)
+  y = Reshape(x, target)
+  ys = Shape(y)
+  scaled = Mul(ys, k)
+  z = Add(scaled, none)
+})");
+  auto session = runtime::Session::create(model, {.threads = 1});
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  auto image = [](runtime::Shape shape, float first) {
+    Tensor t(runtime::DataType::float32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = first + static_cast<float>(i);
+    return t;
+  };
+  auto ints = [](const Tensor& t) {
+    auto v = t.values<int64_t>();
+    return std::vector<int64_t>(v.begin(), v.end());
+  };
+  auto check = [&](runtime::Shape shape, float first, std::vector<int64_t> k, std::vector<int64_t> z) {
+    SCOPED_TRACE(runtime::shape_to_string(shape));
+    runtime::NamedValues feeds = {{"x", image(shape, first)}};
+    if (!k.empty()) feeds.emplace_back("k", Tensor::from<int64_t>({2}, k));
+    auto out = (*session)->run(feeds);
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    const Tensor& y = (*out)[0].tensor();
+    ASSERT_EQ(y.shape(), (runtime::Shape{shape[0], shape[1] * shape[2]}));
+    for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data<float>()[i], first + static_cast<float>(i));
+    EXPECT_EQ(ints((*out)[1].tensor()), z);
+  };
+  check({2, 3, 4}, 0, {}, {2, 12});
+  check({2, 3, 4}, 100, {}, {2, 12});
+  check({5, 1, 4}, 7, {}, {5, 4});
+  check({2, 3, 4}, 1, {3, 10}, {6, 120});
+  check({2, 3, 4}, 1, {}, {2, 12});
+  // Runs on several threads at once, each with shapes of its own.
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        const int64_t n = 1 + (t + round) % 3, c = 1 + t;
+        auto out = (*session)->run({{"x", image({n, c, 4}, 0)}});
+        if (!out.ok() || (*out)[0].tensor().shape() != runtime::Shape{n, 4 * c} ||
+            ints((*out)[1].tensor()) != std::vector<int64_t>{n, 4 * c})
+          ++wrong;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 #define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 std::string build_error(const testing::NodeSpec& spec) {

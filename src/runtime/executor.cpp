@@ -207,7 +207,8 @@ class PlanBuilder {
     const IsReturned returned = [this](const ir::Value* v) { return is_returned(v); };
     const SameShape same = [this](const ir::Value* a, const ir::Value* b) { return same_shape(a, b); };
     if (parent_ == nullptr && context_.options.blocked_layout)
-      layout_ = plan_layout(order_, constant, [this](const ir::Node& n) { return traits_of(n); });
+      layout_ = plan_layout(order_, constant, [this](const ir::Node& n) { return traits_of(n); }, returned,
+                            context_.model.opset(""));
     for (const auto& [v, channels] : layout_.channels) blocked_slot_[v] = new_slot();
     if (!context_.options.fuse) return;
     producer_fusions_ = nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
@@ -250,7 +251,7 @@ class PlanBuilder {
     add_step_inputs(node, step, plain_input);
     for (const ir::Value* v : node.outputs()) {
       int s = v != nullptr ? plan_->slots.at(v) : -1;
-      if (blocked && v != nullptr) s = blocked_slot_.at(v);
+      if (blocked && v != nullptr && layout_.channels.count(v)) s = blocked_slot_.at(v);  // else plain (a blocked Shape's)
       step.outputs.push_back(s);
       step.wanted.push_back(v != nullptr && (!v->uses().empty() || is_returned(v) || v->is_any_graph_output()));
     }
@@ -259,7 +260,7 @@ class PlanBuilder {
     plan_->steps.push_back(std::move(step));
 
     const ir::Value* out = node.output(0);
-    if (blocked && out != nullptr && needs_plain(out))
+    if (blocked && out != nullptr && layout_.channels.count(out) && needs_plain(out))
       plan_->steps.push_back(reorder_step(node, "ToPlain", blocked_slot_.at(out), plan_->slots.at(out),
                                           nn::make_to_plain(layout_.channels.at(out))));
     return {};
@@ -325,7 +326,11 @@ class PlanBuilder {
     if (blocked && traits_of(node).blocked == OpTraits::Blocked::own_kernel) {
       auto in = layout_.channels.find(node.input(0));
       const int64_t channels = in != layout_.channels.end() ? in->second : -1;
-      const KernelFactory create = [&](const KernelInfo& i) { return nn::make_blocked_kernel(i, plain_input, channels); };
+      auto move = layout_.moves.find(&node);
+      const nn::ChannelMove* channel_move = move != layout_.moves.end() ? &move->second : nullptr;
+      const KernelFactory create = [&](const KernelInfo& i) {
+        return nn::make_blocked_kernel(i, plain_input, channels, channel_move);
+      };
       ONNXKIT_ASSIGN(step.kernel, build_kernel(create, info));
     } else {
       ONNXKIT_ASSIGN(step.kernel, build_kernel(def->create, info));  // element-wise ops read blocked tensors as they are

@@ -1,5 +1,8 @@
 #include "runtime/layout.h"
 
+#include <optional>
+
+#include "analysis/symbolic_shapes.h"
 #include "runtime/kernels/nn/blocked.h"
 
 namespace onnxkit::runtime {
@@ -27,6 +30,146 @@ bool is_gate_of_blocked(const ir::Node& node, int64_t channels, const std::unord
   return true;
 }
 
+using analysis::DimExpr;
+using analysis::SymbolicDims;
+
+// Finds the nodes that only move channels of blocked values (nn::ChannelMove),
+// from the symbolic shapes of the graph, evaluated once when first asked.
+class ChannelMoves {
+ public:
+  ChannelMoves(const ir::Graph& graph, int64_t opset, const IsReturned& returned, const nn::ChannelsOf& channels_of)
+      : graph_(graph), opset_(opset), returned_(returned), channels_of_(channels_of) {}
+
+  // The move `node` makes of its blocked input(s), or none. A channel
+  // shuffle's first Reshape plans its Transpose and second Reshape too
+  // (planned(), when the loop reaches them).
+  std::optional<nn::ChannelMove> find(const ir::Node& node) {
+    if (auto it = chain_.find(&node); it != chain_.end()) return it->second;
+    const int64_t in = channels_of_(node.input(0));
+    if (in < 0 || node.outputs().size() != 1) return std::nullopt;
+    const std::string& op = node.op_type();
+    if (op == "Shape") return nn::ChannelMove{nn::ChannelMove::Kind::shape, {in}, {}, {}, {}};
+    if (op == "Concat") return concat(node);
+    if (op == "Slice") return slice(node, in);
+    if (op == "Reshape") return shuffle(node, in);
+    return std::nullopt;
+  }
+
+ private:
+  analysis::SymbolicShapes& shapes() {
+    if (!shapes_) shapes_.emplace(graph_, opset_);
+    return *shapes_;
+  }
+
+  // The value's only reader, of `op` in this graph; the value not returned.
+  const ir::Node* sole_reader(const ir::Value* v, const char* op) const {
+    if (v->is_any_graph_output() || returned_(v) || v->uses().size() != 1) return nullptr;
+    const ir::Node* reader = v->uses()[0].node;
+    return reader->graph() == &graph_ && reader->is_onnx_op(op) && reader->outputs().size() == 1 && v->uses()[0].index == 0
+               ? reader
+               : nullptr;
+  }
+
+  // Any channel counts (whole blocks have BlockedConcat, and in-place writes).
+  static std::optional<nn::ChannelMove> concat_of(const std::vector<int64_t>& in_channels) {
+    nn::ChannelMove move;
+    move.in_channels = in_channels;
+    for (size_t i = 0; i < in_channels.size(); ++i)
+      for (int64_t c = 0; c < in_channels[i]; ++c) move.from.push_back({i, c});
+    return move;
+  }
+  std::optional<nn::ChannelMove> concat(const ir::Node& node) const {
+    const int64_t axis = node.attr_int("axis", 1);
+    if (axis != 1 && axis != -3) return std::nullopt;
+    std::vector<int64_t> in_channels;
+    for (const ir::Value* v : node.inputs()) {
+      if (channels_of_(v) <= 0) return std::nullopt;
+      in_channels.push_back(channels_of_(v));
+    }
+    return concat_of(in_channels);
+  }
+
+  // Numbers the symbolic evaluation found for input i, every entry constant.
+  std::optional<std::vector<int64_t>> constant_ints(const ir::Node& node, size_t i) {
+    const analysis::SymbolicInts* ints = i < node.inputs().size() ? shapes().ints(node.input(i)) : nullptr;
+    if (ints == nullptr) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const DimExpr& d : ints->values) {
+      if (!d.constant_value()) return std::nullopt;
+      out.push_back(*d.constant_value());
+    }
+    return out;
+  }
+
+  std::optional<nn::ChannelMove> slice(const ir::Node& node, int64_t in) {
+    std::vector<std::vector<int64_t>> args(4);
+    if (node.inputs().size() == 1) {  // Slice-1: attributes
+      args = {node.attr_ints("starts"), node.attr_ints("ends"), node.attr_ints("axes"), {}};
+    } else {
+      for (size_t i = 1; i < 5; ++i) {
+        if (i >= node.inputs().size() || node.input(i) == nullptr) continue;
+        auto v = constant_ints(node, i);
+        if (!v) return std::nullopt;
+        args[i - 1] = std::move(*v);
+      }
+    }
+    auto range = nn::channel_slice(in, args[0], args[1], args[2], args[3]);
+    if (!range) return std::nullopt;
+    nn::ChannelMove move{nn::ChannelMove::Kind::gather, {in}, {}, {}, {}};
+    for (int64_t c = range->first; c < range->second; ++c) move.from.push_back({0, c});
+    return move;
+  }
+
+  // Reshape -> Transpose -> Reshape whose shapes are, for every value of the
+  // symbolic dims, [N, C, H, W] -> [N, f1..fk, H, W] -> permuted f -> [N, C, H, W].
+  std::optional<nn::ChannelMove> shuffle(const ir::Node& first, int64_t c) {
+    const ir::Node* transpose = sole_reader(first.output(0), "Transpose");
+    const ir::Node* second = transpose != nullptr ? sole_reader(transpose->output(0), "Reshape") : nullptr;
+    if (second == nullptr) return std::nullopt;
+    const SymbolicDims* x = shapes().shape(first.input(0));
+    const SymbolicDims* split = shapes().shape(first.output(0));
+    const SymbolicDims* merged = shapes().shape(second->output(0));
+    if (x == nullptr || split == nullptr || merged == nullptr || x->size() != 4 || (*x)[1] != DimExpr::constant(c)) return std::nullopt;
+    const size_t k = split->size() < 4 ? 0 : split->size() - 3;  // factors of C
+    if (k < 2 || (*split)[0] != (*x)[0] || (*split)[k + 1] != (*x)[2] || (*split)[k + 2] != (*x)[3] || *merged != *x)
+      return std::nullopt;
+    std::vector<int64_t> factors;
+    int64_t product = 1;
+    for (size_t i = 1; i <= k; ++i) {
+      const std::optional<int64_t> f = (*split)[i].constant_value();
+      if (!f || *f <= 0) return std::nullopt;
+      factors.push_back(*f);
+      product *= *f;
+    }
+    const std::vector<int64_t> perm = transpose->attr_ints("perm");
+    if (product != c || perm.size() != k + 3 || perm[0] != 0 || perm[k + 1] != static_cast<int64_t>(k + 1) ||
+        perm[k + 2] != static_cast<int64_t>(k + 2))
+      return std::nullopt;
+    std::vector<int64_t> order, permuted;
+    std::vector<bool> seen(k, false);
+    for (size_t i = 1; i <= k; ++i) {
+      const int64_t axis = perm[i] - 1;
+      if (axis < 0 || axis >= static_cast<int64_t>(k) || seen[static_cast<size_t>(axis)]) return std::nullopt;
+      seen[static_cast<size_t>(axis)] = true;
+      order.push_back(axis);
+      permuted.push_back(factors[static_cast<size_t>(axis)]);
+    }
+    using Kind = nn::ChannelMove::Kind;
+    chain_[transpose] = nn::ChannelMove{Kind::view, {c}, {}, {}, {}};
+    nn::ChannelMove gather{Kind::gather, {c}, {}, permuted, {c}};
+    for (int64_t from : nn::shuffled_channels(factors, order)) gather.from.push_back({0, from});
+    chain_[second] = std::move(gather);
+    return nn::ChannelMove{Kind::view, {c}, {}, {c}, factors};
+  }
+
+  const ir::Graph& graph_;
+  int64_t opset_;
+  const IsReturned& returned_;
+  const nn::ChannelsOf& channels_of_;
+  std::optional<analysis::SymbolicShapes> shapes_;
+  std::unordered_map<const ir::Node*, nn::ChannelMove> chain_;  // a shuffle's nodes after its first
+};
+
 }  // namespace
 
 std::vector<size_t> activation_inputs(const ir::Node& node, const OpTraits& traits) {
@@ -35,19 +178,32 @@ std::vector<size_t> activation_inputs(const ir::Node& node, const OpTraits& trai
   return {0};
 }
 
-LayoutPlan plan_layout(const std::vector<ir::Node*>& order, const ConstantOf& constant, const TraitsOf& traits_of) {
+LayoutPlan plan_layout(const std::vector<ir::Node*>& order, const ConstantOf& constant, const TraitsOf& traits_of,
+                       const IsReturned& returned, int64_t opset) {
   LayoutPlan plan;
+  if (order.empty()) return plan;
   std::unordered_set<const ir::Value*> gates;  // the blocked values whose padding is not zero
   const nn::ChannelsOf channels_of = [&](const ir::Value* v) -> int64_t {
     auto it = v == nullptr ? plan.channels.end() : plan.channels.find(v);
     return it == plan.channels.end() ? -1 : it->second;
   };
+  ChannelMoves moves(*order.front()->graph(), opset, returned, channels_of);
   for (const ir::Node* node : order) {
     if (!node->in_onnx_domain() || node->outputs().empty() || node->output(0) == nullptr) continue;
     const OpTraits traits = traits_of(*node);
     int64_t out = -1;
     if (traits.blocked == OpTraits::Blocked::own_kernel) {
       out = nn::blocked_output_channels(*node, channels_of, constant);
+      std::optional<nn::ChannelMove> move = out > 0 ? std::nullopt : moves.find(*node);
+      if (move && move->kind == nn::ChannelMove::Kind::shape) {
+        plan.blocked_nodes.insert(node);  // its output stays plain
+        plan.moves[node] = std::move(*move);
+        continue;
+      }
+      if (move) {
+        out = move->kind == nn::ChannelMove::Kind::view ? move->in_channels[0] : static_cast<int64_t>(move->from.size());
+        plan.moves[node] = std::move(*move);
+      }
     } else if (const int64_t in = channels_of(node->input(0));
                in >= 0 && (traits.blocked == OpTraits::Blocked::elementwise_unary ||
                            traits.blocked == OpTraits::Blocked::elementwise_binary)) {

@@ -21,6 +21,7 @@
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/kernels/nn/nn.h"
 #include "runtime/kernels/nn/winograd.h"
+#include "runtime/kernels/tensor/tensor.h"
 #include "runtime/parallel.h"
 #include "runtime/session.h"
 
@@ -523,6 +524,194 @@ class BlockedConcat final : public Kernel {
   }
 };
 
+// The lanes of one output block that one input block gives: lane l takes
+// lane index[l] of block `block` of input `input` where bit l of mask is set.
+struct BlockPiece {
+  size_t input;
+  int64_t block;
+  uint32_t mask;
+  std::array<int32_t, 16> index;
+};
+
+// Pieces that fill output block `out_block` of a gather (ChannelMove), its
+// padded lanes left out (zero).
+std::vector<BlockPiece> block_pieces(const std::vector<ChannelMove::Source>& from, int64_t out_block) {
+  const int64_t B = channel_block();
+  std::vector<BlockPiece> pieces;
+  for (int64_t l = 0; l < B && out_block * B + l < static_cast<int64_t>(from.size()); ++l) {
+    const ChannelMove::Source& s = from[static_cast<size_t>(out_block * B + l)];
+    auto it = std::find_if(pieces.begin(), pieces.end(),
+                           [&](const BlockPiece& p) { return p.input == s.input && p.block == s.channel / B; });
+    if (it == pieces.end()) it = pieces.insert(pieces.end(), BlockPiece{s.input, s.channel / B, 0, {}});
+    it->mask |= 1u << l;
+    it->index[static_cast<size_t>(l)] = static_cast<int32_t>(s.channel % B);
+  }
+  return pieces;
+}
+
+// out[p * B + l] for `pixels` pixels from the pieces' planes src[i], one
+// permute per piece and pixel where the CPU has one.
+void gather_plane_scalar(const float* const* src, const std::vector<BlockPiece>& pieces, float* out, int64_t pixels) {
+  const int64_t B = channel_block();
+  std::fill_n(out, pixels * B, 0.0f);
+  for (size_t i = 0; i < pieces.size(); ++i)
+    for (int64_t l = 0; l < B; ++l)
+      if (pieces[i].mask >> l & 1u)
+        for (int64_t p = 0; p < pixels; ++p) out[p * B + l] = src[i][p * B + pieces[i].index[static_cast<size_t>(l)]];
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ONNXKIT_GATHER_X86 1
+__attribute__((target("avx512f"))) void gather_plane_avx512(const float* const* src, const std::vector<BlockPiece>& pieces,
+                                                             float* out, int64_t pixels) {
+  __m512i index[16];
+  for (size_t i = 0; i < pieces.size(); ++i) index[i] = _mm512_loadu_si512(pieces[i].index.data());
+  for (int64_t p = 0; p < pixels; ++p) {
+    __m512 acc = _mm512_setzero_ps();
+    for (size_t i = 0; i < pieces.size(); ++i)
+      acc = _mm512_mask_permutexvar_ps(acc, static_cast<__mmask16>(pieces[i].mask), index[i], _mm512_loadu_ps(src[i] + p * 16));
+    _mm512_storeu_ps(out + p * 16, acc);
+  }
+}
+
+__attribute__((target("avx2"))) void gather_plane_avx2(const float* const* src, const std::vector<BlockPiece>& pieces, float* out,
+                                                       int64_t pixels) {
+  __m256i index[8];
+  __m256 mask[8];
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    index[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pieces[i].index.data()));
+    alignas(32) std::array<int32_t, 8> bits{};
+    for (size_t l = 0; l < 8; ++l) bits[l] = (pieces[i].mask >> l & 1u) ? -1 : 0;
+    mask[i] = _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits.data())));
+  }
+  for (int64_t p = 0; p < pixels; ++p) {
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t i = 0; i < pieces.size(); ++i)
+      acc = _mm256_blendv_ps(acc, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src[i] + p * 8), index[i]), mask[i]);
+    _mm256_storeu_ps(out + p * 8, acc);
+  }
+}
+#endif
+
+void gather_plane(const float* const* src, const std::vector<BlockPiece>& pieces, float* out, int64_t pixels) {
+  const int64_t B = channel_block();
+  // A whole block as it is: a copy (the blocks of a Concat's whole-block inputs).
+  if (pieces.size() == 1 && pieces[0].mask == (1u << B) - 1) {
+    bool identity = true;
+    for (int64_t l = 0; l < B; ++l) identity = identity && pieces[0].index[static_cast<size_t>(l)] == l;
+    if (identity) {
+      std::memcpy(out, src[0], static_cast<size_t>(pixels * B) * sizeof(float));
+      return;
+    }
+  }
+#if defined(ONNXKIT_GATHER_X86)
+  // B is 16 only where oneDNN runs AVX-512 (channel_block).
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (B == 16) return gather_plane_avx512(src, pieces, out, pixels);
+  if (B == 8 && avx2) return gather_plane_avx2(src, pieces, out, pixels);
+#endif
+  gather_plane_scalar(src, pieces, out, pixels);
+}
+
+// The run-time checks of a ChannelMove's node: its shape input must give
+// what the plan proved from the model's shapes.
+struct MoveAttributes {
+  bool allowzero = false;  // a Reshape's
+  bool slice = false;      // a Slice with its bounds as inputs (opset 10)
+  int64_t start = 0;       // a Shape's
+  std::optional<int64_t> end;
+};
+
+Status check_move_inputs(const MoveAttributes& attrs, const ChannelMove& move, KernelContext& ctx, const Shape& logical) {
+  if (!move.reshape_in.empty()) {
+    ONNXKIT_ASSIGN(const Tensor* target, ctx.tensor(1));
+    ONNXKIT_ASSIGN(std::vector<int64_t> dims, read_int64s(*target));
+    auto around = [&](const std::vector<int64_t>& middle) {
+      Shape s{logical[0]};
+      s.insert(s.end(), middle.begin(), middle.end());
+      s.insert(s.end(), {logical[2], logical[3]});
+      return s;
+    };
+    ONNXKIT_ASSIGN(Shape out, tensor_ops::reshape_target(around(move.reshape_in), dims, attrs.allowzero));
+    if (out != around(move.reshape_out))
+      return make_error("shape {} is not the channel shuffle planned for the blocked layout ({})", shape_to_string(out),
+                        shape_to_string(around(move.reshape_out)));
+  }
+  if (attrs.slice) {
+    std::vector<std::vector<int64_t>> args;
+    for (size_t i = 1; i < 5; ++i) {
+      if (!ctx.has_input(i)) break;
+      ONNXKIT_ASSIGN(std::vector<int64_t> v, read_int64s(ctx.input(i)));
+      args.push_back(std::move(v));
+    }
+    args.resize(4);
+    const std::optional<std::pair<int64_t, int64_t>> range = channel_slice(logical[1], args[0], args[1], args[2], args[3]);
+    const int64_t first = move.from.empty() ? 0 : move.from.front().channel;
+    if (!range || range->first != first || range->second != first + static_cast<int64_t>(move.from.size()))
+      return make_error("starts, ends, axes and steps do not slice the channels planned for the blocked layout");
+  }
+  return {};
+}
+
+// A ChannelMove's kernel: Shape, a view, or a gather into a new blocked tensor.
+class BlockedChannelMove final : public Kernel {
+ public:
+  BlockedChannelMove(MoveAttributes attrs, ChannelMove move) : attrs_(std::move(attrs)), move_(std::move(move)) {
+    if (move_.kind != ChannelMove::Kind::gather) return;
+    for (int64_t b = 0; b < blocks(static_cast<int64_t>(move_.from.size())); ++b) pieces_.push_back(block_pieces(move_.from, b));
+  }
+
+  Status compute(KernelContext& ctx) const override {
+    std::vector<const Tensor*> xs;
+    Shape logical;
+    for (size_t i = 0; i < move_.in_channels.size(); ++i) {
+      ONNXKIT_ASSIGN(const Tensor* t, ctx.tensor(i));
+      ONNXKIT_ASSIGN(Shape s, logical_shape(*t, move_.in_channels[i]));
+      if (i > 0 && (s[0] != logical[0] || s[2] != logical[2] || s[3] != logical[3]))
+        return make_error("input {} has shape {}, which does not concatenate", i, shape_to_string(s));
+      if (i == 0) logical = s;
+      xs.push_back(t);
+    }
+    ONNXKIT_TRY(check_move_inputs(attrs_, move_, ctx, logical));
+    if (move_.kind == ChannelMove::Kind::shape) return shape(ctx, logical);
+    if (move_.kind == ChannelMove::Kind::view) {
+      ctx.set_output(0, ctx.input_value(0));
+      return {};
+    }
+    const int64_t n = logical[0], pixels = logical[2] * logical[3], B = channel_block();
+    const int64_t out_blocks = static_cast<int64_t>(pieces_.size());
+    Tensor& y = ctx.output(0, DataType::float32, blocked_shape(n, static_cast<int64_t>(move_.from.size()), logical[2], logical[3]));
+    float* dst = y.mutable_data<float>();
+    parallel_for(n * out_blocks, y.numel() >= kParallelWork, [&](int64_t plane) {
+      const int64_t image = plane / out_blocks;
+      const std::vector<BlockPiece>& pieces = pieces_[static_cast<size_t>(plane % out_blocks)];
+      std::array<const float*, 16> src{};
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        const Tensor& x = *xs[pieces[i].input];
+        src[i] = x.data<float>() + ((image * x.dim(1) + pieces[i].block) * pixels) * B;
+      }
+      gather_plane(src.data(), pieces, dst + plane * pixels * B, pixels);
+    });
+    return {};
+  }
+
+ private:
+  // Shape's output: the logical dims, sliced by start and end (opset 15) as the plain kernel does.
+  Status shape(KernelContext& ctx, const Shape& logical) const {
+    const int64_t rank = 4;
+    auto clamp = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+    const int64_t s = clamp(attrs_.start), e = clamp(attrs_.end.value_or(rank));
+    std::vector<int64_t> dims;
+    for (int64_t i = s; i < e; ++i) dims.push_back(logical[static_cast<size_t>(i)]);
+    ctx.set_output(0, Tensor::from<int64_t>({static_cast<int64_t>(dims.size())}, dims));
+    return {};
+  }
+
+  MoveAttributes attrs_;
+  ChannelMove move_;
+  std::vector<std::vector<BlockPiece>> pieces_;  // per output block, for a gather
+};
+
 }  // namespace
 
 int64_t channel_block() {
@@ -700,8 +889,49 @@ std::vector<size_t> blocked_activation_inputs(const ir::Node& node) {
   return all;
 }
 
-Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels) {
+std::optional<std::pair<int64_t, int64_t>> channel_slice(int64_t channels, const std::vector<int64_t>& starts,
+                                                         const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                                                         const std::vector<int64_t>& steps) {
+  if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || (axes[0] != 1 && axes[0] != -3)) return std::nullopt;
+  if (!steps.empty() && (steps.size() != 1 || steps[0] != 1)) return std::nullopt;
+  auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + channels : v, int64_t{0}, channels); };
+  const int64_t first = clamp(starts[0]), last = clamp(ends[0]);
+  if (first >= last) return std::nullopt;  // an empty slice has no blocked form
+  return std::pair{first, last};
+}
+
+std::vector<int64_t> shuffled_channels(const std::vector<int64_t>& factors, const std::vector<int64_t>& order) {
+  const size_t k = factors.size();
+  std::vector<int64_t> stride(k, 1);  // of each factor in the input's channel index
+  for (size_t i = k - 1; i > 0; --i) stride[i - 1] = stride[i] * factors[i];
+  int64_t total = 1;
+  for (int64_t f : factors) total *= f;
+  std::vector<int64_t> from(static_cast<size_t>(total));
+  std::vector<int64_t> digit(k, 0);  // the output channel's index along each output axis
+  for (int64_t c = 0; c < total; ++c) {
+    int64_t rest = c, source = 0;
+    for (size_t i = k; i-- > 0;) {
+      const int64_t f = factors[static_cast<size_t>(order[i])];
+      digit[i] = rest % f;
+      rest /= f;
+      source += digit[i] * stride[static_cast<size_t>(order[i])];
+    }
+    from[static_cast<size_t>(c)] = source;
+  }
+  return from;
+}
+
+Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels,
+                                                    const ChannelMove* move) {
   const std::string& op = info.node().op_type();
+  if (move != nullptr) {
+    MoveAttributes attrs;
+    attrs.allowzero = info.attr_int("allowzero", 0) != 0;
+    attrs.slice = op == "Slice" && info.opset() >= 10;
+    attrs.start = info.attr_int("start", 0);
+    if (info.has_attr("end")) attrs.end = info.attr_int("end", 0);
+    return std::unique_ptr<Kernel>(std::make_unique<BlockedChannelMove>(std::move(attrs), *move));
+  }
   if (op == "Conv") return make_blocked_conv(info, plain_input);
   if (op == "Concat") return std::unique_ptr<Kernel>(std::make_unique<BlockedConcat>());
   if (op == "BatchNormalization") return make_blocked_batch_norm(info, channels);
@@ -733,6 +963,9 @@ InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order, const st
   };
   for (const ir::Node* concat : order) {
     if (!concat->is_onnx_op("Concat") || !blocked.count(concat) || computed_by(concat->output(0)) != concat) continue;
+    const bool whole_blocks = std::all_of(concat->inputs().begin(), concat->inputs().end(),
+                                          [&](const ir::Value* v) { return channels_of(v) % channel_block() == 0; });
+    if (!whole_blocks) continue;  // a ChannelMove's gather, block by block
     auto it = std::find_if(shared.begin(), shared.end(), [&](const Shared& s) { return extends(concat, s.concats.back()); });
     Shared& buffer = it != shared.end() ? *it : shared.emplace_back();
     const size_t first_new = buffer.concats.empty() ? 0 : buffer.concats.back()->inputs().size();

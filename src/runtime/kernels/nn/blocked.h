@@ -9,6 +9,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <unordered_set>
 #include <vector>
 
@@ -44,10 +46,48 @@ using ChannelsOf = std::function<int64_t(const ir::Value*)>;  // C of a blocked 
 int64_t blocked_output_channels(const ir::Node& node, const ChannelsOf& channels_of, const ConstantOf& constant);
 // The inputs it reads blocked: all of a Concat's, X alone of the others.
 std::vector<size_t> blocked_activation_inputs(const ir::Node& node);
+// Nodes that only move whole channels of blocked values, which the layout
+// plan (runtime/layout.h) proves so from the shapes and keeps blocked:
+// ShuffleNet's channel_shuffle (Reshape to [N, g, C/g, H, W], Transpose
+// (0, 2, 1, 3, 4), Reshape to [N, C, H, W]), its chunk(2, dim=1) (Slices of
+// axis 1), Concats of channel counts that are not whole blocks, and the
+// Shape nodes that compute their run-time shapes. Each unit otherwise went
+// to the plain layout and back: 17% of ShuffleNetV2's run.
+struct ChannelMove {
+  enum class Kind : uint8_t {
+    shape,   // Shape of a blocked value: its logical [N, C, H, W] (plain int64)
+    view,    // the blocked input as it is (the chain's first Reshape and Transpose)
+    gather,  // output channel k is channel from[k].channel of input from[k].input
+  };
+  struct Source {
+    size_t input;
+    int64_t channel;
+  };
+  Kind kind = Kind::gather;
+  std::vector<int64_t> in_channels;  // C of each blocked input
+  std::vector<Source> from;
+  // A Reshape of the chain: the dims between N and H, W of its input and of
+  // its output, which its run-time shape input must give ({C} and {g, C/g}
+  // for the first of a channel_shuffle); empty for the other kinds.
+  std::vector<int64_t> reshape_in, reshape_out;
+};
+// The channels [first, last) a Slice of an [N, C, H, W] tensor keeps when it
+// slices axis 1 alone, with step 1 (starts, ends, axes and steps as its
+// inputs give them; steps may be empty); none for any other slice.
+std::optional<std::pair<int64_t, int64_t>> channel_slice(int64_t channels, const std::vector<int64_t>& starts,
+                                                         const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                                                         const std::vector<int64_t>& steps);
+// The channels output channel k of a channel shuffle reads: the input's C
+// split into `factors` (outermost first), permuted by `order` (output axis
+// i is factor order[i]), merged back.
+std::vector<int64_t> shuffled_channels(const std::vector<int64_t>& factors, const std::vector<int64_t>& order);
+
 // Its kernel on blocked tensors. A Conv writes a blocked tensor (the fused
 // activation of `info` applies) from a blocked input or, with `plain_input`
-// (region_entry), a plain one; `channels` is C of input 0.
-Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels);
+// (region_entry), a plain one; `channels` is C of input 0; `move` describes
+// a channel move (null for the other ops).
+Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels,
+                                                    const ChannelMove* move = nullptr);
 // In-place Concat: the inputs of a blocked Concat (batch 1) that blocked
 // Convs or pools compute are written straight into its output, which then
 // copies only the others (squeezenet's Concats took 6% of its time as

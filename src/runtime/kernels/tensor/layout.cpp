@@ -327,13 +327,16 @@ Result<ComputeFn> build_trilu(const KernelInfo& info) {
 }  // namespace
 
 void register_layout_ops(KernelRegistry& r) {
-  r.add("", "Transpose", 1, kLatestOpset, make_kernel(build_transpose));
-  // Concat along channels of blocked activations has a kernel of its own (nn/blocked.h).
-  r.add("", "Concat", 4, kLatestOpset, make_kernel(build_concat), {.blocked = OpTraits::Blocked::own_kernel});
+  // Concat along channels, Slices of channels and the Transpose of a
+  // channel shuffle have kernels of their own on blocked activations
+  // (nn/blocked.h: ChannelMove).
+  const OpTraits blocked{.blocked = OpTraits::Blocked::own_kernel};
+  r.add("", "Transpose", 1, kLatestOpset, make_kernel(build_transpose), blocked);
+  r.add("", "Concat", 4, kLatestOpset, make_kernel(build_concat), blocked);
   r.add("", "Split", 2, 12, make_kernel(build_split_v2));
   r.add("", "Split", 13, kLatestOpset, make_kernel(build_split_v13));
-  r.add("", "Slice", 1, 9, make_kernel(build_slice_v1));
-  r.add("", "Slice", 10, kLatestOpset, make_kernel(compute_slice_v10));
+  r.add("", "Slice", 1, 9, make_kernel(build_slice_v1), blocked);
+  r.add("", "Slice", 10, kLatestOpset, make_kernel(compute_slice_v10), blocked);
   r.add("", "Expand", 8, kLatestOpset, make_kernel(compute_expand));
   r.add("", "Tile", 6, kLatestOpset, make_kernel(compute_tile));
   r.add("", "DepthToSpace", 1, kLatestOpset, make_kernel(build_depth_to_space));

@@ -10,11 +10,7 @@
 #include "runtime/tensor_proto.h"
 
 namespace onnxkit::runtime::tensor_ops {
-namespace {
 
-Tensor scalar_int64(int64_t v) { return Tensor::from<int64_t>({}, {v}); }
-
-// Reshape's target: 0 copies the input dim (unless allowzero), -1 is inferred.
 Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& target, bool allowzero) {
   Shape out(target.begin(), target.end());
   Shape known_dims;  // all but the -1
@@ -50,6 +46,10 @@ Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& target
                       shape_size(out));
   return out;
 }
+
+namespace {
+
+Tensor scalar_int64(int64_t v) { return Tensor::from<int64_t>({}, {v}); }
 
 // Squeeze: drop the listed axes (all size-1 dims when none are listed).
 Result<Shape> squeezed(const Shape& in, const std::vector<int64_t>& axes) {
@@ -104,6 +104,7 @@ void add_squeeze(KernelRegistry& r, const char* op, int64_t since, int64_t until
 }  // namespace
 
 void register_shape_ops(KernelRegistry& r) {
+  const OpTraits blocked{.blocked = OpTraits::Blocked::own_kernel};
   r.add("", "Identity", 1, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
           ctx.set_output(0, ctx.input_value(0));  // tensors, sequences and optionals alike
           return {};
@@ -124,7 +125,8 @@ void register_shape_ops(KernelRegistry& r) {
             ctx.set_output(0, Tensor::from<int64_t>({static_cast<int64_t>(dims.size())}, dims));
             return {};
           });
-        }));
+        }),
+        blocked);  // of a blocked activation: its logical shape (nn/blocked.h)
 
   r.add("", "Size", 1, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
           ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
@@ -142,7 +144,8 @@ void register_shape_ops(KernelRegistry& r) {
             ctx.set_output(0, x->reshaped(std::move(shape)));
             return {};
           });
-        }));
+        }),
+        blocked);  // inside a channel shuffle of a blocked activation (nn/blocked.h)
 
   r.add("", "Flatten", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
           int64_t axis_attr = info.attr_int("axis", 1);

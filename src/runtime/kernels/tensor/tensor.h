@@ -11,4 +11,8 @@ void register_cast(KernelRegistry& registry);
 void register_layout_ops(KernelRegistry& registry);
 void register_generators(KernelRegistry& registry);
 
+// Reshape's target for an input of shape `in`: 0 copies the input dim
+// (unless allowzero), -1 is inferred.
+Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& target, bool allowzero);
+
 }  // namespace onnxkit::runtime::tensor_ops

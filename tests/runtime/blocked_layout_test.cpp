@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <string_view>
+#include <tuple>
 
 #include "ir/model.h"
 #include "runtime/kernels/nn/blocked.h"
@@ -458,6 +459,120 @@ g (float[1,2048,5,6] x) => (float[1,1152,5,6] y) {
 })",
                             {{"w", {1152, 2048, 3, 3}}, {"b", {1152}}});
   expect_per_run_weights_match_prepacked(model, random_tensor({1, 2048, 5, 6}, 12), 1e-3);  // 18,432 terms
+}
+
+
+// The channel map of a shuffle, worked by hand: [2, 3] channels swapped to
+// [3, 2] take channels 0, 3, 1, 4, 2, 5; three factors rotated likewise.
+TEST(BlockedLayout, ShuffledChannelsByHand) {
+  EXPECT_EQ(runtime::nn::shuffled_channels({2, 3}, {1, 0}), (std::vector<int64_t>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(runtime::nn::shuffled_channels({2, 3}, {0, 1}), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  // [2, 1, 2] -> axes (2, 0, 1): output (k, i, j) reads input (i, j, k) = 2i + 2j + k.
+  EXPECT_EQ(runtime::nn::shuffled_channels({2, 1, 2}, {2, 0, 1}), (std::vector<int64_t>{0, 2, 1, 3}));
+}
+
+// ShuffleNetV2's units as torchvision exports them, with every dim symbolic:
+// channel_shuffle's Reshape -> Transpose -> Reshape with its shapes computed
+// from Shape at run time (groups 2 on 116 channels, groups 3 on 87 written
+// with -1 and 0), chunk(2, dim=1)'s Slices with computed bounds, Concats of
+// 58 channels (partial blocks). All of it stays blocked: nothing goes back
+// to the plain layout but the outputs. Runs of other batches and sizes in
+// one session give what the plain unfused kernels give.
+TEST(BlockedLayout, ShuffleNetUnitsStayBlockedAcrossShapes) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[n,3,h,w] x) => (float[n,87,h,w] y, float[n,58,h,w] z) {
+  i0 = Constant <value = int64 {0}> ()
+  i1 = Constant <value = int64 {1}> ()
+  i2 = Constant <value = int64 {2}> ()
+  i3 = Constant <value = int64 {3}> ()
+  two = Constant <value = int64[1] {2}> ()
+  three = Constant <value = int64[1] {3}> ()
+  minus = Constant <value = int64[1] {-1}> ()
+  zero = Constant <value = int64[1] {0}> ()
+  ax = Constant <value = int64[1] {1}> ()
+  a = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (x, w1, b1)
+  ra = Relu(a)
+  b = Conv <kernel_shape = [1,1]> (ra, w2)
+  cat = Concat <axis = 1> (ra, b)
+  s = Shape(cat)
+  sn = Gather <axis = 0> (s, i0)
+  sc = Gather <axis = 0> (s, i1)
+  sh = Gather <axis = 0> (s, i2)
+  sw = Gather <axis = 0> (s, i3)
+  half = Div(sc, i2)
+  un = Unsqueeze(sn, zero)
+  uhalf = Unsqueeze(half, zero)
+  uh = Unsqueeze(sh, zero)
+  uw = Unsqueeze(sw, zero)
+  shape1 = Concat <axis = 0> (un, two, uhalf, uh, uw)
+  r1 = Reshape(cat, shape1)
+  t1 = Transpose <perm = [0,2,1,3,4]> (r1)
+  shape2 = Concat <axis = 0> (un, minus, uh, uw)
+  shuffled = Reshape(t1, shape2)
+  s2 = Shape(shuffled)
+  c2 = Gather <axis = 0> (s2, i1)
+  mid = Div(c2, i2)
+  umid = Unsqueeze(mid, zero)
+  uc2 = Unsqueeze(c2, zero)
+  z = Slice(shuffled, zero, umid, ax)
+  hi = Slice(shuffled, umid, uc2, ax)
+  d = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = 58> (hi, w3)
+  e = Conv <kernel_shape = [1,1]> (d, w4, b4)
+  cat2 = Concat <axis = 1> (z, e)
+  f = Conv <kernel_shape = [1,1]> (cat2, w5)
+  shape3 = Concat <axis = 0> (zero, three, minus, uh, uw)
+  r3 = Reshape(f, shape3)
+  t3 = Transpose <perm = [0,2,1,3,4]> (r3)
+  shape4 = Concat <axis = 0> (zero, minus, uh, uw)
+  g3 = Reshape(t3, shape4)
+  y = Sigmoid(g3)
+})",
+                            {{"w1", {58, 3, 3, 3}},
+                             {"b1", {58}},
+                             {"w2", {58, 58, 1, 1}},
+                             {"w3", {58, 1, 3, 3}},
+                             {"w4", {58, 58, 1, 1}},
+                             {"b4", {58}},
+                             {"w5", {87, 116, 1, 1}}});
+  ASSERT_NE(model, nullptr);
+  auto reference = runtime::Session::create(model, {.threads = 1, .blocked_layout = false, .fuse = false});
+  auto blocked = runtime::Session::create(model, {.threads = 2, .profile = true});
+  ASSERT_TRUE(reference.ok() && blocked.ok());
+  unsigned seed = 21;
+  for (auto [n, h, w] : {std::tuple{2, 7, 9}, std::tuple{1, 12, 5}, std::tuple{3, 1, 1}, std::tuple{2, 7, 9}}) {
+    SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(h) + "x" + std::to_string(w));
+    const Tensor x = random_tensor({n, 3, h, w}, seed++);
+    auto expected = (*reference)->run({{"x", x}});
+    auto ours = (*blocked)->run({{"x", x}});
+    ASSERT_TRUE(expected.ok()) << expected.error().message();
+    ASSERT_TRUE(ours.ok()) << ours.error().message();
+    for (size_t i = 0; i < 2; ++i) testing::expect_tensor_near((*ours)[i].tensor(), (*expected)[i].tensor(), 1e-5, 1e-5);
+  }
+  // x's 3 channels are read plain by the first Conv; y and z go back to plain.
+  EXPECT_EQ(count_steps(**blocked, "ToBlocked"), 0u);
+  EXPECT_EQ(count_steps(**blocked, "ToPlain"), 2u);
+}
+
+// Reshape -> Transpose -> Reshape that moves more than channels (H into the
+// channels), and a Slice of H: they run plain, as before, with the same results.
+TEST(BlockedLayout, ReshapesAndSlicesThatAreNotChannelMovesRunPlain) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3,6,5] x) => (float[2,40,3,5] y, float[2,20,2,5] z) {
+  shape1 = Constant <value = int64[5] {2, 20, 3, 2, 5}> ()
+  shape2 = Constant <value = int64[4] {2, 40, 3, 5}> ()
+  starts = Constant <value = int64[1] {1}> ()
+  ends = Constant <value = int64[1] {3}> ()
+  ax = Constant <value = int64[1] {2}> ()
+  a = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (x, w1, b1)
+  r1 = Reshape(a, shape1)
+  t1 = Transpose <perm = [0,1,3,2,4]> (r1)
+  y = Reshape(t1, shape2)
+  z = Slice(a, starts, ends, ax)
+})",
+                            {{"w1", {20, 3, 3, 3}}, {"b1", {20}}});
+  expect_blocked_equals_plain(model, random_tensor({2, 3, 6, 5}, 9), 0, 0);
 }
 
 }  // namespace

@@ -37,8 +37,9 @@ using analysis::SymbolicDims;
 // from the symbolic shapes of the graph, evaluated once when first asked.
 class ChannelMoves {
  public:
-  ChannelMoves(const ir::Graph& graph, int64_t opset, const IsReturned& returned, const nn::ChannelsOf& channels_of)
-      : graph_(graph), opset_(opset), returned_(returned), channels_of_(channels_of) {}
+  ChannelMoves(const ir::Graph& graph, int64_t opset, const IsReturned& returned, const nn::ChannelsOf& channels_of,
+               std::unordered_map<const ir::Node*, nn::ChannelMove>& planned)
+      : graph_(graph), opset_(opset), returned_(returned), channels_of_(channels_of), planned_(planned) {}
 
   // The move `node` makes of its blocked input(s), or none. A channel
   // shuffle's first Reshape plans its Transpose and second Reshape too
@@ -156,16 +157,40 @@ class ChannelMoves {
     }
     using Kind = nn::ChannelMove::Kind;
     chain_[transpose] = nn::ChannelMove{Kind::view, {c}, {}, {}, {}};
-    nn::ChannelMove gather{Kind::gather, {c}, {}, permuted, {c}};
-    for (int64_t from : nn::shuffled_channels(factors, order)) gather.from.push_back({0, from});
-    chain_[second] = std::move(gather);
+    const std::vector<int64_t> shuffled = nn::shuffled_channels(factors, order);
+    if (nn::ChannelMove* gather = gather_that_may_shuffle(first.input(0), first)) {
+      // The gather before (a Concat) writes the channels shuffled: one pass instead of two.
+      std::vector<nn::ChannelMove::Source> from;
+      for (int64_t k : shuffled) from.push_back(gather->from[static_cast<size_t>(k)]);
+      gather->from = std::move(from);
+      chain_[second] = nn::ChannelMove{Kind::view, {c}, {}, permuted, {c}};
+    } else {
+      nn::ChannelMove gather_move{Kind::gather, {c}, {}, permuted, {c}};
+      for (int64_t k : shuffled) gather_move.from.push_back({0, k});
+      chain_[second] = std::move(gather_move);
+    }
     return nn::ChannelMove{Kind::view, {c}, {}, {c}, factors};
+  }
+
+  // The gather that computes `v`, when nothing but the shuffle's `first`
+  // Reshape and Shape nodes read v's data: it may as well write the
+  // shuffled channels, and the shuffle's gather becomes a view.
+  nn::ChannelMove* gather_that_may_shuffle(const ir::Value* v, const ir::Node& first) const {
+    auto it = v->producer() != nullptr ? planned_.find(v->producer()) : planned_.end();
+    if (it == planned_.end() || it->second.kind != nn::ChannelMove::Kind::gather) return nullptr;
+    if (v->is_any_graph_output() || returned_(v)) return nullptr;
+    for (const ir::Use& use : v->uses())
+      if (use.node != &first &&
+          (use.node->graph() != &graph_ || !use.node->is_onnx_op("Shape") || use.node->output(0) == nullptr))
+        return nullptr;
+    return &it->second;
   }
 
   const ir::Graph& graph_;
   int64_t opset_;
   const IsReturned& returned_;
   const nn::ChannelsOf& channels_of_;
+  std::unordered_map<const ir::Node*, nn::ChannelMove>& planned_;  // the moves planned so far
   std::optional<analysis::SymbolicShapes> shapes_;
   std::unordered_map<const ir::Node*, nn::ChannelMove> chain_;  // a shuffle's nodes after its first
 };
@@ -187,7 +212,7 @@ LayoutPlan plan_layout(const std::vector<ir::Node*>& order, const ConstantOf& co
     auto it = v == nullptr ? plan.channels.end() : plan.channels.find(v);
     return it == plan.channels.end() ? -1 : it->second;
   };
-  ChannelMoves moves(*order.front()->graph(), opset, returned, channels_of);
+  ChannelMoves moves(*order.front()->graph(), opset, returned, channels_of, plan.moves);
   for (const ir::Node* node : order) {
     if (!node->in_onnx_domain() || node->outputs().empty() || node->output(0) == nullptr) continue;
     const OpTraits traits = traits_of(*node);

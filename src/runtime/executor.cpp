@@ -206,9 +206,9 @@ class PlanBuilder {
     const ConstantOf constant = [this](const ir::Value* v) { return constant_of(v); };
     const IsReturned returned = [this](const ir::Value* v) { return is_returned(v); };
     const SameShape same = [this](const ir::Value* a, const ir::Value* b) { return same_shape(a, b); };
+    const TraitsOf traits = [this](const ir::Node& n) { return traits_of(n); };
     if (parent_ == nullptr && context_.options.blocked_layout)
-      layout_ = plan_layout(order_, constant, [this](const ir::Node& n) { return traits_of(n); }, returned,
-                            context_.model.opset(""));
+      layout_ = plan_layout(order_, constant, traits, returned, context_.model.opset(""));
     for (const auto& [v, channels] : layout_.channels) blocked_slot_[v] = new_slot();
     if (!context_.options.fuse) return;
     producer_fusions_ = nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);

@@ -42,8 +42,8 @@ class ChannelMoves {
       : graph_(graph), opset_(opset), returned_(returned), channels_of_(channels_of), planned_(planned) {}
 
   // The move `node` makes of its blocked input(s), or none. A channel
-  // shuffle's first Reshape plans its Transpose and second Reshape too
-  // (planned(), when the loop reaches them).
+  // shuffle's first Reshape plans its Transpose and second Reshape too,
+  // given when the loop over the nodes reaches them.
   std::optional<nn::ChannelMove> find(const ir::Node& node) {
     if (auto it = chain_.find(&node); it != chain_.end()) return it->second;
     const int64_t in = channels_of_(node.input(0));
@@ -71,23 +71,19 @@ class ChannelMoves {
                : nullptr;
   }
 
-  // Any channel counts (whole blocks have BlockedConcat, and in-place writes).
-  static std::optional<nn::ChannelMove> concat_of(const std::vector<int64_t>& in_channels) {
-    nn::ChannelMove move;
-    move.in_channels = in_channels;
-    for (size_t i = 0; i < in_channels.size(); ++i)
-      for (int64_t c = 0; c < in_channels[i]; ++c) move.from.push_back({i, c});
-    return move;
-  }
+  // Along channels, of any channel counts (those of whole blocks have
+  // BlockedConcat and its in-place writes, tried first).
   std::optional<nn::ChannelMove> concat(const ir::Node& node) const {
     const int64_t axis = node.attr_int("axis", 1);
     if (axis != 1 && axis != -3) return std::nullopt;
-    std::vector<int64_t> in_channels;
-    for (const ir::Value* v : node.inputs()) {
-      if (channels_of_(v) <= 0) return std::nullopt;
-      in_channels.push_back(channels_of_(v));
+    nn::ChannelMove move;
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      const int64_t channels = channels_of_(node.input(i));
+      if (channels <= 0) return std::nullopt;
+      move.in_channels.push_back(channels);
+      for (int64_t c = 0; c < channels; ++c) move.from.push_back({i, c});
     }
-    return concat_of(in_channels);
+    return move;
   }
 
   // Numbers the symbolic evaluation found for input i, every entry constant.
@@ -130,7 +126,8 @@ class ChannelMoves {
     const SymbolicDims* x = shapes().shape(first.input(0));
     const SymbolicDims* split = shapes().shape(first.output(0));
     const SymbolicDims* merged = shapes().shape(second->output(0));
-    if (x == nullptr || split == nullptr || merged == nullptr || x->size() != 4 || (*x)[1] != DimExpr::constant(c)) return std::nullopt;
+    if (x == nullptr || split == nullptr || merged == nullptr || x->size() != 4 || (*x)[1] != DimExpr::constant(c))
+      return std::nullopt;
     const size_t k = split->size() < 4 ? 0 : split->size() - 3;  // factors of C
     if (k < 2 || (*split)[0] != (*x)[0] || (*split)[k + 1] != (*x)[2] || (*split)[k + 2] != (*x)[3] || *merged != *x)
       return std::nullopt;
@@ -161,12 +158,12 @@ class ChannelMoves {
     if (nn::ChannelMove* gather = gather_that_may_shuffle(first.input(0), first)) {
       // The gather before (a Concat) writes the channels shuffled: one pass instead of two.
       std::vector<nn::ChannelMove::Source> from;
-      for (int64_t k : shuffled) from.push_back(gather->from[static_cast<size_t>(k)]);
+      for (int64_t channel : shuffled) from.push_back(gather->from[static_cast<size_t>(channel)]);
       gather->from = std::move(from);
       chain_[second] = nn::ChannelMove{Kind::view, {c}, {}, permuted, {c}};
     } else {
       nn::ChannelMove gather_move{Kind::gather, {c}, {}, permuted, {c}};
-      for (int64_t k : shuffled) gather_move.from.push_back({0, k});
+      for (int64_t channel : shuffled) gather_move.from.push_back({0, channel});
       chain_[second] = std::move(gather_move);
     }
     return nn::ChannelMove{Kind::view, {c}, {}, {c}, factors};

@@ -1,8 +1,9 @@
 #pragma once
 // Which nodes of a graph run on activations in the blocked layout
 // (kernels/nn/blocked.h). Convolutions that oneDNN runs blocked start a
-// region; pools, element-wise ops and channel concatenations of blocked
-// values stay in it; the executor reorders at the region's edges.
+// region; pools, element-wise ops and the ops that only move channels of
+// blocked values (concatenations, slices, shuffles: nn::ChannelMove) stay
+// in it; the executor reorders at the region's edges.
 
 #include <functional>
 #include <unordered_map>
@@ -11,8 +12,8 @@
 
 #include "ir/graph.h"
 #include "runtime/fusion.h"
-#include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernel.h"
+#include "runtime/kernels/nn/blocked.h"
 #include "runtime/tensor.h"
 
 namespace onnxkit::runtime {

@@ -461,7 +461,6 @@ g (float[1,2048,5,6] x) => (float[1,1152,5,6] y) {
   expect_per_run_weights_match_prepacked(model, random_tensor({1, 2048, 5, 6}, 12), 1e-3);  // 18,432 terms
 }
 
-
 // The channel map of a shuffle, worked by hand: [2, 3] channels swapped to
 // [3, 2] take channels 0, 3, 1, 4, 2, 5; three factors rotated likewise.
 TEST(BlockedLayout, ShuffledChannelsByHand) {

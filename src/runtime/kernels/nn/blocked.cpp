@@ -549,8 +549,8 @@ std::vector<BlockPiece> block_pieces(const std::vector<ChannelMove::Source>& fro
   return pieces;
 }
 
-// out[p * B + l] for `pixels` pixels from the pieces' planes src[i], one
-// permute per piece and pixel where the CPU has one.
+// Output block planes of `pixels` pixels from the pieces' input planes
+// src[i]: lane by lane here, below one masked permute per piece and pixel.
 void gather_plane_scalar(const float* const* src, const std::vector<BlockPiece>& pieces, float* out, int64_t pixels) {
   const int64_t B = channel_block();
   std::fill_n(out, pixels * B, 0.0f);
@@ -563,7 +563,7 @@ void gather_plane_scalar(const float* const* src, const std::vector<BlockPiece>&
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ONNXKIT_GATHER_X86 1
 __attribute__((target("avx512f"))) void gather_plane_avx512(const float* const* src, const std::vector<BlockPiece>& pieces,
-                                                             float* out, int64_t pixels) {
+                                                            float* out, int64_t pixels) {
   __m512i index[16];
   for (size_t i = 0; i < pieces.size(); ++i) index[i] = _mm512_loadu_si512(pieces[i].index.data());
   for (int64_t p = 0; p < pixels; ++p) {
@@ -680,7 +680,8 @@ class BlockedChannelMove final : public Kernel {
     }
     const int64_t n = logical[0], pixels = logical[2] * logical[3], B = channel_block();
     const int64_t out_blocks = static_cast<int64_t>(pieces_.size());
-    Tensor& y = ctx.output(0, DataType::float32, blocked_shape(n, static_cast<int64_t>(move_.from.size()), logical[2], logical[3]));
+    Tensor& y =
+        ctx.output(0, DataType::float32, blocked_shape(n, static_cast<int64_t>(move_.from.size()), logical[2], logical[3]));
     float* dst = y.mutable_data<float>();
     parallel_for(n * out_blocks, y.numel() >= kParallelWork, [&](int64_t plane) {
       const int64_t image = plane / out_blocks;

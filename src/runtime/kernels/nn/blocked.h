@@ -10,8 +10,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "runtime/kernel.h"

@@ -367,6 +367,27 @@ g (float[1,570,3,3] x) => (float[1,570,3,3] y) {
   expect_blocked_equals_plain(model, random_tensor({1, 570, 3, 3}, 7), 1, 2);
 }
 
+// GlobalAveragePool on blocked planes (kernels/nn/pool.cpp's
+// global_average_blocked): maps large enough for both threads, 40 channels
+// (partial blocks of 16 and whole ones of 8), pixel counts with and without
+// a remainder after the four partial sums, values far from zero so that a
+// dropped or doubled pixel shows.
+TEST(BlockedLayout, GlobalAveragePoolsOfLargeMapsMatchPlain) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3,63,65] x) => (float[2,40] y, float[2,40,1,1] z) {
+  c = Conv <kernel_shape = [1,1]> (x, w, b)
+  g = GlobalAveragePool(c)
+  y = Flatten(g)
+  p = MaxPool <kernel_shape = [2,2], strides = [2,2]> (c)
+  z = GlobalAveragePool(p)
+})",
+                            {{"w", {40, 3, 1, 1}}, {"b", {40}}});
+  Tensor x = random_tensor({2, 3, 63, 65}, 3);
+  for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<float>()[i] += 4.0f;
+  expect_blocked_equals_plain(model, x, 0, 0);
+}
+
 // A blocked Conv keeps what its last input shape resolved to (blocked.cpp's
 // BlockedConv::Resolved): runs of other shapes, and the first shape again,
 // must each get their own output.

@@ -196,9 +196,11 @@ TEST(Elementwise, WhereBroadcastsAllThreeInputs) {
   expect_tensor_near(out[0].tensor(), Tensor::from<int64_t>({2, 3}, {1, 2, 3, -1, -1, -1}));
 }
 
-// x[i] - y[j] over x's shape, y broadcast to it, by index arithmetic alone.
-std::vector<float> naive_broadcast_sub(const std::vector<int64_t>& shape, const std::vector<float>& x,
-                                       const std::vector<int64_t>& part_shape, const std::vector<float>& y, bool part_first) {
+// x[i] - y[j] (or times, with `multiply`) over x's shape, y broadcast to
+// it, by index arithmetic alone.
+std::vector<float> naive_broadcast(const std::vector<int64_t>& shape, const std::vector<float>& x,
+                                   const std::vector<int64_t>& part_shape, const std::vector<float>& y, bool part_first,
+                                   bool multiply) {
   std::vector<float> out(x.size());
   const size_t lead = shape.size() - part_shape.size();
   for (size_t i = 0; i < x.size(); ++i) {
@@ -211,7 +213,8 @@ std::vector<float> naive_broadcast_sub(const std::vector<int64_t>& shape, const 
       j += (dim == 1 ? 0 : at) * stride;
       stride *= dim;
     }
-    out[i] = part_first ? y[static_cast<size_t>(j)] - x[i] : x[i] - y[static_cast<size_t>(j)];
+    const float yj = y[static_cast<size_t>(j)];
+    out[i] = multiply ? x[i] * yj : part_first ? yj - x[i] : x[i] - yj;
   }
   return out;
 }
@@ -219,7 +222,8 @@ std::vector<float> naive_broadcast_sub(const std::vector<int64_t>& shape, const 
 TEST(Elementwise, PerChannelOperandsOfEveryLayoutKeepTheirOrder) {
   // Squeeze-excitation gates over plain [N,C,H,W] and blocked [N,C/16,H,W,16]
   // activations, rows repeated in the middle, broadcast dims apart (the
-  // general walk), and sizes that split across threads.
+  // general walk), and sizes that split across threads. Mul runs rows of
+  // whole 8-float vectors on a path of its own (binary.cpp's multiply_rows).
   struct Case {
     std::vector<int64_t> whole, part;
   };
@@ -234,22 +238,26 @@ TEST(Elementwise, PerChannelOperandsOfEveryLayoutKeepTheirOrder) {
                                 {{3, 1, 4, 2}, {3, 1, 1, 2}},
                                 {{6, 7}, {7}},
                                 {{1, 32, 32, 32, 16}, {1, 32, 1, 1, 16}},
-                                {{1, 96, 56, 56}, {96, 1, 1}}};
+                                {{1, 96, 56, 56}, {96, 1, 1}},
+                                {{2, 3, 5, 24}, {2, 3, 1, 24}},
+                                {{3, 2, 2, 7, 8}, {3, 2, 1, 1, 8}}};
   for (const Case& c : cases) {
     std::vector<float> x, y;
     for (int64_t i = 0, n = runtime::shape_size(c.whole); i < n; ++i) x.push_back(static_cast<float>(i % 101) / 8);
     for (int64_t i = 0, n = runtime::shape_size(c.part); i < n; ++i) y.push_back(static_cast<float>(i % 13) - 6);
     const Tensor whole = Tensor::from<float>(c.whole, x), part = Tensor::from<float>(c.part, y);
-    for (bool part_first : {false, true})
-      for (int threads : {1, 2}) {
-        SCOPED_TRACE(::testing::Message() << runtime::shape_to_string(c.whole) << " and " << runtime::shape_to_string(c.part)
-                                          << (part_first ? ", part first" : "") << ", " << threads << " threads");
-        auto out = run_node({.op_type = "Sub",
-                             .inputs = {{"a", part_first ? part : whole}, {"b", part_first ? whole : part}},
-                             .threads = threads});
-        expect_tensor_near(out[0].tensor(), Tensor::from<float>(c.whole, naive_broadcast_sub(c.whole, x, c.part, y, part_first)),
-                           0, 0);
-      }
+    for (bool multiply : {false, true})
+      for (bool part_first : {false, true})
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(::testing::Message() << (multiply ? "Mul " : "Sub ") << runtime::shape_to_string(c.whole) << " and "
+                                            << runtime::shape_to_string(c.part) << (part_first ? ", part first" : "") << ", "
+                                            << threads << " threads");
+          auto out = run_node({.op_type = multiply ? "Mul" : "Sub",
+                               .inputs = {{"a", part_first ? part : whole}, {"b", part_first ? whole : part}},
+                               .threads = threads});
+          expect_tensor_near(out[0].tensor(),
+                             Tensor::from<float>(c.whole, naive_broadcast(c.whole, x, c.part, y, part_first, multiply)), 0, 0);
+        }
   }
 }
 

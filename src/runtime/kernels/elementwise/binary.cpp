@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/elementwise/elementwise.h"
 
 namespace onnxkit::runtime::elementwise {
@@ -19,9 +20,52 @@ template <class Body> Status with_binary(KernelContext& ctx, DataType out_type, 
   return body(*a, *b, out);
 }
 
+// out = whole * part over rows [first, last) of `inner` floats (a multiple
+// of 8), part's row o / repeated scaling row o: a squeeze-excitation gate
+// over blocked activations, whose rows are 8 or 16 channels. The generic
+// broadcast loop runs a loop of unknown length per row, built for SSE, and
+// took 2-3 times ONNX Runtime's Mul on EfficientNet's 8-channel blocks
+// (AVX2); fixed 8-lane steps are one AVX2 multiply each.
+ONNXKIT_AVX2_CLONES void multiply_rows(const float* whole, const float* part, float* out, int64_t first, int64_t last,
+                                       int64_t repeated, int64_t inner) {
+  for (int64_t row = first; row < last;) {
+    const int64_t o = row / repeated, stop = std::min(last, (o + 1) * repeated);
+    const float* g = part + o * inner;
+    for (; row < stop; ++row) {
+      const float* x = whole + row * inner;
+      float* z = out + row * inner;
+      for (int64_t i = 0; i < inner; i += 8) {
+#pragma omp simd
+        for (int64_t l = 0; l < 8; ++l) z[i + l] = x[i + l] * g[i + l];
+      }
+    }
+  }
+}
+
+// Mul of float32 tensors where one is a gate broadcast over the middle dims
+// of the other in rows of whole 8-float vectors (multiply_rows); false for
+// any other Mul, which the generic map runs.
+bool multiply_gated_rows(const Tensor& a, const Tensor& b, Tensor& out) {
+  if (a.dtype() != DataType::float32) return false;
+  const bool a_whole = a.numel() == out.numel();
+  const Tensor& whole = a_whole ? a : b;
+  const Tensor& part = a_whole ? b : a;
+  if (whole.numel() != out.numel() || part.numel() == out.numel() || part.numel() == 0) return false;
+  const std::optional<MiddleBroadcast> m = middle_broadcast(part.shape(), out.shape());
+  if (!m || m->inner % 8 != 0) return false;
+  const float* x = whole.data<float>();
+  const float* g = part.data<float>();
+  float* z = out.mutable_data<float>();
+  parallel_ranges(m->outer * m->repeated, out.numel() >= kParallelBinaryElements,
+                  [&](int64_t begin, int64_t end) { multiply_rows(x, g, z, begin, end, m->repeated, m->inner); });
+  return true;
+}
+
 template <class F> void add_arithmetic(KernelRegistry& r, const char* op, F f, OpTraits traits) {
-  r.add("", op, 7, kLatestOpset, make_kernel([f](KernelContext& ctx) -> Status {
+  const bool mul = std::string_view(op) == "Mul";
+  r.add("", op, 7, kLatestOpset, make_kernel([f, mul](KernelContext& ctx) -> Status {
           return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
+            if (mul && multiply_gated_rows(a, b, out)) return Status();
             return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
               map_binary<T, T, T>(a, b, out, f);
               return {};

@@ -249,6 +249,12 @@ class BlockedPool final : public Kernel {
       max_pool_blocked(x->data<float>(), y.mutable_data<float>(), shape[0] * blocks(channels_), g);
       return {};
     }
+    if (kind_ == PoolKind::average && global_) {  // ours too: oneDNN's AVX2 kernel costs twice as much
+      Tensor& y = ctx.output(0, DataType::float32, blocked_shape(shape[0], shape[1], 1, 1));
+      global_average_blocked(x->data<float>(), y.mutable_data<float>(), shape[0] * blocks(channels_), shape[2] * shape[3],
+                             channel_block());
+      return {};
+    }
     ONNXKIT_ASSIGN(std::shared_ptr<const PoolPrimitive> pool, primitive(shape));
     const dnnl::memory::dims& out = pool->dst.dims();
     Tensor& y = ctx.output(0, DataType::float32, blocked_shape(out[0], out[1], out[2], out[3]));

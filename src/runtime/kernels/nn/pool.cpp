@@ -8,7 +8,9 @@
 #include <limits>
 #include <memory>
 
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/nn/nn.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -303,6 +305,52 @@ KernelFactory global_pool_kernel(PoolKind kind) {
     });
   });
 }
+
+// --- global average over blocked planes ------------------------------------------
+
+// Sums of `pixels` pixels of L lanes into four partial sums per lane, one
+// per pixel modulo 4, so that the adds do not wait on each other.
+template <int64_t L> inline void average_lanes(const float* in, int64_t pixels, float* out) {
+  float sum[4][L] = {};
+  int64_t p = 0;
+  for (; p + 4 <= pixels; p += 4)
+    for (int64_t k = 0; k < 4; ++k) {
+#pragma omp simd
+      for (int64_t l = 0; l < L; ++l) sum[k][l] += in[(p + k) * L + l];
+    }
+  for (; p < pixels; ++p) {
+#pragma omp simd
+    for (int64_t l = 0; l < L; ++l) sum[0][l] += in[p * L + l];
+  }
+  const float scale = 1.0f / static_cast<float>(pixels);
+  for (int64_t l = 0; l < L; ++l) out[l] = (sum[0][l] + sum[1][l] + (sum[2][l] + sum[3][l])) * scale;
+}
+
+// Planes [first, last) of blocked activations, `lanes` (8 or 16) channels
+// each: one pass over each plane, a vector of lanes per pixel.
+ONNXKIT_AVX2_CLONES void average_blocked_planes(const float* x, float* y, int64_t first, int64_t last, int64_t pixels,
+                                                int64_t lanes) {
+  for (int64_t q = first; q < last; ++q) {
+    if (lanes == 16)
+      average_lanes<16>(x + q * pixels * 16, pixels, y + q * 16);
+    else
+      average_lanes<8>(x + q * pixels * 8, pixels, y + q * 8);
+  }
+}
+
+}  // namespace
+
+void global_average_blocked(const float* x, float* y, int64_t planes, int64_t pixels, int64_t lanes) {
+  if (pixels == 0) {
+    std::fill_n(y, planes * lanes, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  const double work = static_cast<double>(planes * pixels * lanes);
+  parallel_ranges(planes, planes > 1 && work >= kParallelMacs,
+                  [&](int64_t first, int64_t last) { average_blocked_planes(x, y, first, last, pixels, lanes); });
+}
+
+namespace {
 
 // --- MaxUnpool ---------------------------------------------------------------------
 

@@ -83,6 +83,9 @@ const TapCase kCases[] = {
     {1, 7, 33, 9, 11, 3, 3, 2, 3, 2, 2, {1, 2, 3, 0}},
     // A 1x3 kernel dilated along one dim only; more channels than a cache line.
     {1, 5, 40, 6, 13, 1, 3, 1, 5, 1, 1, {0, 5, 0, 5}},
+    // DeepLabV3's layer4 (dilation 4, pads 4) on a map larger than the
+    // reach: taps live over most of each row, gathered into one product.
+    {1, 16, 40, 12, 13, 3, 3, 4, 4, 1, 1, {4, 4, 4, 4}},
     // Every tap live (no pads): the products cover the whole map.
     {1, 3, 4, 8, 8, 3, 3, 2, 2, 1, 1, {0, 0, 0, 0}},
 };
@@ -111,16 +114,16 @@ TEST(ConvTaps, LiveShareCountsTapsThatReadInsideTheInput) {
   const std::vector<float> w(24 * 20 * 9, 1.0f);  // enough for both
   const auto taps = TapProducts::create(params_of(kCases[0]), w.data(), nullptr, {});
   EXPECT_NEAR(taps->live_share(), (18.0 * 18.0) / (14.0 * 14.0 * 9.0), 1e-12);
-  const auto all = TapProducts::create(params_of(kCases[3]), w.data(), nullptr, {});
+  const auto all = TapProducts::create(params_of(kCases[4]), w.data(), nullptr, {});
   EXPECT_DOUBLE_EQ(all->live_share(), 1.0);
 }
 
 TEST(ConvTaps, OnlyPlainTwoDimensionalConvolutions) {
   const std::vector<float> w(64, 1.0f);
-  ConvParams grouped = params_of(kCases[3]);
+  ConvParams grouped = params_of(kCases[4]);
   grouped.group = 3;
   EXPECT_EQ(TapProducts::create(grouped, w.data(), nullptr, {}), nullptr);
-  EXPECT_EQ(TapProducts::create(params_of(kCases[3]), w.data(), nullptr, {.add_residual = true}), nullptr);
+  EXPECT_EQ(TapProducts::create(params_of(kCases[4]), w.data(), nullptr, {.add_residual = true}), nullptr);
 }
 
 // DnnlConv's result for case `t` in the plain layout, as [N, OH, OW, M].

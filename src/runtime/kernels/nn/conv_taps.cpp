@@ -1,6 +1,7 @@
 #include "runtime/kernels/nn/conv_taps.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/window.h"
@@ -58,6 +59,12 @@ void TapProducts::run(const float* x, float* y, int threads) const {
     const int64_t first = std::min(m, lines * chunk / chunks * kLine), last = std::min(m, lines * (chunk + 1) / chunks * kLine);
     const int64_t width = last - first;
     if (width <= 0) return;
+    // A tap whose live outputs are part of each row reads them gathered into
+    // one matrix, and its products go through a buffer into their rows: one
+    // product per tap. One per output row (24 rows of 512 x 512 at DeepLabV3's
+    // dilation 4) had oneDNN's sgemm copy the tap's weights for each row,
+    // 40% more time than ONNX Runtime's direct kernel on AVX2.
+    std::vector<float> gathered, products;
     for (int64_t n = 0; n < p_.batch; ++n) {
       const float* image = x + n * in_h * in_w * c;
       float* out = y + n * out_pixels * m;
@@ -68,18 +75,36 @@ void TapProducts::run(const float* x, float* y, int threads) const {
           const LiveRange rows = live_range(0, i), columns = live_range(1, j);
           if (rows.begin == rows.end || columns.begin == columns.end) continue;
           const float* tap = taps_.data() + (i * g.kernel[1] + j) * c * m + first;
+          const int64_t row_count = rows.end - rows.begin, pixels = columns.end - columns.begin;
           // Whole rows that follow each other in the input and the output
-          // are one product; otherwise one per output row.
+          // are one product as they lie, and so is a single row.
           const bool whole_rows = g.strides[0] == 1 && g.strides[1] == 1 && columns.begin == 0 && columns.end == out_w &&
                                   out_w == in_w && columns.first_input == 0;
-          const int64_t products = whole_rows ? 1 : rows.end - rows.begin;
-          const int64_t pixels = whole_rows ? (rows.end - rows.begin) * out_w : columns.end - columns.begin;
-          for (int64_t k = 0; k < products; ++k) {
-            const int64_t oh = rows.begin + k, ih = rows.first_input + k * g.strides[0];
-            const float* a = image + (ih * in_w + columns.first_input) * c;
-            float* into = out + (oh * out_w + columns.begin) * m + first;
-            gemm(false, false, pixels, width, c, 1.0f, a, g.strides[1] * c, tap, m, 1.0f, into, m);
+          if (whole_rows || row_count == 1) {
+            const float* a = image + (rows.first_input * in_w + columns.first_input) * c;
+            float* into = out + (rows.begin * out_w + columns.begin) * m + first;
+            gemm(false, false, whole_rows ? row_count * out_w : pixels, width, c, 1.0f, a, g.strides[1] * c, tap, m, 1.0f, into,
+                 m);
+            continue;
           }
+          gathered.resize(static_cast<size_t>(row_count * pixels * c));
+          products.resize(static_cast<size_t>(row_count * pixels * width));
+          for (int64_t k = 0; k < row_count; ++k) {
+            const float* from = image + ((rows.first_input + k * g.strides[0]) * in_w + columns.first_input) * c;
+            float* to = gathered.data() + k * pixels * c;
+            if (g.strides[1] == 1) {
+              std::copy(from, from + pixels * c, to);
+            } else {
+              for (int64_t q = 0; q < pixels; ++q) std::copy(from + q * g.strides[1] * c, from + (q * g.strides[1] + 1) * c, to + q * c);
+            }
+          }
+          gemm(false, false, row_count * pixels, width, c, 1.0f, gathered.data(), c, tap, m, 0.0f, products.data(), width);
+          for (int64_t k = 0; k < row_count; ++k)
+            for (int64_t q = 0; q < pixels; ++q) {
+              const float* v = products.data() + (k * pixels + q) * width;
+              float* into = out + ((rows.begin + k) * out_w + columns.begin + q) * m + first;
+              for (int64_t o = 0; o < width; ++o) into[o] += v[o];
+            }
         }
       if (activation_.kind != FusedActivation::Kind::none)
         for (int64_t pixel = 0; pixel < out_pixels; ++pixel)

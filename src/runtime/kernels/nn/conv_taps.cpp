@@ -95,7 +95,8 @@ void TapProducts::run(const float* x, float* y, int threads) const {
             if (g.strides[1] == 1) {
               std::copy(from, from + pixels * c, to);
             } else {
-              for (int64_t q = 0; q < pixels; ++q) std::copy(from + q * g.strides[1] * c, from + (q * g.strides[1] + 1) * c, to + q * c);
+              for (int64_t q = 0; q < pixels; ++q)
+                std::copy(from + q * g.strides[1] * c, from + (q * g.strides[1] + 1) * c, to + q * c);
             }
           }
           gemm(false, false, row_count * pixels, width, c, 1.0f, gathered.data(), c, tap, m, 0.0f, products.data(), width);

@@ -331,10 +331,8 @@ template <int64_t L> inline void average_lanes(const float* in, int64_t pixels, 
 ONNXKIT_AVX2_CLONES void average_blocked_planes(const float* x, float* y, int64_t first, int64_t last, int64_t pixels,
                                                 int64_t lanes) {
   for (int64_t q = first; q < last; ++q) {
-    if (lanes == 16)
-      average_lanes<16>(x + q * pixels * 16, pixels, y + q * 16);
-    else
-      average_lanes<8>(x + q * pixels * 8, pixels, y + q * 8);
+    if (lanes == 16) average_lanes<16>(x + q * pixels * 16, pixels, y + q * 16);
+    else average_lanes<8>(x + q * pixels * 8, pixels, y + q * 8);
   }
 }
 

@@ -41,6 +41,7 @@ struct WindowGeometry {
   int64_t in_size() const;
   int64_t out_size() const;
   int64_t kernel_size() const;
+  friend bool operator==(const WindowGeometry&, const WindowGeometry&) = default;
 };
 
 // Resolves strides, dilations and pads (explicit or from auto_pad) and the
@@ -63,6 +64,7 @@ struct ConvParams {
   Shape x_shape() const;  // [N, C, in...]
   Shape w_shape() const;  // [M, C / group, kernel...]
   Shape y_shape() const;  // [N, M, out...]
+  friend bool operator==(const ConvParams&, const ConvParams&) = default;
 };
 
 // Conv's attributes as parsed at build time.

@@ -188,14 +188,8 @@ struct DnnlConv::State {
   };
   std::optional<Staging> staging;
   // Set when the convolution runs as products per kernel tap (conv_taps.h)
-  // instead of the primitive: run() reorders the input into channels-last
-  // and the result back.
-  struct Taps {
-    std::shared_ptr<const TapProducts> products;  // shared with siblings
-    dnnl::memory::desc x_md, y_md, nhwc_x, nhwc_y;
-    dnnl::reorder x_in, y_out;
-  };
-  std::optional<Taps> taps;
+  // instead of a primitive, staged in channels-last (src_md, dst_md).
+  std::shared_ptr<const TapProducts> taps;  // shared with siblings
 };
 
 namespace {
@@ -213,26 +207,32 @@ bool reads_padding(const DnnlConv::State& state) {
 // reads inside its input through at most this share of its taps.
 constexpr double kMostLiveTaps = 0.9;
 
+// A state running `products`, staged in channels-last.
+std::unique_ptr<DnnlConv::State> tap_products_state(const ConvParams& p, std::shared_ptr<const TapProducts> products,
+                                                    ActivationLayout layout) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const tag blocked = static_cast<tag>(blocked_format());
+  auto state = std::make_unique<DnnlConv::State>();
+  state->threads = std::max(1, omp_get_max_threads());
+  state->src_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, tag::nhwc);
+  state->dst_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, tag::nhwc);
+  DnnlConv::State::Staging staging;
+  staging.given_src = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : tag::nchw);
+  staging.given_dst = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? tag::nchw : blocked);
+  dnnl::engine& engine = cpu_engine();
+  staging.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, staging.given_src, engine, state->src_md));
+  staging.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, state->dst_md, engine, staging.given_dst));
+  state->staging = std::move(staging);
+  state->taps = std::move(products);
+  return state;
+}
+
 std::unique_ptr<DnnlConv::State> tap_products_state(const ConvParams& p, const float* w, const Tensor* bias,
                                                     FusedActivation activation, ActivationLayout layout) {
   std::unique_ptr<TapProducts> products = TapProducts::create(p, w, bias != nullptr ? bias->data<float>() : nullptr, activation);
   if (products == nullptr || products->live_share() > kMostLiveTaps) return nullptr;
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
-  const tag blocked = static_cast<tag>(blocked_format());
-  DnnlConv::State::Taps taps;
-  taps.x_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : tag::nchw);
-  taps.y_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? tag::nchw : blocked);
-  taps.nhwc_x = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, tag::nhwc);
-  taps.nhwc_y = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, tag::nhwc);
-  dnnl::engine& engine = cpu_engine();
-  taps.x_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, taps.x_md, engine, taps.nhwc_x));
-  taps.y_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, taps.nhwc_y, engine, taps.y_md));
-  taps.products = std::move(products);
-  auto state = std::make_unique<DnnlConv::State>();
-  state->threads = std::max(1, omp_get_max_threads());
-  state->taps = std::move(taps);
-  return state;
+  return tap_products_state(p, std::move(products), layout);
 }
 }  // namespace
 
@@ -295,10 +295,8 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
   // The products keep their own copy of the weights: not for sessions that
   // keep none (SessionOptions::prepack_weights false).
   if (dilated && reads_padding(*state) && placement == Weights::reordered_once && p.window.rank() == 2) try {
-      if (sibling != nullptr && sibling->state_->taps && sibling->state_->taps->x_md.dims() == dims_of(p.x_shape())) {
-        state = std::make_unique<State>();
-        state->threads = std::max(1, omp_get_max_threads());
-        state->taps = sibling->state_->taps;
+      if (sibling != nullptr && sibling->state_->taps && sibling->state_->taps->params() == p) {
+        state = tap_products_state(p, sibling->state_->taps, layout);
       } else if (std::unique_ptr<State> taps =
                      tap_products_state(p, static_cast<const float*>(weights), bias, activation, layout)) {
         state = std::move(taps);
@@ -466,19 +464,6 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
   try {
     dnnl::engine& engine = cpu_engine();
     dnnl::stream& stream = thread_stream();
-    if (state_->taps) {
-      const State::Taps& taps = *state_->taps;
-      const auto nhwc_x = std::make_unique_for_overwrite<float[]>(taps.nhwc_x.get_size() / sizeof(float));
-      const auto nhwc_y = std::make_unique_for_overwrite<float[]>(taps.nhwc_y.get_size() / sizeof(float));
-      dnnl::memory from(taps.x_md, engine, const_cast<void*>(x.raw())), to(taps.nhwc_x, engine, nhwc_x.get());
-      taps.x_in.execute(stream, from, to);
-      stream.wait();
-      taps.products->run(nhwc_x.get(), nhwc_y.get(), state_->threads);
-      dnnl::memory result(taps.nhwc_y, engine, nhwc_y.get()), into(taps.y_md, engine, y.mutable_raw());
-      taps.y_out.execute(stream, result, into);
-      stream.wait();
-      return {};
-    }
     const void* x_data = x.raw();
     void* y_data = y.mutable_raw();
     std::unique_ptr<float[]> padded, staged_x, staged_y;  // per run: runs may overlap
@@ -504,38 +489,43 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
       pad_input(p, outer, inner, x.data<float>(), padded.get());
       x_data = padded.get();
     }
-    dnnl::memory src(state_->src_md, engine, const_cast<void*>(x_data));
-    dnnl::memory dst(state_->dst_md, engine, y_data);
-    dnnl::memory scratch(state_->scratchpad_md, engine, thread_scratchpad(state_->scratchpad_md.get_size()));
-    dnnl::memory weights = state_->weights;
-    if (state_->weights_in_run) {
-      weights = dnnl::memory(state_->pd.weights_desc(), engine);  // freed when the run ends
-      state_->weights_in_run->execute(stream, state_->weights, weights);
-    }
-    // The C call takes the arguments as an array; the C++ one as a map,
-    // built per run (six allocations, for each of a model's convolutions).
-    std::array<dnnl_exec_arg_t, 6> args{};
-    int count = 0;
-    auto add = [&](int arg, const dnnl::memory& memory) { args[static_cast<size_t>(count++)] = {arg, memory.get()}; };
-    add(DNNL_ARG_SRC, src);
-    add(DNNL_ARG_WEIGHTS, weights);
-    add(DNNL_ARG_DST, dst);
-    add(DNNL_ARG_SCRATCHPAD, scratch);
-    if (state_->bias) add(DNNL_ARG_BIAS, state_->bias);
-    dnnl::memory residual_memory;
-    if (state_->binary_residual) {
-      residual_memory = dnnl::memory(state_->dst_md, engine, const_cast<void*>(residual->raw()));
-      add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, residual_memory);
-    }
-    dnnl::error::wrap_c_api(dnnl_primitive_execute(state_->primitive.get(), stream.get(), count, args.data()),
-                            "could not execute the convolution");
-    if (state_->swish_after) {
+    if (state_->taps) {
       stream.wait();
-      swish_in_place(static_cast<float*>(y_data), static_cast<int64_t>(state_->dst_md.get_size() / sizeof(float)));
+      state_->taps->run(static_cast<const float*>(x_data), static_cast<float*>(y_data), state_->threads);
+    } else {
+      dnnl::memory src(state_->src_md, engine, const_cast<void*>(x_data));
+      dnnl::memory dst(state_->dst_md, engine, y_data);
+      dnnl::memory scratch(state_->scratchpad_md, engine, thread_scratchpad(state_->scratchpad_md.get_size()));
+      dnnl::memory weights = state_->weights;
+      if (state_->weights_in_run) {
+        weights = dnnl::memory(state_->pd.weights_desc(), engine);  // freed when the run ends
+        state_->weights_in_run->execute(stream, state_->weights, weights);
+      }
+      // The C call takes the arguments as an array; the C++ one as a map,
+      // built per run (six allocations, for each of a model's convolutions).
+      std::array<dnnl_exec_arg_t, 6> args{};
+      int count = 0;
+      auto add = [&](int arg, const dnnl::memory& memory) { args[static_cast<size_t>(count++)] = {arg, memory.get()}; };
+      add(DNNL_ARG_SRC, src);
+      add(DNNL_ARG_WEIGHTS, weights);
+      add(DNNL_ARG_DST, dst);
+      add(DNNL_ARG_SCRATCHPAD, scratch);
+      if (state_->bias) add(DNNL_ARG_BIAS, state_->bias);
+      dnnl::memory residual_memory;
+      if (state_->binary_residual) {
+        residual_memory = dnnl::memory(state_->dst_md, engine, const_cast<void*>(residual->raw()));
+        add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, residual_memory);
+      }
+      dnnl::error::wrap_c_api(dnnl_primitive_execute(state_->primitive.get(), stream.get(), count, args.data()),
+                              "could not execute the convolution");
+      if (state_->swish_after) {
+        stream.wait();
+        swish_in_place(static_cast<float*>(y_data), static_cast<int64_t>(state_->dst_md.get_size() / sizeof(float)));
+      }
     }
     if (staging) {
-      dnnl::memory to(staging->given_dst, engine, y.mutable_raw());
-      staging->dst_out.execute(stream, dst, to);
+      dnnl::memory from(state_->dst_md, engine, y_data), to(staging->given_dst, engine, y.mutable_raw());
+      staging->dst_out.execute(stream, from, to);
     }
     stream.wait();
   } catch (const dnnl::error& e) {
@@ -562,22 +552,21 @@ std::shared_ptr<DnnlConvCache> DnnlConvCache::shared(const Tensor& w, const Tens
 }
 
 std::shared_ptr<const DnnlConv> DnnlConvCache::get(const ConvParams& p) {
-  const Shape x = p.x_shape();
   const double macs = static_cast<double>(shape_size(p.y_shape())) * static_cast<double>(shape_size(p.w_shape())) /
                       static_cast<double>(std::max<int64_t>(p.out_channels, 1));
   const int threads = macs < kParallelMacs ? 1 : available_threads();
   std::lock_guard lock(mutex_);
-  auto it = cache_.find({x, threads});
-  if (it != cache_.end()) return it->second;
+  for (const auto& [key, made] : cache_)
+    if (key.second == threads && key.first == p) return made;
   if (cache_.size() >= kMaxShapes) return nullptr;
   // Another primitive's reordered weights, where its layout for them is
-  // this one's: likeliest for the same input shape.
+  // this one's: likeliest for the same geometry.
   const DnnlConv* sibling = nullptr;
   for (const auto& [key, made] : cache_)
-    if (made != nullptr && (sibling == nullptr || key.first == x)) sibling = made.get();
+    if (made != nullptr && (sibling == nullptr || key.first == p)) sibling = made.get();
   const ThreadLimit limit(threads);
   std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling, reorder_weights_);
-  cache_.emplace(std::make_pair(x, threads), conv);
+  cache_.emplace_back(std::make_pair(p, threads), conv);
   return conv;
 }
 

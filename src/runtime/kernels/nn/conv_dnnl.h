@@ -102,13 +102,15 @@ class DnnlConvCache {
   std::shared_ptr<const DnnlConv> get(const ConvParams& p);
 
  private:
-  static constexpr size_t kMaxShapes = 32;  // (input shape, threads) pairs, of all the nodes sharing it
+  static constexpr size_t kMaxShapes = 32;  // (geometry, threads) pairs, of all the nodes sharing it
   std::shared_ptr<const Tensor> w_, bias_;
   FusedActivation activation_;
   ActivationLayout layout_;
   bool reorder_weights_;
   std::mutex mutex_;
-  std::map<std::pair<Shape, int>, std::shared_ptr<const DnnlConv>> cache_;  // by (input shape, threads)
+  // By geometry (input shape, strides, pads, dilations: nodes sharing
+  // weights may differ in them) and threads.
+  std::vector<std::pair<std::pair<ConvParams, int>, std::shared_ptr<const DnnlConv>>> cache_;
 };
 
 }  // namespace onnxkit::runtime::nn

@@ -27,6 +27,8 @@ class TapProducts {
   // Of the kernel's taps over all outputs, the share that reads inside the
   // input: the work done here, relative to a product over every tap.
   double live_share() const;
+  // The convolution it computes.
+  const ConvParams& params() const { return p_; }
 
   // y = act(conv(x) + bias), x [N, H, W, C] and y [N, OH, OW, M]
   // (channels-last), on up to `threads` threads.

@@ -8,9 +8,11 @@
 // float, fused_gates.h). R^T is packed into panels once
 // (recurrent_product.h): a step of a small layer at batch 1 is a few
 // microseconds, spent streaming R from the cache, with no room for a GEMM's
-// setup or its packing. Sequences shorter than X (sequence_lens)
-// stop updating their row after their last step, so the final states are
-// those of each sequence's own last step; Y is zero past the end.
+// setup or its packing; at batch 1 the threads share each step by blocks
+// of hidden units (DirectionRun::run_split). Sequences shorter than X
+// (sequence_lens) stop updating their row after their last step, so the
+// final states are those of each sequence's own last step; Y is zero past
+// the end.
 //
 // Choices the spec leaves open, taken as ONNX Runtime does: `clip` bounds the
 // inputs of the gate activations (not the cell state fed to h), and

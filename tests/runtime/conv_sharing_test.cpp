@@ -57,7 +57,8 @@ TEST(ConvSharing, NodesOnTheSameWeightsShareWinogradFilters) {
 // and W [M, C, k, k].
 std::vector<double> naive_conv(const Tensor& x, const Tensor& w, int64_t stride, int64_t pad, int64_t dilation) {
   const int64_t c = x.dim(1), h = x.dim(2), width = x.dim(3), m = w.dim(0), k = w.dim(2);
-  const int64_t oh = (h + 2 * pad - dilation * (k - 1) - 1) / stride + 1, ow = (width + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
+  const int64_t oh = (h + 2 * pad - dilation * (k - 1) - 1) / stride + 1,
+                ow = (width + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
   std::vector<double> y(static_cast<size_t>(m * oh * ow), 0.0);
   for (int64_t o = 0; o < m; ++o)
     for (int64_t i = 0; i < oh; ++i)
@@ -98,9 +99,7 @@ g (float[1, 16, 12, 12] x) => (float[1, 16, 12, 12] plain, float[1, 16, 12, 12] 
   ASSERT_TRUE(session.ok()) << session.error().message();
   auto out = (*session)->run({{"x", x}});
   ASSERT_TRUE(out.ok()) << out.error().message();
-  const struct {
-    int64_t stride, pad, dilation;
-  } geometry[] = {{1, 1, 1}, {1, 2, 2}, {2, 1, 1}, {1, 8, 8}, {1, 10, 10}};
+  const struct { int64_t stride, pad, dilation; } geometry[] = {{1, 1, 1}, {1, 2, 2}, {2, 1, 1}, {1, 8, 8}, {1, 10, 10}};
   for (size_t n = 0; n < 5; ++n) {
     SCOPED_TRACE(n);
     const std::vector<double> want = naive_conv(x, w, geometry[n].stride, geometry[n].pad, geometry[n].dilation);

@@ -66,6 +66,15 @@ ONNXKIT_AVX512_CLONES void gelu_floats(const float* x, const float* bias, float*
 
 namespace {
 
+// The vectors below (Lanes) never cross a call: the helpers taking or
+// returning them are inlined into the clones (always_inline where GCC would
+// not), so the ABI GCC warns of for the baseline clone does not arise.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// For floats and vectors alike.
+constexpr auto kLarger = [](auto a, auto b) { return b > a ? b : a; };
+constexpr auto kPlus = [](auto a, auto b) { return a + b; };
+
 // combine(term(0), ..., term(n - 1)) from `init`, kept in 8 partial lanes so
 // that the loop vectorizes (the order of a sum differs from the serial one).
 template <class Term, class Combine> inline float reduce_in_lanes(int64_t n, float init, Term term, Combine combine) {
@@ -81,20 +90,12 @@ template <class Term, class Combine> inline float reduce_in_lanes(int64_t n, flo
   return result;
 }
 
-inline float plus(float a, float b) { return a + b; }
-
 // W floats in registers (a GCC/Clang vector), for reductions over rows too
 // short for a vectorized loop's horizontal sum through memory and scalar
 // tail: Swin's 49-wide softmax rows, LayerNorm over 96 channels. W is 16
 // under AVX-512 and 8 otherwise (vectors wider than the registers go
 // through memory): the functions below pick it with wide_lanes().
-// They never cross a call: the helpers taking or returning them are inlined
-// into the clones (always_inline where GCC would not), so the ABI GCC warns
-// of for the baseline clone does not arise.
-#pragma GCC diagnostic ignored "-Wpsabi"
-template <int W> struct LanesOf {
-  typedef float type __attribute__((vector_size(4 * W)));
-};
+template <int W> struct LanesOf { typedef float type __attribute__((vector_size(4 * W))); };
 template <int W> using Lanes = typename LanesOf<W>::type;
 
 inline bool wide_lanes() {
@@ -128,10 +129,6 @@ template <int W, class Combine> inline float fold_lanes(Lanes<W> v, Combine comb
     return fold_lanes<W / 2>(combine(low_half<W>(v, halves), high_half<W>(v, halves)), combine);
   }
 }
-
-// For floats and vectors alike.
-constexpr auto kLarger = [](auto a, auto b) { return b > a ? b : a; };
-constexpr auto kPlus = [](auto a, auto b) { return a + b; };
 
 // 16 zeros, 16 ones: from kTailWeights + 16 - W + r, the weights of a block
 // of W whose last r lanes count.
@@ -203,8 +200,8 @@ template <int W> inline float exp_sum_lanes(const float* x, float* y, int64_t n,
 }
 
 template <int W>
-__attribute__((always_inline)) inline void layer_norm_lanes(const float* x, const float* add, const float* scale, const float* bias, float* y,
-                                       int64_t n, float epsilon) {
+__attribute__((always_inline)) inline void layer_norm_lanes(const float* x, const float* add, const float* scale,
+                                                            const float* bias, float* y, int64_t n, float epsilon) {
   auto value = [&](int64_t i) { return add != nullptr ? x[i] + add[i] : x[i]; };
   auto values = [&](int64_t i) {
     Lanes<W> v = load_lanes<W>(x + i);
@@ -261,7 +258,7 @@ ONNXKIT_AVX2_CLONES void dot_rows_floats(const float* x, const float* rows, int6
   for (int64_t j = 0; j < n; ++j) {
     const float* row = rows + j * stride;
     y[j] = reduce_in_lanes(
-        d, 0.0f, [&](int64_t i) { return x[i] * row[i]; }, plus);
+        d, 0.0f, [&](int64_t i) { return x[i] * row[i]; }, kPlus);
   }
 }
 
@@ -282,7 +279,7 @@ ONNXKIT_AVX2_CLONES void row_product_floats(bool trans_b, const float* x, const 
     for (int64_t j = 0; j < n; ++j) {
       const float* row = b + j * ldb;
       store(j, reduce_in_lanes(
-                   k, 0.0f, [&](int64_t p) { return x[p] * row[p]; }, plus));
+                   k, 0.0f, [&](int64_t p) { return x[p] * row[p]; }, kPlus));
     }
     return;
   }

@@ -207,23 +207,32 @@ bool reads_padding(const DnnlConv::State& state) {
 // reads inside its input through at most this share of its taps.
 constexpr double kMostLiveTaps = 0.9;
 
+// The reorders between x and y in the session's layout and the state's
+// src_md and dst_md, and of a residual into dst_md.
+DnnlConv::State::Staging staging_for(const ConvParams& p, ActivationLayout layout, const DnnlConv::State& state, bool residual) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const tag blocked = static_cast<tag>(blocked_format()), plain = plain_tag(p.window.rank() + 2);
+  DnnlConv::State::Staging s;
+  s.given_src = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : plain);
+  s.given_dst = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? plain : blocked);
+  dnnl::engine& engine = cpu_engine();
+  s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.given_src, engine, state.src_md));
+  s.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, state.dst_md, engine, s.given_dst));
+  if (residual) s.residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.given_dst, engine, state.dst_md));
+  return s;
+}
+
 // A state running `products`, staged in channels-last.
 std::unique_ptr<DnnlConv::State> tap_products_state(const ConvParams& p, std::shared_ptr<const TapProducts> products,
                                                     ActivationLayout layout) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
-  const tag blocked = static_cast<tag>(blocked_format());
   auto state = std::make_unique<DnnlConv::State>();
   state->threads = std::max(1, omp_get_max_threads());
   state->src_md = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, tag::nhwc);
   state->dst_md = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, tag::nhwc);
-  DnnlConv::State::Staging staging;
-  staging.given_src = dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : tag::nchw);
-  staging.given_dst = dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? tag::nchw : blocked);
-  dnnl::engine& engine = cpu_engine();
-  staging.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, staging.given_src, engine, state->src_md));
-  staging.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, state->dst_md, engine, staging.given_dst));
-  state->staging = std::move(staging);
+  state->staging = staging_for(p, layout, *state, false);
   state->taps = std::move(products);
   return state;
 }
@@ -419,18 +428,7 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     }
     state->blocked_input = layout == ActivationLayout::blocked;
     state->threads = std::max(1, omp_get_max_threads());  // the caller's ThreadLimit, as the primitive saw it
-    if (staged) {
-      State::Staging s;
-      s.given_src =
-          dnnl::memory::desc(dims_of(p.x_shape()), dt::f32, layout == ActivationLayout::blocked ? blocked : plain_tag(rank));
-      s.given_dst =
-          dnnl::memory::desc(dims_of(p.y_shape()), dt::f32, layout == ActivationLayout::plain ? plain_tag(rank) : blocked);
-      s.src_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.given_src, engine, state->src_md));
-      s.dst_out = dnnl::reorder(dnnl::reorder::primitive_desc(engine, state->dst_md, engine, s.given_dst));
-      if (activation.add_residual)
-        s.residual_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, s.given_dst, engine, state->dst_md));
-      state->staging = std::move(s);
-    }
+    if (staged) state->staging = staging_for(p, layout, *state, activation.add_residual);
     return state;
   } catch (const dnnl::error&) {
     return nullptr;  // no implementation for this case: the reference runs it

@@ -315,19 +315,10 @@ template <class C> class DirectionRun {
       if (p_.h0 != nullptr) std::copy_n(p_.h0 + state_offset(b), H, h_ + b * H);
       if (p_.c0 != nullptr && c_ != nullptr) std::copy_n(p_.c0 + state_offset(b), H, c_ + b * H);
     }
-    const int threads = split_threads();
-    if (threads > 1) run_split(threads);
-    for (int64_t s = 0; s < p_.seq && threads == 1; ++s) {
-      // Rows past the last sequence still running stay out of the products:
-      // with sorted lengths (as packed sequences have) the work shrinks.
-      int64_t rows = p_.batch;
-      if (p_.lengths != nullptr) {
-        rows = 0;
-        for (int64_t b = 0; b < p_.batch; ++b)
-          if (p_.lengths[b] > s) rows = b + 1;
-      }
-      if (rows == 0) break;
-      step(s, rows);
+    if (const int threads = split_threads(); threads > 1) {
+      run_split(threads);
+    } else {
+      run_steps();
     }
     for (int64_t b = 0; b < p_.batch; ++b) {
       if (p_.yh != nullptr) std::copy_n(h_ + b * H, H, p_.yh + state_offset(b));
@@ -364,6 +355,22 @@ template <class C> class DirectionRun {
     if (!cfg_.has_clip) return;
     const C bound = static_cast<C>(cfg_.clip);
     for (int64_t j = 0; j < n; ++j) v[j] = std::min(std::max(v[j], -bound), bound);
+  }
+
+  // Step by step on this thread (a step's own products may use more).
+  void run_steps() {
+    for (int64_t s = 0; s < p_.seq; ++s) {
+      // Rows past the last sequence still running stay out of the products:
+      // with sorted lengths (as packed sequences have) the work shrinks.
+      int64_t rows = p_.batch;
+      if (p_.lengths != nullptr) {
+        rows = 0;
+        for (int64_t b = 0; b < p_.batch; ++b)
+          if (p_.lengths[b] > s) rows = b + 1;
+      }
+      if (rows == 0) break;
+      step(s, rows);
+    }
   }
 
   // The threads that share a batch of one's steps by unit blocks: 1 when

@@ -353,15 +353,17 @@ TEST(BlockedLayout, FullyConnectedSqueezeExcitationLayersOnTwoThreads) {
   // MobileNetV3's widest gate (576 -> 144 -> 576 channels): its 1x1
   // convolutions on a 1x1 map run as a matrix times a vector, the threads
   // taking the output channels in halves; 150 and 570 are not whole blocks.
+  // z's 1x1 output on the 1x1 map reads the leading padding: its bias alone.
   auto model = with_weights(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[1,570,3,3] x) => (float[1,570,3,3] y) {
+g (float[1,570,3,3] x) => (float[1,570,3,3] y, float[1,150,1,1] z) {
   p = GlobalAveragePool(x)
   f1 = Conv <kernel_shape = [1,1]> (p, w1, b1)
   a1 = Relu(f1)
   f2 = Conv <kernel_shape = [1,1]> (a1, w2)
   g = HardSigmoid <alpha = 0.1666667, beta = 0.5> (f2)
   y = Mul(x, g)
+  z = Conv <kernel_shape = [1,1], pads = [1,1,0,0], strides = [2,2]> (p, w1, b1)
 })",
                             {{"w1", {150, 570, 1, 1}}, {"b1", {150}}, {"w2", {570, 150, 1, 1}}});
   expect_blocked_equals_plain(model, random_tensor({1, 570, 3, 3}, 7), 1, 2);

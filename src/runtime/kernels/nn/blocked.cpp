@@ -114,7 +114,8 @@ class BlockedConv final : public Kernel {
   bool is_vector_product(const ConvParams& p) const {
     const WindowGeometry& g = p.window;
     return vector_product_.w != nullptr && !plain_input_ && !residual_input_ && p.batch == 1 && p.group == 1 &&
-           g.in == std::vector<int64_t>{1, 1} && g.kernel == std::vector<int64_t>{1, 1} && g.out == std::vector<int64_t>{1, 1};
+           g.in == std::vector<int64_t>{1, 1} && g.kernel == std::vector<int64_t>{1, 1} && g.out == std::vector<int64_t>{1, 1} &&
+           g.pads_begin == std::vector<int64_t>{0, 0};  // else the output reads padding
   }
 
   Status run_vector_product(const ConvParams& p, const Tensor& x, Tensor& y, int threads) const {

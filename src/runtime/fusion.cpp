@@ -131,14 +131,18 @@ struct Matcher {
       chain.absorbed.push_back(chain.last);
       chain.last = next;
     };
-    const ir::Node* next = sole_reader(matmul);
-    if (next != nullptr && claimed.count(next)) next = nullptr;
+    // The reader of `node`'s output, unless another chain has it.
+    auto free_reader = [&](const ir::Node* node) {
+      const ir::Node* r = sole_reader(node);
+      return r != nullptr && !claimed.count(r) ? r : nullptr;
+    };
+    const bool operands_absorbed = !chain.absorbed.empty();
+    const ir::Node* next = free_reader(matmul);
     // The scores' scaling after the product (GPT-2's "/ sqrt(d)") is alpha too.
     if (auto scaled = next != nullptr ? scaling(next) : std::nullopt; scaled && scaled->x == matmul->output(0)) {
       spec.alpha *= static_cast<float>(scaled->factor);
       take(next);
-      next = sole_reader(next);
-      if (next != nullptr && claimed.count(next)) next = nullptr;
+      next = free_reader(next);
     }
     if (next != nullptr && next->is_onnx_op("Transpose")) {
       std::vector<int64_t> perm = next->attr_ints("perm");
@@ -148,6 +152,9 @@ struct Matcher {
       }
     }
     if (chain.absorbed.empty()) return std::nullopt;
+    // A product by constant weights with nothing but a scaling after it
+    // keeps the MatMul kernel's packed weights; the scaling runs apart.
+    if (!operands_absorbed && spec.y_perm.empty() && constant_of(matmul->input(1)) != nullptr) return std::nullopt;
     chain.create = math::transposed_matmul_kernel(std::move(spec));
     return chain;
   }

@@ -656,6 +656,34 @@ TEST(Fusion, AttentionProductsLeaveWhatAnotherChainTook) {
   }
 }
 
+TEST(Fusion, AScaledProductByConstantWeightsKeepsTheMatMulKernel) {
+  // y = (a x W) / 2 with W a constant [16, 1024]: the scaling is no reason to
+  // leave the MatMul kernel, which packs constant weights; it runs apart.
+  auto model = empty_model();
+  ir::Graph& g = model->graph();
+  const Tensor w = pattern({16, 1024}, 2);
+  ir::Value* wv = g.add_initializer("W", runtime::tensor_to_proto(w));
+  ir::Value* two = g.add_initializer("two", runtime::tensor_to_proto(Tensor::from<float>({}, {2})));
+  ir::Value* p = g.add_node("MatMul", {g.add_input("a", float_type({3, 16})), wv}, {"p"})->output(0);
+  g.add_output(g.add_node("Div", {p, two}, {"y"})->output(0));
+  auto session = runtime::Session::create(model, {.threads = 1, .profile = true});
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  const Tensor a = pattern({3, 16}, 1);
+  auto out = (*session)->run({{"a", a}});
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  EXPECT_EQ(step_kinds(**session), (std::vector<std::string>{"MatMul", "Div"}));
+  std::vector<double> want(3 * 1024, 0.0);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 1024; ++j) {
+      for (int64_t k = 0; k < 16; ++k)
+        want[static_cast<size_t>(i * 1024 + j)] +=
+            static_cast<double>(a.data<float>()[i * 16 + k]) * w.data<float>()[k * 1024 + j];
+      want[static_cast<size_t>(i * 1024 + j)] /= 2;
+    }
+  expect_tensor_near((*out)[0].tensor(), runtime::Tensor::from<float>({3, 1024}, std::vector<float>(want.begin(), want.end())),
+                     1e-5, 1e-5);
+}
+
 TEST(Fusion, AnAttentionPermThatRepeatsAnAxisIsNamed) {
   auto model = empty_model();
   ir::Graph& g = model->graph();

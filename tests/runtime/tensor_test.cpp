@@ -170,6 +170,41 @@ TEST(Tensor, TransposeMatchesItsDefinition) {
   check(int64_t{});
 }
 
+// Expand and DepthToSpace copy through the same tiles when their innermost
+// output dim is not the source's (a broadcast column, a block's pixels
+// spread across the width): against their definitions, at 1 and 2 threads.
+TEST(Tensor, ExpandAndDepthToSpaceThroughTilesMatchTheirDefinitions) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    std::vector<float> column(8), wide(64);
+    for (int64_t i = 0; i < 8; ++i) column[static_cast<size_t>(i)] = static_cast<float>(3 * i + 1);
+    for (int64_t i = 0; i < 64; ++i) wide[static_cast<size_t>(i)] = column[static_cast<size_t>(i / 8)];
+    auto expanded = run_node({.op_type = "Expand",
+                              .inputs = {{"x", Tensor::from<float>({8, 1}, column)}, {"s", Tensor::from<int64_t>({2}, {8, 8})}},
+                              .threads = threads});
+    expect_tensor_near(expanded[0].tensor(), Tensor::from<float>({8, 8}, wide));
+    constexpr int64_t b = 4, c = 2, h = 5, w = 5;  // x [1, c * b * b, h, w]
+    std::vector<float> x(static_cast<size_t>(c * b * b * h * w));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i * 7 % 251);
+    for (const char* mode : {"DCR", "CRD"}) {
+      SCOPED_TRACE(mode);
+      std::vector<float> y(x.size());
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t r = 0; r < h * b; ++r)
+          for (int64_t q = 0; q < w * b; ++q) {
+            const int64_t i = r % b, j = q % b;
+            const int64_t from = std::string(mode) == "DCR" ? (i * b + j) * c + ch : ch * b * b + i * b + j;
+            y[static_cast<size_t>((ch * h * b + r) * w * b + q)] = x[static_cast<size_t>((from * h + r / b) * w + q / b)];
+          }
+      auto out = run_node({.op_type = "DepthToSpace",
+                           .inputs = {{"x", Tensor::from<float>({1, c * b * b, h, w}, x)}},
+                           .attributes = {attr("blocksize", b), attr("mode", mode)},
+                           .threads = threads});
+      expect_tensor_near(out[0].tensor(), Tensor::from<float>({1, c, h * b, w * b}, y));
+    }
+  }
+}
+
 TEST(Tensor, TileAndExpandRepeat) {
   auto x = Tensor::from<int32_t>({2, 1}, {1, 2});
   auto tile = run_node({.op_type = "Tile", .inputs = {{"x", x}, {"r", Tensor::from<int64_t>({2}, {2, 3})}}});

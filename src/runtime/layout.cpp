@@ -64,11 +64,9 @@ class ChannelMoves {
 
   // The value's only reader, of `op` in this graph; the value not returned.
   const ir::Node* sole_reader(const ir::Value* v, const char* op) const {
-    if (v->is_any_graph_output() || returned_(v) || v->uses().size() != 1) return nullptr;
-    const ir::Node* reader = v->uses()[0].node;
-    return reader->graph() == &graph_ && reader->is_onnx_op(op) && reader->outputs().size() == 1 && v->uses()[0].index == 0
-               ? reader
-               : nullptr;
+    const ir::Node* reader = runtime::sole_reader(v, returned_);
+    return reader != nullptr && reader->is_onnx_op(op) && reader->outputs().size() == 1 && reader->input(0) == v ? reader
+                                                                                                                 : nullptr;
   }
 
   // Along channels, of any channel counts (those of whole blocks have

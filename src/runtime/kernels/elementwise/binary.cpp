@@ -61,11 +61,13 @@ bool multiply_gated_rows(const Tensor& a, const Tensor& b, Tensor& out) {
   return true;
 }
 
-template <class F> void add_arithmetic(KernelRegistry& r, const char* op, F f, OpTraits traits) {
-  const bool mul = std::string_view(op) == "Mul";
-  r.add("", op, 7, kLatestOpset, make_kernel([f, mul](KernelContext& ctx) -> Status {
+// A faster path for some operands: true when it computed `out`.
+using SpecialCase = bool (*)(const Tensor& a, const Tensor& b, Tensor& out);
+
+template <class F> void add_arithmetic(KernelRegistry& r, const char* op, F f, OpTraits traits, SpecialCase special = nullptr) {
+  r.add("", op, 7, kLatestOpset, make_kernel([f, special](KernelContext& ctx) -> Status {
           return with_binary(ctx, DataType::undefined, [&](const Tensor& a, const Tensor& b, Tensor& out) {
-            if (mul && multiply_gated_rows(a, b, out)) return Status();
+            if (special != nullptr && special(a, b, out)) return Status();
             return dispatch_numeric(a.dtype(), [&]<class T>() -> Status {
               map_binary<T, T, T>(a, b, out, f);
               return {};
@@ -291,7 +293,7 @@ void register_binary(KernelRegistry& r) {
   add_arithmetic(
       r, "Sub", [](auto x, auto y) { return x - y; }, kBlockedBinaryZeroPreserving);
   add_arithmetic(
-      r, "Mul", [](auto x, auto y) { return x * y; }, kBlockedBinaryZeroPreserving);
+      r, "Mul", [](auto x, auto y) { return x * y; }, kBlockedBinaryZeroPreserving, multiply_gated_rows);
   r.add("", "Div", 7, kLatestOpset, make_kernel(compute_div));
   r.add("", "Mod", 10, kLatestOpset, make_kernel(build_mod));
   r.add("", "Pow", 7, kLatestOpset, make_kernel(compute_pow));

@@ -84,7 +84,7 @@ class BlockedConv final : public Kernel {
     if (residual_input_) {
       ONNXKIT_ASSIGN(residual, ctx.tensor(*residual_input_));
     }
-    if (r->vector) return run_vector_product(r->params, *x, out, threads);
+    if (r->vector) return run_vector_product(r->params, *x, out);
     if (r->winograd) return winograd_->run(r->params, *x, out, residual);
     if (r->conv == nullptr) return make_error("oneDNN has no blocked convolution for input {}", shape_to_string(x->shape()));
     return r->conv->run(*x, out, residual);
@@ -118,7 +118,7 @@ class BlockedConv final : public Kernel {
            g.pads_begin == std::vector<int64_t>{0, 0};  // else the output reads padding
   }
 
-  Status run_vector_product(const ConvParams& p, const Tensor& x, Tensor& y, int threads) const {
+  Status run_vector_product(const ConvParams& p, const Tensor& x, Tensor& y) const {
     const int64_t m = p.out_channels, c = p.in_channels;
     const float* w = vector_product_.w->data<float>();
     const float* bias = vector_product_.bias != nullptr ? vector_product_.bias->data<float>() : nullptr;
@@ -127,11 +127,8 @@ class BlockedConv final : public Kernel {
     // Below this many weights one thread reads them before a second wakes.
     constexpr int64_t kParallelWeights = 16384;
     constexpr int64_t kLine = 16;
-    const int64_t lines = (m + kLine - 1) / kLine;
-    const int64_t chunks = m * c >= kParallelWeights ? std::clamp<int64_t>(threads, 1, lines) : 1;
-    for_each_chunk(chunks, [&](int64_t chunk) {
-      const int64_t first = std::min(m, lines * chunk / chunks * kLine), last = std::min(m, lines * (chunk + 1) / chunks * kLine);
-      if (first >= last) return;
+    parallel_ranges((m + kLine - 1) / kLine, m * c >= kParallelWeights, [&](int64_t first_line, int64_t last_line) {
+      const int64_t first = first_line * kLine, last = std::min(m, last_line * kLine);
       row_product_floats(true, xv, w + first * c, c, c, last - first, 1.0f, 0.0f, yv + first);
       for (int64_t o = first; o < last; ++o) yv[o] = vector_product_.activation.apply(yv[o] + (bias != nullptr ? bias[o] : 0.0f));
     });
@@ -971,9 +968,7 @@ InPlaceWrites plan_in_place_writes(const std::vector<ir::Node*>& order, const st
   };
   for (const ir::Node* concat : order) {
     if (!concat->is_onnx_op("Concat") || !blocked.count(concat) || computed_by(concat->output(0)) != concat) continue;
-    const bool whole_blocks = std::all_of(concat->inputs().begin(), concat->inputs().end(),
-                                          [&](const ir::Value* v) { return channels_of(v) % channel_block() == 0; });
-    if (!whole_blocks) continue;  // a ChannelMove's gather, block by block
+    if (concat_output_channels(*concat, channels_of) < 0) continue;  // a ChannelMove's gather, block by block
     auto it = std::find_if(shared.begin(), shared.end(), [&](const Shared& s) { return extends(concat, s.concats.back()); });
     Shared& buffer = it != shared.end() ? *it : shared.emplace_back();
     const size_t first_new = buffer.concats.empty() ? 0 : buffer.concats.back()->inputs().size();

@@ -316,13 +316,20 @@ class PlanBuilder {
     const bool blocked = is_blocked(node);
     const int64_t opset = context_.model.opset(node.domain());
     ONNXKIT_ASSIGN(const KernelDef* def, context_.registry.find(node, opset));
-    KernelInfo info(node, opset, std::move(constants), context_.options, context_.registry, build_subgraph);
-    if (auto fused = producer_fusions_.producers.find(&node); fused != producer_fusions_.producers.end()) {
+    const auto fused = producer_fusions_.producers.find(&node);
+    if (fused != producer_fusions_.producers.end() && !fused->second.extra.empty()) {
       const ProducerFusions::Producer& producer = fused->second;
-      info.set_fusion(producer.fusion);
-      if (!producer.extra.empty()) step.inputs.resize(producer.extra_from, -1);  // an omitted input stays omitted
-      for (const ir::Value* v : producer.extra) step.inputs.push_back(blocked ? blocked_slot_.at(v) : plan_->slots.at(v));
+      step.inputs.resize(producer.extra_from, -1);  // an omitted input stays omitted
+      constants.resize(producer.extra_from, nullptr);
+      for (const ir::Value* v : producer.extra) {
+        // A weight of the node taken over stays plain; an activation is read in the node's layout.
+        const bool activation = blocked && blocked_slot_.count(v);
+        step.inputs.push_back(activation ? blocked_slot_.at(v) : plan_->slots.at(v));
+        constants.push_back(constant_of(v));
+      }
     }
+    KernelInfo info(node, opset, std::move(constants), context_.options, context_.registry, build_subgraph);
+    if (fused != producer_fusions_.producers.end()) info.set_fusion(fused->second.fusion);
     if (blocked && traits_of(node).blocked == OpTraits::Blocked::own_kernel) {
       auto in = layout_.channels.find(node.input(0));
       const int64_t channels = in != layout_.channels.end() ? in->second : -1;

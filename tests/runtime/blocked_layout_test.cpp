@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -18,6 +20,8 @@
 
 #include "ir/model.h"
 #include "runtime/kernels/nn/blocked.h"
+#include "runtime/kernels/nn/conv_dnnl.h"
+#include "runtime/parallel.h"
 #include "runtime/session.h"
 #include "runtime/tensor_proto.h"
 #include "support/node_runner.h"
@@ -347,6 +351,87 @@ g (float[1,20,10,12] x) => ()" + outputs +
     ASSERT_TRUE((*session)->run({{"x", x}}).ok());
     EXPECT_EQ(count_steps(**session, "ToPlain"), gate_returned ? 4u : 1u);
   }
+}
+
+// MobileNet's expansion and depthwise layers: a 1x1 Conv runs the depthwise
+// 3x3 Conv that alone reads it (conv_fusion.h's FusedDepthwise), as one
+// oneDNN primitive with prepacked weights and as two without. Strides 1 and
+// 2, a map of odd size, with and without biases and activations on either
+// side; a 1x1 with Swish keeps its depthwise Conv apart (oneDNN would apply
+// it inside the pair). Channel counts leave partial blocks.
+TEST(BlockedLayout, PointwiseConvsRunTheDepthwiseConvAfterThem) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,20,13,14] x) => (float[2,32,4,4] y) {
+  lo = Constant <value = float {0.0}> ()
+  hi = Constant <value = float {6.0}> ()
+  c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
+  r1 = Clip(c1, lo, hi)
+  d1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = 40> (r1, w2, b2)
+  r2 = Clip(d1, lo, hi)
+  c3 = Conv <kernel_shape = [1,1]> (r2, w3)
+  d3 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], strides = [2,2], group = 24> (c3, w4)
+  h3 = HardSwish(d3)
+  c5 = Conv <kernel_shape = [1,1]> (h3, w5, b5)
+  s5 = Sigmoid(c5)
+  m5 = Mul(c5, s5)
+  d6 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], strides = [2,2], group = 32> (m5, w6, b6)
+  y = Relu(d6)
+})",
+                            {{"w1", {40, 20, 1, 1}},
+                             {"b1", {40}},
+                             {"w2", {40, 1, 3, 3}},
+                             {"b2", {40}},
+                             {"w3", {24, 40, 1, 1}},
+                             {"w4", {24, 1, 3, 3}},
+                             {"w5", {32, 24, 1, 1}},
+                             {"b5", {32}},
+                             {"w6", {32, 1, 3, 3}},
+                             {"b6", {32}}});
+  ASSERT_NE(model, nullptr);
+  const Tensor x = random_tensor({2, 20, 13, 14}, 11);
+  auto reference_session = runtime::Session::create(model, {.threads = 2, .blocked_layout = false, .fuse = false});
+  ASSERT_TRUE(reference_session.ok()) << reference_session.error().message();
+  auto reference = (*reference_session)->run({{"x", x}});
+  ASSERT_TRUE(reference.ok()) << reference.error().message();
+  for (bool prepack : {true, false})
+    for (bool blocked_layout : {true, false}) {
+      SCOPED_TRACE(fmt::format("prepack_weights {}, blocked_layout {}", prepack, blocked_layout));
+      auto session = runtime::Session::create(
+          model, {.threads = 2, .profile = true, .blocked_layout = blocked_layout, .prepack_weights = prepack});
+      ASSERT_TRUE(session.ok()) << session.error().message();
+      for (int run = 0; run < 2; ++run) {  // the second run reuses what the first resolved
+        auto ours = (*session)->run({{"x", x}});
+        ASSERT_TRUE(ours.ok()) << ours.error().message();
+        testing::expect_tensor_near((*ours)[0].tensor(), (*reference)[0].tensor(), 1e-5, 1e-5);
+      }
+      // Blocked: r1, d1 and r2 into c1; d3 and h3 into c3; s5 and m5 into
+      // c5; y into d6. Plain, only the activations: r1, r2, h3, s5, m5, y.
+      EXPECT_EQ(count_steps(**session, "(fused into Conv)"), blocked_layout ? 8u : 6u);
+      EXPECT_EQ(count_steps(**session, "Conv"), blocked_layout ? 4u : 6u);
+    }
+}
+
+// The pair runs as one primitive wherever oneDNN has its JIT kernels
+// (AVX2 and AVX-512), at one thread and at two: else the fusion would
+// only add a copy.
+TEST(BlockedLayout, OneDnnRunsAPointwiseAndDepthwisePairAsOnePrimitive) {
+  const Tensor w = random_tensor({40, 24, 1, 1}, 1), b = random_tensor({40}, 2);
+  runtime::nn::DepthwiseStage stage{std::make_shared<const Tensor>(random_tensor({40, 1, 3, 3}, 3)), nullptr, 1,
+                                    runtime::nn::FusedActivation{runtime::nn::FusedActivation::Kind::relu}};
+  for (int64_t stride : {1, 2})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(fmt::format("stride {}, {} threads", stride, threads));
+      stage.stride = stride;
+      runtime::ConvParams p;
+      p.batch = 1;
+      p.in_channels = 24;
+      p.out_channels = 40;
+      p.window = {{28, 28}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, {28, 28}};
+      const runtime::ThreadLimit limit(threads);
+      EXPECT_NE(runtime::nn::DnnlConv::create(p, w, &b, {}, runtime::nn::ActivationLayout::blocked, nullptr, true, &stage),
+                nullptr);
+    }
 }
 
 TEST(BlockedLayout, FullyConnectedSqueezeExcitationLayersOnTwoThreads) {

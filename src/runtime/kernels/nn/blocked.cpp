@@ -52,11 +52,19 @@ struct VectorProduct {
   FusedActivation activation;
 };
 
+// The depthwise convolution a 1x1 one runs after itself (FusedDepthwise).
+struct DepthwiseAfter {
+  ConvAttributes attrs;
+  Shape w_shape;
+  std::shared_ptr<DnnlConvCache> pair;   // both as one primitive (DepthwiseStage); null on a plain input
+  std::shared_ptr<DnnlConvCache> alone;  // the depthwise one on the 1x1's output, where the pair has no primitive
+};
+
 class BlockedConv final : public Kernel {
  public:
   BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine,
               std::shared_ptr<const WinogradConv> winograd, bool plain_input, std::optional<size_t> residual_input,
-              VectorProduct vector_product)
+              VectorProduct vector_product, std::optional<DepthwiseAfter> depthwise)
       : attrs_(std::move(attrs)),
         w_shape_(std::move(w_shape)),
         engine_(std::move(engine)),
@@ -64,7 +72,8 @@ class BlockedConv final : public Kernel {
         in_channels_(w_shape_[1] * attrs_.group),
         plain_input_(plain_input),
         residual_input_(residual_input),
-        vector_product_(std::move(vector_product)) {}
+        vector_product_(std::move(vector_product)),
+        depthwise_(std::move(depthwise)) {}
 
   Status compute(KernelContext& ctx) const override {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
@@ -84,10 +93,13 @@ class BlockedConv final : public Kernel {
     if (residual_input_) {
       ONNXKIT_ASSIGN(residual, ctx.tensor(*residual_input_));
     }
-    if (r->vector) return run_vector_product(r->params, *x, out);
-    if (r->winograd) return winograd_->run(r->params, *x, out, residual);
-    if (r->conv == nullptr) return make_error("oneDNN has no blocked convolution for input {}", shape_to_string(x->shape()));
-    return r->conv->run(*x, out, residual);
+    if (!depthwise_) return run_own(*r, *x, out, residual);
+    if (r->pair != nullptr) return r->pair->run(*x, out);
+    Tensor own(DataType::float32, r->own_y);
+    ONNXKIT_TRY(run_own(*r, *x, own, residual));
+    if (r->depthwise == nullptr)
+      return make_error("oneDNN has no blocked convolution for the depthwise input {}", shape_to_string(r->own_y));
+    return r->depthwise->run(own, out);
   }
 
  private:
@@ -103,7 +115,19 @@ class BlockedConv final : public Kernel {
     bool winograd;
     bool vector;                           // run_vector_product's case
     std::shared_ptr<const DnnlConv> conv;  // null with winograd or vector
+    // With depthwise_: the 1x1's own output (blocked), and either the pair's
+    // primitive or the depthwise convolution's alone.
+    Shape own_y;
+    std::shared_ptr<const DnnlConv> pair, depthwise;
   };
+
+  // This convolution's own work, into `y` of its own output's shape.
+  Status run_own(const Resolved& r, const Tensor& x, Tensor& y, const Tensor* residual) const {
+    if (r.vector) return run_vector_product(r.params, x, y);
+    if (r.winograd) return winograd_->run(r.params, x, y, residual);
+    if (r.conv == nullptr) return make_error("oneDNN has no blocked convolution for input {}", shape_to_string(x.shape()));
+    return r.conv->run(x, y, residual);
+  }
 
   // A 1x1 convolution on a 1x1 map of one image (squeeze-excitation's fully
   // connected layers) is a matrix times a vector: its blocked input and
@@ -149,6 +173,15 @@ class BlockedConv final : public Kernel {
     ONNXKIT_ASSIGN(r->params, make_conv_params(attrs_, shape, w_shape_));
     const Shape y = r->params.y_shape();
     r->y = blocked_shape(y[0], y[1], y[2], y[3]);
+    if (depthwise_) {
+      r->own_y = r->y;
+      ONNXKIT_ASSIGN(const ConvParams depthwise, make_conv_params(depthwise_->attrs, y, depthwise_->w_shape));
+      const Shape z = depthwise.y_shape();
+      r->y = blocked_shape(z[0], z[1], z[2], z[3]);
+      if (depthwise_->pair != nullptr) r->pair = depthwise_->pair->get(r->params);
+      if (r->pair != nullptr) return std::shared_ptr<const Resolved>(std::move(r));
+      r->depthwise = depthwise_->alone->get(depthwise);
+    }
     r->vector = is_vector_product(r->params);
     r->winograd = !r->vector && winograd_ != nullptr && winograd_->pays_off(r->params);
     if (!r->winograd && !r->vector) r->conv = engine_->get(r->params);
@@ -163,6 +196,7 @@ class BlockedConv final : public Kernel {
   bool plain_input_;
   std::optional<size_t> residual_input_;  // see FusedActivation::add_residual
   VectorProduct vector_product_;
+  std::optional<DepthwiseAfter> depthwise_;
   mutable std::mutex mutex_;
   mutable std::shared_ptr<const Resolved> last_;
 };
@@ -754,6 +788,33 @@ bool pool_can_run_blocked(const ir::Node& node) {
   return node.attr_int("storage_order", 0) == 0;
 }
 
+// The depthwise convolution fused into the 1x1 one `info` builds, if any
+// (FusedDepthwise).
+Result<std::optional<DepthwiseAfter>> depthwise_after(const KernelInfo& info, const Tensor& w, const Tensor* b,
+                                                      FusedActivation activation, bool plain_input) {
+  const FusedDepthwise fused = fused_depthwise(info);
+  if (fused.stride == 0) return std::optional<DepthwiseAfter>();
+  const Tensor* dw = info.constant_input(FusedDepthwise::kWeightsInput);
+  const Tensor* dw_bias = fused.has_bias ? info.constant_input(FusedDepthwise::kBiasInput) : nullptr;
+  if (dw == nullptr || (fused.has_bias && dw_bias == nullptr))
+    return make_error("the depthwise convolution fused into this one has no constant weights");
+  DepthwiseAfter after;
+  after.w_shape = dw->shape();
+  after.attrs.group = dw->dim(0);
+  after.attrs.window.kernel_shape = {3, 3};
+  after.attrs.window.strides = {fused.stride, fused.stride};
+  after.attrs.window.pads = {1, 1, 1, 1};
+  const bool prepack = info.options().prepack_weights;
+  after.alone = DnnlConvCache::shared(*dw, dw_bias, fused.activation, ActivationLayout::blocked, prepack);
+  DepthwiseStage stage{std::make_shared<const Tensor>(*dw),
+                       dw_bias != nullptr ? std::make_shared<const Tensor>(*dw_bias) : nullptr, fused.stride, fused.activation};
+  if (!plain_input)
+    after.pair = std::make_shared<DnnlConvCache>(std::make_shared<const Tensor>(w),
+                                                 b != nullptr ? std::make_shared<const Tensor>(*b) : nullptr, activation,
+                                                 ActivationLayout::blocked, prepack, std::move(stage));
+  return std::optional<DepthwiseAfter>(std::move(after));
+}
+
 Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool plain_input) {
   ONNXKIT_ASSIGN(ConvAttributes attrs, read_conv_attributes(info));
   const Tensor* w = info.constant_input(1);
@@ -775,8 +836,9 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
     if (b != nullptr) vector_product.bias = std::make_shared<const Tensor>(*b);
     vector_product.activation = activation;
   }
+  ONNXKIT_ASSIGN(std::optional<DepthwiseAfter> depthwise, depthwise_after(info, *w, b, activation, plain_input));
   return std::unique_ptr<Kernel>(std::make_unique<BlockedConv>(attrs, w->shape(), engine, std::move(winograd), plain_input,
-                                                               residual, std::move(vector_product)));
+                                                               residual, std::move(vector_product), std::move(depthwise)));
 }
 
 // Scale, B, mean and var of an inference BatchNormalization with constant

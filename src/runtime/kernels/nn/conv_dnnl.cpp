@@ -170,7 +170,8 @@ struct DnnlConv::State {
   // Set when `weights` is W and the primitive wants another layout: each run
   // reorders W into a buffer of its own (SessionOptions::prepack_weights false).
   std::optional<dnnl::reorder> weights_in_run;
-  dnnl::memory bias;  // empty when there is none
+  dnnl::memory bias;                               // empty when there is none
+  dnnl::memory depthwise_weights, depthwise_bias;  // a DepthwiseStage's, in the primitive's layout; else empty
   dnnl::memory::desc src_md, dst_md, scratchpad_md;
   bool binary_residual = false;  // else run() copies the residual into y for a sum post-op
   bool blocked_input = false;
@@ -250,8 +251,19 @@ DnnlConv::~DnnlConv() = default;
 
 std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor& w, const Tensor* bias,
                                            FusedActivation activation, ActivationLayout layout, const DnnlConv* sibling,
-                                           bool reorder_weights) {
+                                           bool reorder_weights, const DepthwiseStage* depthwise) {
   if (w.dtype() != DataType::float32 || conv.window.rank() < 1 || conv.window.rank() > 3) return nullptr;
+  if (depthwise != nullptr) {
+    // On weights reordered once, and not on oneDNN's reference kernel. Its
+    // generic pair ("ref_fused_convolution", where it has no single kernel:
+    // the two JIT primitives through a buffer of the scratchpad, which the
+    // runs reuse and so find in cache) is welcome.
+    if (layout != ActivationLayout::blocked || !reorder_weights) return nullptr;
+    std::unique_ptr<State> state =
+        make_state(conv, w.raw(), bias, activation, layout, nullptr, Weights::reordered_once, dnnl_format_tag_undef, depthwise);
+    if (state == nullptr || std::string(state->pd.impl_info_str()).rfind("ref:", 0) == 0) return nullptr;
+    return std::unique_ptr<DnnlConv>(new DnnlConv(std::move(state)));
+  }
   const TrimmedConv trimmed = trim_dead_taps(conv, w);
   const ConvParams& p = trimmed.params;
   const void* weights = trimmed.weights.empty() ? w.raw() : trimmed.weights.data();
@@ -318,7 +330,8 @@ std::unique_ptr<DnnlConv> DnnlConv::create(const ConvParams& conv, const Tensor&
 
 std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const void* weights, const Tensor* bias,
                                                       FusedActivation activation, ActivationLayout layout,
-                                                      const DnnlConv* sibling, Weights placement, dnnl_format_tag_t staging) {
+                                                      const DnnlConv* sibling, Weights placement, dnnl_format_tag_t staging,
+                                                      const DepthwiseStage* depthwise) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   try {
@@ -365,27 +378,37 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     // binary post-op's second source (1-2% faster on resnet50 than copying it
     // into the output for a `sum`); `sum` remains for the cases oneDNN has
     // no binary post-op kernel for, or only its reference one.
+    // Swish, the last activation only, is applied after the primitive:
+    // oneDNN 2.6's swish post-op costs 2-3x our own pass over the output
+    // (EfficientNet).
+    if (activation.kind == FusedActivation::Kind::swish && depthwise != nullptr) return nullptr;
+    state->swish_after = (depthwise != nullptr ? depthwise->activation : activation).kind == FusedActivation::Kind::swish;
+    auto append_activation = [](dnnl::post_ops& ops, const FusedActivation& a) {
+      using Kind = FusedActivation::Kind;
+      using alg = dnnl::algorithm;
+      switch (a.kind) {
+        case Kind::none:
+        case Kind::swish: break;
+        case Kind::relu: ops.append_eltwise(1.0f, alg::eltwise_relu, 0.0f, 0.0f); break;
+        case Kind::clip: ops.append_eltwise(1.0f, alg::eltwise_clip, a.min, a.max); break;
+        case Kind::hard_swish: ops.append_eltwise(1.0f, alg::eltwise_hardswish, 0.0f, 0.0f); break;
+        case Kind::sigmoid: ops.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f); break;
+        case Kind::hard_sigmoid:  // this oneDNN has no hardsigmoid: alpha x + beta, then [0, 1]
+          ops.append_eltwise(1.0f, alg::eltwise_linear, a.alpha, a.beta);
+          ops.append_eltwise(1.0f, alg::eltwise_clip, 0.0f, 1.0f);
+          break;
+      }
+    };
     auto primitive_desc = [&](bool binary_residual) {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one scratchpad per run: runs may overlap
       dnnl::post_ops ops;
       if (activation.add_residual && binary_residual) ops.append_binary(dnnl::algorithm::binary_add, state->dst_md);
       if (activation.add_residual && !binary_residual) ops.append_sum(1.0f);
-      using Kind = FusedActivation::Kind;
-      using alg = dnnl::algorithm;
-      switch (activation.kind) {
-        case Kind::none: break;
-        case Kind::relu: ops.append_eltwise(1.0f, alg::eltwise_relu, 0.0f, 0.0f); break;
-        case Kind::clip: ops.append_eltwise(1.0f, alg::eltwise_clip, activation.min, activation.max); break;
-        case Kind::hard_swish: ops.append_eltwise(1.0f, alg::eltwise_hardswish, 0.0f, 0.0f); break;
-        case Kind::sigmoid: ops.append_eltwise(1.0f, alg::eltwise_logistic, 0.0f, 0.0f); break;
-        case Kind::swish:  // oneDNN 2.6's swish post-op costs 2-3x our own pass over the output (EfficientNet)
-          state->swish_after = true;
-          break;
-        case Kind::hard_sigmoid:  // this oneDNN has no hardsigmoid: alpha x + beta, then [0, 1]
-          ops.append_eltwise(1.0f, alg::eltwise_linear, activation.alpha, activation.beta);
-          ops.append_eltwise(1.0f, alg::eltwise_clip, 0.0f, 1.0f);
-          break;
+      append_activation(ops, activation);
+      if (depthwise != nullptr) {
+        ops.append_dw(dt::f32, dt::f32, dt::f32, 3, depthwise->stride, 1, 0, {});
+        append_activation(ops, depthwise->activation);
       }
       attr.set_post_ops(ops);
       return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
@@ -402,6 +425,24 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     if (!state->binary_residual) state->pd = primitive_desc(false);
     state->primitive = dnnl::convolution_forward(state->pd);
     state->scratchpad_md = state->pd.scratchpad_desc();
+    if (depthwise != nullptr) {
+      state->dst_md = state->pd.dst_desc();  // the depthwise convolution's output
+      const int64_t channels = p.out_channels;
+      dnnl::memory::desc user_md({channels, 1, 1, 3, 3}, dt::f32, tag::goihw);
+      dnnl::memory user(user_md, engine, const_cast<void*>(depthwise->w->raw()));
+      constexpr int kWeights = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, kBias = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS;
+      state->depthwise_weights = dnnl::memory(state->pd.query_md(dnnl::query::exec_arg_md, kWeights), engine);
+      dnnl::stream stream(engine);
+      dnnl::reorder(user, state->depthwise_weights).execute(stream, user, state->depthwise_weights);
+      stream.wait();
+      state->depthwise_bias = dnnl::memory(state->pd.query_md(dnnl::query::exec_arg_md, kBias), engine);
+      float* bias_data = static_cast<float*>(state->depthwise_bias.get_data_handle());
+      if (depthwise->bias != nullptr) {
+        std::memcpy(bias_data, depthwise->bias->raw(), static_cast<size_t>(channels) * sizeof(float));
+      } else {
+        std::fill(bias_data, bias_data + channels, 0.0f);
+      }
+    }
 
     if (sibling != nullptr && !sibling->state_->taps && sibling->state_->pd.weights_desc() == state->pd.weights_desc()) {
       state->weights = sibling->state_->weights;  // a handle: the buffer is shared
@@ -501,7 +542,7 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
       }
       // The C call takes the arguments as an array; the C++ one as a map,
       // built per run (six allocations, for each of a model's convolutions).
-      std::array<dnnl_exec_arg_t, 6> args{};
+      std::array<dnnl_exec_arg_t, 8> args{};
       int count = 0;
       auto add = [&](int arg, const dnnl::memory& memory) { args[static_cast<size_t>(count++)] = {arg, memory.get()}; };
       add(DNNL_ARG_SRC, src);
@@ -509,6 +550,10 @@ Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {
       add(DNNL_ARG_DST, dst);
       add(DNNL_ARG_SCRATCHPAD, scratch);
       if (state_->bias) add(DNNL_ARG_BIAS, state_->bias);
+      if (state_->depthwise_weights) {
+        add(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, state_->depthwise_weights);
+        add(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, state_->depthwise_bias);
+      }
       dnnl::memory residual_memory;
       if (state_->binary_residual) {
         residual_memory = dnnl::memory(state_->dst_md, engine, const_cast<void*>(residual->raw()));
@@ -563,7 +608,8 @@ std::shared_ptr<const DnnlConv> DnnlConvCache::get(const ConvParams& p) {
   for (const auto& [key, made] : cache_)
     if (made != nullptr && (sibling == nullptr || key.first == p)) sibling = made.get();
   const ThreadLimit limit(threads);
-  std::shared_ptr<const DnnlConv> conv = DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling, reorder_weights_);
+  std::shared_ptr<const DnnlConv> conv =
+      DnnlConv::create(p, *w_, bias_.get(), activation_, layout_, sibling, reorder_weights_, depthwise_ ? &*depthwise_ : nullptr);
   cache_.emplace_back(std::make_pair(p, threads), conv);
   return conv;
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "runtime/kernels/nn/conv.h"
 
@@ -44,6 +45,17 @@ enum class ActivationLayout { plain, blocked, plain_to_blocked };
 // y's type and shape.
 Status check_residual(const Tensor* residual, const Tensor& y);
 
+// A depthwise 3x3 convolution with pads of 1 that a 1x1 convolution's
+// primitive applies to its own output as it makes it (oneDNN's depthwise
+// post-op): the 1x1's output never goes out to memory. MobileNetV2's
+// expanded maps are 4.8 MB; written by one primitive and read back by the
+// next they cost the pair 20-30%, fused they stay in cache.
+struct DepthwiseStage {
+  std::shared_ptr<const Tensor> w, bias;  // [M, 1, 3, 3]; [M] or null
+  int64_t stride = 1;                     // 1 or 2
+  FusedActivation activation;             // after it
+};
+
 class DnnlConv {
  public:
   // Null when oneDNN has no primitive for these parameters. oneDNN splits
@@ -54,9 +66,13 @@ class DnnlConv {
   // (`w` must outlive the result): each run reorders it into a buffer, or
   // for a weight too large for that, reads it in its plain layout, unless
   // trimming dead taps made a new tensor anyway.
+  // With `depthwise`, for a blocked 1x1 convolution, the primitive runs that
+  // too and writes its output; null when oneDNN has no fast kernel for the
+  // pair.
   static std::unique_ptr<DnnlConv> create(const ConvParams& params, const Tensor& w, const Tensor* bias,
                                           FusedActivation activation = {}, ActivationLayout layout = ActivationLayout::plain,
-                                          const DnnlConv* sibling = nullptr, bool reorder_weights = true);
+                                          const DnnlConv* sibling = nullptr, bool reorder_weights = true,
+                                          const DepthwiseStage* depthwise = nullptr);
   ~DnnlConv();
 
   // y = act(conv(x) + bias [+ residual]), all in the layout the primitive
@@ -76,7 +92,8 @@ class DnnlConv {
   // blocked activations (conv_dnnl.cpp's staging_formats).
   static std::unique_ptr<State> make_state(const ConvParams& p, const void* weights, const Tensor* bias,
                                            FusedActivation activation, ActivationLayout layout, const DnnlConv* sibling,
-                                           Weights placement, dnnl_format_tag_t staging = dnnl_format_tag_undef);
+                                           Weights placement, dnnl_format_tag_t staging = dnnl_format_tag_undef,
+                                           const DepthwiseStage* depthwise = nullptr);
   std::unique_ptr<State> state_;
 };
 
@@ -87,9 +104,15 @@ class DnnlConv {
 class DnnlConvCache {
  public:
   // `reorder_weights`: as DnnlConv::create (SessionOptions::prepack_weights).
+  // With `depthwise` its primitives run that too (DnnlConv::create).
   DnnlConvCache(std::shared_ptr<const Tensor> w, std::shared_ptr<const Tensor> bias, FusedActivation activation,
-                ActivationLayout layout, bool reorder_weights = true)
-      : w_(std::move(w)), bias_(std::move(bias)), activation_(activation), layout_(layout), reorder_weights_(reorder_weights) {}
+                ActivationLayout layout, bool reorder_weights = true, std::optional<DepthwiseStage> depthwise = std::nullopt)
+      : w_(std::move(w)),
+        bias_(std::move(bias)),
+        activation_(activation),
+        layout_(layout),
+        reorder_weights_(reorder_weights),
+        depthwise_(std::move(depthwise)) {}
 
   // One cache for every node that reads these weights with these settings
   // (the nodes of a module applied to several inputs: an RPN head over each
@@ -107,6 +130,7 @@ class DnnlConvCache {
   FusedActivation activation_;
   ActivationLayout layout_;
   bool reorder_weights_;
+  std::optional<DepthwiseStage> depthwise_;
   std::mutex mutex_;
   // By geometry (input shape, strides, pads, dilations: nodes sharing
   // weights may differ in them) and threads.

@@ -71,11 +71,91 @@ const ir::Node* swish_after(const ir::Node* conv, const IsReturned& is_returned)
   return nullptr;
 }
 
+// Whether the ints attribute `name` of `node` is absent or `expected`.
+bool ints_are(const ir::Node& node, const char* name, const std::vector<int64_t>& expected) {
+  const std::vector<int64_t> given = node.attr_ints(name);
+  return given.empty() || given == expected;
+}
+
+// A float32 weight of `shape`.
+bool float_constant_of_shape(const ir::Value* v, const ConstantOf& constant_of, const Shape& shape) {
+  const Tensor* t = v != nullptr ? constant_of(v) : nullptr;
+  return t != nullptr && t->dtype() == DataType::float32 && t->shape() == shape;
+}
+
+// The output channels of a 1x1 Conv of stride 1 without pads on a 2-D map,
+// with float weights, or 0 for any other node.
+int64_t pointwise_channels(const ir::Node& conv, const ConstantOf& constant_of) {
+  if (!conv.is_onnx_op("Conv") || conv.outputs().size() != 1 || conv.attr_int("group", 1) != 1) return 0;
+  if (conv.attr_string("auto_pad", "NOTSET") != "NOTSET" || !ints_are(conv, "kernel_shape", {1, 1}) ||
+      !ints_are(conv, "strides", {1, 1}) || !ints_are(conv, "dilations", {1, 1}) || !ints_are(conv, "pads", {0, 0, 0, 0}))
+    return 0;
+  const Tensor* w = conv.inputs().size() > 1 ? constant_of(conv.input(1)) : nullptr;
+  if (w == nullptr || w->dtype() != DataType::float32 || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1) return 0;
+  const ir::Value* b = conv.input(2);
+  if (b != nullptr && !float_constant_of_shape(b, constant_of, {w->dim(0)})) return 0;
+  return w->dim(0);
+}
+
+// The stride of a depthwise 3x3 Conv over `channels` with pads of 1, stride
+// 1 or 2 and float weights: oneDNN's depthwise post-op; 0 for any other node.
+int64_t depthwise_stride(const ir::Node& conv, int64_t channels, const ConstantOf& constant_of) {
+  if (!conv.is_onnx_op("Conv") || conv.outputs().size() != 1 || conv.attr_int("group", 1) != channels) return 0;
+  if (conv.attr_string("auto_pad", "NOTSET") != "NOTSET" || !ints_are(conv, "kernel_shape", {3, 3}) ||
+      !ints_are(conv, "dilations", {1, 1}) || conv.attr_ints("pads") != std::vector<int64_t>{1, 1, 1, 1})
+    return 0;
+  if (!float_constant_of_shape(conv.input(1), constant_of, {channels, 1, 3, 3})) return 0;
+  if (conv.input(2) != nullptr && !float_constant_of_shape(conv.input(2), constant_of, {channels})) return 0;
+  return ints_are(conv, "strides", {1, 1}) ? 1 : conv.attr_ints("strides") == std::vector<int64_t>{2, 2} ? 2 : 0;
+}
+
+// Each blocked 1x1 Conv whose value (after its activation) a depthwise
+// Conv reads alone takes that Conv over, with its activation.
+void fuse_depthwise_after_pointwise(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
+                                    const IsReturned& is_returned, const std::unordered_set<const ir::Node*>& blocked,
+                                    ProducerFusions& f) {
+  for (const ir::Node* conv : order) {
+    const int64_t channels = blocked.count(conv) ? pointwise_channels(*conv, constant_of) : 0;
+    if (channels == 0) continue;
+    auto own = f.producers.find(conv);
+    ConvFusion fusion = own != f.producers.end() ? std::any_cast<ConvFusion>(own->second.fusion) : ConvFusion{};
+    // oneDNN applies the 1x1's activation inside the primitive: not Swish
+    // (conv_dnnl.cpp applies that after it), nor a residual.
+    if (fusion.activation.add_residual || fusion.activation.kind == Kind::swish) continue;
+    const ir::Value* y = conv->output(0);
+    if (fusion.activation.kind != Kind::none) {
+      FusedActivation unused;
+      y = activation_after(conv, opset, constant_of, is_returned, unused)->output(0);
+    }
+    const ir::Node* depthwise = sole_reader(y, is_returned);
+    if (depthwise == nullptr || !blocked.count(depthwise) || depthwise->input(0) != y) continue;
+    const int64_t stride = depthwise_stride(*depthwise, channels, constant_of);
+    if (stride == 0) continue;
+    FusedActivation after;
+    if (auto taken = f.producers.find(depthwise); taken != f.producers.end()) {
+      after = std::any_cast<ConvFusion>(taken->second.fusion).activation;
+      if (after.add_residual) continue;
+      f.producers.erase(taken);
+    }
+    const bool has_bias = depthwise->input(2) != nullptr;
+    fusion.depthwise = {stride, has_bias, after};
+    std::vector<const ir::Value*> extra{depthwise->input(1)};
+    if (has_bias) extra.push_back(depthwise->input(2));
+    f.pass_through[depthwise] = 0;
+    f.producers[conv] = {fusion, FusedDepthwise::kWeightsInput, std::move(extra)};
+  }
+}
+
 }  // namespace
 
 FusedActivation fused_activation(const KernelInfo& info) {
-  const auto* activation = std::any_cast<FusedActivation>(&info.fusion());
-  return activation != nullptr ? *activation : FusedActivation{};
+  const auto* fusion = std::any_cast<ConvFusion>(&info.fusion());
+  return fusion != nullptr ? fusion->activation : FusedActivation{};
+}
+
+FusedDepthwise fused_depthwise(const KernelInfo& info) {
+  const auto* fusion = std::any_cast<ConvFusion>(&info.fusion());
+  return fusion != nullptr ? fusion->depthwise : FusedDepthwise{};
 }
 
 ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
@@ -93,7 +173,7 @@ ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t o
     FusedActivation activation;
     if (const ir::Node* after = activation_after(conv, opset, constant_of, is_returned, activation)) {
       f.pass_through[after] = 0;
-      f.producers[conv] = {activation, 0, {}};
+      f.producers[conv] = {ConvFusion{activation}, 0, {}};
       continue;
     }
     if (blocked_norm) continue;
@@ -101,7 +181,7 @@ ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t o
       const size_t y_at = mul->input(0) == conv->output(0) ? 0 : 1;
       f.pass_through[mul->input(1 - y_at)->producer()] = 0;  // the Sigmoid
       f.pass_through[mul] = y_at;
-      f.producers[conv] = {FusedActivation{Kind::swish}, 0, {}};
+      f.producers[conv] = {ConvFusion{FusedActivation{Kind::swish}}, 0, {}};
       continue;
     }
     const ir::Node* next = sole_reader(conv, is_returned);
@@ -116,8 +196,9 @@ ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t o
     if (const ir::Node* after = activation_after(next, opset, constant_of, is_returned, activation)) f.pass_through[after] = 0;
     activation.add_residual = true;
     f.pass_through[next] = next->input(0) == conv->output(0) ? 0 : 1;
-    f.producers[conv] = {activation, FusedActivation::kResidualInput, {residual}};
+    f.producers[conv] = {ConvFusion{activation}, FusedActivation::kResidualInput, {residual}};
   }
+  fuse_depthwise_after_pointwise(order, opset, constant_of, is_returned, blocked, f);
   return f;
 }
 

@@ -5,8 +5,9 @@
 // gates); Conv -> Sigmoid -> Mul(the Conv's output) (SiLU, as torch exports
 // it: the Conv's output read by both); and Conv -> Add(residual) [-> Relu or
 // Clip] when the residual has the Conv's shape and is computed before it
-// (ResNet's blocks). A BatchNormalization that runs blocked takes over the
-// activation after it as well. The session finds these with
+// (ResNet's blocks); and a 1x1 Conv -> [activation] -> depthwise 3x3 Conv
+// [-> activation], blocked (FusedDepthwise). A BatchNormalization that runs
+// blocked takes over the activation after it as well. The session finds these with
 // find_conv_fusions; the kernels (conv.cpp, blocked.cpp) read them with
 // fused_activation.
 
@@ -58,9 +59,30 @@ struct FusedActivation {
   }
 };
 
-// What the session fused into the Conv `info` builds (KernelInfo::fusion);
-// nothing for a Conv it fused nothing into.
+// A depthwise 3x3 Conv (pads 1, stride 1 or 2) reading alone what a 1x1
+// Conv of stride 1 gives after its activation: MobileNet's expansion and
+// depthwise layers. Both run blocked; the 1x1's kernel runs the pair, as one
+// oneDNN primitive where there is one (conv_dnnl.h), so the expanded map
+// never goes out to memory and back; the depthwise node passes the value on.
+// Its weights are the 1x1's input kWeightsInput, its bias (when it has one)
+// input kBiasInput.
+struct FusedDepthwise {
+  static constexpr size_t kWeightsInput = 3, kBiasInput = 4;
+  int64_t stride = 0;  // 0: none is fused
+  bool has_bias = false;
+  FusedActivation activation;  // the depthwise Conv's own
+};
+
+// What the session fused into a Conv (KernelInfo::fusion).
+struct ConvFusion {
+  FusedActivation activation;
+  FusedDepthwise depthwise;
+};
+
+// What the session fused into the Conv `info` builds; nothing for a Conv it
+// fused nothing into.
 FusedActivation fused_activation(const KernelInfo& info);
+FusedDepthwise fused_depthwise(const KernelInfo& info);
 
 // The Conv fusions of `order` (one graph's nodes, topologically sorted). A
 // Conv in `blocked` (runtime/layout.h) fuses an Add only when the Add is

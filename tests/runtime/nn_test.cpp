@@ -168,8 +168,12 @@ TEST(NnConv, OneDimConvsWhoseStrideDividesTheKernelRunAsFrameProducts) {
   check_conv(DataType::float32, {2, 1, 64}, {5, 1, 16}, true, {{8}, {0, 0}, {1}}, 1e-5);
   check_conv(DataType::float32, {1, 3, 96}, {4, 3, 32}, true, {{8}, {8, 16}, {1}}, 1e-5);
   check_conv(DataType::float32, {1, 1, 80}, {6, 1, 16}, false, {{16}, {16, 16}, {1}}, 1e-5);
-  for (int threads : {1, 2})
+  // The threads share the outputs: ranges that start in the leading pad
+  // frames and end in the trailing ones.
+  for (int threads : {1, 2}) {
     check_conv(DataType::float32, {2, 1, 4096}, {130, 1, 256}, true, {{128}, {0, 0}, {1}}, 1e-4, threads);
+    check_conv(DataType::float32, {1, 2, 16000}, {16, 2, 64}, true, {{32}, {64, 32}, {1}}, 1e-4, threads);
+  }
   // Pads and lengths that are not whole frames take the other path.
   check_conv(DataType::float32, {1, 1, 84}, {4, 1, 16}, true, {{8}, {3, 0}, {1}}, 1e-5);
   check_conv(DataType::float32, {1, 2, 85}, {4, 2, 16}, true, {{8}, {8, 8}, {1}}, 1e-5);

@@ -254,22 +254,39 @@ bool runs_as_frame_products(const ConvParams& p) {
          p.in_channels * (k / s) <= 64;
 }
 
-void conv_as_frame_products(const ConvParams& p, const float* x, const float* w, const float* bias, float* y) {
+// Long outputs are shared among the threads by ranges: the products of a
+// filterbank over a second of audio (16 channels, 499 frames, 511K
+// multiply-adds) are each too small for gemm to share. Shorter ones leave
+// the threads to gemm: a Silero-style STFT's 124 frames of 258 channels ran
+// no faster shared by ranges.
+void conv_as_frame_products(const ConvParams& p, const float* x, const float* w, const float* bias,
+                            const FusedActivation& activation, const float* residual, float* y) {
   const int64_t s = p.window.strides[0], k = p.window.kernel[0], blocks = k / s;
   const int64_t frames = p.window.in[0] / s, lead = p.window.pads_begin[0] / s;  // pad frames before frame 0
   const int64_t t_out = p.window.out[0], c_in = p.in_channels, m = p.out_channels;
-  for (int64_t n = 0; n < p.batch; ++n) {
-    float* yn = y + n * m * t_out;
-    for (int64_t o = 0; o < m; ++o) std::fill_n(yn + o * t_out, t_out, bias != nullptr ? bias[o] : 0.0f);
-    for (int64_t c = 0; c < c_in; ++c)
-      for (int64_t q = 0; q < blocks; ++q) {
-        // Output t reads frame t + q - lead of x: those inside x.
-        const int64_t first = std::max<int64_t>(0, lead - q), end = std::min(t_out, frames + lead - q);
-        if (first >= end) continue;
-        const float* frame = x + (n * c_in + c) * p.window.in[0] + (first + q - lead) * s;
-        gemm(false, true, m, end - first, s, 1.0f, w + c * k + q * s, c_in * k, frame, s, 1.0f, yn + first, t_out);
+  const double macs = static_cast<double>(p.batch) * static_cast<double>(m * t_out) * static_cast<double>(c_in * k);
+  constexpr int64_t kFewestSharedOutputs = 64;  // per thread
+  const bool share = macs >= kParallelMacs && t_out >= 2 * kFewestSharedOutputs;
+  parallel_ranges(t_out, share, [&](int64_t from, int64_t to) {
+    for (int64_t n = 0; n < p.batch; ++n) {
+      float* yn = y + n * m * t_out;
+      for (int64_t o = 0; o < m; ++o) std::fill(yn + o * t_out + from, yn + o * t_out + to, bias != nullptr ? bias[o] : 0.0f);
+      for (int64_t c = 0; c < c_in; ++c)
+        for (int64_t q = 0; q < blocks; ++q) {
+          // Output t reads frame t + q - lead of x: those inside x.
+          const int64_t first = std::max({from, lead - q, int64_t{0}}), end = std::min({to, t_out, frames + lead - q});
+          if (first >= end) continue;
+          const float* frame = x + (n * c_in + c) * p.window.in[0] + (first + q - lead) * s;
+          gemm(false, true, m, end - first, s, 1.0f, w + c * k + q * s, c_in * k, frame, s, 1.0f, yn + first, t_out);
+        }
+      if (activation.kind == FusedActivation::Kind::none && residual == nullptr) continue;
+      for (int64_t o = 0; o < m; ++o) {
+        float* row = yn + o * t_out;
+        const float* added = residual != nullptr ? residual + (n * m + o) * t_out : nullptr;
+        for (int64_t t = from; t < to; ++t) row[t] = activation.apply(added != nullptr ? row[t] + added[t] : row[t]);
       }
-  }
+    }
+  });
 }
 
 KernelFactory conv_kernel() {
@@ -313,9 +330,10 @@ KernelFactory conv_kernel() {
       }
       Tensor& y = ctx.output(0, x->dtype(), p->y_shape());
       if (x->dtype() == DataType::float32 && y.numel() > 0 && runs_as_frame_products(*p)) {
+        ONNXKIT_TRY(check_residual(residual, y));
         conv_as_frame_products(*p, x->data<float>(), w->data<float>(), bias != nullptr ? bias->data<float>() : nullptr,
-                               y.mutable_data<float>());
-        return apply_activation(activation, residual, y);
+                               activation, residual != nullptr ? residual->data<float>() : nullptr, y.mutable_data<float>());
+        return {};
       }
       if (dnnl && x->dtype() == DataType::float32 && y.numel() > 0)
         if (auto engine = dnnl->get(*p)) return engine->run(*x, y, residual);

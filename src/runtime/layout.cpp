@@ -50,6 +50,8 @@ class ChannelMoves {
     if (in < 0 || node.outputs().size() != 1) return std::nullopt;
     const std::string& op = node.op_type();
     if (op == "Shape") return nn::ChannelMove{nn::ChannelMove::Kind::shape, {in}, {}, {}, {}};
+    if (op == "Transpose" && node.attr_ints("perm") == std::vector<int64_t>{0, 2, 3, 1})
+      return nn::ChannelMove{nn::ChannelMove::Kind::channels_last, {in}, {}, {}, {}};
     if (op == "Concat") return concat(node);
     if (op == "Slice") return slice(node, in);
     if (op == "Reshape") return shuffle(node, in);
@@ -215,8 +217,8 @@ LayoutPlan plan_layout(const std::vector<ir::Node*>& order, const ConstantOf& co
     if (traits.blocked == OpTraits::Blocked::own_kernel) {
       out = nn::blocked_output_channels(*node, channels_of, constant);
       std::optional<nn::ChannelMove> move = out > 0 ? std::nullopt : moves.find(*node);
-      if (move && move->kind == nn::ChannelMove::Kind::shape) {
-        plan.blocked_nodes.insert(node);  // its output stays plain
+      if (move && (move->kind == nn::ChannelMove::Kind::shape || move->kind == nn::ChannelMove::Kind::channels_last)) {
+        plan.blocked_nodes.insert(node);  // its output is plain
         plan.moves[node] = std::move(*move);
         continue;
       }

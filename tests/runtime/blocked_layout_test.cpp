@@ -353,6 +353,36 @@ g (float[1,20,10,12] x) => ()" + outputs +
   }
 }
 
+// A Transpose (0, 2, 3, 1) of a blocked value writes the plain
+// channels-last tensor itself, with no reorder to plain before it:
+// ConvNeXt's LayerNorm over channels (which plain runs as the fused
+// Transpose+LayerNormalization) and a detection head's box map. 20
+// channels leave a partial block; r is also returned, through a ToPlain.
+TEST(BlockedLayout, TransposesToChannelsLastReadTheBlockedLayout) {
+  auto model =
+      with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,20,9,11] x) => (float[2,9,11,20] n, float[2,396,4] boxes, float[2,20,9,11] r) {
+  d = Conv <kernel_shape = [7,7], pads = [3,3,3,3], group = 20> (x, w1, b1)
+  t = Transpose <perm = [0,2,3,1]> (d)
+  n = LayerNormalization <axis = -1, epsilon = 0.000001> (t, scale, bias)
+  r = Relu(d)
+  h = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (r, w2, b2)
+  ht = Transpose <perm = [0,2,3,1]> (h)
+  shape = Constant <value = int64[3] {2,-1,4}> ()
+  boxes = Reshape(ht, shape)
+})",
+                   {{"w1", {20, 1, 7, 7}}, {"b1", {20}}, {"scale", {20}}, {"bias", {20}}, {"w2", {16, 20, 3, 3}}, {"b2", {16}}});
+  // x (20 channels) is reordered into blocks; nothing fuses into a Conv (d
+  // has three readers).
+  expect_blocked_equals_plain(model, random_tensor({2, 20, 9, 11}, 12), 1, 0);
+  auto session = runtime::Session::create(model, {.threads = 2, .profile = true});
+  ASSERT_TRUE(session.ok()) << session.error().message();
+  ASSERT_TRUE((*session)->run({{"x", random_tensor({2, 20, 9, 11}, 12)}}).ok());
+  EXPECT_EQ(count_steps(**session, "ToPlain"), 1u);  // r's alone
+  EXPECT_EQ(count_steps(**session, "Transpose+LayerNormalization"), 0u);
+}
+
 // MobileNet's expansion and depthwise layers: a 1x1 Conv runs the depthwise
 // 3x3 Conv that alone reads it (conv_fusion.h's FusedDepthwise), as one
 // oneDNN primitive with prepacked weights and as two without. Strides 1 and

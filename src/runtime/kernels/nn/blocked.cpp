@@ -719,6 +719,7 @@ class BlockedChannelMove final : public Kernel {
     }
     ONNXKIT_TRY(check_move_inputs(attrs_, move_, ctx, logical));
     if (move_.kind == ChannelMove::Kind::shape) return shape(ctx, logical);
+    if (move_.kind == ChannelMove::Kind::channels_last) return channels_last(ctx, *xs[0], logical);
     if (move_.kind == ChannelMove::Kind::view) {
       ctx.set_output(0, ctx.input_value(0));
       return {};
@@ -750,6 +751,27 @@ class BlockedChannelMove final : public Kernel {
     std::vector<int64_t> dims;
     for (int64_t i = s; i < e; ++i) dims.push_back(logical[static_cast<size_t>(i)]);
     ctx.set_output(0, Tensor::from<int64_t>({static_cast<int64_t>(dims.size())}, dims));
+    return {};
+  }
+
+  // Plain [N, H, W, C]: a pixel's channels are its blocks one after the
+  // other, the last one cut to the channels there are.
+  Status channels_last(KernelContext& ctx, const Tensor& x, const Shape& logical) const {
+    const int64_t n = logical[0], c = logical[1], pixels = logical[2] * logical[3], cb = blocks(c), B = channel_block();
+    Tensor& y = ctx.output(0, DataType::float32, {n, logical[2], logical[3], c});
+    const float* src = x.data<float>();
+    float* dst = y.mutable_data<float>();
+    constexpr int64_t kPixels = 64;  // per item: their blocks' lines are read whole
+    const int64_t tiles = (pixels + kPixels - 1) / kPixels;
+    parallel_for(n * tiles, y.numel() >= kParallelWork, [&](int64_t t) {
+      const int64_t image = t / tiles, first = t % tiles * kPixels, end = std::min(pixels, first + kPixels);
+      for (int64_t b = 0; b < cb; ++b) {
+        const int64_t lanes = std::min(B, c - b * B);
+        const float* in = src + (image * cb + b) * pixels * B;
+        float* out = dst + image * pixels * c + b * B;
+        for (int64_t p = first; p < end; ++p) std::copy_n(in + p * B, lanes, out + p * c);
+      }
+    });
     return {};
   }
 

@@ -52,12 +52,17 @@ std::vector<size_t> blocked_activation_inputs(const ir::Node& node);
 // (0, 2, 1, 3, 4), Reshape to [N, C, H, W]), its chunk(2, dim=1) (Slices of
 // axis 1), Concats of channel counts that are not whole blocks, and the
 // Shape nodes that compute their run-time shapes. Each unit otherwise went
-// to the plain layout and back: 17% of ShuffleNetV2's run.
+// to the plain layout and back: 17% of ShuffleNetV2's run. Shape and a
+// Transpose to channels-last read blocked and write plain.
 struct ChannelMove {
   enum class Kind : uint8_t {
     shape,   // Shape of a blocked value: its logical [N, C, H, W] (plain int64)
     view,    // the blocked input as it is (the chain's first Reshape and Transpose)
     gather,  // output channel k is channel from[k].channel of input from[k].input
+    // Transpose (0, 2, 3, 1) of a blocked value: plain channels-last
+    // [N, H, W, C], each pixel's blocks copied whole (ConvNeXt's LayerNorm
+    // over channels, detection heads' box and score maps)
+    channels_last,
   };
   struct Source {
     size_t input;

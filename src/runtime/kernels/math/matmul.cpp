@@ -218,11 +218,7 @@ class ConstantWeights {
  public:
   static bool applies(const Tensor& b) { return b.dtype() == DataType::float32 && b.rank() == 2; }
 
-  ConstantWeights(const Tensor& b, bool may_copy)
-      : shape_(b.shape()),
-        packed_(may_copy && transposing_pays(b) ? PackedMatMul::create(b, false) : nullptr),
-        transposed_(!packed_ && may_copy && transposing_pays(b)),
-        weights_(transposed_ ? transposed_matrix(b) : b) {}
+  ConstantWeights(const Tensor& b, bool may_copy) : ConstantWeights(b, Copy{may_copy && transposing_pays(b)}) {}
 
   struct Product {
     Tensor* out;
@@ -253,6 +249,15 @@ class ConstantWeights {
   }
 
  private:
+  struct Copy {
+    bool pays;  // a copy of B pays (transposing_pays) and is allowed
+  };
+  ConstantWeights(const Tensor& b, Copy copy)
+      : shape_(b.shape()),
+        packed_(copy.pays ? PackedMatMul::create(b, false) : nullptr),
+        transposed_(!packed_ && copy.pays),
+        weights_(transposed_ ? transposed_matrix(b) : b) {}
+
   Shape shape_;
   std::shared_ptr<const PackedMatMul> packed_;
   bool transposed_;

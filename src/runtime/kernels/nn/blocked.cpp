@@ -743,14 +743,9 @@ class BlockedChannelMove final : public Kernel {
   }
 
  private:
-  // Shape's output: the logical dims, sliced by start and end (opset 15) as the plain kernel does.
+  // Shape's output: the logical dims, as the plain kernel gives them.
   Status shape(KernelContext& ctx, const Shape& logical) const {
-    const int64_t rank = 4;
-    auto clamp = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
-    const int64_t s = clamp(attrs_.start), e = clamp(attrs_.end.value_or(rank));
-    std::vector<int64_t> dims;
-    for (int64_t i = s; i < e; ++i) dims.push_back(logical[static_cast<size_t>(i)]);
-    ctx.set_output(0, Tensor::from<int64_t>({static_cast<int64_t>(dims.size())}, dims));
+    ctx.set_output(0, tensor_ops::shape_output(logical, attrs_.start, attrs_.end));
     return {};
   }
 

@@ -103,6 +103,14 @@ void add_squeeze(KernelRegistry& r, const char* op, int64_t since, int64_t until
 
 }  // namespace
 
+Tensor shape_output(const Shape& dims, int64_t start, std::optional<int64_t> end) {
+  const auto rank = static_cast<int64_t>(dims.size());
+  auto clamp = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t first = clamp(start), last = std::max(first, clamp(end.value_or(rank)));
+  const std::vector<int64_t> kept(dims.begin() + first, dims.begin() + last);
+  return Tensor::from<int64_t>({static_cast<int64_t>(kept.size())}, kept);
+}
+
 void register_shape_ops(KernelRegistry& r) {
   const OpTraits blocked{.blocked = OpTraits::Blocked::own_kernel};
   r.add("", "Identity", 1, kLatestOpset, make_kernel([](KernelContext& ctx) -> Status {
@@ -111,18 +119,12 @@ void register_shape_ops(KernelRegistry& r) {
         }));
 
   r.add("", "Shape", 1, kLatestOpset, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
-          // start/end (opset 15) select a slice of the dims, clamped like Slice.
           int64_t start = info.attr_int("start", 0);
           std::optional<int64_t> end;
           if (info.has_attr("end")) end = info.attr_int("end", 0);
           return ComputeFn([=](KernelContext& ctx) -> Status {
             ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-            const int64_t rank = static_cast<int64_t>(x->rank());
-            auto clamp = [rank](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
-            int64_t s = clamp(start), e = clamp(end.value_or(rank));
-            std::vector<int64_t> dims;
-            for (int64_t i = s; i < e; ++i) dims.push_back(x->dim(static_cast<size_t>(i)));
-            ctx.set_output(0, Tensor::from<int64_t>({static_cast<int64_t>(dims.size())}, dims));
+            ctx.set_output(0, shape_output(x->shape(), start, end));
             return {};
           });
         }),

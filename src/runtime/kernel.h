@@ -49,7 +49,7 @@ class KernelInfo {
   int64_t opset() const { return opset_; }
 
   // What the session fused into this node (ProducerFusions, runtime/fusion.h),
-  // of a type the op's kernel defines (nn::FusedActivation for Conv); empty
+  // of a type the op's kernel defines (nn::ConvFusion for Conv); empty
   // for most nodes.
   const std::any& fusion() const { return fusion_; }
   void set_fusion(std::any fusion) { fusion_ = std::move(fusion); }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -59,11 +60,16 @@ size_t count_steps(const runtime::Session& session, std::string_view op) {
   return static_cast<size_t>(std::ranges::count(testing::step_kinds(session), op));
 }
 
+// What a test checks of each session besides its outputs and step counts.
+using SessionCheck = std::function<void(const runtime::Session& session, bool blocked_layout)>;
+
 // The model run blocked and plain, both with fusions (runtime/fusion.h and
-// the Conv fusions of executor.cpp), against the plain unfused run. Plain,
+// the Conv fusions of executor.cpp), twice each (the second run reuses what
+// the first resolved), against the plain unfused run. Plain,
 // `fused_when_plain` nodes are fused if given, else as many as blocked.
 void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, const Tensor& x, size_t expected_to_blocked,
-                                 size_t expected_fused_into_conv, std::optional<size_t> fused_when_plain = std::nullopt) {
+                                 size_t expected_fused_into_conv, std::optional<size_t> fused_when_plain = std::nullopt,
+                                 bool prepack_weights = true, const SessionCheck& also = {}) {
   ASSERT_NE(model, nullptr);
   auto reference_session = runtime::Session::create(model, {.threads = 2, .blocked_layout = false, .fuse = false});
   ASSERT_TRUE(reference_session.ok()) << reference_session.error().message();
@@ -71,20 +77,24 @@ void expect_blocked_equals_plain(const std::shared_ptr<const ir::Model>& model, 
   ASSERT_TRUE(reference.ok()) << reference.error().message();
   for (bool blocked_layout : {true, false}) {
     SCOPED_TRACE(blocked_layout ? "blocked" : "plain");
-    auto session = runtime::Session::create(model, {.threads = 2, .profile = true, .blocked_layout = blocked_layout});
+    auto session = runtime::Session::create(
+        model, {.threads = 2, .profile = true, .blocked_layout = blocked_layout, .prepack_weights = prepack_weights});
     ASSERT_TRUE(session.ok()) << session.error().message();
-    auto ours = (*session)->run({{"x", x}});
-    ASSERT_TRUE(ours.ok()) << ours.error().message();
-    ASSERT_EQ(ours->size(), reference->size());
-    for (size_t i = 0; i < ours->size(); ++i) {
-      SCOPED_TRACE((*session)->outputs()[i].name);
-      testing::expect_tensor_near((*ours)[i].tensor(), (*reference)[i].tensor(), 1e-5, 1e-5);
+    for (int run = 0; run < 2; ++run) {
+      auto ours = (*session)->run({{"x", x}});
+      ASSERT_TRUE(ours.ok()) << ours.error().message();
+      ASSERT_EQ(ours->size(), reference->size());
+      for (size_t i = 0; i < ours->size(); ++i) {
+        SCOPED_TRACE((*session)->outputs()[i].name);
+        testing::expect_tensor_near((*ours)[i].tensor(), (*reference)[i].tensor(), 1e-5, 1e-5);
+      }
     }
     EXPECT_EQ(count_steps(**session, "(fused into Conv)"),
               blocked_layout ? expected_fused_into_conv : fused_when_plain.value_or(expected_fused_into_conv));
     // The blocked session did run blocked: it reordered back to plain at the edges.
     EXPECT_EQ(count_steps(**session, "ToPlain") > 0, blocked_layout);
     EXPECT_EQ(count_steps(**session, "ToBlocked"), blocked_layout ? expected_to_blocked : 0);
+    if (also) also(**session, blocked_layout);
   }
 }
 
@@ -388,16 +398,21 @@ g (float[2,20,9,11] x) => (float[2,9,11,20] n, float[2,396,4] boxes, float[2,20,
 // oneDNN primitive with prepacked weights and as two without. Strides 1 and
 // 2, a map of odd size, with and without biases and activations on either
 // side; a 1x1 with Swish keeps its depthwise Conv apart (oneDNN would apply
-// it inside the pair). Channel counts leave partial blocks.
+// it inside the pair). 24 and 32 channels leave partial blocks of 16. With
+// `expanded` 44 (partial blocks of 16 and of 8) the Clips (0 to 6) run
+// plain, and the first pair stays apart: fused, its output would go to
+// plain and back.
 TEST(BlockedLayout, PointwiseConvsRunTheDepthwiseConvAfterThem) {
-  auto model = with_weights(R"(
+  for (int64_t expanded : {48, 44}) {
+    SCOPED_TRACE(expanded);
+    auto model = with_weights(fmt::format(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[2,20,13,14] x) => (float[2,32,4,4] y) {
-  lo = Constant <value = float {0.0}> ()
-  hi = Constant <value = float {6.0}> ()
+g (float[2,20,13,14] x) => (float[2,32,4,4] y) {{
+  lo = Constant <value = float {{0.0}}> ()
+  hi = Constant <value = float {{6.0}}> ()
   c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
   r1 = Clip(c1, lo, hi)
-  d1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = 40> (r1, w2, b2)
+  d1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = {0}> (r1, w2, b2)
   r2 = Clip(d1, lo, hi)
   c3 = Conv <kernel_shape = [1,1]> (r2, w3)
   d3 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], strides = [2,2], group = 24> (c3, w4)
@@ -407,39 +422,31 @@ g (float[2,20,13,14] x) => (float[2,32,4,4] y) {
   m5 = Mul(c5, s5)
   d6 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], strides = [2,2], group = 32> (m5, w6, b6)
   y = Relu(d6)
-})",
-                            {{"w1", {40, 20, 1, 1}},
-                             {"b1", {40}},
-                             {"w2", {40, 1, 3, 3}},
-                             {"b2", {40}},
-                             {"w3", {24, 40, 1, 1}},
-                             {"w4", {24, 1, 3, 3}},
-                             {"w5", {32, 24, 1, 1}},
-                             {"b5", {32}},
-                             {"w6", {32, 1, 3, 3}},
-                             {"b6", {32}}});
-  ASSERT_NE(model, nullptr);
-  const Tensor x = random_tensor({2, 20, 13, 14}, 11);
-  auto reference_session = runtime::Session::create(model, {.threads = 2, .blocked_layout = false, .fuse = false});
-  ASSERT_TRUE(reference_session.ok()) << reference_session.error().message();
-  auto reference = (*reference_session)->run({{"x", x}});
-  ASSERT_TRUE(reference.ok()) << reference.error().message();
-  for (bool prepack : {true, false})
-    for (bool blocked_layout : {true, false}) {
-      SCOPED_TRACE(fmt::format("prepack_weights {}, blocked_layout {}", prepack, blocked_layout));
-      auto session = runtime::Session::create(
-          model, {.threads = 2, .profile = true, .blocked_layout = blocked_layout, .prepack_weights = prepack});
-      ASSERT_TRUE(session.ok()) << session.error().message();
-      for (int run = 0; run < 2; ++run) {  // the second run reuses what the first resolved
-        auto ours = (*session)->run({{"x", x}});
-        ASSERT_TRUE(ours.ok()) << ours.error().message();
-        testing::expect_tensor_near((*ours)[0].tensor(), (*reference)[0].tensor(), 1e-5, 1e-5);
-      }
-      // Blocked: r1, d1 and r2 into c1; d3 and h3 into c3; s5 and m5 into
-      // c5; y into d6. Plain, only the activations: r1, r2, h3, s5, m5, y.
-      EXPECT_EQ(count_steps(**session, "(fused into Conv)"), blocked_layout ? 8u : 6u);
-      EXPECT_EQ(count_steps(**session, "Conv"), blocked_layout ? 4u : 6u);
+}})",
+                                          expanded),
+                              {{"w1", {expanded, 20, 1, 1}},
+                               {"b1", {expanded}},
+                               {"w2", {expanded, 1, 3, 3}},
+                               {"b2", {expanded}},
+                               {"w3", {24, expanded, 1, 1}},
+                               {"w4", {24, 1, 3, 3}},
+                               {"w5", {32, 24, 1, 1}},
+                               {"b5", {32}},
+                               {"w6", {32, 1, 3, 3}},
+                               {"b6", {32}}});
+    // Blocked: r1, d1 and r2 into c1 (with 44: r1 into c1, r2 into d1); d3
+    // and h3 into c3; s5 and m5 into c5; y into d6. Plain, only the
+    // activations: r1, r2, h3, s5, m5, y. x (20 channels) is reordered into
+    // blocks; with 44, so are r1 for d1 and r2 for c3.
+    const bool pair = expanded == 48;
+    for (bool prepack : {true, false}) {
+      SCOPED_TRACE(prepack ? "prepacked weights" : "weights reordered per run");
+      expect_blocked_equals_plain(model, random_tensor({2, 20, 13, 14}, 11), pair ? 1 : 3, pair ? 8 : 7, 6, prepack,
+                                  [pair](const runtime::Session& session, bool blocked_layout) {
+                                    EXPECT_EQ(count_steps(session, "Conv"), !blocked_layout ? 6u : pair ? 4u : 5u);
+                                  });
     }
+  }
 }
 
 // The pair runs as one primitive wherever oneDNN has its JIT kernels

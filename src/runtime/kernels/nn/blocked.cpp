@@ -97,8 +97,6 @@ class BlockedConv final : public Kernel {
     if (r->pair != nullptr) return r->pair->run(*x, out);
     Tensor own(DataType::float32, r->own_y);
     ONNXKIT_TRY(run_own(*r, *x, own, residual));
-    if (r->depthwise == nullptr)
-      return make_error("oneDNN has no blocked convolution for the depthwise input {}", shape_to_string(r->own_y));
     return r->depthwise->run(own, out);
   }
 
@@ -116,7 +114,7 @@ class BlockedConv final : public Kernel {
     bool vector;                           // run_vector_product's case
     std::shared_ptr<const DnnlConv> conv;  // null with winograd or vector
     // With depthwise_: the 1x1's own output (blocked), and either the pair's
-    // primitive or the depthwise convolution's alone.
+    // primitive or the depthwise convolution's alone (never neither).
     Shape own_y;
     std::shared_ptr<const DnnlConv> pair, depthwise;
   };
@@ -181,6 +179,8 @@ class BlockedConv final : public Kernel {
       if (depthwise_->pair != nullptr) r->pair = depthwise_->pair->get(r->params);
       if (r->pair != nullptr) return std::shared_ptr<const Resolved>(std::move(r));
       r->depthwise = depthwise_->alone->get(depthwise);
+      if (r->depthwise == nullptr)
+        return make_error("oneDNN has no blocked convolution for the depthwise input {}", shape_to_string(y));
     }
     r->vector = is_vector_product(r->params);
     r->winograd = !r->vector && winograd_ != nullptr && winograd_->pays_off(r->params);
@@ -487,6 +487,11 @@ class ToBlocked final : public Kernel {
   int64_t channels_;
 };
 
+// Reorders out of the blocked layout go by tiles of this many pixels: a
+// tile of one channel block (4 KiB with blocks of 16) stays in L1 while its
+// channels are written out one by one, and the threads share the tiles.
+constexpr int64_t kPixelTile = 64;
+
 class ToPlain final : public Kernel {
  public:
   explicit ToPlain(int64_t channels) : channels_(channels) {}
@@ -497,12 +502,9 @@ class ToPlain final : public Kernel {
     Tensor& y = ctx.output(0, DataType::float32, shape);
     const float* src = x->data<float>();
     float* dst = y.mutable_data<float>();
-    // Tiles of kPixelTile pixels of one channel block: the tile (4 KiB with
-    // blocks of 16) stays in L1 while each of its channels' rows is written;
-    // the threads share the tiles. Channel by channel over a whole map, a
+    // By tiles of one channel block: channel by channel over a whole map, a
     // 56x56 one (ConvNeXt's first stage) read each cache line sixteen times
     // from L2: 1.53 -> 0.98 ms for ConvNeXt-T's 22 reorders at 1 thread.
-    constexpr int64_t kPixelTile = 64;
     const int64_t tiles = (hw + kPixelTile - 1) / kPixelTile;
     parallel_for(n * cb * tiles, n * cb * hw >= (1 << 14), [&](int64_t t) {
       const int64_t tile = t % tiles, i = t / tiles / cb, b = t / tiles % cb;
@@ -756,10 +758,9 @@ class BlockedChannelMove final : public Kernel {
     Tensor& y = ctx.output(0, DataType::float32, {n, logical[2], logical[3], c});
     const float* src = x.data<float>();
     float* dst = y.mutable_data<float>();
-    constexpr int64_t kPixels = 64;  // per item: their blocks' lines are read whole
-    const int64_t tiles = (pixels + kPixels - 1) / kPixels;
+    const int64_t tiles = (pixels + kPixelTile - 1) / kPixelTile;
     parallel_for(n * tiles, y.numel() >= kParallelWork, [&](int64_t t) {
-      const int64_t image = t / tiles, first = t % tiles * kPixels, end = std::min(pixels, first + kPixels);
+      const int64_t image = t / tiles, first = t % tiles * kPixelTile, end = std::min(pixels, first + kPixelTile);
       for (int64_t b = 0; b < cb; ++b) {
         const int64_t lanes = std::min(B, c - b * B);
         const float* in = src + (image * cb + b) * pixels * B;

@@ -122,11 +122,15 @@ void fuse_depthwise_after_pointwise(const std::vector<ir::Node*>& order, int64_t
     // oneDNN applies the 1x1's activation inside the primitive: not Swish
     // (conv_dnnl.cpp applies that after it), nor a residual.
     if (fusion.activation.add_residual || fusion.activation.kind == Kind::swish) continue;
-    const ir::Value* y = conv->output(0);
-    if (fusion.activation.kind != Kind::none) {
-      FusedActivation unused;
-      y = activation_after(conv, opset, constant_of, is_returned, unused)->output(0);
-    }
+    // The 1x1's final value: its activation's output, when one was fused.
+    FusedActivation unused;
+    const ir::Node* last =
+        fusion.activation.kind != Kind::none ? activation_after(conv, opset, constant_of, is_returned, unused) : conv;
+    // An activation that runs plain (a Clip over channels that are not
+    // whole blocks) would take the pair's output out of the blocked layout
+    // and back.
+    if (last == nullptr || !blocked.count(last)) continue;
+    const ir::Value* y = last->output(0);
     const ir::Node* depthwise = sole_reader(y, is_returned);
     if (depthwise == nullptr || !blocked.count(depthwise) || depthwise->input(0) != y) continue;
     const int64_t stride = depthwise_stride(*depthwise, channels, constant_of);

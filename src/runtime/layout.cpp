@@ -217,8 +217,8 @@ LayoutPlan plan_layout(const std::vector<ir::Node*>& order, const ConstantOf& co
     if (traits.blocked == OpTraits::Blocked::own_kernel) {
       out = nn::blocked_output_channels(*node, channels_of, constant);
       std::optional<nn::ChannelMove> move = out > 0 ? std::nullopt : moves.find(*node);
-      if (move && (move->kind == nn::ChannelMove::Kind::shape || move->kind == nn::ChannelMove::Kind::channels_last)) {
-        plan.blocked_nodes.insert(node);  // its output is plain
+      if (move && move->writes_plain()) {
+        plan.blocked_nodes.insert(node);
         plan.moves[node] = std::move(*move);
         continue;
       }

@@ -68,6 +68,10 @@ struct ChannelMove {
     size_t input;
     int64_t channel;
   };
+  // Shape and the channels-last Transpose read blocked and write a plain
+  // output.
+  bool writes_plain() const { return kind == Kind::shape || kind == Kind::channels_last; }
+
   Kind kind = Kind::gather;
   std::vector<int64_t> in_channels;  // C of each blocked input
   std::vector<Source> from;

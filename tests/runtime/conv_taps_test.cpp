@@ -2,7 +2,7 @@
 // kernel tap over its live outputs, against a direct convolution in double
 // precision written here, on channels-last arrays; and through DnnlConv,
 // which picks it where oneDNN's kernel would multiply padding (held to
-// AVX2, as ctest's blocked_layout_avx2 runs these tests again).
+// AVX2, as ctest's onednn_avx2 runs these tests again).
 
 #include <gtest/gtest.h>
 

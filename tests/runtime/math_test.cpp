@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/math/packed_matmul.h"
 #include "support/node_runner.h"
 #include "support/test_support.h"
 
@@ -444,6 +445,36 @@ TEST(MathMatMul, AConstantBOf1024ColumnsIsPackedOrTransposedAtBuild) {
       expect_tensor_near(out[0].tensor(), Tensor::from<float>(y_shape, expected), 1e-5, 1e-5);
     }
   }
+}
+
+// Constant weights are packed once wherever oneDNN has JIT kernels: its
+// matmul reads them with AVX-512, its 1x1 convolution with AVX2 (the
+// onednn_avx2 test runs this again so). Without a packed copy
+// sgemm would pack B again on every call. B [K, N] and [N, K] read
+// transposed, a bias and the fused GELU, against the sums done here.
+TEST(MathPackedMatMul, PacksConstantWeightsWhereOneDnnHasJitKernels) {
+  const int64_t k = 24, n = 40, m = 7;
+  const auto b = random_floats(k * n, 41), a = random_floats(m * k, 42), bias = random_floats(n, 43);
+  std::vector<float> bt(static_cast<size_t>(k * n));
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) bt[static_cast<size_t>(j * k + i)] = b[static_cast<size_t>(i * n + j)];
+  const std::vector<float> product = naive_matmul(a, b, m, k, n);
+  for (bool trans_b : {false, true})
+    for (bool gelu : {false, true}) {
+      SCOPED_TRACE(::testing::PrintToString(std::vector<bool>{trans_b, gelu}));
+      const auto packed = runtime::math::PackedMatMul::create(
+          trans_b ? Tensor::from<float>({n, k}, bt) : Tensor::from<float>({k, n}, b), trans_b);
+      ASSERT_NE(packed, nullptr);
+      std::vector<float> y(static_cast<size_t>(m * n)), expected(y.size());
+      for (size_t i = 0; i < y.size(); ++i) {
+        const double v = static_cast<double>(product[i]) + bias[i % static_cast<size_t>(n)];
+        expected[i] = static_cast<float>(gelu ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))) : v);
+      }
+      auto ran = packed->run(m, a.data(), bias.data(), y.data(), gelu);
+      ASSERT_TRUE(ran.ok()) << ran.error().message();
+      ASSERT_TRUE(*ran);
+      expect_tensor_near(Tensor::from<float>({m, n}, y), Tensor::from<float>({m, n}, expected), 1e-5, 1e-5);
+    }
 }
 
 TEST(MathMatMul, IntegerAndHalfTypes) {

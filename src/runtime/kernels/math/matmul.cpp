@@ -208,7 +208,7 @@ Status compute_matmul(KernelContext& ctx) {
 // MatMul's B when it is a constant float matrix: transposed once at build
 // when that pays (transposing_pays) and copies are allowed
 // (SessionOptions::prepack_weights), else read where it is. Where the copy
-// pays, oneDNN's blocked layout (AVX-512) serves better than the transpose,
+// pays, oneDNN's blocked layout (packed_matmul.h) serves better than the transpose,
 // for the same memory: its kernels read it without repacking B on every
 // call, and take the bias and a GELU on each tile of the product while it
 // is in registers instead of in a pass over the whole product after it

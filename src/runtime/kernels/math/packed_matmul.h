@@ -1,7 +1,8 @@
 #pragma once
 // Products with a constant float weight matrix on oneDNN's matmul
-// primitive, the weights reordered once into the blocked layout the
-// primitive reads. gemm() (oneDNN's sgemm) packs B again on every call: for
+// primitive (AVX-512), or its 1x1 convolution where the matmul has no
+// blocked kernel (AVX2), the weights reordered once into the blocked layout
+// the primitive reads. gemm() (oneDNN's sgemm) packs B again on every call: for
 // a few dozen rows against a large weight (a detection head's fully
 // connected layers over the regions it pooled, 12544 x 1024) that pass over
 // all of B costs as much as the multiplication. The layout oneDNN picks for
@@ -22,8 +23,8 @@ namespace onnxkit::runtime::math {
 class PackedMatMul {
  public:
   // B is [K, N], or [N, K] read transposed when `trans_b`; float32. Null
-  // when oneDNN has no primitive for it, or only one on plain weights (no
-  // AVX-512): sgemm is as fast then, without the copy.
+  // when oneDNN has no primitive for it reading blocked weights (no JIT
+  // kernels): sgemm is as fast then, without the copy.
   static std::unique_ptr<PackedMatMul> create(const Tensor& b, bool trans_b);
   ~PackedMatMul();
 

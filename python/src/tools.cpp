@@ -21,6 +21,7 @@
 #include "passes/pass.h"
 #include "tools/check.h"
 #include "tools/compare.h"
+#include "tools/edit.h"
 #include "tools/edit_file.h"
 #include "tools/info.h"
 #include "tools/shapes.h"

@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "tools/edit.h"
 #include "tools/shapes.h"
-#include "tools/simplify.h"
 
 namespace onnxkit::cli {
 

@@ -4,6 +4,7 @@
 #include "cli/progress_line.h"
 #include "passes/fold.h"
 #include "passes/pass.h"
+#include "tools/edit.h"
 #include "tools/simplify.h"
 #include "util/text.h"
 

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/model.h"
@@ -129,6 +130,9 @@ Status remove_graph_input(ir::Model& model, std::string_view name);
 
 // The declared shape of input `name`: each dim a number or a symbol.
 Status set_input_shape(ir::Model& model, std::string_view name, const std::vector<std::string>& dims);
+// The name and dims of an --input-shape flag: "NAME:1,3,224,224" or
+// "NAME:batch,3,224,224" (simplify, shapes and edit take it).
+Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(const std::string& flag);
 // Dim 0 of every graph input and output (the seeds' set_model_input_batch):
 // a number, or a symbol such as "batch" to make the batch dynamic.
 // Returns warnings, e.g. a Reshape whose constant shape fixes the old batch.

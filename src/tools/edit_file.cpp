@@ -12,7 +12,6 @@
 #include "runtime/tensor.h"
 #include "tools/edit.h"
 #include "tools/edit_literals.h"
-#include "tools/simplify.h"
 #include "util/text.h"
 
 namespace onnxkit::tools {

@@ -57,6 +57,17 @@ std::vector<int64_t> constant_ints(const ir::Value* value, const ir::Model& mode
 
 }  // namespace
 
+Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(const std::string& flag) {
+  size_t colon = flag.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == flag.size())
+    return make_error("--input-shape '{}': expected NAME:D0,D1,... (numbers or symbols), e.g. input:1,3,224,224", flag);
+  std::vector<std::string> dims = split(std::string_view(flag).substr(colon + 1), ',');
+  for (const std::string& d : dims)
+    if (d.empty() || d[0] == '-')
+      return make_error("--input-shape '{}': dim '{}' must be a positive number or a symbol", flag, d);
+  return std::make_pair(flag.substr(0, colon), dims);
+}
+
 Status set_input_shape(ir::Model& model, std::string_view name, const std::vector<std::string>& dims) {
   ir::Graph& graph = model.graph();
   ir::Value* input = nullptr;

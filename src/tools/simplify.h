@@ -74,9 +74,6 @@ struct SimplifyToolReport {
   int64_t opset_before = 0, opset_after = 0;  // default domain
 };
 
-// Parses "NAME:1,3,224,224" or "NAME:batch,3,224,224".
-Result<std::pair<std::string, std::vector<std::string>>> parse_input_shape_flag(const std::string& flag);
-
 Result<SimplifyToolReport> simplify_file(const std::filesystem::path& in, const std::filesystem::path& out,
                                          const SimplifyToolOptions& options);
 

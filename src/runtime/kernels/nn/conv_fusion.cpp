@@ -119,7 +119,7 @@ void fuse_depthwise_after_pointwise(const std::vector<ir::Node*>& order, int64_t
   for (const ir::Node* conv : order) {
     const int64_t channels = blocked.count(conv) ? pointwise_channels(*conv, constant_of) : 0;
     // With a partial last channel block the pair ran slower as one
-    // primitive than as two (MobileNetV3's 72, 184 and 200 channels: +4 to
+    // primitive than as two (MobileNetV3's 72, 88, 184 and 200 channels: +4 to
     // +9% on the pair at 1 thread; ShuffleNet's 116 and 232: even).
     if (channels == 0 || channels % channel_block() != 0) continue;
     auto own = f.producers.find(conv);

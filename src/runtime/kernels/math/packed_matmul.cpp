@@ -27,9 +27,9 @@ dnnl::primitive_attr product_attr(bool gelu) {
   return attr;
 }
 
-dnnl::matmul::primitive_desc matmul_desc(int64_t m, int64_t k, int64_t n, bool bias, bool gelu,
-                                         const dnnl::memory::desc& weights) {
-  const dnnl::memory::desc src({m, k}, dt::f32, tag::ab), dst({m, n}, dt::f32, tag::ab);
+// Both kinds of primitive take B in the layout oneDNN picks for them.
+dnnl::matmul::primitive_desc matmul_desc(int64_t m, int64_t k, int64_t n, bool bias, bool gelu) {
+  const dnnl::memory::desc src({m, k}, dt::f32, tag::ab), dst({m, n}, dt::f32, tag::ab), weights({k, n}, dt::f32, tag::any);
   const dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(src, weights, dnnl::memory::desc({1, n}, dt::f32, tag::ab), dst)
                                        : dnnl::matmul::desc(src, weights, dst);
   return dnnl::matmul::primitive_desc(desc, product_attr(gelu), nn::cpu_engine());
@@ -38,9 +38,9 @@ dnnl::matmul::primitive_desc matmul_desc(int64_t m, int64_t k, int64_t n, bool b
 // The product as a 1x1 convolution over a 1 x m image in channels-last
 // order: [m, K] row-major is its source, [m, N] its output, and B its
 // [N, K, 1, 1] weights.
-dnnl::convolution_forward::primitive_desc conv_desc(int64_t m, int64_t k, int64_t n, bool bias, bool gelu,
-                                                    const dnnl::memory::desc& weights) {
-  const dnnl::memory::desc src({1, k, 1, m}, dt::f32, tag::nhwc), dst({1, n, 1, m}, dt::f32, tag::nhwc);
+dnnl::convolution_forward::primitive_desc conv_desc(int64_t m, int64_t k, int64_t n, bool bias, bool gelu) {
+  const dnnl::memory::desc src({1, k, 1, m}, dt::f32, tag::nhwc), dst({1, n, 1, m}, dt::f32, tag::nhwc),
+      weights({n, k, 1, 1}, dt::f32, tag::any);
   const dnnl::memory::dims ones{1, 1}, zeros{0, 0};
   const auto kind = dnnl::prop_kind::forward_inference;
   const auto direct = dnnl::algorithm::convolution_direct;
@@ -81,13 +81,12 @@ std::unique_ptr<PackedMatMul> PackedMatMul::create(const Tensor& b, bool trans_b
     // call; its 1x1 convolution reads blocked weights on AVX2 too and
     // multiplied ViT-B/16's and a detection head's products 5 to 25% faster
     // than sgemm (197 x 768 x 3072: 9.1 against 10.2 ms at 1 thread).
-    if (const auto pd = matmul_desc(kLayoutRows, k, n, false, false, dnnl::memory::desc({k, n}, dt::f32, tag::any));
-        std::string_view(pd.impl_info_str()).starts_with("brg")) {
+    if (const auto pd = matmul_desc(kLayoutRows, k, n, false, false); std::string_view(pd.impl_info_str()).starts_with("brg")) {
       packed = pd.weights_desc();
       // [N, K] read transposed is B in column-major order: tag ba.
       user = dnnl::memory::desc({k, n}, dt::f32, trans_b ? tag::ba : tag::ab);
     } else {
-      const auto conv = conv_desc(kLayoutRows, k, n, false, false, dnnl::memory::desc({n, k, 1, 1}, dt::f32, tag::any));
+      const auto conv = conv_desc(kLayoutRows, k, n, false, false);
       // Not a convolution on sgemm itself.
       if (const std::string_view impl = conv.impl_info_str(); !impl.starts_with("jit_1x1") && !impl.starts_with("brgconv_1x1"))
         return nullptr;
@@ -123,9 +122,9 @@ std::shared_ptr<const PackedMatMul::Primitive> PackedMatMul::primitive_for(int64
             Primitive{pd.src_desc(), pd.dst_desc(), pd.bias_desc(), pd.scratchpad_desc(), dnnl::primitive(pd)});
     };
     if (state_->conv) {
-      make(conv_desc(m, k_, n_, bias, gelu, dnnl::memory::desc({n_, k_, 1, 1}, dt::f32, tag::any)));
+      make(conv_desc(m, k_, n_, bias, gelu));
     } else {
-      make(matmul_desc(m, k_, n_, bias, gelu, dnnl::memory::desc({k_, n_}, dt::f32, tag::any)));
+      make(matmul_desc(m, k_, n_, bias, gelu));
     }
   } catch (const dnnl::error&) {}
   primitives_.emplace(key, made);

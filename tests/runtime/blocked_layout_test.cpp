@@ -171,13 +171,30 @@ TEST(BlockedLayout, MaxPoolsWithPadsDilationsAndNegativeValues) {
   // Padding must never win a maximum: about half the conv outputs are negative.
   auto model = with_weights(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[1,16,11,12] x) => (float[1,10,6,7] y, float[1,10,5,4] z) {
+g (float[1,16,11,12] x) => (float[1,10,6,7] y, float[1,10,5,4] z, float[1,10,10,4] wide) {
   c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
   y = MaxPool <kernel_shape = [3,2], strides = [2,2], pads = [1,1,1,1]> (c1)
   z = MaxPool <kernel_shape = [3,3], strides = [3,3], pads = [2,1,2,1], dilations = [2,2], ceil_mode = 1> (c1)
+  wide = MaxPool <kernel_shape = [2,5], pads = [0,4,0,4], dilations = [1,4]> (c1)
 })",
                             {{"w1", {10, 16, 1, 1}}, {"b1", {10}}});
+  // wide's windows (17 columns) are wider than the rows: every column checks bounds.
   expect_blocked_equals_plain(model, random_tensor({1, 16, 11, 12}, 5), 1, 0);
+}
+
+TEST(BlockedLayout, MaxPoolSharesRowsOfSeveralPlanesAmongThreads) {
+  // SqueezeNet's first pool, smaller: 48 channels (3 planes of 16 or 6 of 8)
+  // of 37 x 37, enough work for both threads, whose ranges of output rows
+  // end inside a plane.
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,3,37,37] x) => (float[1,48,18,18] y) {
+  c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
+  y = MaxPool <kernel_shape = [3,3], strides = [2,2], ceil_mode = 1> (c1)
+})",
+                            {{"w1", {48, 3, 1, 1}}, {"b1", {48}}});
+  // The Conv reads the 3 plain channels itself: no ToBlocked.
+  expect_blocked_equals_plain(model, random_tensor({1, 3, 37, 37}, 7), 0, 0);
 }
 
 TEST(BlockedLayout, MaxPoolSkipsNaNsAsThePlainKernelDoes) {

@@ -203,64 +203,6 @@ class BlockedConv final : public Kernel {
 
 enum class PoolKind { max, average };
 
-constexpr int64_t kLanes = 8;  // channels PixelMax takes at once
-
-// best = max(best, pixel) lane by lane over kLanes channels, in two
-// SSE registers where there are (GCC does not vectorize the lane loop). A
-// NaN never wins, as in the plain kernels: maxps returns its second operand
-// when either is NaN, and that is the running maximum.
-struct PixelMax {
-#if defined(__SSE__)
-  __m128 lo = _mm_set1_ps(-std::numeric_limits<float>::infinity()), hi = lo;
-  void add(const float* pixel) {
-    lo = _mm_max_ps(_mm_loadu_ps(pixel), lo);
-    hi = _mm_max_ps(_mm_loadu_ps(pixel + 4), hi);
-  }
-  void store(float* out) const {
-    _mm_storeu_ps(out, lo);
-    _mm_storeu_ps(out + 4, hi);
-  }
-#else
-  float best[kLanes];
-  PixelMax() { std::fill_n(best, kLanes, -std::numeric_limits<float>::infinity()); }
-  void add(const float* pixel) {
-    for (int64_t l = 0; l < kLanes; ++l) best[l] = std::max(best[l], pixel[l]);
-  }
-  void store(float* out) const { std::copy_n(best, kLanes, out); }
-#endif
-};
-
-// Max pooling on blocked planes, kLanes channels at a time: each output
-// pixel is the lane-wise maximum of the input pixels its window covers
-// (padding is never the maximum). Ours rather than oneDNN's, whose primitive
-// costs 4x more here.
-void max_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeometry& g) {
-  const int64_t B = channel_block();
-  const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
-  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
-  const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pads_begin[0], pw = g.pads_begin[1];
-#pragma omp parallel for collapse(2) schedule(static) if (planes * oh * ow * kh * kw * B >= (1 << 16))
-  for (int64_t plane = 0; plane < planes; ++plane)
-    for (int64_t r = 0; r < oh; ++r) {
-      const float* in = x + plane * ih * iw * B;
-      float* out = y + (plane * oh + r) * ow * B;
-      for (int64_t c = 0; c < ow; ++c)
-        for (int64_t lane = 0; lane < B; lane += kLanes) {
-          PixelMax best;
-          for (int64_t i = 0; i < kh; ++i) {
-            const int64_t h = r * sh - ph + i * dh;
-            if (h < 0 || h >= ih) continue;
-            for (int64_t j = 0; j < kw; ++j) {
-              const int64_t w = c * sw - pw + j * dw;
-              if (w < 0 || w >= iw) continue;
-              best.add(in + (h * iw + w) * B + lane);
-            }
-          }
-          best.store(out + c * B + lane);
-        }
-    }
-}
-
 struct PoolPrimitive {
   dnnl::pooling_forward primitive;
   dnnl::pooling_forward::primitive_desc pd;
@@ -278,7 +220,7 @@ class BlockedPool final : public Kernel {
     if (kind_ == PoolKind::max && !global_) {
       ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(window_, {shape[2], shape[3]}, window_.kernel_shape));
       Tensor& y = ctx.output(0, DataType::float32, blocked_shape(shape[0], shape[1], g.out[0], g.out[1]));
-      max_pool_blocked(x->data<float>(), y.mutable_data<float>(), shape[0] * blocks(channels_), g);
+      max_pool_blocked(x->data<float>(), y.mutable_data<float>(), shape[0] * blocks(channels_), g, channel_block());
       return {};
     }
     if (kind_ == PoolKind::average && global_) {  // ours too: oneDNN's AVX2 kernel costs twice as much

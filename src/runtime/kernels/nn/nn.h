@@ -24,6 +24,12 @@ Status log_softmax_along(const Tensor& x, int64_t outer, int64_t n, int64_t inne
 // pooling kernel took twice ONNX Runtime's time on EfficientNet's gates.
 void global_average_blocked(const float* x, float* y, int64_t planes, int64_t pixels, int64_t lanes);
 
+// MaxPool of blocked activations over 2-d windows `g`: each output pixel of
+// each of `planes` planes of `lanes` channels (8 or 16) is the lane-wise
+// maximum of the input pixels its window covers; padding is never the
+// maximum, and a NaN input never wins, as in the plain kernel.
+void max_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeometry& g, int64_t lanes);
+
 // --- registration ---------------------------------------------------------------
 
 void register_conv(KernelRegistry& registry);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -346,6 +347,66 @@ void global_average_blocked(const float* x, float* y, int64_t planes, int64_t pi
   const double work = static_cast<double>(planes * pixels * lanes);
   parallel_ranges(planes, planes > 1 && work >= kParallelMacs,
                   [&](int64_t first, int64_t last) { average_blocked_planes(x, y, first, last, pixels, lanes); });
+}
+
+namespace {
+
+// --- max pooling over blocked planes -------------------------------------------
+
+// Output rows [first, last) of max_pool_blocked (row = plane * out height +
+// r), a vector of L lanes per pixel. Columns whose window lies inside the
+// input row skip the bounds checks. Ours rather than oneDNN's, whose
+// primitive cost 4x more on SqueezeNet's pools. Inlined into each clone of
+// max_pool_blocked_rows, for its vector width.
+template <int L>
+__attribute__((always_inline)) inline void max_pool_rows(const float* x, float* y, int64_t first, int64_t last,
+                                                         const WindowGeometry& g) {
+  typedef float Pixel __attribute__((vector_size(4 * L)));
+  const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
+  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
+  const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pads_begin[0], pw = g.pads_begin[1];
+  const int64_t inner_begin = std::min(ow, (pw + sw - 1) / sw);
+  const int64_t last_inner_start = iw - 1 - (kw - 1) * dw + pw;  // the largest c * sw whose window fits
+  const int64_t inner_end = last_inner_start < 0 ? inner_begin : std::clamp(last_inner_start / sw + 1, inner_begin, ow);
+  for (int64_t row = first; row < last; ++row) {
+    const int64_t r = row % oh;
+    const float* in = x + row / oh * ih * iw * L;
+    float* out = y + row * ow * L;
+    auto column = [&](int64_t c, bool checked) __attribute__((always_inline)) {
+      Pixel best = Pixel{} - std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < kh; ++i) {
+        const int64_t h = r * sh - ph + i * dh;
+        if (h < 0 || h >= ih) continue;
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t w = c * sw - pw + j * dw;
+          if (checked && (w < 0 || w >= iw)) continue;
+          Pixel v;
+          std::memcpy(&v, in + (h * iw + w) * L, sizeof v);
+          best = v > best ? v : best;  // maxps(v, best): a NaN in v never wins
+        }
+      }
+      std::memcpy(out + c * L, &best, sizeof best);
+    };
+    int64_t c = 0;
+    for (; c < inner_begin; ++c) column(c, true);
+    for (; c < inner_end; ++c) column(c, false);
+    for (; c < ow; ++c) column(c, true);
+  }
+}
+
+ONNXKIT_AVX512_CLONES void max_pool_blocked_rows(const float* x, float* y, int64_t first, int64_t last, const WindowGeometry& g,
+                                                 int64_t lanes) {
+  if (lanes == 16) max_pool_rows<16>(x, y, first, last, g);
+  else max_pool_rows<8>(x, y, first, last, g);
+}
+
+}  // namespace
+
+void max_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeometry& g, int64_t lanes) {
+  const int64_t rows = planes * g.out[0];
+  const double work = static_cast<double>(rows * g.out[1] * g.kernel_size() * lanes);
+  parallel_ranges(rows, work >= kParallelMacs,
+                  [&](int64_t first, int64_t last) { max_pool_blocked_rows(x, y, first, last, g, lanes); });
 }
 
 namespace {

@@ -1,6 +1,6 @@
 // Winograd F(2x2, 3x3) convolution (kernels/nn/winograd.h) against the
 // direct sum of the convolution's definition, computed here in double: odd
-// output sizes (tiles cut by the edge), asymmetric pads, channel counts that
+// output sizes (tiles cut by the edge), asymmetric pads, dilations, channel counts that
 // fill neither a block (8 or 16) nor a panel of 16, bias, residual, activations
 // that would not keep padded channels zero, and enough tiles for several
 // chunks. Whole models through it: cli_run checks resnet18/50 against PyTorch.
@@ -39,6 +39,7 @@ struct Case {
   std::vector<int64_t> pads;  // top, left, bottom, right
   FusedActivation activation;
   bool bias;  // the residual is there when activation.add_residual is
+  std::vector<int64_t> dilations = {1, 1};
 };
 
 void expect_matches_direct_sum(const Case& k) {
@@ -47,13 +48,15 @@ void expect_matches_direct_sum(const Case& k) {
   const Tensor b = random_tensor({k.m}, 3);
   ConvAttributes attrs;
   attrs.window.pads = k.pads;
+  attrs.window.dilations = k.dilations;
   auto conv = WinogradConv::create(attrs, w, k.bias ? &b : nullptr, k.activation);
   if (conv == nullptr) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
   auto params = make_conv_params(attrs, x.shape(), w.shape());
   ASSERT_TRUE(params.ok()) << params.error().message();
   const ConvParams& p = *params;
   // The output dims of a 3 x 3 window at stride 1, from the case itself.
-  const int64_t oh = k.h + k.pads[0] + k.pads[2] - 2, ow = k.w + k.pads[1] + k.pads[3] - 2;
+  const int64_t dh = k.dilations[0], dw = k.dilations[1];
+  const int64_t oh = k.h + k.pads[0] + k.pads[2] - 2 * dh, ow = k.w + k.pads[1] + k.pads[3] - 2 * dw;
   ASSERT_EQ(p.window.out[0], oh);
   ASSERT_EQ(p.window.out[1], ow);
   const Tensor residual = random_tensor({k.n, k.m, oh, ow}, 4);
@@ -79,7 +82,7 @@ void expect_matches_direct_sum(const Case& k) {
           for (int64_t ch = 0; ch < k.c; ++ch)
             for (int64_t u = 0; u < 3; ++u)
               for (int64_t v = 0; v < 3; ++v) {
-                const int64_t hh = r - k.pads[0] + u, ww = col - k.pads[1] + v;
+                const int64_t hh = r - k.pads[0] + u * dh, ww = col - k.pads[1] + v * dw;
                 if (hh < 0 || hh >= k.h || ww < 0 || ww >= k.w) continue;
                 sum += double(x.data<float>()[((i * k.c + ch) * k.h + hh) * k.w + ww]) *
                        w.data<float>()[((mb * k.c + ch) * 3 + u) * 3 + v];
@@ -138,6 +141,39 @@ TEST(Winograd, ABatchWithAResidualGoesWholeToEachOfTwoThreads) {
       {.n = 3, .c = 32, .m = 24, .h = 33, .w = 31, .pads = {1, 1, 1, 1}, .activation = relu, .bias = true});
 }
 
+TEST(Winograd, DilatedTilesPairOutputsTwoApart) {
+  // Dilation 2 on 12 x 12 outputs: runs of 4 rows and columns, whole.
+  expect_matches_direct_sum(
+      {.n = 1, .c = 13, .m = 21, .h = 12, .w = 12, .pads = {2, 2, 2, 2}, .bias = true, .dilations = {2, 2}});
+}
+
+TEST(Winograd, DilatedRunsCutByTheEdgeAndUnevenDilations) {
+  // 17 x 15 outputs at dilations 4 and 3: the last run of 8 rows has one
+  // output, the last run of 6 columns three (tiles with their second output
+  // past the edge); asymmetric pads.
+  FusedActivation relu{.kind = FusedActivation::Kind::relu, .add_residual = true};
+  expect_matches_direct_sum(
+      {.n = 2, .c = 16, .m = 20, .h = 20, .w = 19, .pads = {3, 1, 2, 1}, .activation = relu, .bias = true, .dilations = {4, 3}});
+}
+
+TEST(Winograd, DilatedManyChunksOnTwoThreads) {
+  // DeepLabV3's ResNet layer 4 in small: dilation 4 on 28 x 28, 64 channels.
+  expect_matches_direct_sum_on_two_threads(
+      {.n = 1, .c = 64, .m = 48, .h = 28, .w = 28, .pads = {4, 4, 4, 4}, .bias = true, .dilations = {4, 4}});
+}
+
+TEST(Winograd, DilatedPaysOffOnlyWithFewUnusedOutputs) {
+  const Tensor w = random_tensor({64, 64, 3, 3}, 1);
+  ConvAttributes attrs;
+  attrs.window.pads = {4, 4, 4, 4};
+  attrs.window.dilations = {4, 4};
+  auto conv = WinogradConv::create(attrs, w, nullptr, {});
+  if (conv == nullptr) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  auto params = [&](int64_t size) { return make_conv_params(attrs, {1, 64, size, size}, w.shape()).value(); };
+  EXPECT_TRUE(conv->pays_off(params(28)));   // 16 >= 4 x 4 outputs per axis
+  EXPECT_FALSE(conv->pays_off(params(15)));  // up to 4 of every 15 outputs unused
+}
+
 TEST(Winograd, ANanGoesThroughReluAsInTheOtherPaths) {
   const Tensor w = random_tensor({8, 8, 3, 3}, 1);
   ConvAttributes attrs;
@@ -175,12 +211,9 @@ TEST(Winograd, DeclinesWhatItDoesNotCompute) {
   const Tensor w3 = random_tensor({4, 4, 3, 3}, 1), w5 = random_tensor({4, 4, 5, 5}, 1);
   ConvAttributes strided;
   strided.window.strides = {2, 2};
-  ConvAttributes dilated;
-  dilated.window.dilations = {2, 2};
   ConvAttributes grouped;
   grouped.group = 2;
   EXPECT_EQ(WinogradConv::create(strided, w3, nullptr, {}), nullptr);
-  EXPECT_EQ(WinogradConv::create(dilated, w3, nullptr, {}), nullptr);
   EXPECT_EQ(WinogradConv::create(grouped, random_tensor({4, 2, 3, 3}, 1), nullptr, {}), nullptr);
   EXPECT_EQ(WinogradConv::create(ConvAttributes{}, w5, nullptr, {}), nullptr);
 }

@@ -62,15 +62,26 @@ bool cpu_has_avx2_fma() {
 // Where blocks are 16 channels oneDNN runs AVX-512 (blocked.h), and so do the products here.
 bool products_on_avx512() { return channel_block() == 16; }
 
-// Where the tiles are: image n's tile (ty, tx) covers outputs 2ty..2ty+1,
-// 2tx..2tx+1 and reads the 4x4 input patch from (2ty - pad_top, 2tx - pad_left).
+// Where the tiles are. Without dilation, image n's tile (ty, tx) covers
+// outputs 2ty..2ty+1, 2tx..2tx+1 and reads the 4x4 input patch from
+// (2ty - pad_top, 2tx - pad_left). With dilation d along an axis a tile's two
+// outputs are d apart, and its patch's four inputs too: the outputs go in
+// runs of 2d, whose first d start tiles (tile_start).
 struct Geometry {
   int64_t h, w, oh, ow, pad_top, pad_left;
+  int64_t dh, dw;                   // dilations
   int64_t tiles_h, tiles_w, tiles;  // tiles over all images
   int64_t block;                    // channel_block(): floats per pixel of a blocked plane
   int64_t in_blocks, out_blocks;
   int64_t in_groups, out_groups;  // kLanes channels each; the output's cover its padded lanes
 };
+
+// The first output of the t-th tile along an axis of dilation d.
+int64_t tile_start(int64_t t, int64_t d) { return d == 1 ? 2 * t : 2 * d * (t / d) + t % d; }
+
+// The tiles along an axis of `out` outputs at dilation d: d per whole run of
+// 2d outputs, and one for each of a last run's first d outputs.
+int64_t tiles_along(int64_t out, int64_t d) { return out / (2 * d) * d + std::min(out % (2 * d), d); }
 
 // V = B^T d B of one tile's 4x4 patch, kLanes channels at once, with
 // B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]].
@@ -79,9 +90,9 @@ struct Geometry {
 ONNXKIT_AVX2 void transform_input(const float* plane, const Geometry& g, int64_t top, int64_t left, float* v, int64_t stride) {
   __m256 d[4][4];
   for (int i = 0; i < 4; ++i) {
-    const int64_t row = top + i;
+    const int64_t row = top + i * g.dh;
     for (int j = 0; j < 4; ++j) {
-      const int64_t col = left + j;
+      const int64_t col = left + j * g.dw;
       const bool inside = row >= 0 && row < g.h && col >= 0 && col < g.w;
       d[i][j] = inside ? _mm256_loadu_ps(plane + (row * g.w + col) * g.block) : _mm256_setzero_ps();
     }
@@ -195,12 +206,12 @@ ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometr
   const __m256 lower = _mm256_set1_ps(act.kind == FusedActivation::Kind::clip ? act.min : 0.0f);
   const __m256 upper = _mm256_set1_ps(act.max);
   for (int i = 0; i < 2; ++i) {
-    const int64_t row = top + i;
+    const int64_t row = top + i * g.dh;
     if (row >= g.oh) break;
     const __m256 y[2] = {_mm256_add_ps(_mm256_add_ps(s[i][0], s[i][1]), s[i][2]),
                          _mm256_sub_ps(_mm256_sub_ps(s[i][1], s[i][2]), s[i][3])};
     for (int j = 0; j < 2; ++j) {
-      const int64_t col = left + j;
+      const int64_t col = left + j * g.dw;
       if (col >= g.ow) break;
       const int64_t at = (row * g.ow + col) * g.block;
       __m256 v = _mm256_add_ps(y[j], bias);
@@ -250,8 +261,7 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
   using Kind = FusedActivation::Kind;
   if (activation.kind != Kind::none && activation.kind != Kind::relu && activation.kind != Kind::clip) return nullptr;
   if (!cpu_has_avx2_fma() || attrs.group != 1 || w.dtype() != DataType::float32 || w.rank() != 4 || w.dim(2) != 3 ||
-      w.dim(3) != 3 || !all_ones(win.strides) || !all_ones(win.dilations) ||
-      (!win.kernel_shape.empty() && win.kernel_shape != std::vector<int64_t>{3, 3}))
+      w.dim(3) != 3 || !all_ones(win.strides) || (!win.kernel_shape.empty() && win.kernel_shape != std::vector<int64_t>{3, 3}))
     return nullptr;
   if (bias != nullptr && (bias->dtype() != DataType::float32 || bias->numel() != w.dim(0))) return nullptr;
   std::unique_ptr<WinogradConv> conv(new WinogradConv(w.dim(1), w.dim(0), activation));
@@ -280,7 +290,14 @@ std::shared_ptr<const WinogradConv> WinogradConv::shared(const ConvAttributes& a
 }
 
 bool WinogradConv::pays_off(const ConvParams& p) const {
-  const int64_t tiles = p.batch * ceil_div(p.window.out[0], 2) * ceil_div(p.window.out[1], 2);
+  const WindowGeometry& win = p.window;
+  // Dilated, a last run of 2d outputs may leave up to d of its tiles' outputs
+  // unused: at most a quarter of them where there are 4d outputs or more
+  // (DeepLabV3's ResNet at dilation 2 and 4 on 28 x 28; its ASPP rates, 12
+  // and up on the same map, read mostly padding and go to oneDNN).
+  for (size_t a = 0; a < 2; ++a)
+    if (win.dilations[a] > 1 && win.out[a] < 4 * win.dilations[a]) return false;
+  const int64_t tiles = p.batch * tiles_along(win.out[0], win.dilations[0]) * tiles_along(win.out[1], win.dilations[1]);
   // The products run on whole register tiles of six tiles: below two of them
   // the padding rows and the filters' 16/9 more floats outweigh the saving.
   // Next to oneDNN's AVX-512 direct convolution, twice as fast as its AVX2
@@ -296,8 +313,7 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
 #if ONNXKIT_WINOGRAD
   const WindowGeometry& win = p.window;
   if (p.in_channels != in_channels_ || p.out_channels != out_channels_ || p.group != 1 || win.rank() != 2 ||
-      win.kernel != std::vector<int64_t>{3, 3} || win.strides != std::vector<int64_t>{1, 1} ||
-      win.dilations != std::vector<int64_t>{1, 1})
+      win.kernel != std::vector<int64_t>{3, 3} || win.strides != std::vector<int64_t>{1, 1})
     return make_error("the Winograd convolution of {} -> {} channels was given another convolution", in_channels_, out_channels_);
   const Shape x_shape = blocked_shape(p.batch, in_channels_, win.in[0], win.in[1]);
   const Shape y_shape = blocked_shape(p.batch, out_channels_, win.out[0], win.out[1]);
@@ -312,9 +328,11 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
              .oh = win.out[0],
              .ow = win.out[1],
              .pad_top = win.pads_begin[0],
-             .pad_left = win.pads_begin[1]};
-  g.tiles_h = ceil_div(g.oh, 2);
-  g.tiles_w = ceil_div(g.ow, 2);
+             .pad_left = win.pads_begin[1],
+             .dh = win.dilations[0],
+             .dw = win.dilations[1]};
+  g.tiles_h = tiles_along(g.oh, g.dh);
+  g.tiles_w = tiles_along(g.ow, g.dw);
   g.tiles = p.batch * g.tiles_h * g.tiles_w;
   g.block = channel_block();
   g.in_blocks = ceil_div(in_channels_, g.block);
@@ -362,7 +380,9 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   struct Corner {
     int64_t n, row, col;
   };
-  auto corner = [&](int64_t t) { return Corner{t / per_image, 2 * ((t % per_image) / g.tiles_w), 2 * (t % g.tiles_w)}; };
+  auto corner = [&](int64_t t) {
+    return Corner{t / per_image, tile_start((t % per_image) / g.tiles_w, g.dh), tile_start(t % g.tiles_w, g.dw)};
+  };
   auto transform_inputs = [&](int64_t c, float* buffer, int64_t local) {
     float* dst = buffer + local * depth_;
     const int64_t t = c * chunk + local;

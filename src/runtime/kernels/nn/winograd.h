@@ -6,7 +6,8 @@
 // the filter are transformed into 16 points, where the convolution becomes
 // 16 independent matrix products [tiles x C] * [C x M]: 16 multiplies per
 // tile and channel pair instead of the 36 of the direct sum, at the cost of
-// adds in the transforms. The filters are transformed once, by the first
+// adds in the transforms. Dilated, a tile's outputs and its patch's
+// inputs are d apart: the same sums on a sparser grid. The filters are transformed once, by the first
 // run (a model's small maps may never pay off, and most 3x3s of a detection
 // head never run here). Machines without AVX2 and FMA keep oneDNN's direct
 // convolution (the caller's path).
@@ -22,7 +23,7 @@ namespace onnxkit::runtime::nn {
 class WinogradConv {
  public:
   // Null unless the convolution is one this runs: 3x3 window, stride 1,
-  // dilation 1, one group, float32 weights, on a CPU with AVX2 and FMA.
+  // any dilation, one group, float32 weights, on a CPU with AVX2 and FMA.
   static std::unique_ptr<WinogradConv> create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                               FusedActivation activation);
   // As create, but one for every node that reads these weights and bias with
@@ -31,9 +32,10 @@ class WinogradConv {
   static std::shared_ptr<const WinogradConv> shared(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                                     FusedActivation activation);
 
-  // Whether the input of `p` has enough tiles (two register tiles' worth; where
-  // blocks are 16 channels, four and more than one block of channels) for
-  // the transforms and the filters' 16/9 more floats to pay off.
+  // Whether the input of `p` has enough tiles (two register tiles' worth;
+  // where blocks are 16 channels, four and more than one block of channels)
+  // for the transforms and the filters' 16/9 more floats to pay off, and,
+  // dilated, few outputs of its tiles unused.
   bool pays_off(const ConvParams& p) const;
 
   // y = act(conv(x) + bias [+ residual]); x, y and the residual are blocked

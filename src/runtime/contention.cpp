@@ -36,24 +36,54 @@ int64_t process_cpu_wait_ns() {
   return any ? total : -1;
 }
 
-ContentionWatch::ContentionWatch() : ContentionWatch(Sources{}) {}
-
-int ContentionWatch::threads_for_run(int wanted) {
-  if (wanted <= 1) return 1;
+bool HoldTrial::spread_when_held() {
   std::lock_guard lock(mutex_);
-  if (sources_.now() < held_until_) {
-    ++held_runs_;
-    return 1;
+  if (trusted_left_ > 0) {
+    --trusted_left_;
+    return spread_verdict_;
   }
-  if (window_wait_ns_ < 0) window_wait_ns_ = sources_.cpu_wait_ns();
-  return wanted;
+  if (held_.size() < kTrialRuns) return false;
+  if (spread_.size() < kTrialRuns) return true;
+  auto median = [](std::vector<ContentionClock::duration>& walls) {
+    std::nth_element(walls.begin(), walls.begin() + static_cast<std::ptrdiff_t>(walls.size() / 2), walls.end());
+    return std::chrono::duration<double>(walls[walls.size() / 2]).count();
+  };
+  spread_verdict_ = median(spread_) < (1.0 - kSpreadSaving) * median(held_);
+  held_.clear();
+  spread_.clear();
+  trusted_left_ = kTrustedRuns - 1;
+  return spread_verdict_;
 }
 
-void ContentionWatch::run_finished(int threads, Clock::duration wall) {
-  if (threads <= 1) return;
+void HoldTrial::held_run_finished(bool spread, ContentionClock::duration wall) {
+  std::lock_guard lock(mutex_);
+  if (trusted_left_ > 0) return;
+  std::vector<ContentionClock::duration>& walls = spread ? spread_ : held_;
+  if (walls.size() < kTrialRuns) walls.push_back(wall);
+}
+
+ContentionWatch::ContentionWatch() : ContentionWatch(Sources{}) {}
+
+ContentionWatch::RunStart ContentionWatch::start_run(int wanted, HoldTrial* trial) {
+  RunStart start{.threads = std::max(1, wanted), .trial = trial};
+  if (wanted <= 1) return start;
+  std::lock_guard lock(mutex_);
+  start.held = sources_.now() < held_until_;
+  if (start.held && (trial == nullptr || !trial->spread_when_held())) {
+    ++held_runs_;
+    start.threads = 1;
+    return start;
+  }
+  if (window_wait_ns_ < 0) window_wait_ns_ = sources_.cpu_wait_ns();
+  return start;
+}
+
+void ContentionWatch::run_finished(const RunStart& start, Clock::duration wall) {
+  if (start.held && start.trial != nullptr) start.trial->held_run_finished(start.threads > 1, wall);
+  if (start.threads <= 1) return;
   std::lock_guard lock(mutex_);
   if (window_wait_ns_ < 0) return;  // the kernel does not say: never hold
-  window_thread_time_ += wall * threads;
+  window_thread_time_ += wall * start.threads;
   if (window_thread_time_ < kWindow) return;
   const int64_t waited = sources_.cpu_wait_ns() - window_wait_ns_;
   const double share = static_cast<double>(waited) /

@@ -172,14 +172,15 @@ Result<std::vector<Datum>> Session::run(const NamedValues& feeds, const RunLimit
   // instead of each taking them all. An explicit count is obeyed.
   int threads = options_.threads > 0 ? threads_ : std::max(1, threads_ / run.count());
   ContentionWatch& watch = ContentionWatch::process();
-  if (options_.adapt_to_load) threads = watch.threads_for_run(threads);
+  ContentionWatch::RunStart start{.threads = threads};
+  if (options_.adapt_to_load) start = watch.start_run(threads, &plan_->hold_trial);
   // OpenMP's thread count is per calling thread, so concurrent runs with
   // different settings do not disturb each other.
-  omp_set_num_threads(threads);
-  const auto start = ContentionWatch::Clock::now();
-  auto outputs = run_plan(*plan_, std::move(ordered), nullptr, threads, RunControl(limits));
+  omp_set_num_threads(start.threads);
+  const auto started = ContentionWatch::Clock::now();
+  auto outputs = run_plan(*plan_, std::move(ordered), nullptr, start.threads, RunControl(limits));
   if (options_.adapt_to_load) {
-    if (plan_->first_run_done.exchange(true)) watch.run_finished(threads, ContentionWatch::Clock::now() - start);
+    if (plan_->first_run_done.exchange(true)) watch.run_finished(start, ContentionWatch::Clock::now() - started);
     else watch.run_discarded();
   }
   return outputs;

@@ -1,5 +1,6 @@
 // ContentionWatch: runs fall back to one thread while the process's threads
-// wait for cores, and try their threads again after a pause. Time and waits
+// wait for cores, and try their threads again after a pause; a session may
+// keep its threads where its trial shows them faster. Time and waits
 // are the test's own, so every decision is worked out by hand.
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 namespace onnxkit::runtime {
 namespace {
 
+using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 struct FakeMachine {
@@ -20,13 +22,14 @@ struct FakeMachine {
   }
 };
 
-// One 2-thread run of `wall` during which the threads waited `waited`.
-int run(FakeMachine& machine, ContentionWatch& watch, milliseconds wall, milliseconds waited) {
-  const int threads = watch.threads_for_run(2);
+// One run of `wall` that wanted 2 threads, during which the threads waited
+// `waited`; the threads it used.
+int run(FakeMachine& machine, ContentionWatch& watch, microseconds wall, microseconds waited, HoldTrial* trial = nullptr) {
+  const ContentionWatch::RunStart start = watch.start_run(2, trial);
   machine.now += wall;
   machine.waited_ns += std::chrono::nanoseconds(waited).count();
-  watch.run_finished(threads, wall);
-  return threads;
+  watch.run_finished(start, wall);
+  return start.threads;
 }
 
 TEST(ContentionWatch, AQuietMachineKeepsEveryThread) {
@@ -34,7 +37,7 @@ TEST(ContentionWatch, AQuietMachineKeepsEveryThread) {
   ContentionWatch watch = machine.watch();
   for (int i = 0; i < 20; ++i) EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(3)), 2);  // 5% waited
   EXPECT_EQ(watch.held_runs(), 0);
-  EXPECT_EQ(watch.threads_for_run(1), 1);
+  EXPECT_EQ(watch.start_run(1).threads, 1);
 }
 
 TEST(ContentionWatch, BusyCoresHoldRunsToOneThreadForAPauseThatDoubles) {
@@ -73,7 +76,7 @@ TEST(ContentionWatch, TheWaitsOfADiscardedRunAreNotJudged) {
   ContentionWatch watch = machine.watch();
   // A session's first run: 30 ms, 20 of them waited (what would hold the
   // next runs if judged, as BusyCoresHold... shows), then clean runs.
-  EXPECT_EQ(watch.threads_for_run(2), 2);
+  EXPECT_EQ(watch.start_run(2).threads, 2);
   machine.now += milliseconds(30);
   machine.waited_ns += std::chrono::nanoseconds(milliseconds(20)).count();
   watch.run_discarded();
@@ -85,10 +88,47 @@ TEST(ContentionWatch, WithoutSchedulerStatisticsNothingIsHeld) {
   ContentionWatch::Clock::time_point now{};
   ContentionWatch watch({.now = [&] { return now; }, .cpu_wait_ns = [] { return int64_t{-1}; }});
   for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(watch.threads_for_run(2), 2);
+    const ContentionWatch::RunStart start = watch.start_run(2);
+    EXPECT_EQ(start.threads, 2);
     now += milliseconds(30);
-    watch.run_finished(2, milliseconds(30));
+    watch.run_finished(start, milliseconds(30));
   }
+}
+
+// Holds for the rest of the test: a first run of 30 ms that waited 20.
+void hold_from_now_on(FakeMachine& machine, ContentionWatch& watch) {
+  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(20)), 2);
+  machine.now -= std::chrono::hours(1);  // held_until_ is an hour and 100 ms ahead
+}
+
+TEST(ContentionWatch, ASessionKeepsItsThreadsWhenItsTrialShowsThemFaster) {
+  FakeMachine machine;
+  ContentionWatch watch = machine.watch();
+  hold_from_now_on(machine, watch);
+  HoldTrial trial;
+  // Five held runs of 2 ms, five with both threads of 1.5 ms (under 0.9 x 2).
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0), &trial), 1) << i;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, microseconds(1500), milliseconds(0), &trial), 2) << i;
+  // The verdict holds for 100 runs, whatever they take, then a new trial.
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(run(machine, watch, milliseconds(9), milliseconds(0), &trial), 2) << i;
+  EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0), &trial), 1);
+  EXPECT_EQ(watch.held_runs(), 6);  // runs with both threads were not held
+  // A session without a trial is held as before.
+  EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0)), 1);
+}
+
+TEST(ContentionWatch, ASessionIsHeldWhenItsThreadsSaveTooLittle) {
+  FakeMachine machine;
+  ContentionWatch watch = machine.watch();
+  hold_from_now_on(machine, watch);
+  HoldTrial trial;
+  // Held 20 ms; 18.5 ms with both threads saves 7.5%, under the 10% asked.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1) << i;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, microseconds(18500), milliseconds(0), &trial), 2) << i;
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1) << i;
+  // The next trial: its held runs first.
+  EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1);
+  EXPECT_EQ(watch.held_runs(), 106);
 }
 
 TEST(ContentionWatch, ThisProcessWaitsAreReadable) {

@@ -6,10 +6,10 @@
 // the filter are transformed into 16 points, where the convolution becomes
 // 16 independent matrix products [tiles x C] * [C x M]: 16 multiplies per
 // tile and channel pair instead of the 36 of the direct sum, at the cost of
-// adds in the transforms. Dilated, a tile's outputs and its patch's
-// inputs are d apart: the same sums on a sparser grid. The filters are transformed once, by the first
-// run (a model's small maps may never pay off, and most 3x3s of a detection
-// head never run here). Machines without AVX2 and FMA keep oneDNN's direct
+// adds in the transforms. Dilated, a tile's outputs and its patch's inputs
+// are d apart: the same sums on a sparser grid. The filters are transformed
+// once, by the first run (a model's small maps may never pay off, and most
+// 3x3s of a detection head never run here). Machines without AVX2 and FMA keep oneDNN's direct
 // convolution (the caller's path).
 
 #include <memory>

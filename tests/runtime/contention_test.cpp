@@ -106,13 +106,15 @@ TEST(ContentionWatch, ASessionKeepsItsThreadsWhenItsTrialShowsThemFaster) {
   ContentionWatch watch = machine.watch();
   hold_from_now_on(machine, watch);
   HoldTrial trial;
-  // Five held runs of 2 ms, five with both threads of 1.5 ms (under 0.9 x 2).
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0), &trial), 1) << i;
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, microseconds(1500), milliseconds(0), &trial), 2) << i;
+  // A trial's held runs of 2 ms, then as many with both threads of 1.5 ms
+  // (under 0.9 x 2).
+  const int trial_runs = static_cast<int>(HoldTrial::kTrialRuns);
+  for (int i = 0; i < trial_runs; ++i) EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0), &trial), 1) << i;
+  for (int i = 0; i < trial_runs; ++i) EXPECT_EQ(run(machine, watch, microseconds(1500), milliseconds(0), &trial), 2) << i;
   // The verdict holds for 100 runs, whatever they take, then a new trial.
   for (int i = 0; i < 100; ++i) EXPECT_EQ(run(machine, watch, milliseconds(9), milliseconds(0), &trial), 2) << i;
   EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0), &trial), 1);
-  EXPECT_EQ(watch.held_runs(), 6);  // runs with both threads were not held
+  EXPECT_EQ(watch.held_runs(), trial_runs + 1);  // runs with both threads were not held
   // A session without a trial is held as before.
   EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0)), 1);
 }
@@ -123,12 +125,13 @@ TEST(ContentionWatch, ASessionIsHeldWhenItsThreadsSaveTooLittle) {
   hold_from_now_on(machine, watch);
   HoldTrial trial;
   // Held 20 ms; 18.5 ms with both threads saves 7.5%, under the 10% asked.
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1) << i;
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, microseconds(18500), milliseconds(0), &trial), 2) << i;
+  const int trial_runs = static_cast<int>(HoldTrial::kTrialRuns);
+  for (int i = 0; i < trial_runs; ++i) EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1) << i;
+  for (int i = 0; i < trial_runs; ++i) EXPECT_EQ(run(machine, watch, microseconds(18500), milliseconds(0), &trial), 2) << i;
   for (int i = 0; i < 100; ++i) EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1) << i;
   // The next trial: its held runs first.
   EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1);
-  EXPECT_EQ(watch.held_runs(), 106);
+  EXPECT_EQ(watch.held_runs(), trial_runs + 100 + 1);
 }
 
 TEST(ContentionWatch, ThisProcessWaitsAreReadable) {

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "ir/model.h"
-#include "runtime/contention.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
 
@@ -70,8 +69,6 @@ struct GraphPlan {
   mutable std::mutex memo_mutex;
   // Whether a session of this plan has run (its first run does one-time work).
   mutable std::atomic<bool> first_run_done{false};
-  // Whether its runs take their threads while the contention watch holds runs.
-  mutable HoldTrial hold_trial;
 };
 
 // The limits of a run and what it has used of them, shared by the frames of

@@ -173,7 +173,7 @@ Result<std::vector<Datum>> Session::run(const NamedValues& feeds, const RunLimit
   int threads = options_.threads > 0 ? threads_ : std::max(1, threads_ / run.count());
   ContentionWatch& watch = ContentionWatch::process();
   ContentionWatch::RunStart start{.threads = threads};
-  if (options_.adapt_to_load) start = watch.start_run(threads, &plan_->hold_trial);
+  if (options_.adapt_to_load) start = watch.start_run(threads, &hold_trial_);
   // OpenMP's thread count is per calling thread, so concurrent runs with
   // different settings do not disturb each other.
   omp_set_num_threads(start.threads);

@@ -13,6 +13,7 @@
 
 #include "ir/inline_functions.h"
 #include "ir/model.h"
+#include "runtime/contention.h"
 #include "runtime/datum.h"
 #include "util/result.h"
 
@@ -116,6 +117,8 @@ class Session {
   SessionOptions options_;
   int threads_ = 1;
   std::shared_ptr<const GraphPlan> plan_;
+  // Whether runs take their threads while the contention watch holds runs.
+  mutable HoldTrial hold_trial_;
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
 };

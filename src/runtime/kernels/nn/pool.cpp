@@ -372,11 +372,14 @@ __attribute__((always_inline)) inline void max_pool_rows(const float* x, float* 
     const int64_t r = row % oh;
     const float* in = x + row / oh * ih * iw * L;
     float* out = y + row * ow * L;
+    // The window's rows inside the input, the same for every column: [i_begin, i_end).
+    int64_t i_begin = 0, i_end = kh;
+    while (i_begin < kh && r * sh - ph + i_begin * dh < 0) ++i_begin;
+    while (i_end > i_begin && r * sh - ph + (i_end - 1) * dh >= ih) --i_end;
     auto column = [&](int64_t c, bool checked) __attribute__((always_inline)) {
       Pixel best = Pixel{} - std::numeric_limits<float>::infinity();
-      for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t i = i_begin; i < i_end; ++i) {
         const int64_t h = r * sh - ph + i * dh;
-        if (h < 0 || h >= ih) continue;
         for (int64_t j = 0; j < kw; ++j) {
           const int64_t w = c * sw - pw + j * dw;
           if (checked && (w < 0 || w >= iw)) continue;

@@ -95,43 +95,45 @@ TEST(ContentionWatch, WithoutSchedulerStatisticsNothingIsHeld) {
   }
 }
 
-// Holds for the rest of the test: a first run of 30 ms that waited 20.
-void hold_from_now_on(FakeMachine& machine, ContentionWatch& watch) {
-  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(20)), 2);
-  machine.now -= std::chrono::hours(1);  // held_until_ is an hour and 100 ms ahead
-}
-
-TEST(ContentionWatch, ASessionKeepsItsThreadsWhenItsTrialShowsThemFaster) {
+// A watch that holds runs for the rest of the test (a first run of 30 ms
+// that waited 20), and one session's trial under it.
+struct TrialUnderHold {
   FakeMachine machine;
   ContentionWatch watch = machine.watch();
-  hold_from_now_on(machine, watch);
   HoldTrial trial;
-  // A trial's held runs of 2 ms, then as many with both threads of 1.5 ms
-  // (under 0.9 x 2).
-  const int trial_runs = static_cast<int>(HoldTrial::kTrialRuns);
-  for (int i = 0; i < trial_runs; ++i) EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0), &trial), 1) << i;
-  for (int i = 0; i < trial_runs; ++i) EXPECT_EQ(run(machine, watch, microseconds(1500), milliseconds(0), &trial), 2) << i;
+  static constexpr int kTrialRuns = static_cast<int>(HoldTrial::kTrialRuns);
+
+  TrialUnderHold() {
+    EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(20)), 2);
+    machine.now -= std::chrono::hours(1);  // held_until_ is an hour and 100 ms ahead
+  }
+  // The threads a run of the session that took `wall` used.
+  int session_run(microseconds wall) { return run(machine, watch, wall, milliseconds(0), &trial); }
+  // The trial: its held runs of `held`, then as many with both threads of `spread`.
+  void trial_runs(microseconds held, microseconds spread) {
+    for (int i = 0; i < kTrialRuns; ++i) EXPECT_EQ(session_run(held), 1) << i;
+    for (int i = 0; i < kTrialRuns; ++i) EXPECT_EQ(session_run(spread), 2) << i;
+  }
+};
+
+TEST(ContentionWatch, ASessionKeepsItsThreadsWhenItsTrialShowsThemFaster) {
+  TrialUnderHold t;
+  t.trial_runs(milliseconds(2), microseconds(1500));  // under 0.9 x 2
   // The verdict holds for 100 runs, whatever they take, then a new trial.
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(run(machine, watch, milliseconds(9), milliseconds(0), &trial), 2) << i;
-  EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0), &trial), 1);
-  EXPECT_EQ(watch.held_runs(), trial_runs + 1);  // runs with both threads were not held
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(t.session_run(milliseconds(9)), 2) << i;
+  EXPECT_EQ(t.session_run(milliseconds(2)), 1);
+  EXPECT_EQ(t.watch.held_runs(), TrialUnderHold::kTrialRuns + 1);  // runs with both threads were not held
   // A session without a trial is held as before.
-  EXPECT_EQ(run(machine, watch, milliseconds(2), milliseconds(0)), 1);
+  EXPECT_EQ(run(t.machine, t.watch, milliseconds(2), milliseconds(0)), 1);
 }
 
 TEST(ContentionWatch, ASessionIsHeldWhenItsThreadsSaveTooLittle) {
-  FakeMachine machine;
-  ContentionWatch watch = machine.watch();
-  hold_from_now_on(machine, watch);
-  HoldTrial trial;
-  // Held 20 ms; 18.5 ms with both threads saves 7.5%, under the 10% asked.
-  const int trial_runs = static_cast<int>(HoldTrial::kTrialRuns);
-  for (int i = 0; i < trial_runs; ++i) EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1) << i;
-  for (int i = 0; i < trial_runs; ++i) EXPECT_EQ(run(machine, watch, microseconds(18500), milliseconds(0), &trial), 2) << i;
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1) << i;
+  TrialUnderHold t;
+  t.trial_runs(milliseconds(20), microseconds(18500));  // saves 7.5%, under the 10% asked
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(t.session_run(milliseconds(20)), 1) << i;
   // The next trial: its held runs first.
-  EXPECT_EQ(run(machine, watch, milliseconds(20), milliseconds(0), &trial), 1);
-  EXPECT_EQ(watch.held_runs(), trial_runs + 100 + 1);
+  EXPECT_EQ(t.session_run(milliseconds(20)), 1);
+  EXPECT_EQ(t.watch.held_runs(), TrialUnderHold::kTrialRuns + 100 + 1);
 }
 
 TEST(ContentionWatch, ThisProcessWaitsAreReadable) {

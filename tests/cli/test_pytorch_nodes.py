@@ -7,7 +7,9 @@ Each folder ends one of three ways: it converts and matches; it is refused
 with one line naming the op, the node and why (nothing written); or it is
 listed in tests/cli/pytorch_expected_failures.txt with the reason it cannot
 match. The list is enforced both ways: a listed folder that now passes
-fails the test too, so the list never goes stale.
+fails the test too, so the list never goes stale; but for folders listed
+as "random draws", which match by chance now and then (test_bernoulli_seed's
+ten draws: about 1 run in 160).
 
 usage: test_pytorch_nodes.py --onnxkit PATH [--data DIR] [--expected FILE] [--only SUBSTRING] [--report]"""
 
@@ -189,7 +191,8 @@ def main():
     for name, (verdict, detail) in verdicts.items():
         if verdict == "fail" and name not in expected:
             problems.append(f"FAIL {name}: {detail}")
-        if verdict != "fail" and name in expected and not args.only:
+        by_chance = expected.get(name, "").startswith("random draws")
+        if verdict != "fail" and name in expected and not by_chance and not args.only:
             problems.append(f"NOW {verdict.upper()}: {name} is listed in {os.path.basename(args.expected)}; remove it")
     if not args.only:
         for name in expected:

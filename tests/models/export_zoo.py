@@ -147,13 +147,14 @@ class RecurrentTagger(nn.Module):
 
 def stft_filters(n_fft):
     """Real and imaginary DFT rows of a Hann-windowed frame, as Conv1d
-    filters [2 * (n_fft / 2 + 1), 1, n_fft]."""
+    filters [2 * (n_fft / 2 + 1), 1, n_fft]: made in double precision and
+    rounded once, as Silero's np.fft.fft(np.eye(n_fft)) basis is."""
     bins = n_fft // 2 + 1
-    k = torch.arange(bins).unsqueeze(1)
-    n = torch.arange(n_fft).unsqueeze(0)
-    window = torch.hann_window(n_fft, periodic=True)
+    k = torch.arange(bins, dtype=torch.float64).unsqueeze(1)
+    n = torch.arange(n_fft, dtype=torch.float64).unsqueeze(0)
+    window = torch.hann_window(n_fft, periodic=True, dtype=torch.float64)
     angle = 2 * math.pi * k * n / n_fft
-    return torch.cat([torch.cos(angle) * window, -torch.sin(angle) * window]).unsqueeze(1)
+    return torch.cat([torch.cos(angle) * window, -torch.sin(angle) * window]).float().unsqueeze(1)
 
 
 class VadLike(nn.Module):

@@ -10,6 +10,7 @@
 
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
+#include "runtime/kernels/nn/fourier_conv.h"
 #include "runtime/parallel.h"
 #include "runtime/session.h"
 
@@ -313,7 +314,10 @@ KernelFactory conv_kernel() {
       dnnl = DnnlConvCache::shared(*w, b, activation, ActivationLayout::plain, info.options().prepack_weights);
     std::optional<size_t> residual_input;
     if (activation.add_residual) residual_input = FusedActivation::kResidualInput;
-    return ComputeFn([attrs, fixed, dnnl, activation, residual_input](KernelContext& ctx) -> Status {
+    std::shared_ptr<const FourierConv> fourier;
+    if (w != nullptr && activation.kind == FusedActivation::Kind::none && !activation.add_residual)
+      if (auto basis = FourierConv::recognize(*w)) fourier = std::make_shared<const FourierConv>(std::move(*basis));
+    return ComputeFn([attrs, fixed, dnnl, fourier, activation, residual_input](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));
       if (w->dtype() != x->dtype()) return make_error("W has type {}, X has {}", to_string(w->dtype()), to_string(x->dtype()));
@@ -329,6 +333,10 @@ KernelFactory conv_kernel() {
         ONNXKIT_ASSIGN(residual, ctx.tensor(*residual_input));
       }
       Tensor& y = ctx.output(0, x->dtype(), p->y_shape());
+      if (fourier && x->dtype() == DataType::float32 && y.numel() > 0 && FourierConv::fits(*p)) {
+        fourier->run(*p, x->data<float>(), bias != nullptr ? bias->data<float>() : nullptr, y.mutable_data<float>());
+        return {};
+      }
       if (x->dtype() == DataType::float32 && y.numel() > 0 && runs_as_frame_products(*p)) {
         ONNXKIT_TRY(check_residual(residual, y));
         conv_as_frame_products(*p, x->data<float>(), w->data<float>(), bias != nullptr ? bias->data<float>() : nullptr,

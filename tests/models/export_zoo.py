@@ -25,9 +25,10 @@ with ONNX Runtime). The
 others keep batch 1: the detectors (their pre- and post-processing handle a
 list of images one by one), the BERT-like encoder (its export bakes
 batch 1 into Reshape constants) and the control-flow model (a scripted
-module, whose shapes torch does not track). Two have more symbolic dims
-(Spec.dynamic_dims): squeezenet1_1_dynamic_hw ("height", "width") and
-vad_sample_rate ("samples"), models no fixed input size describes.
+module, whose shapes torch does not track). Some have more symbolic dims
+(Spec.dynamic_dims): squeezenet1_1_dynamic_hw and ocr_det ("height",
+"width"), ocr_rec ("width") and vad_sample_rate ("samples"), models no
+fixed input size describes.
 
 Weights are random: the tests compare numbers, not accuracy."""
 
@@ -244,6 +245,124 @@ class SampleRateVad(nn.Module):
         return torch.sigmoid(self.head(torch.relu(features)))
 
 
+class TextDetector(nn.Module):
+    """In the style of PaddleOCR's mobile text detector (DBNet): torchvision's
+    MobileNetV3-Large at width 0.5 (PaddleOCR's det backbone, same taps: 16,
+    24, 56 and 480 channels at strides 4 to 32), an FPN to 96 channels with
+    nearest upsampling, its four levels upsampled to stride 4 and
+    concatenated, and the DB head: 3x3 conv, two stride-2 ConvTranspose,
+    Sigmoid: a text probability map [b, 1, H, W] of any H, W divisible by 32."""
+
+    def __init__(self, inner=96):
+        super().__init__()
+        self.features = torchvision.models.mobilenet_v3_large(weights=None, width_mult=0.5).features
+        self.taps = (3, 6, 12, 16)
+        self.lateral = nn.ModuleList(nn.Conv2d(c, inner, 1, bias=False) for c in (16, 24, 56, 480))
+        self.smooth = nn.ModuleList(nn.Conv2d(inner, inner // 4, 3, padding=1, bias=False) for _ in range(4))
+        quarter = inner // 4
+        self.head = nn.Sequential(
+            nn.Conv2d(inner, quarter, 3, padding=1, bias=False), nn.BatchNorm2d(quarter), nn.ReLU(),
+            nn.ConvTranspose2d(quarter, quarter, 2, stride=2), nn.BatchNorm2d(quarter), nn.ReLU(),
+            nn.ConvTranspose2d(quarter, 1, 2, stride=2), nn.Sigmoid())
+
+    def forward(self, x):
+        levels = []
+        for i, layer in enumerate(self.features):
+            x = layer(x)
+            if i in self.taps:
+                levels.append(x)
+        c2, c3, c4, c5 = (conv(level) for conv, level in zip(self.lateral, levels))
+        p4 = c4 + F.interpolate(c5, scale_factor=2.0, mode="nearest")
+        p3 = c3 + F.interpolate(p4, scale_factor=2.0, mode="nearest")
+        p2 = c2 + F.interpolate(p3, scale_factor=2.0, mode="nearest")
+        fused = torch.cat([F.interpolate(conv(p), scale_factor=float(2 ** (3 - i)), mode="nearest") if i < 3 else conv(p)
+                           for i, (conv, p) in enumerate(zip(self.smooth, (c5, p4, p3, p2)))], dim=1)
+        return self.head(fused)
+
+
+class ConvUnit(nn.Sequential):
+    """Conv2d + BatchNorm + activation; groups = channels for a depthwise one."""
+
+    def __init__(self, cin, cout, kernel, stride, groups=1, act=nn.Hardswish):
+        super().__init__(nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(cout), act())
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.reduce, self.expand = nn.Conv2d(c, c // 4, 1), nn.Conv2d(c // 4, c, 1)
+
+    def forward(self, x):
+        gate = F.hardsigmoid(self.expand(F.relu(self.reduce(F.adaptive_avg_pool2d(x, 1)))))
+        return x * gate
+
+
+class SeparableBlock(nn.Sequential):
+    """PP-LCNet's block: depthwise conv (stride 2 or (2, 1) to shrink),
+    optional squeeze-excitation, pointwise conv, HardSwish after each conv."""
+
+    def __init__(self, cin, cout, kernel, stride, se=False):
+        layers = [ConvUnit(cin, cin, kernel, stride, groups=cin)]
+        if se:
+            layers.append(SqueezeExcite(cin))
+        layers.append(ConvUnit(cin, cout, 1, 1))
+        super().__init__(*layers)
+
+
+def lcnet(config, cin=3, stem=16):
+    """A PP-LCNet-style stack: a stride-2 stem, then SeparableBlocks of
+    (out channels, kernel, stride, se)."""
+    layers, c = [ConvUnit(cin, stem, 3, 2)], stem
+    for cout, kernel, stride, se in config:
+        layers.append(SeparableBlock(c, cout, kernel, stride, se))
+        c = cout
+    return nn.Sequential(*layers), c
+
+
+class TextRecognizer(nn.Module):
+    """In the style of PaddleOCR's mobile text recognizer (CRNN with CTC): a
+    PP-LCNet-style backbone whose later strides halve only the height, a
+    2x2 max pool to height 1, the width as a sequence, a 2-layer BiLSTM of
+    48, a Linear to 6625 classes (the Chinese dictionary plus blank) and
+    Softmax: [b, 3, 32, W] -> [b, W / 4, 6625] for any W divisible by 4."""
+
+    def __init__(self, classes=6625, hidden=48):
+        super().__init__()
+        self.backbone, c = lcnet([(32, 3, 1, False), (64, 3, (2, 1), False), (64, 3, 1, False), (128, 3, (2, 1), False),
+                                  (128, 5, 1, False), (128, 5, 1, False), (256, 5, (2, 1), True), (256, 5, 1, True)])
+        self.pool = nn.MaxPool2d(2, 2)
+        self.rnn = nn.LSTM(c, hidden, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(2 * hidden, classes)
+
+    def forward(self, x):
+        features = self.pool(self.backbone(x)).squeeze(2).transpose(1, 2)
+        sequence, _ = self.rnn(features)
+        return torch.softmax(self.fc(sequence), dim=2)
+
+
+class TextAngleClassifier(nn.Module):
+    """In the style of PaddleOCR's text direction classifier: a small
+    PP-LCNet-style backbone on a 48 x 192 crop, global average pool, Linear
+    to two classes (0 or 180 degrees), Softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone, c = lcnet([(24, 3, 1, False), (32, 3, 2, False), (32, 3, 1, False), (64, 3, 2, False),
+                                  (64, 5, 1, False), (128, 5, 2, True), (128, 5, 1, True)], stem=16)
+        self.fc = nn.Linear(c, 2)
+
+    def forward(self, x):
+        return torch.softmax(self.fc(F.adaptive_avg_pool2d(self.backbone(x), 1).flatten(1)), dim=1)
+
+
+def text_images(n, height, width):
+    """Dark strokes on a light background: rows of random bars."""
+    bars = (torch.rand(n, 1, height // 4, width // 4) > 0.6).float()
+    ink = F.interpolate(bars, size=(height, width), mode="nearest")
+    return (0.9 - 0.7 * ink + 0.05 * torch.rand(n, 3, height, width)).clamp(0, 1)
+
+
 # ---------------------------------------------------------------------------
 # Wrappers that give torchvision's dict and list outputs plain tensors.
 
@@ -358,6 +477,13 @@ MODELS = {
                             dynamic_dims={"audio": {1: "samples"}, "speech_prob": {1: "frames"}}),
     "scalar_input": Spec(ScalarInput, lambda n: (audio(n), torch.tensor(16000)), ["audio", "sample_rate"],
                          dynamic_batch=True),
+    # PaddleOCR's three stages, their inputs of any size, as its exports are.
+    "ocr_det": Spec(TextDetector, lambda n: (text_images(n, 640, 640),), ["input"], ["probability"], dynamic_batch=True,
+                    dynamic_dims={"input": {2: "height", 3: "width"}, "probability": {2: "height", 3: "width"}}),
+    "ocr_rec": Spec(TextRecognizer, lambda n: (text_images(n, 32, 320),), ["input"], ["probabilities"],
+                    dynamic_batch=True, dynamic_dims={"input": {3: "width"}, "probabilities": {1: "steps"}}),
+    "ocr_cls": Spec(TextAngleClassifier, lambda n: (text_images(n, 48, 192),), ["input"], ["probabilities"],
+                    dynamic_batch=True),
 }
 
 

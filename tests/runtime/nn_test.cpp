@@ -382,6 +382,39 @@ TEST(NnConvTranspose, GroupsStridesDilationsPadsAndOutputPadding) {
   expect_tensor_near(out[0].tensor(), f32(ys, y3));
 }
 
+// Kernel = stride: patches that do not overlap (conv.cpp's per-row
+// products), 2-D with groups, bias and a batch of 2, large enough for two
+// threads; 1-D; and the same geometry with output padding (overlap-free but
+// not the path) and with a kernel wider than its stride (the general path).
+TEST(NnConvTranspose, KernelEqualToStride) {
+  struct Case {
+    Shape xs, ws;
+    ConvCase c;
+    Ints out_pad;
+  };
+  for (const Case& k : {Case{{2, 6, 40, 48}, {6, 4, 2, 3}, {{2, 3}, {0, 0, 0, 0}, {1, 1}, 2}, {0, 0}},
+                        Case{{1, 3, 9}, {3, 5, 4}, {{4}, {0, 0}, {1}, 1}, {0}},
+                        Case{{1, 2, 5, 4}, {2, 3, 2, 2}, {{2, 2}, {0, 0, 0, 0}, {1, 1}, 1}, {1, 1}},
+                        Case{{1, 2, 5, 4}, {2, 3, 3, 3}, {{2, 2}, {1, 1, 1, 1}, {1, 1}, 1}, {0, 0}}}) {
+    const Doubles x = pattern(product(k.xs), 9), w = pattern(product(k.ws), 10);
+    Shape ys;
+    Doubles y = naive_conv_transpose(x, k.xs, w, k.ws, k.c, k.out_pad, ys);
+    const int64_t channels = ys[1], plane = product(ys) / (ys[0] * channels);
+    const Doubles b = pattern(channels, 11);
+    for (int64_t q = 0; q < product(ys); ++q) y[static_cast<size_t>(q)] += b[static_cast<size_t>(q / plane % channels)];
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << "X " << runtime::shape_to_string(k.xs) << ", W " << runtime::shape_to_string(k.ws)
+                                        << ", " << threads << " threads");
+      auto out = run_node({.op_type = "ConvTranspose",
+                           .inputs = {{"x", f32(k.xs, x)}, {"w", f32(k.ws, w), true}, {"b", f32({channels}, b), true}},
+                           .attributes = {attr("strides", k.c.strides), attr("pads", k.c.pads), attr("group", k.c.group),
+                                          attr("output_padding", k.out_pad)},
+                           .threads = threads});
+      expect_tensor_near(out[0].tensor(), f32(ys, y), 1e-4, 1e-5);
+    }
+  }
+}
+
 TEST(NnConvTranspose, AutoPadAndOutputShape) {
   // x = [1, 2, 3], w = [1, 1, 1], stride 2: the full scatter is
   // [1, 1, 1+2, 2, 2+3, 3, 3] = [1, 1, 3, 2, 5, 3, 3] (7 positions).

@@ -449,13 +449,60 @@ Result<ConvTransposeParams> make_conv_transpose_params(const ConvTransposeAttrib
   return p;
 }
 
+// True when each input pixel of a ConvTranspose writes a patch of Y of its
+// own: kernel = stride, no dilation, pads or output padding (the learned 2x
+// upsampling of U-Nets and of DBNet's head). 1-D or 2-D.
+bool patches_do_not_overlap(const ConvTransposeParams& p) {
+  const WindowGeometry& g = p.window;
+  if (g.rank() < 1 || g.rank() > 2) return false;
+  for (size_t i = 0; i < g.rank(); ++i)
+    if (g.kernel[i] != g.strides[i] || g.dilations[i] != 1 || g.pads_begin[i] != 0 || g.pads_end[i] != 0 ||
+        g.in[i] != g.out[i] * g.strides[i])
+      return false;
+  return true;
+}
+
+// Such a ConvTranspose, float32: per input row one product of the weights
+// (`wt`: per group [M/group * kernel x C/group]) by that row gives all its
+// patches, which go into Y with the bias. The general path's image-sized
+// column buffer, zeroed Y, col2im and bias passes took DBNet's 24-channel
+// 160 x 160 -> 320 x 320 head 5.2 ms (ORT's 2.8).
+void conv_transpose_patches(const ConvTransposeParams& p, const float* x, const float* wt, const float* bias, float* y) {
+  const WindowGeometry& g = p.window;
+  const bool two_d = g.rank() == 2;
+  const int64_t kh = two_d ? g.kernel[0] : 1, kw = g.kernel.back(), xh = two_d ? g.out[0] : 1, xw = g.out.back();
+  const int64_t groups = p.group, cg = p.in_channels / groups, mg = p.out_channels / groups, rows = mg * kh * kw;
+  const int64_t yw = xw * kw, y_plane = xh * kh * yw;
+  const int64_t items = p.batch * groups * xh;
+  const double macs = static_cast<double>(items) * static_cast<double>(rows * xw * cg);
+  parallel_ranges(items, macs >= kParallelMacs, [&](int64_t from, int64_t to) {
+    thread_local std::vector<float> col;
+    col.resize(static_cast<size_t>(rows * xw));
+    for (int64_t item = from; item < to; ++item) {
+      const int64_t i = item % xh, gi = item / xh % groups, n = item / (xh * groups);
+      gemm(false, false, rows, xw, cg, 1.0f, wt + gi * rows * cg, cg, x + ((n * p.in_channels + gi * cg) * xh + i) * xw, xh * xw,
+           0.0f, col.data(), xw);
+      for (int64_t m = 0; m < mg; ++m) {
+        const int64_t channel = gi * mg + m;
+        const float shift = bias != nullptr ? bias[channel] : 0.0f;
+        for (int64_t a = 0; a < kh; ++a) {
+          float* out = y + (n * p.out_channels + channel) * y_plane + (i * kh + a) * yw;
+          for (int64_t b = 0; b < kw; ++b) {
+            const float* patch = col.data() + ((m * kh + a) * kw + b) * xw;
+            for (int64_t j = 0; j < xw; ++j) out[j * kw + b] = patch[j] + shift;
+          }
+        }
+      }
+    }
+  });
+}
+
 template <class T> void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w, const T* bias, T* y) {
   const WindowGeometry& g = p.window;
   const int64_t groups = p.group, cg = p.in_channels / groups, mg = p.out_channels / groups;
   const int64_t ksize = g.kernel_size(), rows = mg * ksize;
   const int64_t grid = g.out_size(), image = g.in_size();
   const int64_t y_numel = p.batch * p.out_channels * image;
-  std::fill(y, y + y_numel, T(0));
   if (p.batch == 0 || p.out_channels == 0 || image == 0) return;
   const bool parallel = p.batch * p.out_channels * ksize * grid * std::max<int64_t>(cg, 1) >= kParallelWork;
 
@@ -464,6 +511,9 @@ template <class T> void conv_transpose_compute(const ConvTransposeParams& p, con
   for (int64_t gi = 0; gi < groups; ++gi)
     for (int64_t c = 0; c < cg; ++c)
       for (int64_t r = 0; r < rows; ++r) wt[(gi * rows + r) * cg + c] = w[(gi * cg + c) * rows + r];
+  if constexpr (std::is_same_v<T, float>)
+    if (patches_do_not_overlap(p) && cg > 0) return conv_transpose_patches(p, x, wt.data(), bias, y);
+  std::fill(y, y + y_numel, T(0));
 
   std::vector<T> col(static_cast<size_t>(rows * grid));
   const int64_t tile = 256;
@@ -474,7 +524,7 @@ template <class T> void conv_transpose_compute(const ConvTransposeParams& p, con
       const T* wg = wt.data() + gi * rows * cg;
       parallel_for(tiles, parallel, [&](int64_t t) {
         const int64_t p0 = t * tile, width = std::min(grid, p0 + tile) - p0;
-        gemm_portable(false, false, rows, width, cg, T(1), wg, cg, xg + p0, grid, T(0), col.data() + p0, grid);
+        gemm(false, false, rows, width, cg, T(1), wg, cg, xg + p0, grid, T(0), col.data() + p0, grid);
       });
       T* yg = y + (n * p.out_channels + gi * mg) * image;
 #pragma omp parallel for if (parallel && mg > 1) schedule(dynamic)

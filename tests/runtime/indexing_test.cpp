@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "support/node_runner.h"
+#include "support/test_support.h"
 
 namespace onnxkit {
 namespace {
@@ -350,6 +351,31 @@ TEST(Indexing, ResizeAntialiasStretchesTheFilterWhenDownscaling) {
                          .attributes = attributes});
       expect_tensor_near(f[0].tensor(), Tensor::from<float>({2, n}, expected_rows), 1e-4, 1e-5);
     }
+}
+
+// Nearest integer upscales of the width, 2x (FPN's) and 3x, with the height
+// 2x and 1x, on maps large enough for two threads: y[h, w] = x[h / fh, w / fw]
+// (asymmetric coordinates rounded down, as torch exports its nearest
+// upsampling; half_pixel with round_prefer_floor picks the same).
+TEST(Indexing, ResizeNearestIntegerUpscales) {
+  const Tensor x = testing::random_tensor({2, 3, 37, 50}, 12);
+  for (auto [fh, fw] : {std::pair<int64_t, int64_t>{2, 2}, {1, 3}, {2, 3}})
+    for (auto [coordinates, rounding] : {std::pair{"asymmetric", "floor"}, {"half_pixel", "round_prefer_floor"}})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << fh << "x" << fw << ", " << coordinates << ", " << threads << " threads");
+        auto out =
+            run_node({.op_type = "Resize",
+                      .opset = 13,
+                      .inputs = {{"x", x}, {"", Tensor()}, {"s", f32({1, 1, static_cast<float>(fh), static_cast<float>(fw)})}},
+                      .attributes = {attr("coordinate_transformation_mode", coordinates), attr("nearest_mode", rounding)},
+                      .threads = threads});
+        Tensor expected(DataType::float32, {2, 3, 37 * fh, 50 * fw});
+        for (int64_t p = 0; p < 6; ++p)
+          for (int64_t h = 0; h < 37 * fh; ++h)
+            for (int64_t w = 0; w < 50 * fw; ++w)
+              expected.mutable_data<float>()[(p * 37 * fh + h) * 50 * fw + w] = x.data<float>()[(p * 37 + h / fh) * 50 + w / fw];
+        expect_tensor_near(out[0].tensor(), expected, 0, 0);
+      }
 }
 
 TEST(Indexing, ResizeTfCropAndResizeExtrapolates) {

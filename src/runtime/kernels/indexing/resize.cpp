@@ -487,6 +487,12 @@ void resize_image(const Tensor& x, const std::vector<AxisTable>& tables, const O
 
   if (o.mode == Mode::nearest) {
     const int64_t work = planes * out_h;
+    const bool any_outside = std::any_of(tw.outside.begin(), tw.outside.end(), [](char c) { return c != 0; });
+    // An integer upscale of the width (FPN's 2x): each input element goes
+    // to `factor` neighbours, a loop without the table's gather.
+    int64_t factor = in_w > 0 && out_w % in_w == 0 ? out_w / in_w : 0;
+    for (int64_t ow = 0; factor > 0 && ow < out_w; ++ow)
+      if (tw.outside[static_cast<size_t>(ow)] || tw.index[static_cast<size_t>(ow)] != ow / factor) factor = 0;
     auto rows = [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
         const int64_t p = r / out_h, oh = r % out_h;
@@ -501,8 +507,14 @@ void resize_image(const Tensor& x, const std::vector<AxisTable>& tables, const O
           continue;
         }
         const float* src = in + (p * in_h + ih) * in_w;
-        for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] = src[tw.index[static_cast<size_t>(ow)]];
-        fill_outside_columns(dst);
+        if (factor == 2) {
+          for (int64_t iw = 0; iw < in_w; ++iw) dst[2 * iw] = dst[2 * iw + 1] = src[iw];
+        } else if (factor > 0) {
+          for (int64_t iw = 0; iw < in_w; ++iw) std::fill_n(dst + iw * factor, factor, src[iw]);
+        } else {
+          for (int64_t ow = 0; ow < out_w; ++ow) dst[ow] = src[tw.index[static_cast<size_t>(ow)]];
+          if (any_outside) fill_outside_columns(dst);
+        }
       }
     };
     if (work < 2 || y.numel() < kParallelWork) {

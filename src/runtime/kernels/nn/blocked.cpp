@@ -402,33 +402,6 @@ class BlockedPad final : public Kernel {
   int64_t channels_;
 };
 
-class ToBlocked final : public Kernel {
- public:
-  explicit ToBlocked(int64_t channels) : channels_(channels) {}
-  Status compute(KernelContext& ctx) const override {
-    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-    ONNXKIT_TRY(check_plain_activation(*x, channels_));
-    const int64_t n = x->dim(0), c = channels_, hw = x->dim(2) * x->dim(3), cb = blocks(c), B = channel_block();
-    Tensor& y = ctx.output(0, DataType::float32, blocked_shape(n, c, x->dim(2), x->dim(3)));
-    const float* src = x->data<float>();
-    float* dst = y.mutable_data<float>();
-#pragma omp parallel for collapse(2) if (n * cb * hw >= (1 << 14))
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t b = 0; b < cb; ++b) {
-        float* out = dst + (i * cb + b) * hw * B;
-        const int64_t lanes = std::min(B, c - b * B);
-        for (int64_t p = 0; p < hw; ++p) {
-          for (int64_t l = 0; l < lanes; ++l) out[p * B + l] = src[(i * c + b * B + l) * hw + p];
-          for (int64_t l = lanes; l < B; ++l) out[p * B + l] = 0.0f;
-        }
-      }
-    return {};
-  }
-
- private:
-  int64_t channels_;
-};
-
 // Reorders out of the blocked layout go by tiles of 64 pixels of one channel
 // block (4 KiB with blocks of 16), which stay in L1 while their channels
 // are written out: body(image, block, first, end) for each, the pixels
@@ -447,6 +420,35 @@ template <class Body> void for_each_pixel_tile(int64_t images, int64_t blocks, i
     }
   });
 }
+
+class ToBlocked final : public Kernel {
+ public:
+  explicit ToBlocked(int64_t channels) : channels_(channels) {}
+  Status compute(KernelContext& ctx) const override {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    ONNXKIT_TRY(check_plain_activation(*x, channels_));
+    const int64_t n = x->dim(0), c = channels_, hw = x->dim(2) * x->dim(3), cb = blocks(c), B = channel_block();
+    Tensor& y = ctx.output(0, DataType::float32, blocked_shape(n, c, x->dim(2), x->dim(3)));
+    const float* src = x->data<float>();
+    float* dst = y.mutable_data<float>();
+    // By tiles of pixels, each channel's run read whole (see ToPlain): pixel
+    // by pixel, 16 channels at a time, a DBNet head's 96 x 160 x 160 input
+    // took 3.2 ms.
+    for_each_pixel_tile(n, cb, hw, n * cb * hw >= (1 << 14), [&](int64_t i, int64_t b, int64_t first, int64_t end) {
+      float* out = dst + (i * cb + b) * hw * B;
+      const int64_t lanes = std::min(B, c - b * B);
+      for (int64_t l = 0; l < lanes; ++l) {
+        const float* row = src + (i * c + b * B + l) * hw;
+        for (int64_t p = first; p < end; ++p) out[p * B + l] = row[p];
+      }
+      for (int64_t p = first; p < end; ++p) std::fill(out + p * B + lanes, out + (p + 1) * B, 0.0f);
+    });
+    return {};
+  }
+
+ private:
+  int64_t channels_;
+};
 
 class ToPlain final : public Kernel {
  public:

@@ -219,6 +219,35 @@ g (float[1,16,11,12] x) => (float[1,10,5,6] y) {
 // zero, and the Clip after the second BN is applied by it. A Pad with a
 // value other than zero runs plain. Were the BNs or the Pads plain, a
 // ToBlocked would come back before c2 and nothing would fuse into the BNs.
+TEST(BlockedLayout, NearestResizesOfHeightAndWidthStayBlocked) {
+  // An FPN level: two maps upsampled 2x (torch's asymmetric floor), added
+  // and convolved; a 1.5x half_pixel resize (rounded to the nearest); and
+  // one that resizes C as well, which runs plain. 20 channels: a partial
+  // block whose padding must stay zero through the copies.
+  auto model = with_weights(
+      R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,20,8,9] x) => (float[1,20,16,18] y, float[1,20,12,13] z, float[1,40,8,9] c) {
+  c1 = Conv <kernel_shape = [1,1]> (x, w1, b1)
+  c2 = Conv <kernel_shape = [1,1]> (x, w2, b2)
+  twice = Constant <value = float[4] {1, 1, 2, 2}> ()
+  u1 = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (c1, , twice)
+  u2 = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (c2, , twice)
+  sum = Add(u1, u2)
+  y = Conv <kernel_shape = [3,3], pads = [1,1,1,1]> (sum, w3, b3)
+  half = Constant <value = float[4] {1, 1, 1.5, 1.5}> ()
+  z = Resize <mode = "nearest"> (c1, , half)
+  channels = Constant <value = float[4] {1, 2, 1, 1}> ()
+  c = Resize <mode = "nearest"> (c2, , channels)
+})",
+      {{"w1", {20, 20, 1, 1}}, {"b1", {20}}, {"w2", {20, 20, 1, 1}}, {"b2", {20}}, {"w3", {20, 20, 3, 3}}, {"b3", {20}}});
+  expect_blocked_equals_plain(model, random_tensor({1, 20, 8, 9}, 13), 1, 0, std::nullopt, true,
+                              [](const runtime::Session& session, bool blocked_layout) {
+                                // y and z from blocked values, c2 out for c: three.
+                                if (blocked_layout) EXPECT_EQ(count_steps(session, "ToPlain"), 3u);
+                              });
+}
+
 TEST(BlockedLayout, BatchNormsWithTheirActivationsAndZeroPadsStayBlocked) {
   std::string var;  // a positive variance per channel
   for (int c = 0; c < 20; ++c) var += (c > 0 ? ", " : "") + std::to_string(0.2 + 0.1 * c);

@@ -21,6 +21,7 @@
 #include <set>
 
 #include "runtime/kernels/indexing/indexing.h"
+#include "runtime/kernels/nn/blocked.h"
 #include "runtime/parallel.h"
 
 namespace onnxkit::runtime::indexing {
@@ -150,12 +151,13 @@ Result<const Tensor*> optional_input(KernelContext& ctx, int index) {
 
 int64_t floor_to_int(double v) { return static_cast<int64_t>(std::floor(v)); }
 
-Result<std::vector<AxisGeometry>> geometry(KernelContext& ctx, const Tensor& x, const Options& o) {
-  const size_t rank = x.rank();
+// `x`: the input's shape (logical, for a blocked input).
+Result<std::vector<AxisGeometry>> geometry(KernelContext& ctx, const Shape& x, const Options& o) {
+  const size_t rank = x.size();
   std::vector<AxisGeometry> g(rank);
   for (size_t d = 0; d < rank; ++d) {
-    g[d].in = g[d].out = x.dim(d);
-    g[d].width = static_cast<double>(x.dim(d));
+    g[d].in = g[d].out = x[d];
+    g[d].width = static_cast<double>(x[d]);
   }
   // The axes that roi, scales and sizes list.
   std::vector<size_t> axes;
@@ -193,7 +195,7 @@ Result<std::vector<AxisGeometry>> geometry(KernelContext& ctx, const Tensor& x, 
   const size_t count = scales.empty() ? sizes.size() : scales.size();
   if (count != axes.size())
     return make_error("{} has {} values for {} {}", listed, count, axes.size(),
-                      o.axes ? "axes" : fmt::format("dims of the input (shape {})", shape_to_string(x.shape())));
+                      o.axes ? "axes" : fmt::format("dims of the input (shape {})", shape_to_string(x)));
 
   if (o.coord == Coord::tf_crop_and_resize) {
     ONNXKIT_ASSIGN(const Tensor* roi_t, optional_input(ctx, o.roi_input));
@@ -696,7 +698,7 @@ void resize_image(const Tensor& x, const std::vector<AxisTable>& tables, const O
 
 Status resize(KernelContext& ctx, const Options& o) {
   ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-  ONNXKIT_ASSIGN(std::vector<AxisGeometry> g, geometry(ctx, *x, o));
+  ONNXKIT_ASSIGN(std::vector<AxisGeometry> g, geometry(ctx, x->shape(), o));
   Shape out_shape(g.size());
   for (size_t d = 0; d < g.size(); ++d) out_shape[d] = g[d].out;
   ONNXKIT_TRY(checked_size(out_shape, "the resized output"));
@@ -724,7 +726,78 @@ Status resize(KernelContext& ctx, const Options& o) {
   });
 }
 
+// Nearest Resize of H and W on blocked activations: each output pixel is
+// the input pixel's vector of a block's channels, read where the plain
+// kernel's tables say.
+class BlockedResize final : public Kernel {
+ public:
+  BlockedResize(Options o, int64_t channels) : o_(std::move(o)), channels_(channels) {}
+
+  Status compute(KernelContext& ctx) const override {
+    ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
+    const int64_t lanes = nn::channel_block();
+    if (x->rank() != 5 || x->dim(4) != lanes || x->dim(1) != (channels_ + lanes - 1) / lanes)
+      return make_error("expected blocked activations of {} channels, got shape {}", channels_, shape_to_string(x->shape()));
+    const int64_t n = x->dim(0), blocks = x->dim(1), in_h = x->dim(2), in_w = x->dim(3);
+    ONNXKIT_ASSIGN(std::vector<AxisGeometry> g, geometry(ctx, Shape{n, channels_, in_h, in_w}, o_));
+    if (g[0].out != n || g[1].out != channels_)
+      return make_error("the scales resize N or C; the blocked layout was planned for H and W only");
+    const int64_t out_h = g[2].out, out_w = g[3].out;
+    Tensor& y = ctx.output(0, DataType::float32, nn::blocked_shape(n, channels_, out_h, out_w));
+    if (y.numel() == 0) return {};
+    const AxisTable rows = axis_table(g[2], o_), columns = axis_table(g[3], o_);
+    const float* in = x->data<float>();
+    float* out = y.mutable_data<float>();
+    const int64_t row_floats = out_w * lanes;
+    parallel_ranges(n * blocks * out_h, y.numel() >= kParallelWork, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        const int64_t plane = r / out_h, oh = r % out_h, ih = rows.index[static_cast<size_t>(oh)];
+        float* dst = out + r * row_floats;
+        if (r > first && oh > 0 && rows.index[static_cast<size_t>(oh - 1)] == ih) {  // an integer upscale's repeated row
+          std::copy_n(dst - row_floats, row_floats, dst);
+          continue;
+        }
+        const float* src = in + (plane * in_h + ih) * in_w * lanes;
+        for (int64_t ow = 0; ow < out_w; ++ow)
+          std::copy_n(src + columns.index[static_cast<size_t>(ow)] * lanes, lanes, dst + ow * lanes);
+      }
+    });
+    return {};
+  }
+
+ private:
+  Options o_;
+  int64_t channels_;
+};
+
 }  // namespace
+
+bool resize_runs_blocked(const ir::Node& node, const ConstantOf& constant) {
+  if (!node.is_onnx_op("Resize") || node.attr_string("mode", "nearest") != "nearest" ||
+      node.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize" ||
+      node.attribute("axes") != nullptr)
+    return false;
+  // Resize-10: X, scales; later: X, roi, scales, sizes.
+  const size_t count = node.inputs().size();
+  if (count > 4 || (count == 4 && node.input(3) != nullptr)) return false;
+  const Tensor* scales = constant(node.input(count == 2 ? 1 : 2));
+  if (count < 2 || scales == nullptr || scales->dtype() != DataType::float32 || scales->numel() != 4) return false;
+  const float* s = scales->data<float>();
+  return s[0] == 1 && s[1] == 1 && s[2] > 0 && s[3] > 0;
+}
+
+Result<std::unique_ptr<Kernel>> make_blocked_resize(const KernelInfo& info, int64_t channels) {
+  Options o;
+  if (info.opset() >= 11) {
+    ONNXKIT_ASSIGN(o, resize_options(info));
+  } else {
+    ONNXKIT_ASSIGN(o, legacy_options(info));
+    o.scales_input = 1;
+  }
+  if (o.mode != Mode::nearest || o.coord == Coord::tf_crop_and_resize || o.axes)
+    return make_error("only a nearest Resize of H and W runs on the blocked layout");
+  return std::unique_ptr<Kernel>(std::make_unique<BlockedResize>(std::move(o), channels));
+}
 
 void register_resize(KernelRegistry& r) {
   r.add("", "Upsample", 7, 8, make_kernel([](const KernelInfo& info) -> Result<ComputeFn> {
@@ -739,7 +812,9 @@ void register_resize(KernelRegistry& r) {
     return ComputeFn([o](KernelContext& ctx) { return resize(ctx, o); });
   });
   r.add("", "Upsample", 9, 9, legacy);
-  r.add("", "Resize", 10, 10, legacy);
+  // A nearest Resize of H and W runs on blocked activations (blocked.h).
+  const OpTraits blocked{.blocked = OpTraits::Blocked::own_kernel};
+  r.add("", "Resize", 10, 10, legacy, blocked);
   // 11: roi, sizes, coordinate modes, cubic; 13: tf_half_pixel_for_nn gone,
   // roi and scales optional; 18: antialias, axes, keep_aspect_ratio_policy;
   // 19: half_pixel_symmetric. resize_options reads what each opset defines.
@@ -747,10 +822,10 @@ void register_resize(KernelRegistry& r) {
     ONNXKIT_ASSIGN(Options o, resize_options(info));
     return ComputeFn([o](KernelContext& ctx) { return resize(ctx, o); });
   });
-  r.add("", "Resize", 11, 12, modern);
-  r.add("", "Resize", 13, 17, modern);
-  r.add("", "Resize", 18, 18, modern);
-  r.add("", "Resize", 19, kLatestOpset, modern);
+  r.add("", "Resize", 11, 12, modern, blocked);
+  r.add("", "Resize", 13, 17, modern, blocked);
+  r.add("", "Resize", 18, 18, modern, blocked);
+  r.add("", "Resize", 19, kLatestOpset, modern, blocked);
 }
 
 }  // namespace onnxkit::runtime::indexing

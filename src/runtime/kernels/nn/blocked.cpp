@@ -17,6 +17,7 @@
 
 #include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/fast_math.h"
+#include "runtime/kernels/indexing/indexing.h"
 #include "runtime/kernels/nn/conv.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/kernels/nn/nn.h"
@@ -920,6 +921,7 @@ int64_t blocked_output_channels(const ir::Node& node, const ChannelsOf& channels
   if (in < 0) return -1;
   if (node.op_type() == "Concat") return concat_output_channels(node, channels_of);
   if (node.op_type() == "Pad") return spatial_zero_pads(node, [&](size_t i) { return constant(node.input(i)); }) ? in : -1;
+  if (node.op_type() == "Resize") return indexing::resize_runs_blocked(node, constant) ? in : -1;
   if (node.op_type() == "BatchNormalization")
     return batch_norm_params(node, in, [&](size_t i) { return constant(node.input(i)); }) ? in : -1;
   return pool_can_run_blocked(node) ? in : -1;
@@ -978,6 +980,7 @@ Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool
   if (op == "Conv") return make_blocked_conv(info, plain_input);
   if (op == "Concat") return std::unique_ptr<Kernel>(std::make_unique<BlockedConcat>());
   if (op == "BatchNormalization") return make_blocked_batch_norm(info, channels);
+  if (op == "Resize") return indexing::make_blocked_resize(info, channels);
   if (op == "Pad") {
     auto pads = spatial_zero_pads(info.node(), [&](size_t i) { return info.constant_input(i); });
     if (!pads) return make_error("cannot run in the blocked layout");

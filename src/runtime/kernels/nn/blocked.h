@@ -36,7 +36,7 @@ RegionEntry region_entry(const ir::Node& node, const ConstantOf& constant);
 
 // The blocked layout's plan (runtime/layout.h) and the session ask the ops
 // with blocked kernels of their own (OpTraits::Blocked::own_kernel: Conv,
-// the pools, Concat, BatchNormalization) through these, so neither names them.
+// the pools, Concat, BatchNormalization, Pad, Resize) through these, so neither names them.
 using ChannelsOf = std::function<int64_t(const ir::Value*)>;  // C of a blocked value, -1 for a plain one
 // C of the node's output when it runs blocked, else -1. A Conv (2-D, float32,
 // constant weights and bias, any grouping) may start a region from a plain

@@ -283,6 +283,63 @@ TEST(Fusion, ConvThenHardSwishHardSigmoidSigmoidOrSwishIsOneStep) {
     }
 }
 
+// ConvTranspose -> BatchNormalization -> activation (a decoder's upsampling):
+// the normalization folds into the weights and bias, the activation applies
+// to the output, on the non-overlapping path (kernel = stride) and the
+// general one (grouped, no bias); an activation alone; a normalization whose
+// statistics are an input stays a node. Against the unfused session.
+TEST(Fusion, ConvTransposeTakesOverItsBatchNormAndActivation) {
+  onnx::ModelProto proto = testing::parse_model_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,6,7,9] x, float[4] live) => (float[2,4,14,18] y, float[2,4,13,17] z, float[2,4,14,18] h, float[2,4,14,18] u) {
+  t1 = ConvTranspose <kernel_shape = [2,2], strides = [2,2]> (x, w1, b1)
+  n1 = BatchNormalization <epsilon = 0.001> (t1, scale, shift, mean, var)
+  y = Relu(n1)
+  t2 = ConvTranspose <kernel_shape = [3,3], strides = [2,2], pads = [1,1,1,1], group = 2> (x, w2)
+  n2 = BatchNormalization (t2, scale, shift, mean, var)
+  z = Sigmoid(n2)
+  t3 = ConvTranspose <kernel_shape = [2,2], strides = [2,2]> (x, w1)
+  h = HardSwish(t3)
+  t4 = ConvTranspose <kernel_shape = [2,2], strides = [2,2]> (x, w1, b1)
+  u = BatchNormalization (t4, scale, shift, mean, live)
+})");
+  unsigned seed = 20;
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, runtime::Shape>>{{"w1", {6, 4, 2, 2}},
+                                                                                       {"b1", {4}},
+                                                                                       {"w2", {6, 2, 3, 3}},
+                                                                                       {"scale", {4}},
+                                                                                       {"shift", {4}},
+                                                                                       {"mean", {4}},
+                                                                                       {"var", {4}}}) {
+    Tensor t = testing::random_tensor(shape, seed++);
+    if (name == "var")
+      for (int64_t i = 0; i < 4; ++i) t.mutable_data<float>()[i] = 0.2f + std::abs(t.data<float>()[i]);
+    onnx::TensorProto p = runtime::tensor_to_proto(t);
+    p.set_name(name);
+    *proto.mutable_graph()->add_initializer() = std::move(p);
+  }
+  auto imported = ir::import_model(std::move(proto));
+  ASSERT_TRUE(imported.ok()) << imported.error().message();
+  const std::shared_ptr<const ir::Model> model = std::move(imported).value();
+  const runtime::NamedValues feeds = {{"x", testing::random_tensor({2, 6, 7, 9}, 30)},
+                                      {"live", Tensor::from<float>({4}, {0.5f, 1.0f, 1.5f, 2.0f})}};
+  auto reference = runtime::Session::create(model, {.threads = 1, .fuse = false});
+  ASSERT_TRUE(reference.ok()) << reference.error().message();
+  auto expected = (*reference)->run(feeds);
+  ASSERT_TRUE(expected.ok()) << expected.error().message();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    auto session = runtime::Session::create(model, {.threads = threads, .profile = true});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    auto out = (*session)->run(feeds);
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    for (size_t i = 0; i < out->size(); ++i) expect_tensor_near((*out)[i].tensor(), (*expected)[i].tensor(), 1e-5, 1e-5);
+    const std::vector<std::string> kinds = step_kinds(**session);
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "(fused into Conv)"), 5);   // n1, y, n2, z, h
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "BatchNormalization"), 1);  // u
+  }
+}
+
 // oneDNN's Swish post-op is slow, so the Conv applies Swish itself after the
 // primitive, in chunks of 16384 outputs shared by the threads: on 3 x 2048
 // pixels of 16 or 24 channels (6 and 12 chunks, the last one partial for 24

@@ -818,10 +818,8 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
                                                                residual, std::move(vector_product), std::move(depthwise)));
 }
 
-// Scale, B, mean and var of an inference BatchNormalization with constant
-// statistics, one float32 each per channel (spatial), one output: as the
-// plain kernel runs it when not training. None for any other.
-using InputConstant = std::function<const Tensor*(size_t)>;
+}  // namespace
+
 std::optional<std::array<const Tensor*, 4>> batch_norm_params(const ir::Node& node, int64_t channels,
                                                               const InputConstant& constant) {
   if (!node.in_onnx_domain() || node.inputs().size() != 5 || node.outputs().size() != 1) return std::nullopt;
@@ -833,6 +831,8 @@ std::optional<std::array<const Tensor*, 4>> batch_norm_params(const ir::Node& no
   }
   return params;
 }
+
+namespace {
 
 Result<std::unique_ptr<Kernel>> make_blocked_batch_norm(const KernelInfo& info, int64_t channels) {
   auto params = batch_norm_params(info.node(), channels, [&](size_t i) { return info.constant_input(i); });

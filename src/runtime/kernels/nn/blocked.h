@@ -7,6 +7,7 @@
 // chain instead of inside every convolution. The session decides which nodes
 // run blocked (runtime/layout.h); these are the kernels it uses for them.
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -90,6 +91,13 @@ std::optional<std::pair<int64_t, int64_t>> channel_slice(int64_t channels, const
 // split into `factors` (outermost first), permuted by `order` (output axis
 // i is factor order[i]), merged back.
 std::vector<int64_t> shuffled_channels(const std::vector<int64_t>& factors, const std::vector<int64_t>& order);
+
+// Scale, B, mean and var of an inference BatchNormalization with constant
+// statistics, one float32 each per channel (spatial), one output: as the
+// plain kernel runs it when not training. None for any other.
+using InputConstant = std::function<const Tensor*(size_t)>;
+std::optional<std::array<const Tensor*, 4>> batch_norm_params(const ir::Node& node, int64_t channels,
+                                                              const InputConstant& constant);
 
 // Its kernel on blocked tensors. A Conv writes a blocked tensor (the fused
 // activation of `info` applies) from a blocked input or, with `plain_input`

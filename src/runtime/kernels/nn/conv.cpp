@@ -3,6 +3,8 @@
 #include "runtime/kernels/nn/conv.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -467,7 +469,8 @@ bool patches_do_not_overlap(const ConvTransposeParams& p) {
 // patches, which go into Y with the bias. The general path's image-sized
 // column buffer, zeroed Y, col2im and bias passes took DBNet's 24-channel
 // 160 x 160 -> 320 x 320 head 5.2 ms (ORT's 2.8).
-void conv_transpose_patches(const ConvTransposeParams& p, const float* x, const float* wt, const float* bias, float* y) {
+void conv_transpose_patches(const ConvTransposeParams& p, const float* x, const float* wt, const float* bias,
+                            const FusedActivation& activation, float* y) {
   const WindowGeometry& g = p.window;
   const bool two_d = g.rank() == 2;
   const int64_t kh = two_d ? g.kernel[0] : 1, kw = g.kernel.back(), xh = two_d ? g.out[0] : 1, xw = g.out.back();
@@ -491,13 +494,16 @@ void conv_transpose_patches(const ConvTransposeParams& p, const float* x, const 
             const float* patch = col.data() + ((m * kh + a) * kw + b) * xw;
             for (int64_t j = 0; j < xw; ++j) out[j * kw + b] = patch[j] + shift;
           }
+          activate_floats(activation, out, yw);
         }
       }
     }
   });
 }
 
-template <class T> void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w, const T* bias, T* y) {
+template <class T>
+void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w, const T* bias,
+                            const FusedActivation& activation, T* y) {
   const WindowGeometry& g = p.window;
   const int64_t groups = p.group, cg = p.in_channels / groups, mg = p.out_channels / groups;
   const int64_t ksize = g.kernel_size(), rows = mg * ksize;
@@ -512,7 +518,7 @@ template <class T> void conv_transpose_compute(const ConvTransposeParams& p, con
     for (int64_t c = 0; c < cg; ++c)
       for (int64_t r = 0; r < rows; ++r) wt[(gi * rows + r) * cg + c] = w[(gi * cg + c) * rows + r];
   if constexpr (std::is_same_v<T, float>)
-    if (patches_do_not_overlap(p) && cg > 0) return conv_transpose_patches(p, x, wt.data(), bias, y);
+    if (patches_do_not_overlap(p) && cg > 0) return conv_transpose_patches(p, x, wt.data(), bias, activation, y);
   std::fill(y, y + y_numel, T(0));
 
   std::vector<T> col(static_cast<size_t>(rows * grid));
@@ -537,6 +543,51 @@ template <class T> void conv_transpose_compute(const ConvTransposeParams& p, con
         T* plane = y + (n * p.out_channels + m) * image;
         for (int64_t i = 0; i < image; ++i) plane[i] += bias[m];
       }
+  if constexpr (std::is_same_v<T, float>) {
+    activate_floats(activation, y, y_numel);
+  } else {
+    for (int64_t i = 0; i < y_numel && activation.kind != FusedActivation::Kind::none; ++i) y[i] = activation.apply(y[i]);
+  }
+}
+
+// W and B of a ConvTranspose with the inference BatchNormalization after it
+// folded in (FusedBatchNorm): per output channel m, with s = scale /
+// sqrt(var + epsilon), W'[c, j, ...] = W[c, j, ...] s[m] (m = j of c's
+// group) and B'[m] = (B[m] - mean[m]) s[m] + B_norm[m].
+Result<std::pair<Tensor, Tensor>> fold_batch_norm(const KernelInfo& info, int64_t group, double epsilon) {
+  const Tensor* w = info.constant_input(1);
+  const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
+  if (w == nullptr || w->dtype() != DataType::float32 || w->rank() < 3 || (info.has_input(2) && b == nullptr) ||
+      w->dim(0) % group != 0)
+    return make_error("the BatchNormalization after it needs constant float32 weights and bias to fold into");
+  const int64_t in_channels = w->dim(0), per_group = w->dim(1), channels = per_group * group;
+  const int64_t kernel = in_channels * per_group > 0 ? w->numel() / (in_channels * per_group) : 0;
+  std::array<const float*, 4> norm{};  // scale, B, mean, var
+  for (size_t i = 0; i < 4; ++i) {
+    const Tensor* t = info.constant_input(FusedBatchNorm::kInput + i);
+    if (t == nullptr || t->dtype() != DataType::float32 || t->numel() != channels)
+      return make_error("the BatchNormalization after it needs constant float32 statistics of {} values", channels);
+    norm[i] = t->data<float>();
+  }
+  if (b != nullptr && (b->dtype() != DataType::float32 || b->numel() != channels))
+    return make_error("B has {} values for {} output channels", b->numel(), channels);
+  std::vector<double> scale(static_cast<size_t>(channels));
+  Tensor folded_b(DataType::float32, {channels});
+  for (int64_t m = 0; m < channels; ++m) {
+    scale[m] = norm[0][m] / std::sqrt(static_cast<double>(norm[3][m]) + epsilon);
+    folded_b.mutable_data<float>()[m] =
+        static_cast<float>(((b != nullptr ? b->data<float>()[m] : 0.0f) - norm[2][m]) * scale[m] + norm[1][m]);
+  }
+  Tensor folded_w(DataType::float32, w->shape());
+  for (int64_t c = 0; c < in_channels; ++c)
+    for (int64_t j = 0; j < per_group; ++j) {
+      const double s = scale[static_cast<size_t>(c / (in_channels / group) * per_group + j)];
+      for (int64_t k = 0; k < kernel; ++k) {
+        const int64_t at = (c * per_group + j) * kernel + k;
+        folded_w.mutable_data<float>()[at] = static_cast<float>(w->data<float>()[at] * s);
+      }
+    }
+  return std::pair{std::move(folded_w), std::move(folded_b)};
 }
 
 KernelFactory conv_transpose_kernel() {
@@ -550,17 +601,29 @@ KernelFactory conv_transpose_kernel() {
     a.output_shape = info.attr_ints("output_shape");
     ONNXKIT_TRY(check_attribute_range(a.output_padding, "attribute output_padding"));
     ONNXKIT_TRY(check_attribute_range(a.output_shape, "attribute output_shape"));
-    return ComputeFn([a](KernelContext& ctx) -> Status {
+    const FusedActivation activation = fused_activation(info);
+    std::shared_ptr<const std::pair<Tensor, Tensor>> folded;  // W and B with a fused BatchNormalization
+    if (const FusedBatchNorm norm = fused_batch_norm(info); norm.fused) {
+      ONNXKIT_ASSIGN(auto made, fold_batch_norm(info, a.group, norm.epsilon));
+      folded = std::make_shared<const std::pair<Tensor, Tensor>>(std::move(made));
+    }
+    return ComputeFn([a, activation, folded](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
-      ONNXKIT_ASSIGN(const Tensor* w, ctx.tensor(1));
+      const Tensor* w = folded ? &folded->first : nullptr;
+      if (!folded) {
+        ONNXKIT_ASSIGN(w, ctx.tensor(1));
+      }
       if (w->dtype() != x->dtype()) return make_error("W has type {}, X has {}", to_string(w->dtype()), to_string(x->dtype()));
       ONNXKIT_ASSIGN(ConvTransposeParams p, make_conv_transpose_params(a, x->shape(), w->shape()));
-      ONNXKIT_ASSIGN(const Tensor* bias, read_bias(ctx, 2, *x, p.out_channels));
+      const Tensor* bias = folded ? &folded->second : nullptr;
+      if (!folded) {
+        ONNXKIT_ASSIGN(bias, read_bias(ctx, 2, *x, p.out_channels));
+      }
       Shape y_shape{p.batch, p.out_channels};
       y_shape.insert(y_shape.end(), p.window.in.begin(), p.window.in.end());
       Tensor& y = ctx.output(0, x->dtype(), y_shape);
       return compute_in_float({x, w, bias}, y, [&]<class C>(const std::vector<const Tensor*>& in, Tensor& out) -> Status {
-        conv_transpose_compute<C>(p, in[0]->data<C>(), in[1]->data<C>(), in[2] ? in[2]->data<C>() : nullptr,
+        conv_transpose_compute<C>(p, in[0]->data<C>(), in[1]->data<C>(), in[2] ? in[2]->data<C>() : nullptr, activation,
                                   out.mutable_data<C>());
         return {};
       });

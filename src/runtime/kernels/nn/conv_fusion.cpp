@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/blocked.h"
 
 namespace onnxkit::runtime::nn {
@@ -155,7 +156,50 @@ void fuse_depthwise_after_pointwise(const std::vector<ir::Node*>& order, int64_t
   }
 }
 
+// ConvTranspose -> [BatchNormalization] -> [activation], a float32
+// ConvTranspose with constant weights and bias (FusedBatchNorm).
+void fuse_after_conv_transpose(const ir::Node* conv, int64_t opset, const ConstantOf& constant_of, const IsReturned& is_returned,
+                               ProducerFusions& f) {
+  const Tensor* w = conv->inputs().size() > 1 ? constant_of(conv->input(1)) : nullptr;
+  if (conv->outputs().size() != 1 || w == nullptr || w->dtype() != DataType::float32 || w->rank() < 3) return;
+  if (conv->inputs().size() > 2 && conv->input(2) != nullptr && constant_of(conv->input(2)) == nullptr) return;
+  const int64_t channels = w->dim(1) * conv->attr_int("group", 1);
+  ConvFusion fusion;
+  ProducerFusions::Producer producer;
+  const ir::Node* last = conv;
+  const ir::Node* norm = sole_reader(conv, is_returned);
+  if (norm != nullptr && norm->is_onnx_op("BatchNormalization") && norm->input(0) == conv->output(0) &&
+      batch_norm_params(*norm, channels, [&](size_t i) { return constant_of(norm->input(i)); })) {
+    fusion.batch_norm = {.fused = true, .epsilon = norm->attr_float("epsilon", 1e-5f)};
+    f.pass_through[norm] = 0;
+    producer.extra_from = FusedBatchNorm::kInput;
+    for (size_t i = 1; i < 5; ++i) producer.extra.push_back(norm->input(i));
+    last = norm;
+  }
+  if (const ir::Node* after = activation_after(last, opset, constant_of, is_returned, fusion.activation))
+    f.pass_through[after] = 0;
+  if (!fusion.batch_norm.fused && fusion.activation.kind == Kind::none) return;
+  producer.fusion = fusion;
+  f.producers[conv] = std::move(producer);
+}
+
 }  // namespace
+
+void activate_floats(const FusedActivation& a, float* y, int64_t n) {
+  switch (a.kind) {
+    case Kind::none: return;
+    case Kind::relu:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0.0f ? 0.0f : y[i];
+      return;
+    case Kind::clip:
+      for (int64_t i = 0; i < n; ++i) y[i] = y[i] < a.min ? a.min : (y[i] > a.max ? a.max : y[i]);
+      return;
+    case Kind::sigmoid: return sigmoid_floats(y, y, n);
+    case Kind::hard_sigmoid: return hard_sigmoid_floats(y, y, n, a.alpha, a.beta, false);
+    case Kind::hard_swish: return hard_sigmoid_floats(y, y, n, 1.0f / 6.0f, 0.5f, true);
+    case Kind::swish: return swish_floats(y, y, n, 1.0f);
+  }
+}
 
 FusedActivation fused_activation(const KernelInfo& info) {
   const auto* fusion = std::any_cast<ConvFusion>(&info.fusion());
@@ -165,6 +209,11 @@ FusedActivation fused_activation(const KernelInfo& info) {
 FusedDepthwise fused_depthwise(const KernelInfo& info) {
   const auto* fusion = std::any_cast<ConvFusion>(&info.fusion());
   return fusion != nullptr ? fusion->depthwise : FusedDepthwise{};
+}
+
+FusedBatchNorm fused_batch_norm(const KernelInfo& info) {
+  const auto* fusion = std::any_cast<ConvFusion>(&info.fusion());
+  return fusion != nullptr ? fusion->batch_norm : FusedBatchNorm{};
 }
 
 ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
@@ -178,6 +227,10 @@ ProducerFusions find_conv_fusions(const std::vector<ir::Node*>& order, int64_t o
     // A blocked BatchNormalization (blocked.h) applies the activation after
     // it too, and nothing else: DenseNet's BN -> ReLU before each conv.
     const bool blocked_norm = conv->is_onnx_op("BatchNormalization") && blocked.count(conv);
+    if (conv->is_onnx_op("ConvTranspose") && !blocked.count(conv)) {
+      fuse_after_conv_transpose(conv, opset, constant_of, is_returned, f);
+      continue;
+    }
     if (!conv->is_onnx_op("Conv") && !blocked_norm) continue;
     FusedActivation activation;
     if (const ir::Node* after = activation_after(conv, opset, constant_of, is_returned, activation)) {

@@ -59,6 +59,10 @@ struct FusedActivation {
   }
 };
 
+// `a` (without a residual) over y[0, n) in place, in vectors: as the
+// standalone activation ops compute float32.
+void activate_floats(const FusedActivation& a, float* y, int64_t n);
+
 // A depthwise 3x3 Conv (pads 1, stride 1 or 2) reading alone what a 1x1
 // Conv of stride 1 gives after its activation: MobileNet's expansion and
 // depthwise layers. Both run blocked; the 1x1's kernel runs the pair, as one
@@ -73,16 +77,28 @@ struct FusedDepthwise {
   FusedActivation activation;  // the depthwise Conv's own
 };
 
-// What the session fused into a Conv (KernelInfo::fusion).
+// An inference BatchNormalization with constant statistics after a
+// ConvTranspose (a decoder's upsampling: DBNet's head, U-Nets), which its
+// kernel folds into its weights and bias; the activation after it applies.
+// Its scale, B, mean and var are the kernel's inputs kInput to kInput + 3.
+struct FusedBatchNorm {
+  static constexpr size_t kInput = 3;
+  bool fused = false;
+  float epsilon = 1e-5f;
+};
+
+// What the session fused into a Conv or ConvTranspose (KernelInfo::fusion).
 struct ConvFusion {
   FusedActivation activation;
   FusedDepthwise depthwise;
+  FusedBatchNorm batch_norm;  // ConvTranspose's
 };
 
 // What the session fused into the Conv `info` builds; nothing for a Conv it
 // fused nothing into.
 FusedActivation fused_activation(const KernelInfo& info);
 FusedDepthwise fused_depthwise(const KernelInfo& info);
+FusedBatchNorm fused_batch_norm(const KernelInfo& info);
 
 // The Conv fusions of `order` (one graph's nodes, topologically sorted). A
 // Conv in `blocked` (runtime/layout.h) fuses an Add only when the Add is

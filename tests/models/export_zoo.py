@@ -356,6 +356,112 @@ class TextAngleClassifier(nn.Module):
         return torch.softmax(self.fc(F.adaptive_avg_pool2d(self.backbone(x), 1).flatten(1)), dim=1)
 
 
+class ConvSiLU(nn.Sequential):
+    """YOLOv8's Conv: Conv2d (no bias), BatchNorm, SiLU."""
+
+    def __init__(self, cin, cout, kernel=1, stride=1):
+        super().__init__(nn.Conv2d(cin, cout, kernel, stride, kernel // 2, bias=False), nn.BatchNorm2d(cout), nn.SiLU())
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, c, shortcut=True):
+        super().__init__()
+        self.cv1, self.cv2 = ConvSiLU(c, c, 3), ConvSiLU(c, c, 3)
+        self.add = shortcut
+
+    def forward(self, x):
+        y = self.cv2(self.cv1(x))
+        return x + y if self.add else y
+
+
+class C2f(nn.Module):
+    """YOLOv8's C2f: a 1x1 conv split in two halves (chunk), n bottlenecks
+    chained on the second, every output concatenated, a 1x1 conv."""
+
+    def __init__(self, cin, cout, n=1, shortcut=False):
+        super().__init__()
+        self.c = cout // 2
+        self.cv1 = ConvSiLU(cin, 2 * self.c)
+        self.cv2 = ConvSiLU((2 + n) * self.c, cout)
+        self.m = nn.ModuleList(Bottleneck(self.c, shortcut) for _ in range(n))
+
+    def forward(self, x):
+        y = list(self.cv1(x).chunk(2, 1))
+        y.extend(m(y[-1]) for m in self.m)
+        return self.cv2(torch.cat(y, 1))
+
+
+class SPPF(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.cv1, self.cv2 = ConvSiLU(cin, cin // 2), ConvSiLU(cin * 2, cout)
+        self.pool = nn.MaxPool2d(5, 1, 2)
+
+    def forward(self, x):
+        x = self.cv1(x)
+        y1 = self.pool(x)
+        y2 = self.pool(y1)
+        return self.cv2(torch.cat([x, y1, y2, self.pool(y2)], 1))
+
+
+class YoloDetector(nn.Module):
+    """In the style of Ultralytics YOLOv8n, as its ONNX export looks: the
+    CSP backbone (C2f blocks, SPPF), the PAN neck (nearest 2x upsampling,
+    Concat), and the decoupled head with DFL box decoding (Softmax over 16
+    bins, a fixed 1x1 conv) against anchor points and strides: [b, 3, 640,
+    640] -> [b, 84, 8400] (4 box coordinates and 80 class scores per
+    anchor), as `yolo export format=onnx` gives."""
+
+    def __init__(self, classes=80, reg_max=16):
+        super().__init__()
+        w = [16, 32, 64, 128, 256]
+        self.stem = nn.Sequential(ConvSiLU(3, w[0], 3, 2), ConvSiLU(w[0], w[1], 3, 2), C2f(w[1], w[1], 1, True))
+        self.p3 = nn.Sequential(ConvSiLU(w[1], w[2], 3, 2), C2f(w[2], w[2], 2, True))
+        self.p4 = nn.Sequential(ConvSiLU(w[2], w[3], 3, 2), C2f(w[3], w[3], 2, True))
+        self.p5 = nn.Sequential(ConvSiLU(w[3], w[4], 3, 2), C2f(w[4], w[4], 1, True), SPPF(w[4], w[4]))
+        self.up = nn.Upsample(scale_factor=2.0, mode="nearest")
+        self.n4 = C2f(w[4] + w[3], w[3])
+        self.n3 = C2f(w[3] + w[2], w[2])
+        self.d3, self.m4 = ConvSiLU(w[2], w[2], 3, 2), C2f(w[2] + w[3], w[3])
+        self.d4, self.m5 = ConvSiLU(w[3], w[3], 3, 2), C2f(w[3] + w[4], w[4])
+        self.reg_max, self.classes = reg_max, classes
+        c2, c3 = max(16, w[2] // 4, 4 * reg_max), max(w[2], min(classes, 100))
+        self.box = nn.ModuleList(nn.Sequential(ConvSiLU(c, c2, 3), ConvSiLU(c2, c2, 3), nn.Conv2d(c2, 4 * reg_max, 1))
+                                 for c in (w[2], w[3], w[4]))
+        self.cls = nn.ModuleList(nn.Sequential(ConvSiLU(c, c3, 3), ConvSiLU(c3, c3, 3), nn.Conv2d(c3, classes, 1))
+                                 for c in (w[2], w[3], w[4]))
+        self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False).requires_grad_(False)
+        self.dfl.weight.data[:] = torch.arange(reg_max, dtype=torch.float).view(1, reg_max, 1, 1)
+        self.strides = (8, 16, 32)
+
+    def forward(self, x):
+        p3 = self.p3(self.stem(x))
+        p4 = self.p4(p3)
+        p5 = self.p5(p4)
+        n4 = self.n4(torch.cat([self.up(p5), p4], 1))
+        n3 = self.n3(torch.cat([self.up(n4), p3], 1))
+        m4 = self.m4(torch.cat([self.d3(n3), n4], 1))
+        m5 = self.m5(torch.cat([self.d4(m4), p5], 1))
+        levels, anchors, strides = [], [], []
+        for i, f in enumerate((n3, m4, m5)):
+            levels.append(torch.cat([self.box[i](f), self.cls[i](f)], 1).flatten(2))
+            h, w = f.shape[2], f.shape[3]
+            sy, sx = torch.meshgrid(torch.arange(h, dtype=torch.float) + 0.5, torch.arange(w, dtype=torch.float) + 0.5,
+                                    indexing="ij")
+            anchors.append(torch.stack((sx, sy), -1).view(-1, 2))
+            strides.append(torch.full((h * w, 1), float(self.strides[i])))
+        y = torch.cat(levels, 2)
+        box, cls = y.split((4 * self.reg_max, self.classes), 1)
+        b, _, a = box.shape
+        dist = self.dfl(box.view(b, 4, self.reg_max, a).transpose(2, 1).softmax(1)).view(b, 4, a)
+        anchor = torch.cat(anchors).transpose(0, 1).unsqueeze(0)
+        stride = torch.cat(strides).transpose(0, 1)
+        lt, rb = dist.chunk(2, 1)
+        x1y1, x2y2 = anchor - lt, anchor + rb
+        boxes = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * stride
+        return torch.cat((boxes, cls.sigmoid()), 1)
+
+
 def text_images(n, height, width):
     """Dark strokes on a light background: rows of random bars."""
     bars = (torch.rand(n, 1, height // 4, width // 4) > 0.6).float()
@@ -477,6 +583,7 @@ MODELS = {
                             dynamic_dims={"audio": {1: "samples"}, "speech_prob": {1: "frames"}}),
     "scalar_input": Spec(ScalarInput, lambda n: (audio(n), torch.tensor(16000)), ["audio", "sample_rate"],
                          dynamic_batch=True),
+    "yolo_detector": Spec(YoloDetector, lambda n: (smooth_images(n, 640),), ["images"], ["output0"], dynamic_batch=True),
     # PaddleOCR's three stages, their inputs of any size, as its exports are.
     "ocr_det": Spec(TextDetector, lambda n: (text_images(n, 640, 640),), ["input"], ["probability"], dynamic_batch=True,
                     dynamic_dims={"input": {2: "height", 3: "width"}, "probability": {2: "height", 3: "width"}}),

@@ -91,6 +91,8 @@ void expect_matches_direct_sum(const Case& k) {
           if (k.activation.kind == FusedActivation::Kind::relu) sum = std::max(sum, 0.0);
           if (k.activation.kind == FusedActivation::Kind::clip)
             sum = std::min(std::max(sum, double(k.activation.min)), double(k.activation.max));
+          if (k.activation.kind == FusedActivation::Kind::swish) sum = sum / (1 + std::exp(-sum));
+          if (k.activation.kind == FusedActivation::Kind::hard_swish) sum = sum * std::clamp(sum / 6 + 0.5, 0.0, 1.0);
           worst = std::max(worst, std::abs(got - sum));
         }
   // Sums of up to 9 * c products of values below 1: float rounding through
@@ -120,6 +122,16 @@ void expect_matches_direct_sum_on_two_threads(const Case& k) {
   omp_set_num_threads(2);
   expect_matches_direct_sum(k);
   omp_set_num_threads(threads);
+}
+
+// YOLO's SiLU and MobileNetV3's HardSwish follow the transform in a pass
+// over the output; padded channels stay zero. Enough tiles for both threads.
+TEST(Winograd, SwishAndHardSwishAfterTheTransform) {
+  for (FusedActivation::Kind kind : {FusedActivation::Kind::swish, FusedActivation::Kind::hard_swish}) {
+    const Case k{.n = 1, .c = 16, .m = 20, .h = 40, .w = 38, .pads = {1, 1, 1, 1}, .activation = {.kind = kind}, .bias = true};
+    expect_matches_direct_sum(k);
+    expect_matches_direct_sum_on_two_threads(k);
+  }
 }
 
 TEST(Winograd, ManyTilesRunInSeveralChunksOnTwoThreads) {
@@ -216,6 +228,9 @@ TEST(Winograd, DeclinesWhatItDoesNotCompute) {
   EXPECT_EQ(WinogradConv::create(strided, w3, nullptr, {}), nullptr);
   EXPECT_EQ(WinogradConv::create(grouped, random_tensor({4, 2, 3, 3}, 1), nullptr, {}), nullptr);
   EXPECT_EQ(WinogradConv::create(ConvAttributes{}, w5, nullptr, {}), nullptr);
+  // Sigmoid and HardSigmoid are not zero at zero: padded channels would not stay zero.
+  EXPECT_EQ(WinogradConv::create(ConvAttributes{}, w3, nullptr, {.kind = FusedActivation::Kind::sigmoid}), nullptr);
+  EXPECT_EQ(WinogradConv::create(ConvAttributes{}, w3, nullptr, {.kind = FusedActivation::Kind::hard_sigmoid}), nullptr);
 }
 
 }  // namespace

@@ -259,7 +259,12 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
   const WindowAttributes& win = attrs.window;
   auto all_ones = [](const std::vector<int64_t>& v) { return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; }); };
   using Kind = FusedActivation::Kind;
-  if (activation.kind != Kind::none && activation.kind != Kind::relu && activation.kind != Kind::clip) return nullptr;
+  // Relu and Clip bound the outputs in the transform; Swish and HardSwish
+  // (YOLO's SiLU; zero at zero, so padded channels stay zero) follow in a
+  // pass over the output, as they do after oneDNN's primitives.
+  if (activation.kind != Kind::none && activation.kind != Kind::relu && activation.kind != Kind::clip &&
+      activation.kind != Kind::swish && activation.kind != Kind::hard_swish)
+    return nullptr;
   if (!cpu_has_avx2_fma() || attrs.group != 1 || w.dtype() != DataType::float32 || w.rank() != 4 || w.dim(2) != 3 ||
       w.dim(3) != 3 || !all_ones(win.strides) || (!win.kernel_shape.empty() && win.kernel_shape != std::vector<int64_t>{3, 3}))
     return nullptr;
@@ -407,14 +412,16 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
     if (wide) multiply_panels_avx512(rows_of(c), depth_, a, filters, std::min(per_item, panels - panel), products, columns_);
     else multiply_panel(rows_of(c), depth_, a, filters, products, columns_);
   };
+  using Kind = FusedActivation::Kind;
+  const bool bounds = activation_.kind == Kind::relu || activation_.kind == Kind::clip;
+  const FusedActivation bound = bounds ? activation_ : FusedActivation{}, after = bounds ? FusedActivation{} : activation_;
   auto transform_outputs = [&](int64_t c, float* buffer, int64_t local) {
     const Corner at = corner(c * chunk + local);
     const int64_t image = at.n * g.out_blocks * out_plane;
     const float* products = buffer + kPoints * v_stride + local * columns_;
     for_each_group(g.out_groups, out_plane, [&](int64_t q, int64_t offset) {
       transform_output(products + q * kLanes, m_stride, g, at.row, at.col, bias_.data() + q * kLanes,
-                       rs != nullptr ? rs + image + offset : nullptr, activation_, out_channels_ - q * kLanes,
-                       ys + image + offset);
+                       rs != nullptr ? rs + image + offset : nullptr, bound, out_channels_ - q * kLanes, ys + image + offset);
     });
   };
 
@@ -429,17 +436,23 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
         for (int64_t item = 0; item < count_of(c); ++item) transform_outputs(c, buffer, item);
       }
     }
-    return {};
-  }
-  float* buffer = scratch.get();
+  } else {
+    float* buffer = scratch.get();
 #pragma omp parallel num_threads(threads) if (threads > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
+    for (int64_t c = 0; c < chunks; ++c) {
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < rows_of(c); ++item) transform_inputs(c, buffer, item);
+      for (int64_t item = 0; item < rows_of(c); ++item) transform_inputs(c, buffer, item);
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(c, buffer, item);
+      for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(c, buffer, item);
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < count_of(c); ++item) transform_outputs(c, buffer, item);
+      for (int64_t item = 0; item < count_of(c); ++item) transform_outputs(c, buffer, item);
+    }
+  }
+  if (after.kind != Kind::none) {
+    constexpr int64_t kPiece = 16384;  // floats
+    const int64_t n = y.numel(), pieces = ceil_div(n, kPiece);
+    parallel_for(pieces, threads > 1,
+                 [&](int64_t i) { activate_floats(after, ys + i * kPiece, std::min(kPiece, n - i * kPiece)); });
   }
   return {};
 #else

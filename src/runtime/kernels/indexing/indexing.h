@@ -21,10 +21,12 @@
 
 namespace onnxkit::runtime::indexing {
 
-void register_gather(KernelRegistry& registry);   // Gather, GatherElements, GatherND
-void register_scatter(KernelRegistry& registry);  // ScatterND, ScatterElements, Scatter, TensorScatter
-void register_pad(KernelRegistry& registry);      // Pad, CenterCropPad
-void register_resize(KernelRegistry& registry);   // Resize, Upsample
+void register_gather(KernelRegistry& registry);       // Gather, GatherElements, GatherND
+void register_scatter(KernelRegistry& registry);      // ScatterND, ScatterElements, Scatter, TensorScatter
+void register_pad(KernelRegistry& registry);          // Pad, CenterCropPad
+void register_resize(KernelRegistry& registry);       // Resize, Upsample
+void register_grid_sample(KernelRegistry& registry);  // GridSample, AffineGrid
+void register_select(KernelRegistry& registry);       // NonZero, OneHot, Compress, ReverseSequence, Unique
 
 // Resize on activations in the blocked layout (kernels/nn/blocked.h) of
 // `channels` channels: nearest, with constant scales of 1 for N and C (an
@@ -33,8 +35,6 @@ void register_resize(KernelRegistry& registry);   // Resize, Upsample
 // copies its input pixel's channels, picked by the plain kernel's rules.
 bool resize_runs_blocked(const ir::Node& node, const ConstantOf& constant);
 Result<std::unique_ptr<Kernel>> make_blocked_resize(const KernelInfo& info, int64_t channels);
-void register_grid_sample(KernelRegistry& registry);  // GridSample, AffineGrid
-void register_select(KernelRegistry& registry);       // NonZero, OneHot, Compress, ReverseSequence, Unique
 
 // `axis` in [-rank, rank) made non-negative. Unlike normalize_axis, a
 // scalar (rank 0) has no axis at all.

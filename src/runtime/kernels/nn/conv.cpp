@@ -546,7 +546,8 @@ void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w
   if constexpr (std::is_same_v<T, float>) {
     activate_floats(activation, y, y_numel);
   } else {
-    for (int64_t i = 0; i < y_numel && activation.kind != FusedActivation::Kind::none; ++i) y[i] = activation.apply(y[i]);
+    if (activation.kind != FusedActivation::Kind::none)
+      for (int64_t i = 0; i < y_numel; ++i) y[i] = activation.apply(y[i]);
   }
 }
 

@@ -7,9 +7,10 @@
 // Clip] when the residual has the Conv's shape and is computed before it
 // (ResNet's blocks); and a 1x1 Conv -> [activation] -> depthwise 3x3 Conv
 // [-> activation], blocked (FusedDepthwise). A BatchNormalization that runs
-// blocked takes over the activation after it as well. The session finds these with
-// find_conv_fusions; the kernels (conv.cpp, blocked.cpp) read them with
-// fused_activation.
+// blocked takes over the activation after it as well, and a ConvTranspose
+// the inference BatchNormalization and activation after it
+// (FusedBatchNorm). The session finds these with find_conv_fusions; the
+// kernels (conv.cpp, blocked.cpp) read them with fused_activation.
 
 #include <cmath>
 #include <cstddef>

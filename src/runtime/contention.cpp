@@ -43,12 +43,19 @@ bool HoldTrial::spread_when_held() {
     return spread_verdict_;
   }
   if (held_.size() < kTrialRuns) return false;
-  if (spread_.size() < kTrialRuns) return true;
-  auto median = [](std::vector<ContentionClock::duration>& walls) {
-    std::nth_element(walls.begin(), walls.begin() + static_cast<std::ptrdiff_t>(walls.size() / 2), walls.end());
-    return std::chrono::duration<double>(walls[walls.size() / 2]).count();
-  };
-  spread_verdict_ = median(spread_) < (1.0 - kSpreadSaving) * median(held_);
+  // Spreading wins when the median of its kTrialRuns runs beats the bar,
+  // that is when a majority of them do: decided as soon as a majority is
+  // in, either way, the same verdict as after all of them. A losing trial
+  // (Faster R-CNN under a competitor: 90 ms spread against 77 held) costs
+  // three slow runs, not five.
+  std::nth_element(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(kTrialRuns / 2), held_.end());
+  const double bar = (1.0 - kSpreadSaving) * std::chrono::duration<double>(held_[kTrialRuns / 2]).count();
+  const auto faster = static_cast<size_t>(std::count_if(spread_.begin(), spread_.end(), [&](ContentionClock::duration wall) {
+    return std::chrono::duration<double>(wall).count() < bar;
+  }));
+  constexpr size_t kMajority = kTrialRuns / 2 + 1;
+  if (faster < kMajority && spread_.size() - faster < kMajority) return true;  // undecided: another run spread
+  spread_verdict_ = faster >= kMajority;
   held_.clear();
   spread_.clear();
   trusted_left_ = kTrustedRuns - 1;

@@ -34,8 +34,10 @@ using ContentionClock = std::chrono::steady_clock;
 // millisecond often fits between the bursts and loses more to one thread
 // than it waits (MobileNetV3-Small under a 3 ms busy / 2 ms idle competitor:
 // 1.9 ms held, 1.4 with both threads; ResNet-18 27 held, 29 not). So the
-// session times kTrialRuns held runs and as many with its threads, keeps the
-// faster for kTrustedRuns runs, then tries again. Thread-safe.
+// session times kTrialRuns held runs and up to as many with its threads
+// (until a majority of those beats the held median by kSpreadSaving, or
+// cannot), keeps the faster for kTrustedRuns runs, then tries again.
+// Thread-safe.
 class HoldTrial {
  public:
   // Whether a run the watch would hold uses its threads anyway.

@@ -76,8 +76,11 @@ TEST(FourierConv, LeavesOtherFiltersToTheConvolution) {
   EXPECT_FALSE(FourierConv::recognize(
       Tensor::from<float>({17, 1, 16}, std::vector<float>(basis.data<float>(), basis.data<float>() + 17 * 16))));
   EXPECT_FALSE(FourierConv::recognize(make_basis({.length = 16, .bins = 10})));
-  EXPECT_FALSE(FourierConv::recognize(
-      Tensor::from<float>({9, 2, 16}, std::vector<float>(basis.data<float>(), basis.data<float>() + 18 * 16))));
+  // Two input channels whose first 18 x 16 values are the whole basis: read
+  // as one channel they would pass.
+  std::vector<float> two_channels(basis.data<float>(), basis.data<float>() + 18 * 16);
+  two_channels.insert(two_channels.end(), two_channels.begin(), two_channels.end());
+  EXPECT_FALSE(FourierConv::recognize(Tensor::from<float>({18, 2, 16}, two_channels)));
 }
 
 struct Signal {

@@ -832,19 +832,25 @@ std::optional<std::array<const Tensor*, 4>> batch_norm_params(const ir::Node& no
   return params;
 }
 
+BatchNormAffine batch_norm_affine(const std::array<const Tensor*, 4>& params, double epsilon) {
+  const auto [scale, shift, mean, var] = params;
+  BatchNormAffine affine;
+  for (int64_t c = 0; c < scale->numel(); ++c) {
+    affine.a.push_back(scale->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + epsilon));
+    affine.b.push_back(shift->data<float>()[c] - mean->data<float>()[c] * affine.a.back());
+  }
+  return affine;
+}
+
 namespace {
 
 Result<std::unique_ptr<Kernel>> make_blocked_batch_norm(const KernelInfo& info, int64_t channels) {
   auto params = batch_norm_params(info.node(), channels, [&](size_t i) { return info.constant_input(i); });
   if (!params) return make_error("cannot run in the blocked layout");
-  const auto [scale, shift, mean, var] = *params;
-  const double epsilon = info.attr_float("epsilon", 1e-5f);
+  const BatchNormAffine affine = batch_norm_affine(*params, info.attr_float("epsilon", 1e-5f));
   std::vector<float> a(static_cast<size_t>(blocks(channels) * channel_block()), 0.0f), b(a.size(), 0.0f);
-  for (int64_t c = 0; c < channels; ++c) {
-    const double ac = scale->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + epsilon);
-    a[c] = static_cast<float>(ac);
-    b[c] = static_cast<float>(shift->data<float>()[c] - mean->data<float>()[c] * ac);
-  }
+  std::copy(affine.a.begin(), affine.a.end(), a.begin());
+  std::copy(affine.b.begin(), affine.b.end(), b.begin());
   return std::unique_ptr<Kernel>(
       std::make_unique<BlockedBatchNorm>(std::move(a), std::move(b), fused_activation(info), channels));
 }

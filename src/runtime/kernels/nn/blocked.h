@@ -37,7 +37,8 @@ RegionEntry region_entry(const ir::Node& node, const ConstantOf& constant);
 
 // The blocked layout's plan (runtime/layout.h) and the session ask the ops
 // with blocked kernels of their own (OpTraits::Blocked::own_kernel: Conv,
-// the pools, Concat, BatchNormalization, Pad, Resize) through these, so neither names them.
+// the pools, Concat, BatchNormalization, Pad, Resize) through these, so
+// neither names them.
 using ChannelsOf = std::function<int64_t(const ir::Value*)>;  // C of a blocked value, -1 for a plain one
 // C of the node's output when it runs blocked, else -1. A Conv (2-D, float32,
 // constant weights and bias, any grouping) may start a region from a plain
@@ -98,6 +99,12 @@ std::vector<int64_t> shuffled_channels(const std::vector<int64_t>& factors, cons
 using InputConstant = std::function<const Tensor*(size_t)>;
 std::optional<std::array<const Tensor*, 4>> batch_norm_params(const ir::Node& node, int64_t channels,
                                                               const InputConstant& constant);
+// The per-channel map y = a x + b those parameters (scale, B, mean, var)
+// give: a = scale / sqrt(var + epsilon), b = B - mean a, in double.
+struct BatchNormAffine {
+  std::vector<double> a, b;
+};
+BatchNormAffine batch_norm_affine(const std::array<const Tensor*, 4>& params, double epsilon);
 
 // Its kernel on blocked tensors. A Conv writes a blocked tensor (the fused
 // activation of `info` applies) from a blocked input or, with `plain_input`

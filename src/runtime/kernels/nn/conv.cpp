@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "runtime/kernels/gemm.h"
+#include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/kernels/nn/fourier_conv.h"
 #include "runtime/parallel.h"
@@ -552,9 +553,9 @@ void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w
 }
 
 // W and B of a ConvTranspose with the inference BatchNormalization after it
-// folded in (FusedBatchNorm): per output channel m, with s = scale /
-// sqrt(var + epsilon), W'[c, j, ...] = W[c, j, ...] s[m] (m = j of c's
-// group) and B'[m] = (B[m] - mean[m]) s[m] + B_norm[m].
+// folded in (FusedBatchNorm): per output channel m, with the
+// normalization's y = a x + b, W'[c, j, ...] = W[c, j, ...] a[m] (m = j of
+// c's group) and B'[m] = B[m] a[m] + b[m].
 Result<std::pair<Tensor, Tensor>> fold_batch_norm(const KernelInfo& info, int64_t group, double epsilon) {
   const Tensor* w = info.constant_input(1);
   const Tensor* b = info.has_input(2) ? info.constant_input(2) : nullptr;
@@ -563,22 +564,20 @@ Result<std::pair<Tensor, Tensor>> fold_batch_norm(const KernelInfo& info, int64_
     return make_error("the BatchNormalization after it needs constant float32 weights and bias to fold into");
   const int64_t in_channels = w->dim(0), per_group = w->dim(1), channels = per_group * group;
   const int64_t kernel = in_channels * per_group > 0 ? w->numel() / (in_channels * per_group) : 0;
-  std::array<const float*, 4> norm{};  // scale, B, mean, var
+  std::array<const Tensor*, 4> norm{};  // scale, B, mean, var
   for (size_t i = 0; i < 4; ++i) {
-    const Tensor* t = info.constant_input(FusedBatchNorm::kInput + i);
-    if (t == nullptr || t->dtype() != DataType::float32 || t->numel() != channels)
+    norm[i] = info.constant_input(FusedBatchNorm::kInput + i);
+    if (norm[i] == nullptr || norm[i]->dtype() != DataType::float32 || norm[i]->numel() != channels)
       return make_error("the BatchNormalization after it needs constant float32 statistics of {} values", channels);
-    norm[i] = t->data<float>();
   }
   if (b != nullptr && (b->dtype() != DataType::float32 || b->numel() != channels))
     return make_error("B has {} values for {} output channels", b->numel(), channels);
-  std::vector<double> scale(static_cast<size_t>(channels));
+  const BatchNormAffine affine = batch_norm_affine(norm, epsilon);
+  const std::vector<double>& scale = affine.a;
   Tensor folded_b(DataType::float32, {channels});
-  for (int64_t m = 0; m < channels; ++m) {
-    scale[m] = norm[0][m] / std::sqrt(static_cast<double>(norm[3][m]) + epsilon);
-    folded_b.mutable_data<float>()[m] =
-        static_cast<float>(((b != nullptr ? b->data<float>()[m] : 0.0f) - norm[2][m]) * scale[m] + norm[1][m]);
-  }
+  for (int64_t m = 0; m < channels; ++m)
+    folded_b.mutable_data<float>()[m] = static_cast<float>(
+        (b != nullptr ? b->data<float>()[m] : 0.0f) * scale[static_cast<size_t>(m)] + affine.b[static_cast<size_t>(m)]);
   Tensor folded_w(DataType::float32, w->shape());
   for (int64_t c = 0; c < in_channels; ++c)
     for (int64_t j = 0; j < per_group; ++j) {

@@ -11,7 +11,6 @@
 #include <string>
 #include <tuple>
 
-#include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_padding.h"
 #include "runtime/kernels/nn/conv_taps.h"
@@ -485,13 +484,7 @@ Status check_residual(const Tensor* residual, const Tensor& y) {
 // y = Swish(y) in chunks the primitive's threads share; zeros (the blocked
 // layout's padded channels) stay zero.
 void DnnlConv::swish_in_place(float* y, int64_t n) const {
-  constexpr int64_t kChunk = 1 << 14;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  const ThreadLimit limit(state_->threads);
-  parallel_for(chunks, chunks > 1 && state_->threads > 1, [&](int64_t i) {
-    const int64_t begin = i * kChunk;
-    swish_floats(y + begin, y + begin, std::min(kChunk, n - begin), 1.0f);
-  });
+  activate_floats_shared({FusedActivation::Kind::swish}, y, n, state_->threads);
 }
 
 Status DnnlConv::run(const Tensor& x, Tensor& y, const Tensor* residual) const {

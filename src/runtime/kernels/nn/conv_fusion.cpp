@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/nn/blocked.h"
+#include "runtime/parallel.h"
 
 namespace onnxkit::runtime::nn {
 namespace {
@@ -199,6 +200,15 @@ void activate_floats(const FusedActivation& a, float* y, int64_t n) {
     case Kind::hard_swish: return hard_sigmoid_floats(y, y, n, 1.0f / 6.0f, 0.5f, true);
     case Kind::swish: return swish_floats(y, y, n, 1.0f);
   }
+}
+
+void activate_floats_shared(const FusedActivation& a, float* y, int64_t n, int threads) {
+  if (a.kind == Kind::none) return;
+  constexpr int64_t kPiece = 1 << 14;  // floats
+  const int64_t pieces = (n + kPiece - 1) / kPiece;
+  const ThreadLimit limit(threads);
+  parallel_for(pieces, pieces > 1 && threads > 1,
+               [&](int64_t i) { activate_floats(a, y + i * kPiece, std::min(kPiece, n - i * kPiece)); });
 }
 
 FusedActivation fused_activation(const KernelInfo& info) {

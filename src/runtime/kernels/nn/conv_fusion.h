@@ -63,6 +63,8 @@ struct FusedActivation {
 // `a` (without a residual) over y[0, n) in place, in vectors: as the
 // standalone activation ops compute float32.
 void activate_floats(const FusedActivation& a, float* y, int64_t n);
+// The same over a whole output, in pieces shared by up to `threads` threads.
+void activate_floats_shared(const FusedActivation& a, float* y, int64_t n, int threads);
 
 // A depthwise 3x3 Conv (pads 1, stride 1 or 2) reading alone what a 1x1
 // Conv of stride 1 gives after its activation: MobileNet's expansion and

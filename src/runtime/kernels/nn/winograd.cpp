@@ -448,12 +448,7 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
       for (int64_t item = 0; item < count_of(c); ++item) transform_outputs(c, buffer, item);
     }
   }
-  if (after.kind != Kind::none) {
-    constexpr int64_t kPiece = 16384;  // floats
-    const int64_t n = y.numel(), pieces = ceil_div(n, kPiece);
-    parallel_for(pieces, threads > 1,
-                 [&](int64_t i) { activate_floats(after, ys + i * kPiece, std::min(kPiece, n - i * kPiece)); });
-  }
+  activate_floats_shared(after, ys, y.numel(), threads);
   return {};
 #else
   (void)p, (void)x, (void)y, (void)residual;

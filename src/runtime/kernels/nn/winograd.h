@@ -9,8 +9,8 @@
 // adds in the transforms. Dilated, a tile's outputs and its patch's inputs
 // are d apart: the same sums on a sparser grid. The filters are transformed
 // once, by the first run (a model's small maps may never pay off, and most
-// 3x3s of a detection head never run here). Machines without AVX2 and FMA keep oneDNN's direct
-// convolution (the caller's path).
+// 3x3s of a detection head never run here). Machines without AVX2 and FMA
+// keep oneDNN's direct convolution (the caller's path).
 
 #include <memory>
 #include <mutex>

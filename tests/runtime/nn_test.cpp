@@ -364,13 +364,15 @@ TEST(NnConvTranspose, GroupsStridesDilationsPadsAndOutputPadding) {
   Shape ys;
   Doubles y = naive_conv_transpose(x, xs, w, ws, c, out_pad, ys);
   for (int64_t q = 0; q < product(ys); ++q) y[static_cast<size_t>(q)] += b[static_cast<size_t>((q / (ys[2] * ys[3])) % 6)];
-  for (DataType type : {DataType::float32, DataType::float64}) {
-    auto out = run_node({.op_type = "ConvTranspose",
-                         .inputs = {{"x", make(type, xs, x)}, {"w", make(type, ws, w)}, {"b", make(type, {6}, b)}},
-                         .attributes = {attr("strides", c.strides), attr("pads", c.pads), attr("dilations", c.dilations),
-                                        attr("group", c.group), attr("output_padding", out_pad)}});
-    expect_tensor_near(out[0].tensor(), make(type, ys, y), 1e-5, 1e-5);
-  }
+  // W an input, and W a constant (laid out for the products at build).
+  for (DataType type : {DataType::float32, DataType::float64})
+    for (bool constant : {false, true}) {
+      auto out = run_node({.op_type = "ConvTranspose",
+                           .inputs = {{"x", make(type, xs, x)}, {"w", make(type, ws, w), constant}, {"b", make(type, {6}, b)}},
+                           .attributes = {attr("strides", c.strides), attr("pads", c.pads), attr("dilations", c.dilations),
+                                          attr("group", c.group), attr("output_padding", out_pad)}});
+      expect_tensor_near(out[0].tensor(), make(type, ys, y), 1e-5, 1e-5);
+    }
   // 3-D, no bias.
   const Shape xs3{1, 2, 2, 3, 2}, ws3{2, 2, 2, 2, 3};
   const ConvCase c3{{1, 2, 2}, {0, 1, 0, 1, 0, 1}, {2, 1, 1}, 1};

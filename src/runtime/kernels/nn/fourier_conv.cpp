@@ -113,6 +113,14 @@ std::optional<FourierConv> FourierConv::recognize(const Tensor& w) {
   double largest = 0;
   for (int64_t n = 0; n < length; ++n) largest = std::max(largest, std::abs(static_cast<double>(f[n])));
   if (!(largest > 0) || !std::isfinite(largest)) return std::nullopt;
+  const double tolerance = 2 * std::numeric_limits<float>::epsilon() * largest;
+  auto near = [&](float stored, double exact) {
+    return std::abs(static_cast<double>(stored) - exact) <= tolerance;
+  };  // false for NaN
+  // At n = 0 every real row holds the window's first value and every
+  // imaginary row zero: learned filters fail here, before the tables.
+  for (int64_t k = 0; k < bins; ++k)
+    if (!near(f[k * length], f[0]) || !near(f[(bins + k) * length], 0.0)) return std::nullopt;
 
   // cos and sin of 2 pi k n / N depend on k n mod N only.
   std::vector<double> cosine(static_cast<size_t>(length)), sine(static_cast<size_t>(length));
@@ -121,10 +129,6 @@ std::optional<FourierConv> FourierConv::recognize(const Tensor& w) {
     cosine[static_cast<size_t>(j)] = std::cos(angle);
     sine[static_cast<size_t>(j)] = std::sin(angle);
   }
-  const double tolerance = 2 * std::numeric_limits<float>::epsilon() * largest;
-  auto near = [&](float stored, double exact) {
-    return std::abs(static_cast<double>(stored) - exact) <= tolerance;
-  };                                 // false for NaN
   auto matches = [&](double sign) {  // rows K.. = -sign w sin
     for (int64_t k = 0; k < bins; ++k)
       for (int64_t n = 0; n < length; ++n) {

@@ -19,20 +19,7 @@ namespace onnxkit::runtime::nn {
 namespace {
 
 using testing::random_tensor;
-
-// [N, C, H, W] as [N, ceil(C/B), H, W, B], B = channel_block(), with zeros in the padded channels.
-Tensor to_blocked(const Tensor& x) {
-  const int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
-  Tensor y(DataType::float32, blocked_shape(n, c, x.dim(2), x.dim(3)));
-  float* out = y.mutable_data<float>();
-  std::fill_n(out, y.numel(), 0.0f);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p)
-        out[((i * y.dim(1) + ch / channel_block()) * hw + p) * channel_block() + ch % channel_block()] =
-            x.data<float>()[(i * c + ch) * hw + p];
-  return y;
-}
+using testing::to_blocked;
 
 struct Case {
   int64_t n, c, m, h, w;

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <random>
 
+#include "runtime/kernels/nn/blocked.h"
+
 namespace onnxkit::testing {
 
 namespace fs = std::filesystem;
@@ -37,6 +39,20 @@ runtime::Tensor random_tensor(runtime::Shape shape, unsigned seed) {
   runtime::Tensor t(runtime::DataType::float32, std::move(shape));
   for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] = uniform(rng);
   return t;
+}
+
+runtime::Tensor to_blocked(const runtime::Tensor& x) {
+  using runtime::nn::channel_block;
+  const int64_t n = x.dim(0), c = x.dim(1), hw = x.dim(2) * x.dim(3);
+  runtime::Tensor y(runtime::DataType::float32, runtime::nn::blocked_shape(n, c, x.dim(2), x.dim(3)));
+  float* out = y.mutable_data<float>();
+  std::fill_n(out, y.numel(), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p)
+        out[((i * y.dim(1) + ch / channel_block()) * hw + p) * channel_block() + ch % channel_block()] =
+            x.data<float>()[(i * c + ch) * hw + p];
+  return y;
 }
 
 std::vector<fs::path> backend_test_models() {

@@ -29,6 +29,10 @@ std::string declared_dims(const ir::Model& model, const std::string& name);
 // order from std::mt19937(seed): the same values on every run.
 runtime::Tensor random_tensor(runtime::Shape shape, unsigned seed);
 
+// A float32 [N, C, H, W] in the blocked layout (runtime/kernels/nn/blocked.h):
+// [N, ceil(C/B), H, W, B], B = channel_block(), zeros in the padded channels.
+runtime::Tensor to_blocked(const runtime::Tensor& x);
+
 // Every model.onnx under ONNX's backend test data, sorted.
 std::vector<std::filesystem::path> backend_test_models();
 

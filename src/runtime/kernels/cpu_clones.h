@@ -12,3 +12,21 @@
 #define ONNXKIT_AVX2_CLONES
 #define ONNXKIT_AVX512_CLONES
 #endif
+
+namespace onnxkit::runtime {
+
+// Whether the CPU runs AVX2 and FMA: the floor of the kernels written with
+// their intrinsics (Winograd, depthwise, recurrent products).
+inline bool cpu_has_avx2_fma() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool yes = [] {
+    __builtin_cpu_init();  // this may run before libgcc's constructor has
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+}  // namespace onnxkit::runtime

@@ -20,6 +20,7 @@
 #include "runtime/kernels/indexing/indexing.h"
 #include "runtime/kernels/nn/conv.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
+#include "runtime/kernels/nn/depthwise.h"
 #include "runtime/kernels/nn/nn.h"
 #include "runtime/kernels/nn/winograd.h"
 #include "runtime/kernels/tensor/tensor.h"
@@ -64,12 +65,13 @@ struct DepthwiseAfter {
 class BlockedConv final : public Kernel {
  public:
   BlockedConv(ConvAttributes attrs, Shape w_shape, std::shared_ptr<DnnlConvCache> engine,
-              std::shared_ptr<const WinogradConv> winograd, bool plain_input, std::optional<size_t> residual_input,
-              VectorProduct vector_product, std::optional<DepthwiseAfter> depthwise)
+              std::shared_ptr<const WinogradConv> winograd, std::unique_ptr<const DepthwiseConv> own_depthwise, bool plain_input,
+              std::optional<size_t> residual_input, VectorProduct vector_product, std::optional<DepthwiseAfter> depthwise)
       : attrs_(std::move(attrs)),
         w_shape_(std::move(w_shape)),
         engine_(std::move(engine)),
         winograd_(std::move(winograd)),
+        own_depthwise_(std::move(own_depthwise)),
         in_channels_(w_shape_[1] * attrs_.group),
         plain_input_(plain_input),
         residual_input_(residual_input),
@@ -113,7 +115,8 @@ class BlockedConv final : public Kernel {
     Shape y;  // blocked
     bool winograd;
     bool vector;                           // run_vector_product's case
-    std::shared_ptr<const DnnlConv> conv;  // null with winograd or vector
+    bool own_depthwise;                    // own_depthwise_ runs it
+    std::shared_ptr<const DnnlConv> conv;  // null with winograd, vector or own_depthwise
     // With depthwise_: the 1x1's own output (blocked), and either the pair's
     // primitive or the depthwise convolution's alone (never neither).
     Shape own_y;
@@ -124,6 +127,7 @@ class BlockedConv final : public Kernel {
   Status run_own(const Resolved& r, const Tensor& x, Tensor& y, const Tensor* residual) const {
     if (r.vector) return run_vector_product(r.params, x, y);
     if (r.winograd) return winograd_->run(r.params, x, y, residual);
+    if (r.own_depthwise) return own_depthwise_->run(r.params, x, y);
     if (r.conv == nullptr) return make_error("oneDNN has no blocked convolution for input {}", shape_to_string(x.shape()));
     return r.conv->run(x, y, residual);
   }
@@ -185,14 +189,16 @@ class BlockedConv final : public Kernel {
     }
     r->vector = is_vector_product(r->params);
     r->winograd = !r->vector && winograd_ != nullptr && winograd_->pays_off(r->params);
-    if (!r->winograd && !r->vector) r->conv = engine_->get(r->params);
+    r->own_depthwise = own_depthwise_ != nullptr && own_depthwise_->fits(r->params);
+    if (!r->winograd && !r->vector && !r->own_depthwise) r->conv = engine_->get(r->params);
     return std::shared_ptr<const Resolved>(std::move(r));
   }
 
   ConvAttributes attrs_;
   Shape w_shape_;
   std::shared_ptr<DnnlConvCache> engine_;
-  std::shared_ptr<const WinogradConv> winograd_;  // null where it does not apply
+  std::shared_ptr<const WinogradConv> winograd_;        // null where it does not apply
+  std::unique_ptr<const DepthwiseConv> own_depthwise_;  // the same
   int64_t in_channels_;
   bool plain_input_;
   std::optional<size_t> residual_input_;  // see FusedActivation::add_residual
@@ -813,9 +819,13 @@ Result<std::unique_ptr<Kernel>> make_blocked_conv(const KernelInfo& info, bool p
     if (b != nullptr) vector_product.bias = std::make_shared<const Tensor>(*b);
     vector_product.activation = activation;
   }
+  // Ours reads blocked inputs only (a first layer reading the plain input
+  // is no depthwise one in the models we know).
+  std::unique_ptr<const DepthwiseConv> own_depthwise = plain_input ? nullptr : DepthwiseConv::create(attrs, *w, b, activation);
   ONNXKIT_ASSIGN(std::optional<DepthwiseAfter> depthwise, depthwise_after(info, *w, b, activation, plain_input));
-  return std::unique_ptr<Kernel>(std::make_unique<BlockedConv>(attrs, w->shape(), engine, std::move(winograd), plain_input,
-                                                               residual, std::move(vector_product), std::move(depthwise)));
+  return std::unique_ptr<Kernel>(std::make_unique<BlockedConv>(attrs, w->shape(), engine, std::move(winograd),
+                                                               std::move(own_depthwise), plain_input, residual,
+                                                               std::move(vector_product), std::move(depthwise)));
 }
 
 }  // namespace

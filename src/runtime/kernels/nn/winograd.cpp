@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
 #include "runtime/kernels/nn/nn.h"
@@ -54,11 +55,6 @@ void transform_filter(const float* g, double u[16]) {
 }
 
 #if ONNXKIT_WINOGRAD
-bool cpu_has_avx2_fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 // Where blocks are 16 channels oneDNN runs AVX-512 (blocked.h), and so do the products here.
 bool products_on_avx512() { return channel_block() == 16; }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/parallel.h"
 
 // The product is compiled for AVX2 with FMA, picked at run time, since the
@@ -108,8 +109,7 @@ ONNXKIT_RNN_AVX2 void avx2_panels(int64_t rows, const C* a, int64_t lda, const P
 
 bool has_avx2() {
 #if ONNXKIT_RNN_HAS_AVX2
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  return cpu_has_avx2_fma();
 #else
   return false;
 #endif

@@ -244,7 +244,9 @@ g (float[1,20,8,9] x) => (float[1,20,16,18] y, float[1,20,12,13] z, float[1,40,8
   expect_blocked_equals_plain(model, random_tensor({1, 20, 8, 9}, 13), 1, 0, std::nullopt, true,
                               [](const runtime::Session& session, bool blocked_layout) {
                                 // y and z from blocked values, c2 out for c: three.
-                                if (blocked_layout) EXPECT_EQ(count_steps(session, "ToPlain"), 3u);
+                                if (blocked_layout) {
+                                  EXPECT_EQ(count_steps(session, "ToPlain"), 3u);
+                                }
                               });
 }
 

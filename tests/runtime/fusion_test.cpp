@@ -789,7 +789,9 @@ std::vector<Tensor> run_chain_model(const std::string& text, const runtime::Name
     EXPECT_TRUE(out.ok()) << out.error().message();
     if (!out.ok()) return {};
     for (const runtime::Datum& d : *out) outputs[fuse].push_back(d.tensor());
-    if (fuse) EXPECT_EQ(step_kinds(**session), fused_steps);
+    if (fuse) {
+      EXPECT_EQ(step_kinds(**session), fused_steps);
+    }
   }
   EXPECT_EQ(outputs[0].size(), outputs[1].size());
   for (size_t k = 0; k < outputs[0].size() && k < outputs[1].size(); ++k) {

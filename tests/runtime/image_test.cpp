@@ -190,6 +190,64 @@ TEST(Image, CorruptAndTruncatedBytesAreErrors) {
   expect_error(decode({0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3, 4, 5, 6, 7, 8}), "corrupt or truncated JPEG");
 }
 
+// The header of an Adam7-interlaced PNG, as libpng writes it, and an empty IDAT chunk.
+Bytes interlaced_png_header(png_uint_32 width, png_uint_32 height) {
+  Bytes out;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  png_set_write_fn(
+      png, &out,
+      [](png_structp p, png_bytep data, size_t size) {
+        auto* bytes = static_cast<Bytes*>(png_get_io_ptr(p));
+        bytes->insert(bytes->end(), data, data + size);
+      },
+      nullptr);
+  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_ADAM7, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  png_write_chunk(png, reinterpret_cast<png_const_bytep>("IDAT"), nullptr, 0);  // readers stop at the first IDAT
+  png_destroy_write_struct(&png, &info);
+  return out;
+}
+
+// A little-endian TIFF of one 16-bit gray strip (read through libtiff's
+// RGBA interface), its directory declaring width x height and its strip
+// holding 8 bytes.
+Bytes gray16_tiff(uint32_t width, uint32_t height) {
+  Bytes out = {'I', 'I', 42, 0, 8, 0, 0, 0};
+  auto put16 = [&](uint32_t v) { out.insert(out.end(), {uint8_t(v), uint8_t(v >> 8)}); };
+  auto put32 = [&](uint32_t v) { out.insert(out.end(), {uint8_t(v), uint8_t(v >> 8), uint8_t(v >> 16), uint8_t(v >> 24)}); };
+  const uint32_t entries = 9, strip_at = 8 + 2 + entries * 12 + 4;
+  put16(entries);
+  auto entry = [&](uint16_t tag, uint16_t type, uint32_t value) {
+    put16(tag), put16(type), put32(1);
+    if (type == 3) put16(value), put16(0);  // a SHORT, left-justified in the value field
+    else put32(value);
+  };
+  entry(256, 4, width);
+  entry(257, 4, height);
+  entry(258, 3, 16);        // bits per sample
+  entry(259, 3, 1);         // no compression
+  entry(262, 3, 1);         // min-is-black
+  entry(273, 4, strip_at);  // strip offset
+  entry(277, 3, 1);         // samples per pixel
+  entry(278, 4, height);    // rows per strip
+  entry(279, 4, 8);         // strip byte count
+  put32(0);                 // no next directory
+  out.insert(out.end(), 8, 0);
+  return out;
+}
+
+// Formats decoded whole are sized from their header: a few bytes claiming
+// 20000 x 20000 pixels are refused before any allocation of that size.
+TEST(Image, HugeDeclaredSizesOfWholeImageFormatsAreErrors) {
+  expect_error(decode(interlaced_png_header(20000, 20000)), "interlaced PNG image declares 20000 x 20000 pixels");
+  expect_error(decode(gray16_tiff(20000, 20000)), "TIFF image declares 20000 x 20000 pixels");
+  // Small enough, the same bytes are only truncated.
+  expect_error(decode(interlaced_png_header(200, 200)), "corrupt or truncated PNG");
+  expect_error(decode(gray16_tiff(200, 200)), "corrupt or truncated TIFF");
+}
+
 // A header and nothing after it: each format's decoder says which format
 // it found damaged.
 TEST(Image, FormatsAreNamedInErrors) {

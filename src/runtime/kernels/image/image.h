@@ -23,6 +23,19 @@ struct Pixels {
   std::vector<uint8_t> data;
 };
 
+// Interlaced PNG, TIFF through libtiff's RGBA interface and JPEG 2000 are
+// decoded whole, into buffers sized from the header before any pixel data
+// is read: a few bytes may claim any size. Larger images than this are
+// refused (16384 x 16384; the other decoders grow their output row by row
+// as the data comes).
+inline constexpr int64_t kMaxWholeImagePixels = int64_t{1} << 28;
+inline Status check_whole_image(int64_t width, int64_t height, std::string_view format) {
+  if (height > 0 && width > kMaxWholeImagePixels / height)
+    return make_error("the {} image declares {} x {} pixels; above {} it is not decoded", format, width, height,
+                      kMaxWholeImagePixels);
+  return {};
+}
+
 // Each an error (never a crash, never an exit) on corrupt or truncated
 // bytes; a warning of the codec about damaged data is an error too.
 Result<Pixels> decode_jpeg(std::span<const uint8_t> bytes);

@@ -117,8 +117,10 @@ Result<Pixels> decode_jpeg2000(std::span<const uint8_t> bytes) {
   const int channels = image->numcomps >= 3 ? 3 : 1;
   const int64_t width = int64_t{image->x1} - image->x0, height = int64_t{image->y1} - image->y0;
   if (width <= 0 || height <= 0) return make_error("corrupt JPEG 2000 data: a {} x {} image", width, height);
-  // OpenJPEG holds every component at 32 bits per sample.
-  ONNXKIT_TRY(checked_size({height, width, int64_t{image->numcomps} * 4}, "the JPEG 2000 image"));
+  // OpenJPEG holds every component of the whole image at 32 bits per sample.
+  if (image->numcomps > 4)
+    return make_error("JPEG 2000 with {} components is not decoded; only gray and RGB, with or without alpha", image->numcomps);
+  ONNXKIT_TRY(check_whole_image(width, height, "JPEG 2000"));
   for (int c = 0; c < channels; ++c) {
     const opj_image_comp_t& comp = image->comps[c];
     if (comp.dx != 1 || comp.dy != 1)

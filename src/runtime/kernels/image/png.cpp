@@ -40,7 +40,7 @@ void read_bytes(png_structp png, png_bytep out, size_t n) {
 
 void on_warning(png_structp, png_const_charp) {}
 
-enum class Outcome { decoded, failed };
+enum class Outcome { decoded, failed, too_large };
 
 // Decodes into `out` (`rows` holds the row pointers of an interlaced
 // image); on failure reader.message says why.
@@ -70,6 +70,7 @@ Outcome run_decoder(png_structp png, png_infop info, Pixels& out, std::vector<pn
     }
   } else {
     // Each pass revisits every row: the whole image is needed at once.
+    if (!check_whole_image(out.width, out.height, "interlaced PNG").ok()) return Outcome::too_large;
     out.data.resize(row * static_cast<size_t>(out.height));
     rows.resize(static_cast<size_t>(out.height));
     for (int64_t y = 0; y < out.height; ++y) rows[static_cast<size_t>(y)] = out.data.data() + y * row;
@@ -96,6 +97,7 @@ Result<Pixels> decode_png(std::span<const uint8_t> bytes) {
   const Outcome outcome = run_decoder(png, info, pixels, rows);
   png_destroy_read_struct(&png, &info, nullptr);
   if (outcome == Outcome::failed) return make_error("corrupt or truncated PNG data: {}", reader.message);
+  if (outcome == Outcome::too_large) return check_whole_image(pixels.width, pixels.height, "interlaced PNG").error();
   return pixels;
 }
 

@@ -9,7 +9,7 @@
 // Everything else libtiff can read (tiles, other bit depths, planar
 // separation, YCbCr, CMYK, Lab...) goes through libtiff's RGBA interface,
 // whose raster of the whole image is allocated from the header's size
-// after checked_size. That interface premultiplies unassociated alpha:
+// (within check_whole_image's limit). That interface premultiplies unassociated alpha:
 // such alpha is declared associated first, so that colors stay as stored
 // there too.
 //
@@ -152,7 +152,7 @@ Result<Pixels> read_rgba(TIFF* t, const Layout& l, const Source& s) {
   if (!TIFFRGBAImageOK(t, why))
     return make_error("TIFF image (photometric {}, {} samples of {} bits) is not decoded: {}", l.photometric, l.samples, l.bits,
                       why);
-  ONNXKIT_TRY(checked_size({l.height, l.width, 4}, "the TIFF image"));
+  ONNXKIT_TRY(check_whole_image(l.width, l.height, "TIFF"));
   uint16_t extra = 0;
   const uint16_t* extra_kinds = nullptr;
   TIFFGetFieldDefaulted(t, TIFFTAG_EXTRASAMPLES, &extra, &extra_kinds);

@@ -119,11 +119,13 @@ TEST(MathGemm, BlockedCrossesEveryBlockBoundary) {
 
 TEST(MathGemm, OneRowCrossesItsColumnBlocksAndThreadSplits) {
   // The one-row path (no sgemm): depths that leave a tail of its four-row
-  // steps, widths past its 1024-column block and thread splits that are no
-  // whole cache line, products too small to share among threads.
+  // steps (and, transposed, of its four-vector and one-vector steps: 117),
+  // widths past its 1024-column block and thread splits that are no whole
+  // cache line, products too small to share among threads.
   for (int threads : {1, 2})
     for (bool tb : {false, true}) {
       check_gemm_case({1, 2500, 519, false, tb, -0.75f, 0.5f}, threads, false);
+      check_gemm_case({1, 45, 117, false, tb, 1.0f, 0.0f}, threads, false);
       check_gemm_case({1, 1030, 130, false, tb, 1.0f, 0.0f}, threads, false);
       check_gemm_case({1, 37, 67, false, tb, 2.0f, 0.0f}, threads, false);
     }

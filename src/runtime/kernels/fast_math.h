@@ -130,7 +130,8 @@ void add_weighted_rows_floats(const float* w, const float* rows, int64_t stride,
 // of k floats, op(B) k x n: B k x n row-major with its rows ldb apart, or
 // n x k with trans_b. The one-row product of a decoding step's MatMul or a
 // classifier's Gemm, which sgemm costs more to set up than to do: B is
-// read once, four rows at a time into a block of sums kept in cache.
+// read once, four rows at a time into a block of sums kept in cache, or
+// with trans_b row by row, each in four interleaved sums.
 void row_product_floats(bool trans_b, const float* x, const float* b, int64_t ldb, int64_t k, int64_t n, float alpha, float beta,
                         float* y);
 

@@ -37,6 +37,7 @@ double activate(const FusedActivation& a, double v) {
     case Kind::clip: return std::clamp(v, double(a.min), double(a.max));
     case Kind::swish: return v / (1 + std::exp(-v));
     case Kind::hard_swish: return v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
+    case Kind::hard_sigmoid: return std::clamp(double(a.alpha) * v + double(a.beta), 0.0, 1.0);
     default: return v;
   }
 }
@@ -107,9 +108,11 @@ TEST(Depthwise, AsymmetricMissingAndWidePads) {
   expect_matches_direct_sum({.n = 1, .c = 3, .h = 2, .w = 3, .k = 5, .pads = {2, 2, 2, 2}});    // a window wider than the map
 }
 
+// Any activation zero at zero, HardSigmoid with beta 0 among them.
 TEST(Depthwise, ActivationsZeroAtZero) {
   for (FusedActivation a : {FusedActivation{.kind = Kind::relu}, FusedActivation{.kind = Kind::clip, .min = -0.5f, .max = 0.25f},
-                            FusedActivation{.kind = Kind::swish}, FusedActivation{.kind = Kind::hard_swish}})
+                            FusedActivation{.kind = Kind::swish}, FusedActivation{.kind = Kind::hard_swish},
+                            FusedActivation{.kind = Kind::hard_sigmoid, .alpha = 0.2f, .beta = 0.0f}})
     expect_matches_direct_sum({.n = 1, .c = 20, .h = 14, .w = 14, .k = 5, .pads = {2, 2, 2, 2}, .activation = a});
 }
 

@@ -208,6 +208,10 @@ Status DepthwiseConv::run(const ConvParams& p, const Tensor& x, Tensor& y) const
   const double macs = static_cast<double>(items) * static_cast<double>(out_w * k * k * block);
   const float* xv = x.data<float>();
   float* yv = y.mutable_data<float>();
+  // Relu and Clip are the row kernel's bounds; any other activation (zero at
+  // zero, as create() asks) runs over each row after it.
+  using Kind = FusedActivation::Kind;
+  const bool bounded = activation_.kind == Kind::none || activation_.kind == Kind::relu || activation_.kind == Kind::clip;
   parallel_ranges(items, macs >= kParallelMacs, [&](int64_t from, int64_t to) {
     // K ring rows, then a row of zeros for the rows above and below the image.
     thread_local std::vector<float> scratch;
@@ -238,8 +242,7 @@ Status DepthwiseConv::run(const ConvParams& p, const Tensor& x, Tensor& y) const
         }
         float* out = yv + (plane * out_h + oh) * out_w * block;
         row_(rows, w, bias, bounds_, out, out_w);
-        if (activation_.kind == FusedActivation::Kind::swish || activation_.kind == FusedActivation::Kind::hard_swish)
-          activate_floats(activation_, out, out_w * block);
+        if (!bounded) activate_floats(activation_, out, out_w * block);
       }
       item += last - first;
     }

@@ -11,8 +11,8 @@
 // the output. Here each output row is made from the K input rows it reads,
 // copied once into a ring of zero-padded rows (the pads cost no branches),
 // eight pixels at a time in eight accumulators; Relu and Clip bound the
-// sums in registers, Swish and HardSwish run on the row while it is in the
-// L1 cache.
+// sums in registers, the other activations (Swish, HardSwish...) run on the
+// row while it is in the L1 cache.
 
 #include <memory>
 #include <vector>

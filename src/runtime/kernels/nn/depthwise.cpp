@@ -9,11 +9,13 @@
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/parallel.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ONNXKIT_DEPTHWISE 1
-#define ONNXKIT_AVX2 __attribute__((target("avx2,fma")))
-#define ONNXKIT_AVX512 __attribute__((target("avx512f")))
+// One body (GCC vectors) made AVX2 or AVX-512 code by the function it is
+// inlined into; fp-contract there makes a multiply and an add one FMA, as
+// -std=c++20 does not.
+#define ONNXKIT_AVX2 __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
+#define ONNXKIT_AVX512 __attribute__((target("avx512f"), optimize("fp-contract=fast")))
 #else
 #define ONNXKIT_DEPTHWISE 0
 #endif
@@ -24,102 +26,74 @@ namespace {
 constexpr int64_t kLargestKernel = 7;
 
 #if ONNXKIT_DEPTHWISE
-// R output pixels from `ow` on, each the sum over the K x K window of
-// weights times padded inputs, one register of channels per pixel. Fewer
-// than four pixels keep two sums each: one chain of K * K dependent FMAs
-// would wait on each one's latency. The AVX2 and AVX-512 versions differ in
-// the register type only.
-template <int K, int R>
-ONNXKIT_AVX2 inline void pixels_avx2(const float* const* rows, int64_t ow, const float* w, __m256 bias, __m256 lo, __m256 hi,
-                                     float* out) {
-  constexpr int kLanes = 8, kSums = R >= 4 ? 1 : 2;
-  __m256 acc[R][kSums];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-    for (int s = 0; s < kSums; ++s) acc[r][s] = s == 0 ? bias : _mm256_setzero_ps();
-#pragma GCC unroll 7
-  for (int i = 0; i < K; ++i) {
-    const float* row = rows[i] + ow * kLanes;
-#pragma GCC unroll 7
-    for (int j = 0; j < K; ++j) {
-      const __m256 wv = _mm256_loadu_ps(w + (i * K + j) * kLanes);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        __m256& sum = acc[r][(i * K + j) % kSums];
-        sum = _mm256_fmadd_ps(wv, _mm256_loadu_ps(row + (r + j) * kLanes), sum);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-    _mm256_storeu_ps(out + (ow + r) * kLanes,
-                     _mm256_min_ps(hi, _mm256_max_ps(lo, kSums == 1 ? acc[r][0] : _mm256_add_ps(acc[r][0], acc[r][kSums - 1]))));
-}
+// W floats: one pixel's block of channels, one register.
+template <int W> struct BlockOf { typedef float type __attribute__((vector_size(4 * W))); };
+template <int W> using Block = typename BlockOf<W>::type;
 
-template <int K, int R>
-ONNXKIT_AVX512 inline void pixels_avx512(const float* const* rows, int64_t ow, const float* w, __m512 bias, __m512 lo, __m512 hi,
-                                         float* out) {
-  constexpr int kLanes = 16, kSums = R >= 4 ? 1 : 2;
-  constexpr __mmask16 kAll = 0xffff;  // the maskz forms: GCC 12 warns on the plain ones' undefined source
-  __m512 acc[R][kSums];
+// R output pixels from `ow` on, each the sum over the K x K window of
+// weights times padded inputs, held to [lo, hi] (NaN kept: the comparisons
+// are false for it). Fewer than four pixels keep two sums each: one chain
+// of K * K dependent FMAs would wait on each one's latency.
+template <int W, int K, int R>
+[[gnu::always_inline]] inline void pixels(const float* const* rows, int64_t ow, const float* w, const float* bias,
+                                          const float bounds[2], float* out) {
+  constexpr int kSums = R >= 4 ? 1 : 2;
+  Block<W> acc[R][kSums], b, x, weight;
+  std::memcpy(&b, bias, sizeof b);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-    for (int s = 0; s < kSums; ++s) acc[r][s] = s == 0 ? bias : _mm512_setzero_ps();
+    for (int s = 0; s < kSums; ++s) acc[r][s] = s == 0 ? b : Block<W>{};
 #pragma GCC unroll 7
   for (int i = 0; i < K; ++i) {
-    const float* row = rows[i] + ow * kLanes;
+    const float* row = rows[i] + ow * W;
 #pragma GCC unroll 7
     for (int j = 0; j < K; ++j) {
-      const __m512 wv = _mm512_loadu_ps(w + (i * K + j) * kLanes);
+      std::memcpy(&weight, w + (i * K + j) * W, sizeof weight);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        __m512& sum = acc[r][(i * K + j) % kSums];
-        sum = _mm512_fmadd_ps(wv, _mm512_loadu_ps(row + (r + j) * kLanes), sum);
+        std::memcpy(&x, row + (r + j) * W, sizeof x);
+        acc[r][(i * K + j) % kSums] += weight * x;
       }
     }
   }
+  const Block<W> lo = Block<W>{} + bounds[0], hi = Block<W>{} + bounds[1];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-    _mm512_storeu_ps(
-        out + (ow + r) * kLanes,
-        _mm512_maskz_min_ps(kAll, hi,
-                            _mm512_maskz_max_ps(kAll, lo, kSums == 1 ? acc[r][0] : _mm512_add_ps(acc[r][0], acc[r][kSums - 1]))));
+  for (int r = 0; r < R; ++r) {
+    Block<W> v = kSums == 1 ? acc[r][0] : acc[r][0] + acc[r][kSums - 1];
+    v = lo > v ? lo : v;
+    v = hi < v ? hi : v;
+    std::memcpy(out + (ow + r) * W, &v, sizeof v);
+  }
 }
 
 // A row by eight pixels, then four, two, one; a row of five to seven (the
 // 7 x 7 maps of the last stages) in one go.
-template <int K>
-ONNXKIT_AVX2 void row_avx2(const float* const* rows, const float* w, const float* bias, const float bounds[2], float* out,
-                           int64_t width) {
-  const __m256 b = _mm256_loadu_ps(bias), lo = _mm256_set1_ps(bounds[0]), hi = _mm256_set1_ps(bounds[1]);
+template <int W, int K>
+[[gnu::always_inline]] inline void row(const float* const* rows, const float* w, const float* bias, const float bounds[2],
+                                       float* out, int64_t width) {
   switch (width) {
-    case 7: return pixels_avx2<K, 7>(rows, 0, w, b, lo, hi, out);
-    case 6: return pixels_avx2<K, 6>(rows, 0, w, b, lo, hi, out);
-    case 5: return pixels_avx2<K, 5>(rows, 0, w, b, lo, hi, out);
+    case 7: return pixels<W, K, 7>(rows, 0, w, bias, bounds, out);
+    case 6: return pixels<W, K, 6>(rows, 0, w, bias, bounds, out);
+    case 5: return pixels<W, K, 5>(rows, 0, w, bias, bounds, out);
     default: break;
   }
   int64_t ow = 0;
-  for (; ow + 8 <= width; ow += 8) pixels_avx2<K, 8>(rows, ow, w, b, lo, hi, out);
-  if (ow + 4 <= width) pixels_avx2<K, 4>(rows, ow, w, b, lo, hi, out), ow += 4;
-  if (ow + 2 <= width) pixels_avx2<K, 2>(rows, ow, w, b, lo, hi, out), ow += 2;
-  if (ow < width) pixels_avx2<K, 1>(rows, ow, w, b, lo, hi, out);
+  for (; ow + 8 <= width; ow += 8) pixels<W, K, 8>(rows, ow, w, bias, bounds, out);
+  if (ow + 4 <= width) pixels<W, K, 4>(rows, ow, w, bias, bounds, out), ow += 4;
+  if (ow + 2 <= width) pixels<W, K, 2>(rows, ow, w, bias, bounds, out), ow += 2;
+  if (ow < width) pixels<W, K, 1>(rows, ow, w, bias, bounds, out);
+}
+
+template <int K>
+ONNXKIT_AVX2 void row_avx2(const float* const* rows, const float* w, const float* bias, const float bounds[2], float* out,
+                           int64_t width) {
+  row<8, K>(rows, w, bias, bounds, out, width);
 }
 
 template <int K>
 ONNXKIT_AVX512 void row_avx512(const float* const* rows, const float* w, const float* bias, const float bounds[2], float* out,
                                int64_t width) {
-  const __m512 b = _mm512_loadu_ps(bias), lo = _mm512_set1_ps(bounds[0]), hi = _mm512_set1_ps(bounds[1]);
-  switch (width) {
-    case 7: return pixels_avx512<K, 7>(rows, 0, w, b, lo, hi, out);
-    case 6: return pixels_avx512<K, 6>(rows, 0, w, b, lo, hi, out);
-    case 5: return pixels_avx512<K, 5>(rows, 0, w, b, lo, hi, out);
-    default: break;
-  }
-  int64_t ow = 0;
-  for (; ow + 8 <= width; ow += 8) pixels_avx512<K, 8>(rows, ow, w, b, lo, hi, out);
-  if (ow + 4 <= width) pixels_avx512<K, 4>(rows, ow, w, b, lo, hi, out), ow += 4;
-  if (ow + 2 <= width) pixels_avx512<K, 2>(rows, ow, w, b, lo, hi, out), ow += 2;
-  if (ow < width) pixels_avx512<K, 1>(rows, ow, w, b, lo, hi, out);
+  row<16, K>(rows, w, bias, bounds, out, width);
 }
 
 DepthwiseConv::RowKernel row_kernel(int64_t block, int64_t kernel) {

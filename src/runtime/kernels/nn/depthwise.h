@@ -25,8 +25,9 @@ class DepthwiseConv {
  public:
   // Null unless W is float32 [C, 1, K, K] with K 3, 5 or 7 and group = C,
   // strides and dilations 1, the bias (if any) float32 [C], the activation
-  // zero at zero (so padded channels stay zero) with no residual, and the
-  // CPU has AVX2 and FMA.
+  // zero at zero (so padded channels stay zero) with no residual, the CPU
+  // has AVX2 and FMA, and GCC built this (Clang, the fuzz build, keeps
+  // oneDNN's kernel).
   static std::unique_ptr<DepthwiseConv> create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                                FusedActivation activation);
 

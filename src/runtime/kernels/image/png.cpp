@@ -40,11 +40,11 @@ void read_bytes(png_structp png, png_bytep out, size_t n) {
 
 void on_warning(png_structp, png_const_charp) {}
 
-enum class Outcome { decoded, failed, too_large };
+enum class Outcome { decoded, failed, refused };
 
 // Decodes into `out` (`rows` holds the row pointers of an interlaced
-// image); on failure reader.message says why.
-Outcome run_decoder(png_structp png, png_infop info, Pixels& out, std::vector<png_bytep>& rows) {
+// image); on failure reader.message says why, on refusal `refusal`.
+Outcome run_decoder(png_structp png, png_infop info, Pixels& out, std::vector<png_bytep>& rows, Status& refusal) {
   if (setjmp(png_jmpbuf(png))) return Outcome::failed;
   png_read_info(png, info);
   const int color = png_get_color_type(png, info);
@@ -70,7 +70,8 @@ Outcome run_decoder(png_structp png, png_infop info, Pixels& out, std::vector<pn
     }
   } else {
     // Each pass revisits every row: the whole image is needed at once.
-    if (!check_whole_image(out.width, out.height, "interlaced PNG").ok()) return Outcome::too_large;
+    refusal = check_whole_image(out.width, out.height, "interlaced PNG");
+    if (!refusal.ok()) return Outcome::refused;
     out.data.resize(row * static_cast<size_t>(out.height));
     rows.resize(static_cast<size_t>(out.height));
     for (int64_t y = 0; y < out.height; ++y) rows[static_cast<size_t>(y)] = out.data.data() + y * row;
@@ -94,10 +95,11 @@ Result<Pixels> decode_png(std::span<const uint8_t> bytes) {
   png_set_read_fn(png, &reader, read_bytes);
   Pixels pixels;
   std::vector<png_bytep> rows;
-  const Outcome outcome = run_decoder(png, info, pixels, rows);
+  Status refusal;
+  const Outcome outcome = run_decoder(png, info, pixels, rows, refusal);
   png_destroy_read_struct(&png, &info, nullptr);
   if (outcome == Outcome::failed) return make_error("corrupt or truncated PNG data: {}", reader.message);
-  if (outcome == Outcome::too_large) return check_whole_image(pixels.width, pixels.height, "interlaced PNG").error();
+  if (outcome == Outcome::refused) return refusal.error();
   return pixels;
 }
 

@@ -641,7 +641,7 @@ KernelFactory conv_transpose_kernel() {
         std::vector<C> wt;
         const C* matrices = nullptr;
         if constexpr (std::is_same_v<C, float>)
-          if (constant_wt && x->dtype() == DataType::float32) matrices = constant_wt->data();
+          if (constant_wt) matrices = constant_wt->data();  // W is float32, so is X (checked above)
         if (matrices == nullptr) {
           wt = conv_transpose_matrices(in[1]->data<C>(), w->shape(), a.group);
           matrices = wt.data();

@@ -9,7 +9,8 @@
 // channels at 56 x 56, 7x7: 520 us at 1 thread, 290 at 2; EfficientNet's
 // 32 at 112 x 112: 180 and 140), and a Swish after it is a second pass over
 // the output. Here each output row is made from the K input rows it reads,
-// copied once into a ring of zero-padded rows (the pads cost no branches),
+// copied once into a ring of zero-padded rows (the pads left and right
+// cost no branches, the rows of pads above and below no work),
 // eight pixels at a time in eight accumulators; Relu and Clip bound the
 // sums in registers, the other activations (Swish, HardSwish...) run on the
 // row while it is in the L1 cache.
@@ -41,7 +42,8 @@ class DepthwiseConv {
 
   // One output row of one channel block, each value held to [bounds[0],
   // bounds[1]] (NaN stays NaN): `rows` are the K zero-padded input rows it
-  // reads, each from the row's first output pixel on.
+  // reads, each from the row's first output pixel on, null for a row of
+  // the pads above or below the image.
   using RowKernel = void (*)(const float* const* rows, const float* w, const float* bias, const float bounds[2], float* out,
                              int64_t width);
 

@@ -175,18 +175,27 @@ class PlanBuilder {
   bool is_returned(const ir::Value* v) const { return returned_slots_.count(plan_->slots.at(v)) != 0; }
   OpTraits traits_of(const ir::Node& node) const { return context_.registry.traits(node.domain(), node.op_type()); }
 
-  // Whether two main-graph values surely have one shape (for residual Adds):
-  // ONNX's shape inference, run once when a fusion rule asks. Dims must be
-  // known numbers or the same symbol.
-  bool same_shape(const ir::Value* a, const ir::Value* b) {
-    if (parent_ != nullptr) return false;
+  // A main-graph value's shape as ONNX's shape inference gives it (run once,
+  // when a fusion rule first asks), if it has one.
+  const onnx::TensorShapeProto* inferred_shape(const ir::Value* v) {
+    if (parent_ != nullptr) return nullptr;
     if (!types_) types_ = analysis::infer_types_with_onnx(context_.model).types;
-    auto ta = types_->find(a->name()), tb = types_->find(b->name());
-    if (ta == types_->end() || tb == types_->end() || !ta->second.tensor_type().has_shape() ||
-        !tb->second.tensor_type().has_shape())
-      return false;
-    const auto& sa = ta->second.tensor_type().shape();
-    const auto& sb = tb->second.tensor_type().shape();
+    auto t = types_->find(v->name());
+    return t != types_->end() && t->second.tensor_type().has_shape() ? &t->second.tensor_type().shape() : nullptr;
+  }
+
+  std::optional<int64_t> known_rank(const ir::Value* v) {
+    const onnx::TensorShapeProto* shape = inferred_shape(v);
+    return shape != nullptr ? std::optional<int64_t>(shape->dim_size()) : std::nullopt;
+  }
+
+  // Whether two main-graph values surely have one shape (for residual Adds):
+  // dims must be known numbers or the same symbol.
+  bool same_shape(const ir::Value* a, const ir::Value* b) {
+    const onnx::TensorShapeProto *pa = inferred_shape(a), *pb = inferred_shape(b);
+    if (pa == nullptr || pb == nullptr) return false;
+    const auto& sa = *pa;
+    const auto& sb = *pb;
     if (sa.dim_size() != sb.dim_size()) return false;
     for (int i = 0; i < sa.dim_size(); ++i) {
       const auto &da = sa.dim(i), &db = sb.dim(i);
@@ -212,7 +221,7 @@ class PlanBuilder {
     for (const auto& [v, channels] : layout_.channels) blocked_slot_[v] = new_slot();
     if (!context_.options.fuse) return;
     producer_fusions_ = nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
-    chains_ = find_fused_chains(order_, constant, returned, same);
+    chains_ = find_fused_chains(order_, constant, returned, same, [this](const ir::Value* v) { return known_rank(v); });
     // A chain stays out of blocked regions and away from nodes another
     // kernel already runs (a residual Add that also feeds a
     // LayerNormalization).

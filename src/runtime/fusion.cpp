@@ -87,6 +87,21 @@ struct Matcher {
     return FusedChain{add, {matmul}, {matmul->input(0)}, "MatMul+Add", {}};
   }
 
+  // The Softmax that alone reads x along its last axis: axis -1, or rank -
+  // 1 (`rank` is x's, asked only then), in the 2-D view of opsets before 13
+  // as in the one axis of later ones. (The default axis depends on the
+  // opset: left to the plain kernels.) A text recognizer's class scores.
+  const ir::Node* last_axis_softmax(const ir::Value* x, const std::function<std::optional<int64_t>()>& rank) const {
+    const ir::Node* softmax = sole_reader(x);
+    if (softmax == nullptr || !softmax->is_onnx_op("Softmax") || softmax->outputs().size() != 1 ||
+        softmax->attribute("axis") == nullptr)
+      return nullptr;
+    const int64_t axis = softmax->attr_int("axis", 0);
+    if (axis == -1) return softmax;
+    const std::optional<int64_t> r = rank();
+    return r && axis == *r - 1 ? softmax : nullptr;
+  }
+
   // Operand i of `matmul` walked back through a scaling by a constant scalar
   // (folded into alpha), then a Transpose whose matrices gemm reads in place
   // (perm), each read only on this path and claimed by no other chain; the
@@ -300,7 +315,7 @@ struct Matcher {
 }  // namespace
 
 std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
-                                          const IsReturned& is_returned, const SameShape& same_shape) {
+                                          const IsReturned& is_returned, const SameShape& same_shape, const KnownRank& rank_of) {
   const Matcher match{constant_of, is_returned};
   std::unordered_map<const ir::Value*, FusedChain> gelu_of;  // by GELU's input
   for (const ir::Node* node : order)
@@ -320,10 +335,15 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
       linear->absorbed.insert(linear->absorbed.end(), gelu->second.absorbed.begin(), gelu->second.absorbed.end());
       linear->last = gelu->second.last;
       linear->kind = "MatMul+Add+Gelu";
-      linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), /*gelu=*/true);
+      linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), math::LinearThen::gelu);
       gelu_of.erase(gelu);
+    } else if (const ir::Node* softmax = match.last_axis_softmax(x, [&] { return rank_of(node->input(0)); })) {
+      linear->absorbed.push_back(linear->last);
+      linear->last = softmax;
+      linear->kind = "MatMul+Add+Softmax";
+      linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), math::LinearThen::softmax);
     } else {
-      linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), /*gelu=*/false);
+      linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), math::LinearThen::nothing);
     }
     chains.push_back(std::move(*linear));
   }

@@ -8,6 +8,7 @@
 //   linear  MatMul(A, B) -> Add(bias)                                 =>  MatMul+bias
 //           with bias a float constant of one value per column
 //   both    linear -> GELU                                            =>  MatMul+bias+Gelu
+//           linear -> Softmax along the last axis                     =>  MatMul+bias+Softmax
 //   norm    Add(a, b) -> LayerNormalization, a and b of one shape      =>  Add+LayerNormalization
 //           (the residual connection of a transformer layer)
 //   heads   MatMul(Transpose?(A) [/ or * c], Transpose?(B) [/ or * c])
@@ -51,11 +52,12 @@ struct FusedChain {
 
 using IsReturned = std::function<bool(const ir::Value*)>;
 using SameShape = std::function<bool(const ir::Value*, const ir::Value*)>;  // surely, not maybe
+using KnownRank = std::function<std::optional<int64_t>(const ir::Value*)>;  // none when unknown
 
 // The chains of `order` (one graph's nodes, topologically sorted), none
 // overlapping another.
 std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
-                                          const IsReturned& is_returned, const SameShape& same_shape);
+                                          const IsReturned& is_returned, const SameShape& same_shape, const KnownRank& rank_of);
 
 // Nodes whose work the kernel of the node before them does (a Conv's
 // activation and residual Add). Their steps pass that node's final value

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "ir/model.h"
 #include "runtime/session.h"
@@ -166,6 +167,85 @@ TEST(Fusion, DeclinesWhenAPartIsSeenOrTheConstantsDiffer) {
   Outcome other = run({.divisor = 2.0f}, true);
   EXPECT_EQ(other.steps, (std::vector<std::string>{"MatMul+Add", "Div", "Erf", "Element-wise chain", "Mul"}));
   expect_tensor_near(other.y, run({.divisor = 2.0f}, false).y, 1e-6, 1e-5);
+}
+
+// x [2, 3, 8] -> MatMul(W [8, out]) -> Add(b) -> Softmax: a recognizer's
+// class scores. x's rank is declared unless `rank_unknown`; no `axis` leaves
+// the attribute out.
+struct SoftmaxVariant {
+  int64_t opset = 17;
+  std::optional<int64_t> axis = 2;
+  bool rank_unknown = false;
+  int64_t out = kOut;
+};
+
+std::shared_ptr<const ir::Model> linear_softmax_model(const SoftmaxVariant& v) {
+  auto model = empty_model(v.opset);
+  ir::Graph& g = model->graph();
+  onnx::TypeProto type = float_type({2, 3, kIn});
+  if (v.rank_unknown) type.mutable_tensor_type()->clear_shape();
+  ir::Value* x = g.add_input("x", type);
+  std::vector<float> w, b;
+  for (int64_t i = 0; i < kIn * v.out; ++i) w.push_back(weight(i));
+  for (int64_t j = 0; j < v.out; ++j) b.push_back(4.0f * bias(j));
+  ir::Value* wv = g.add_initializer("W", runtime::tensor_to_proto(Tensor::from<float>({kIn, v.out}, w)));
+  ir::Value* bv = g.add_initializer("b", runtime::tensor_to_proto(Tensor::from<float>({v.out}, b)));
+  ir::Value* product = g.add_node("MatMul", {x, wv}, {"product"})->output(0);
+  ir::Value* scores = g.add_node("Add", {product, bv}, {"scores"})->output(0);
+  ir::Node* softmax = g.add_node("Softmax", {scores}, {"y"});
+  if (v.axis) softmax->set_attribute(attr("axis", *v.axis));
+  g.add_output(softmax->output(0));
+  return model;
+}
+
+// The softmax of x W + b in double, over each group of values that share
+// the index `group` gives them ([2, 3, out] flattened).
+template <class Group> Tensor expected_softmax(int64_t out, Group group) {
+  std::vector<double> v;
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t j = 0; j < out; ++j) {
+      double sum = 4.0 * static_cast<double>(bias(j));
+      for (int64_t k = 0; k < kIn; ++k) sum += static_cast<double>(input(r * kIn + k)) * weight(k * out + j);
+      v.push_back(sum);
+    }
+  std::vector<double> total(v.size(), 0.0);
+  for (size_t i = 0; i < v.size(); ++i) total[group(static_cast<int64_t>(i))] += std::exp(v[i]);
+  std::vector<float> y;
+  for (size_t i = 0; i < v.size(); ++i) y.push_back(static_cast<float>(std::exp(v[i]) / total[group(static_cast<int64_t>(i))]));
+  return Tensor::from<float>({2, 3, out}, y);
+}
+
+TEST(Fusion, LinearThenSoftmaxOnTheLastAxisIsOneStep) {
+  auto rows = [](int64_t out) { return [out](int64_t i) { return static_cast<size_t>(i / out); }; };
+  for (int64_t out : {kOut, int64_t{1024}}) {  // at 1024 the bias is the packed product's
+    for (SoftmaxVariant v :
+         {SoftmaxVariant{.out = out}, SoftmaxVariant{.axis = -1, .out = out}, SoftmaxVariant{.opset = 11, .out = out},
+          SoftmaxVariant{.opset = 11, .axis = -1, .out = out}, SoftmaxVariant{.axis = -1, .rank_unknown = true, .out = out}}) {
+      SCOPED_TRACE(::testing::Message() << "opset " << v.opset << " axis " << v.axis.value_or(99) << " out " << out);
+      Outcome fused = run_model(linear_softmax_model(v), {{"x", input_tensor()}}, true, 1);
+      EXPECT_EQ(fused.steps, std::vector<std::string>{"MatMul+Add+Softmax"});
+      expect_tensor_near(fused.y, expected_softmax(out, rows(out)), 1e-7, 1e-5);
+    }
+  }
+}
+
+TEST(Fusion, SoftmaxOnAnotherAxisStaysApart) {
+  const int64_t out = kOut;
+  const std::vector<std::string> apart{"MatMul+Add", "Softmax"};
+  // Along axis 1: the three rows of each batch, column by column.
+  Outcome middle = run_model(linear_softmax_model({.axis = 1}), {{"x", input_tensor()}}, true, 1);
+  EXPECT_EQ(middle.steps, apart);
+  expect_tensor_near(
+      middle.y, expected_softmax(out, [&](int64_t i) { return static_cast<size_t>(i / (3 * out) * out + i % out); }), 1e-7, 1e-5);
+  // Before opset 13 the default axis 1 views [2, 3, out] as [2, 3 * out]
+  // (without the attribute, the fusion leaves the default to the kernels).
+  Outcome flat = run_model(linear_softmax_model({.opset = 11, .axis = std::nullopt}), {{"x", input_tensor()}}, true, 1);
+  EXPECT_EQ(flat.steps, apart);
+  expect_tensor_near(flat.y, expected_softmax(out, [&](int64_t i) { return static_cast<size_t>(i / (3 * out)); }), 1e-7, 1e-5);
+  // Axis 2 is the last only if x's rank is known.
+  Outcome unknown = run_model(linear_softmax_model({.rank_unknown = true}), {{"x", input_tensor()}}, true, 1);
+  EXPECT_EQ(unknown.steps, apart);
+  expect_tensor_near(unknown.y, expected_softmax(out, [&](int64_t i) { return static_cast<size_t>(i / out); }), 1e-7, 1e-5);
 }
 
 // x = -4..4 through a 1x1 Conv with weights [2, -1] and bias [1, 0], then a

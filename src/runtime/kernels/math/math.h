@@ -63,10 +63,14 @@ template <class Product> void for_each_matmul(const MatMulPlan& plan, Product&& 
 // Family parts (register.cpp calls them).
 void register_matmul(KernelRegistry& registry);
 
-// MatMul(A, weights) + bias, then GELU when `gelu`: weights a float matrix,
-// bias one float per column of it; the kernel reads A only. The session runs
-// it in place of a MatMul -> Add chain (runtime/fusion.h).
-KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu);
+// What follows the bias of a fused MatMul+Add: nothing, GELU on every
+// value, or a softmax along each row (the last axis).
+enum class LinearThen { nothing, gelu, softmax };
+
+// MatMul(A, weights) + bias, then `then`: weights a float matrix, bias one
+// float per column of it; the kernel reads A only. The session runs it in
+// place of a MatMul -> Add chain (runtime/fusion.h).
+KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, LinearThen then);
 
 // Y = transpose(alpha * transpose(A, a_perm) * transpose(B, b_perm), y_perm),
 // an empty perm meaning no transpose there: the exporters' attention, whose

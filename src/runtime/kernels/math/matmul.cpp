@@ -347,29 +347,33 @@ Status compute_matmul_integer(KernelContext& ctx) {
 
 }  // namespace
 
-KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, bool gelu) {
-  return make_kernel([weights = std::move(weights), bias = std::move(bias), gelu](const KernelInfo& info) -> Result<ComputeFn> {
+KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, LinearThen then) {
+  return make_kernel([weights = std::move(weights), bias = std::move(bias), then](const KernelInfo& info) -> Result<ComputeFn> {
     if (!ConstantWeights::applies(weights) || bias.dtype() != DataType::float32 || bias.numel() != weights.dim(1))
       return make_error(
           "the fused MatMul+Add takes a float matrix B and one float bias per column, got B {} {} and "
           "bias {} {}",
           to_string(weights.dtype()), shape_to_string(weights.shape()), to_string(bias.dtype()), shape_to_string(bias.shape()));
     return ComputeFn(
-        [product = ConstantWeights(weights, info.options().prepack_weights), bias, gelu](KernelContext& ctx) -> Status {
+        [product = ConstantWeights(weights, info.options().prepack_weights), bias, then](KernelContext& ctx) -> Status {
+          const bool gelu = then == LinearThen::gelu, softmax = then == LinearThen::softmax;
           ONNXKIT_ASSIGN(const ConstantWeights::Product p, product.multiply(ctx, bias.data<float>(), gelu));
-          if (p.finished) return {};
-          // One pass over the product while it is still in cache: + bias, then GELU.
+          if (p.finished && !softmax) return {};
+          // One pass over the product while it is still in cache: + bias,
+          // then GELU or the softmax, row by row (a row of a recognizer's
+          // 6625 classes fits in the L1 cache).
           float* y = p.out->mutable_data<float>();
           const float* row_bias = bias.data<float>();
           const int64_t n = bias.numel(), rows = n == 0 ? 0 : p.out->numel() / n;
           parallel_ranges(rows, rows * n >= kParallelWork, [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
               float* row = y + r * n;
-              if (gelu) {
+              if (gelu && !p.finished) {
                 gelu_floats(row, row_bias, row, n);
-              } else {
+              } else if (!p.finished) {
                 for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
               }
+              if (softmax) softmax_floats(row, row, n);
             }
           });
           return {};

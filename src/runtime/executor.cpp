@@ -221,7 +221,8 @@ class PlanBuilder {
     for (const auto& [v, channels] : layout_.channels) blocked_slot_[v] = new_slot();
     if (!context_.options.fuse) return;
     producer_fusions_ = nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
-    chains_ = find_fused_chains(order_, constant, returned, same, [this](const ir::Value* v) { return known_rank(v); });
+    chains_ = find_fused_chains(order_, context_.model.opset(""), constant, returned, same,
+                                [this](const ir::Value* v) { return known_rank(v); });
     // A chain stays out of blocked regions and away from nodes another
     // kernel already runs (a residual Add that also feeds a
     // LayerNormalization).

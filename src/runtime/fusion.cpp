@@ -89,14 +89,13 @@ struct Matcher {
 
   // The Softmax that alone reads x along its last axis: axis -1, or rank -
   // 1 (`rank` is x's, asked only then), in the 2-D view of opsets before 13
-  // as in the one axis of later ones. (The default axis depends on the
-  // opset: left to the plain kernels.) A text recognizer's class scores.
-  const ir::Node* last_axis_softmax(const ir::Value* x, const std::function<std::optional<int64_t>()>& rank) const {
+  // as in the one axis of later ones; without the attribute, 1 before 13
+  // and -1 from 13 (`opset`). A text recognizer's class scores.
+  const ir::Node* last_axis_softmax(const ir::Value* x, int64_t opset,
+                                    const std::function<std::optional<int64_t>()>& rank) const {
     const ir::Node* softmax = sole_reader(x);
-    if (softmax == nullptr || !softmax->is_onnx_op("Softmax") || softmax->outputs().size() != 1 ||
-        softmax->attribute("axis") == nullptr)
-      return nullptr;
-    const int64_t axis = softmax->attr_int("axis", 0);
+    if (softmax == nullptr || !softmax->is_onnx_op("Softmax") || softmax->outputs().size() != 1) return nullptr;
+    const int64_t axis = softmax->attr_int("axis", opset >= 13 ? -1 : 1);
     if (axis == -1) return softmax;
     const std::optional<int64_t> r = rank();
     return r && axis == *r - 1 ? softmax : nullptr;
@@ -314,7 +313,7 @@ struct Matcher {
 
 }  // namespace
 
-std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
+std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
                                           const IsReturned& is_returned, const SameShape& same_shape, const KnownRank& rank_of) {
   const Matcher match{constant_of, is_returned};
   std::unordered_map<const ir::Value*, FusedChain> gelu_of;  // by GELU's input
@@ -337,7 +336,7 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, c
       linear->kind = "MatMul+Add+Gelu";
       linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), math::LinearThen::gelu);
       gelu_of.erase(gelu);
-    } else if (const ir::Node* softmax = match.last_axis_softmax(x, [&] { return rank_of(node->input(0)); })) {
+    } else if (const ir::Node* softmax = match.last_axis_softmax(x, opset, [&] { return rank_of(node->input(0)); })) {
       linear->absorbed.push_back(linear->last);
       linear->last = softmax;
       linear->kind = "MatMul+Add+Softmax";

@@ -54,9 +54,9 @@ using IsReturned = std::function<bool(const ir::Value*)>;
 using SameShape = std::function<bool(const ir::Value*, const ir::Value*)>;  // surely, not maybe
 using KnownRank = std::function<std::optional<int64_t>(const ir::Value*)>;  // none when unknown
 
-// The chains of `order` (one graph's nodes, topologically sorted), none
-// overlapping another.
-std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, const ConstantOf& constant_of,
+// The chains of `order` (one graph's nodes, topologically sorted, of a
+// model importing the default domain at `opset`), none overlapping another.
+std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, int64_t opset, const ConstantOf& constant_of,
                                           const IsReturned& is_returned, const SameShape& same_shape, const KnownRank& rank_of);
 
 // Nodes whose work the kernel of the node before them does (a Conv's

@@ -220,7 +220,8 @@ TEST(Fusion, LinearThenSoftmaxOnTheLastAxisIsOneStep) {
   for (int64_t out : {kOut, int64_t{1024}}) {  // at 1024 the bias is the packed product's
     for (SoftmaxVariant v :
          {SoftmaxVariant{.out = out}, SoftmaxVariant{.axis = -1, .out = out}, SoftmaxVariant{.opset = 11, .out = out},
-          SoftmaxVariant{.opset = 11, .axis = -1, .out = out}, SoftmaxVariant{.axis = -1, .rank_unknown = true, .out = out}}) {
+          SoftmaxVariant{.opset = 11, .axis = -1, .out = out}, SoftmaxVariant{.axis = -1, .rank_unknown = true, .out = out},
+          SoftmaxVariant{.axis = std::nullopt, .rank_unknown = true, .out = out}}) {  // from opset 13 the default is -1
       SCOPED_TRACE(::testing::Message() << "opset " << v.opset << " axis " << v.axis.value_or(99) << " out " << out);
       Outcome fused = run_model(linear_softmax_model(v), {{"x", input_tensor()}}, true, 1);
       EXPECT_EQ(fused.steps, std::vector<std::string>{"MatMul+Add+Softmax"});
@@ -237,8 +238,7 @@ TEST(Fusion, SoftmaxOnAnotherAxisStaysApart) {
   EXPECT_EQ(middle.steps, apart);
   expect_tensor_near(
       middle.y, expected_softmax(out, [&](int64_t i) { return static_cast<size_t>(i / (3 * out) * out + i % out); }), 1e-7, 1e-5);
-  // Before opset 13 the default axis 1 views [2, 3, out] as [2, 3 * out]
-  // (without the attribute, the fusion leaves the default to the kernels).
+  // Before opset 13 the default axis 1 views [2, 3, out] as [2, 3 * out].
   Outcome flat = run_model(linear_softmax_model({.opset = 11, .axis = std::nullopt}), {{"x", input_tensor()}}, true, 1);
   EXPECT_EQ(flat.steps, apart);
   expect_tensor_near(flat.y, expected_softmax(out, [&](int64_t i) { return static_cast<size_t>(i / (3 * out)); }), 1e-7, 1e-5);

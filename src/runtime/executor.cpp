@@ -192,13 +192,10 @@ class PlanBuilder {
   // Whether two main-graph values surely have one shape (for residual Adds):
   // dims must be known numbers or the same symbol.
   bool same_shape(const ir::Value* a, const ir::Value* b) {
-    const onnx::TensorShapeProto *pa = inferred_shape(a), *pb = inferred_shape(b);
-    if (pa == nullptr || pb == nullptr) return false;
-    const auto& sa = *pa;
-    const auto& sb = *pb;
-    if (sa.dim_size() != sb.dim_size()) return false;
-    for (int i = 0; i < sa.dim_size(); ++i) {
-      const auto &da = sa.dim(i), &db = sb.dim(i);
+    const onnx::TensorShapeProto *sa = inferred_shape(a), *sb = inferred_shape(b);
+    if (sa == nullptr || sb == nullptr || sa->dim_size() != sb->dim_size()) return false;
+    for (int i = 0; i < sa->dim_size(); ++i) {
+      const auto &da = sa->dim(i), &db = sb->dim(i);
       const bool same = (da.has_dim_value() && db.has_dim_value() && da.dim_value() == db.dim_value()) ||
                         (da.has_dim_param() && db.has_dim_param() && !da.dim_param().empty() && da.dim_param() == db.dim_param());
       if (!same) return false;

@@ -87,18 +87,18 @@ struct Matcher {
     return FusedChain{add, {matmul}, {matmul->input(0)}, "MatMul+Add", {}};
   }
 
-  // The Softmax that alone reads x along its last axis: axis -1, or rank -
-  // 1 (`rank` is x's, asked only then), in the 2-D view of opsets before 13
-  // as in the one axis of later ones; without the attribute, 1 before 13
-  // and -1 from 13 (`opset`). A text recognizer's class scores.
-  const ir::Node* last_axis_softmax(const ir::Value* x, int64_t opset,
-                                    const std::function<std::optional<int64_t>()>& rank) const {
+  // The Softmax that alone reads x = MatMul(a, B) + bias along its last
+  // axis: axis -1, or rank - 1 (x's rank is a's, B being a matrix; asked
+  // only then), in the 2-D view of opsets before 13 as in the one axis of
+  // later ones; without the attribute, 1 before 13 and -1 from 13
+  // (`opset`). A text recognizer's class scores.
+  const ir::Node* last_axis_softmax(const ir::Value* x, const ir::Value* a, int64_t opset, const KnownRank& rank_of) const {
     const ir::Node* softmax = sole_reader(x);
     if (softmax == nullptr || !softmax->is_onnx_op("Softmax") || softmax->outputs().size() != 1) return nullptr;
     const int64_t axis = softmax->attr_int("axis", opset >= 13 ? -1 : 1);
     if (axis == -1) return softmax;
-    const std::optional<int64_t> r = rank();
-    return r && axis == *r - 1 ? softmax : nullptr;
+    const std::optional<int64_t> rank = rank_of(a);
+    return rank && axis == *rank - 1 ? softmax : nullptr;
   }
 
   // Operand i of `matmul` walked back through a scaling by a constant scalar
@@ -336,7 +336,7 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, i
       linear->kind = "MatMul+Add+Gelu";
       linear->create = math::matmul_bias_kernel(std::move(weights), std::move(bias), math::LinearThen::gelu);
       gelu_of.erase(gelu);
-    } else if (const ir::Node* softmax = match.last_axis_softmax(x, opset, [&] { return rank_of(node->input(0)); })) {
+    } else if (const ir::Node* softmax = match.last_axis_softmax(x, node->input(0), opset, rank_of)) {
       linear->absorbed.push_back(linear->last);
       linear->last = softmax;
       linear->kind = "MatMul+Add+Softmax";

@@ -1,5 +1,6 @@
 #include "runtime/kernels/fast_math.h"
 #include "runtime/kernels/cpu_clones.h"
+#include "runtime/kernels/lanes.h"
 
 #include <algorithm>
 #include <utility>
@@ -75,13 +76,10 @@ namespace {
 constexpr auto kLarger = [](auto a, auto b) { return b > a ? b : a; };
 constexpr auto kPlus = [](auto a, auto b) { return a + b; };
 
-// W floats in registers (a GCC/Clang vector), for reductions over rows too
-// short for a vectorized loop's horizontal sum through memory and scalar
-// tail: Swin's 49-wide softmax rows, LayerNorm over 96 channels. W is 16
-// under AVX-512 and 8 otherwise (vectors wider than the registers go
-// through memory): the functions below pick it with wide_lanes().
-template <int W> struct LanesOf { typedef float type __attribute__((vector_size(4 * W))); };
-template <int W> using Lanes = typename LanesOf<W>::type;
+// Lanes (lanes.h) for reductions over rows too short for a vectorized
+// loop's horizontal sum through memory and scalar tail: Swin's 49-wide
+// softmax rows, LayerNorm over 96 channels. W is 16 under AVX-512 and 8
+// otherwise: the functions below pick it with wide_lanes().
 
 inline bool wide_lanes() {
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -9,9 +9,9 @@
 // Everything else libtiff can read (tiles, other bit depths, planar
 // separation, YCbCr, CMYK, Lab...) goes through libtiff's RGBA interface,
 // whose raster of the whole image is allocated from the header's size
-// (within check_whole_image's limit). That interface premultiplies unassociated alpha:
-// such alpha is declared associated first, so that colors stay as stored
-// there too.
+// (within check_whole_image's limit). That interface premultiplies
+// unassociated alpha: such alpha is declared associated first, so that
+// colors stay as stored there too.
 //
 // Errors and warnings go to handlers of this handle only (libtiff 4.5's
 // TIFFOpenOptions), which keep the first error's message. A warning is not

@@ -368,10 +368,12 @@ KernelFactory matmul_bias_kernel(Tensor weights, Tensor bias, LinearThen then) {
           parallel_ranges(rows, rows * n >= kParallelWork, [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
               float* row = y + r * n;
-              if (gelu && !p.finished) {
-                gelu_floats(row, row_bias, row, n);
-              } else if (!p.finished) {
-                for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
+              if (!p.finished) {
+                if (gelu) {
+                  gelu_floats(row, row_bias, row, n);
+                } else {
+                  for (int64_t j = 0; j < n; ++j) row[j] += row_bias[j];
+                }
               }
               if (softmax) softmax_floats(row, row, n);
             }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "runtime/kernels/cpu_clones.h"
+#include "runtime/kernels/lanes.h"
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/parallel.h"
 
@@ -26,10 +27,6 @@ namespace {
 constexpr int64_t kLargestKernel = 7;
 
 #if ONNXKIT_DEPTHWISE
-// W floats: one pixel's block of channels, one register.
-template <int W> struct BlockOf { typedef float type __attribute__((vector_size(4 * W))); };
-template <int W> using Block = typename BlockOf<W>::type;
-
 // R output pixels from `ow` on, each the sum over the K x K window of
 // weights times padded inputs, held to [lo, hi] (NaN kept: the comparisons
 // are false for it). A null row lies in the pads above or below the image
@@ -41,11 +38,11 @@ template <int W, int K, int R>
 [[gnu::always_inline]] inline void pixels(const float* const* rows, int64_t ow, const float* w, const float* bias,
                                           const float bounds[2], float* out) {
   constexpr int kSums = R >= 4 ? 1 : 2;
-  Block<W> acc[R][kSums], b, x, weight;
+  Lanes<W> acc[R][kSums], b, x, weight;  // one register of W channels per pixel
   std::memcpy(&b, bias, sizeof b);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-    for (int s = 0; s < kSums; ++s) acc[r][s] = s == 0 ? b : Block<W>{};
+    for (int s = 0; s < kSums; ++s) acc[r][s] = s == 0 ? b : Lanes<W>{};
 #pragma GCC unroll 7
   for (int i = 0; i < K; ++i) {
     if (rows[i] == nullptr) continue;
@@ -60,10 +57,10 @@ template <int W, int K, int R>
       }
     }
   }
-  const Block<W> lo = Block<W>{} + bounds[0], hi = Block<W>{} + bounds[1];
+  const Lanes<W> lo = Lanes<W>{} + bounds[0], hi = Lanes<W>{} + bounds[1];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    Block<W> v = kSums == 1 ? acc[r][0] : acc[r][0] + acc[r][kSums - 1];
+    Lanes<W> v = kSums == 1 ? acc[r][0] : acc[r][0] + acc[r][kSums - 1];
     v = lo > v ? lo : v;
     v = hi < v ? hi : v;
     std::memcpy(out + (ow + r) * W, &v, sizeof v);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "runtime/kernels/cpu_clones.h"
+#include "runtime/kernels/lanes.h"
 #include "runtime/kernels/nn/nn.h"
 #include "runtime/parallel.h"
 
@@ -361,7 +362,7 @@ namespace {
 template <int L>
 __attribute__((always_inline)) inline void max_pool_rows(const float* x, float* y, int64_t first, int64_t last,
                                                          const WindowGeometry& g) {
-  typedef float Pixel __attribute__((vector_size(4 * L)));
+  using Pixel = Lanes<L>;
   const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
   const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pads_begin[0], pw = g.pads_begin[1];

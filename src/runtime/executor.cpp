@@ -220,16 +220,21 @@ class PlanBuilder {
     producer_fusions_ = nn::find_conv_fusions(order_, context_.model.opset(""), constant, returned, same, layout_.blocked_nodes);
     chains_ = find_fused_chains(order_, context_.model.opset(""), constant, returned, same,
                                 [this](const ir::Value* v) { return known_rank(v); });
-    // A chain stays out of blocked regions and away from nodes another
-    // kernel already runs (a residual Add that also feeds a
-    // LayerNormalization).
+    // A chain stays away from nodes another kernel already runs (a
+    // residual Add that also feeds a LayerNormalization), and out of
+    // blocked regions unless it runs its last node's own kernel on nodes
+    // and inputs all blocked.
     auto taken = [&](const ir::Node* n) {
-      return layout_.blocked_nodes.count(n) || producer_fusions_.pass_through.count(n) || producer_fusions_.producers.count(n);
+      return producer_fusions_.pass_through.count(n) || producer_fusions_.producers.count(n);
     };
     for (const FusedChain& chain : chains_) {
-      bool any_taken = taken(chain.last);
-      for (const ir::Node* n : chain.absorbed) any_taken = any_taken || taken(n);
-      if (any_taken) continue;
+      std::vector<const ir::Node*> nodes = chain.absorbed;
+      nodes.push_back(chain.last);
+      const auto blocked_nodes = std::ranges::count_if(nodes, [&](const ir::Node* n) { return is_blocked(*n); });
+      const bool inputs_blocked =
+          std::ranges::all_of(chain.inputs, [&](const ir::Value* v) { return layout_.channels.count(v) != 0; });
+      const bool runs_blocked = !chain.create && inputs_blocked && blocked_nodes == std::ssize(nodes);
+      if (std::ranges::any_of(nodes, taken) || (blocked_nodes > 0 && !runs_blocked)) continue;
       chain_ending_at_[chain.last] = &chain;
       absorbed_.insert(chain.absorbed.begin(), chain.absorbed.end());
     }
@@ -312,15 +317,20 @@ class PlanBuilder {
       step.kind = producer_fusions_.kind;
       return {};
     }
+    const bool blocked = is_blocked(node);
+    std::any chain_fusion;  // for the node's own kernel, when its chain has none
     if (auto chain = chain_ending_at_.find(&node); chain != chain_ending_at_.end()) {
       step.inputs.clear();
-      for (const ir::Value* v : chain->second->inputs) step.inputs.push_back(plan_->slots.at(v));
+      for (const ir::Value* v : chain->second->inputs) step.inputs.push_back(blocked ? blocked_slot_.at(v) : plan_->slots.at(v));
       step.kind = chain->second->kind;
-      KernelInfo info(node, context_.model.opset(""), std::move(constants), context_.options, context_.registry, build_subgraph);
-      ONNXKIT_ASSIGN(step.kernel, build_kernel(chain->second->create, info));
-      return {};
+      if (chain->second->create) {
+        KernelInfo info(node, context_.model.opset(""), std::move(constants), context_.options, context_.registry,
+                        build_subgraph);
+        ONNXKIT_ASSIGN(step.kernel, build_kernel(chain->second->create, info));
+        return {};
+      }
+      chain_fusion = chain->second->fusion;
     }
-    const bool blocked = is_blocked(node);
     const int64_t opset = context_.model.opset(node.domain());
     ONNXKIT_ASSIGN(const KernelDef* def, context_.registry.find(node, opset));
     const auto fused = producer_fusions_.producers.find(&node);
@@ -337,6 +347,7 @@ class PlanBuilder {
     }
     KernelInfo info(node, opset, std::move(constants), context_.options, context_.registry, build_subgraph);
     if (fused != producer_fusions_.producers.end()) info.set_fusion(fused->second.fusion);
+    if (chain_fusion.has_value()) info.set_fusion(std::move(chain_fusion));
     if (blocked && traits_of(node).blocked == OpTraits::Blocked::own_kernel) {
       auto in = layout_.channels.find(node.input(0));
       const int64_t channels = in != layout_.channels.end() ? in->second : -1;

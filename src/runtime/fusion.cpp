@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/elementwise/elementwise.h"
 #include "runtime/kernels/math/math.h"
+#include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/nn.h"
 
 namespace onnxkit::runtime {
@@ -229,6 +230,16 @@ struct Matcher {
     return FusedChain{norm, {transpose}, inputs, "Transpose+LayerNormalization", nn::channels_last_layer_norm_kernel()};
   }
 
+  // Pad(x, zeros on H and W) read only by an AveragePool that can take its pads.
+  std::optional<FusedChain> pad_then_average_pool(const ir::Node* pad) const {
+    if (!pad->is_onnx_op("Pad") || pad->input(0) == nullptr) return std::nullopt;
+    const ir::Node* pool = sole_reader(pad);
+    if (pool == nullptr || pool->input(0) != pad->output(0) || !nn::average_pool_takes_pads(*pool)) return std::nullopt;
+    auto pads = nn::spatial_zero_pads(*pad, [&](size_t i) { return constant_of(pad->input(i)); });
+    if (!pads) return std::nullopt;
+    return FusedChain{pool, {pad}, {pad->input(0)}, "Pad+AveragePool", {}, nn::PadsBefore{*pads}};
+  }
+
   // `node` as a step of an element-wise chain reading `v`: a unary op of
   // the table, or arithmetic with a float constant scalar (`constant_rank`
   // set to its rank); for `last`, arithmetic with a tensor (`tensor` set).
@@ -364,6 +375,7 @@ std::vector<FusedChain> find_fused_chains(const std::vector<ir::Node*>& order, i
       }
     }
   };
+  take_all([&](const ir::Node* node) { return match.pad_then_average_pool(node); });
   take_all([&](const ir::Node* node) { return match.transposed_matmul(node, claimed); });
   take_all([&](const ir::Node* node) { return match.add_layer_norm(node, same_shape, claimed); });
   take_all([&](const ir::Node* node) { return match.channels_last_layer_norm(node, claimed); });

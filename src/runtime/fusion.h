@@ -16,6 +16,9 @@
 //           (attention's head split and merge and its 1 / sqrt(d); a
 //           Transpose before must keep a matrix dim contiguous, the one
 //           after the last dim last; nodes the chains above took stay theirs)
+//   pad     Pad(x, zeros on H and W) -> AveragePool                =>  AveragePool(x)
+//           with the pads added to its own and counted (Inception's
+//           avg_pool2d with count_include_pad); blocked or plain
 //   element-wise  Relu, Sigmoid, Tanh, Neg, Abs, or Add/Sub/Mul/Div by a
 //           constant scalar, one after the other, then maybe Add/Sub/Mul/Div
 //           with a tensor                                     =>  one pass
@@ -48,6 +51,10 @@ struct FusedChain {
   std::vector<const ir::Value*> inputs;   // what the fused kernel reads, in order
   const char* kind = nullptr;             // the step's name in profiles
   KernelFactory create;                   // called with the last node's KernelInfo
+  // Without `create`: the last node's own kernel, blocked if the node is,
+  // told of the chain by `fusion` (KernelInfo::fusion). Such a chain runs
+  // where its nodes are all blocked or all plain.
+  std::any fusion;
 };
 
 using IsReturned = std::function<bool(const ir::Value*)>;

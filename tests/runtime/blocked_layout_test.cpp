@@ -564,6 +564,70 @@ g (float[2,3,63,65] x) => (float[2,40] y, float[2,40,1,1] z) {
   expect_blocked_equals_plain(model, x, 0, 0);
 }
 
+// Windowed pools on blocked planes (kernels/nn/pool.cpp's pool_rows):
+// Inception's 3x3 stride-1 average with its padding counted, padding left
+// out of the count (each side of a different width, so a count taken from
+// the wrong side shows), ceil_mode's last window past the end, a window as
+// wide as the padded map, and GlobalMaxPool; 40 channels (partial blocks of
+// 16), maps large enough for both threads, values far from zero so that a
+// dropped or doubled tap shows.
+TEST(BlockedLayout, WindowedPoolsMatchPlain) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,3,35,37] x) => (float[1,40,35,37] a, float[1,40,37,37] b, float[1,40,18,19] c, float[1,40,4,4] d,
+                           float[1,40,1,1] e, float[1,40,12,13] f) {
+  k = Conv <kernel_shape = [1,1]> (x, w, bias)
+  a = AveragePool <kernel_shape = [3,3], pads = [1,1,1,1], count_include_pad = 1> (k)
+  b = AveragePool <kernel_shape = [3,3], pads = [0,2,4,2]> (k)
+  c = AveragePool <kernel_shape = [3,3], strides = [2,2], ceil_mode = 1> (k)
+  d = AveragePool <kernel_shape = [9,11], strides = [9,9], pads = [1,2,1,2], count_include_pad = 1> (k)
+  e = GlobalMaxPool(k)
+  f = MaxPool <kernel_shape = [3,3], strides = [3,3], pads = [1,1,1,1], ceil_mode = 1> (k)
+})",
+                            {{"w", {40, 3, 1, 1}}, {"bias", {40}}});
+  Tensor x = random_tensor({1, 3, 35, 37}, 5);
+  for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<float>()[i] += 4.0f;
+  expect_blocked_equals_plain(model, x, 0, 0);
+}
+
+// A Pad of zeros read only by an AveragePool is taken over by it (runtime/
+// fusion.h), blocked and plain: Inception's 3x3 stride-1 average, and pads
+// of different widths on each side merged with the pool's own counted
+// ones. Left apart: the pool's own pads not counted, a Pad of ones, ceil_mode,
+// and a Pad with a second reader.
+TEST(BlockedLayout, ZeroPadsBeforeAveragePoolsAreTakenOver) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,3,17,19] x) => (float[1,20,17,19] a1, float[1,20,9,11] a2, float[1,20,19,21] a3, float[1,20,17,19] a4,
+                           float[1,20,9,10] a5, float[1,20,17,19] a6, float[1,20,19,21] q6) {
+  c = Conv <kernel_shape = [1,1]> (x, w, b)
+  pads = Constant <value = int64[8] {0, 0, 1, 1, 0, 0, 1, 1}> ()
+  uneven = Constant <value = int64[8] {0, 0, 0, 2, 0, 0, 1, 0}> ()
+  zero = Constant <value = float {0}> ()
+  one = Constant <value = float {1}> ()
+  p1 = Pad(c, pads, zero)
+  a1 = AveragePool <kernel_shape = [3,3]> (p1)
+  p2 = Pad(c, uneven)
+  a2 = AveragePool <kernel_shape = [3,3], strides = [2,2], pads = [1,1,1,1], count_include_pad = 1> (p2)
+  p3 = Pad(c, pads)
+  a3 = AveragePool <kernel_shape = [3,3], pads = [1,1,1,1]> (p3)
+  p4 = Pad(c, pads, one)
+  a4 = AveragePool <kernel_shape = [3,3]> (p4)
+  p5 = Pad(c, pads)
+  a5 = AveragePool <kernel_shape = [3,3], strides = [2,2], ceil_mode = 1> (p5)
+  p6 = Pad(c, pads)
+  a6 = AveragePool <kernel_shape = [3,3]> (p6)
+  q6 = Relu(p6)
+})",
+                            {{"w", {20, 3, 1, 1}}, {"b", {20}}});
+  Tensor x = random_tensor({1, 3, 17, 19}, 9);
+  for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<float>()[i] += 4.0f;
+  expect_blocked_equals_plain(model, x, 0, 0, std::nullopt, true, [](const runtime::Session& session, bool) {
+    EXPECT_EQ(count_steps(session, "Pad+AveragePool"), 2u);
+    EXPECT_EQ(count_steps(session, "Pad"), 4u);
+  });
+}
+
 // A blocked Conv keeps what its last input shape resolved to (blocked.cpp's
 // BlockedConv::Resolved): runs of other shapes, and the first shape again,
 // must each get their own output.

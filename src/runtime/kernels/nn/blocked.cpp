@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <optional>
 
@@ -210,12 +209,6 @@ class BlockedConv final : public Kernel {
 
 enum class PoolKind { max, average };
 
-struct PoolPrimitive {
-  dnnl::pooling_forward primitive;
-  dnnl::pooling_forward::primitive_desc pd;
-  dnnl::memory::desc src, dst, scratchpad;
-};
-
 class BlockedPool final : public Kernel {
  public:
   BlockedPool(PoolKind kind, bool global, WindowAttributes window, bool include_pad, int64_t channels)
@@ -224,80 +217,27 @@ class BlockedPool final : public Kernel {
   Status compute(KernelContext& ctx) const override {
     ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
     ONNXKIT_ASSIGN(Shape shape, logical_shape(*x, channels_));
-    if (kind_ == PoolKind::max && !global_) {
-      ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(window_, {shape[2], shape[3]}, window_.kernel_shape));
-      Tensor& y = ctx.output(0, DataType::float32, blocked_shape(shape[0], shape[1], g.out[0], g.out[1]));
-      max_pool_blocked(x->data<float>(), y.mutable_data<float>(), shape[0] * blocks(channels_), g, channel_block());
-      return {};
-    }
-    if (kind_ == PoolKind::average && global_) {  // ours too: oneDNN's AVX2 kernel costs twice as much
+    const int64_t planes = shape[0] * blocks(channels_);
+    if (kind_ == PoolKind::average && global_) {
       Tensor& y = ctx.output(0, DataType::float32, blocked_shape(shape[0], shape[1], 1, 1));
-      global_average_blocked(x->data<float>(), y.mutable_data<float>(), shape[0] * blocks(channels_), shape[2] * shape[3],
-                             channel_block());
+      global_average_blocked(x->data<float>(), y.mutable_data<float>(), planes, shape[2] * shape[3], channel_block());
       return {};
     }
-    ONNXKIT_ASSIGN(std::shared_ptr<const PoolPrimitive> pool, primitive(shape));
-    const dnnl::memory::dims& out = pool->dst.dims();
-    Tensor& y = ctx.output(0, DataType::float32, blocked_shape(out[0], out[1], out[2], out[3]));
-    try {
-      dnnl::engine& engine = cpu_engine();
-      dnnl::stream& stream = thread_stream();
-      dnnl::memory src(pool->src, engine, const_cast<void*>(x->raw()));
-      dnnl::memory dst(pool->dst, engine, y.mutable_raw());
-      dnnl::memory scratch(pool->scratchpad, engine, thread_scratchpad(pool->scratchpad.get_size()));
-      pool->primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}});
-      stream.wait();
-    } catch (const dnnl::error& e) {
-      return make_error("oneDNN pooling failed: {}", e.what());
-    }
+    WindowAttributes window = window_;
+    if (global_) window.kernel_shape = {shape[2], shape[3]};  // a GlobalMaxPool: one window over the map
+    ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(window, {shape[2], shape[3]}, window.kernel_shape));
+    Tensor& y = ctx.output(0, DataType::float32, blocked_shape(shape[0], shape[1], g.out[0], g.out[1]));
+    if (kind_ == PoolKind::max) max_pool_blocked(x->data<float>(), y.mutable_data<float>(), planes, g, channel_block());
+    else average_pool_blocked(x->data<float>(), y.mutable_data<float>(), planes, g, include_pad_, channel_block());
     return {};
   }
 
  private:
-  // oneDNN fixes a primitive's thread count when it makes it, so there is one
-  // per count the runs use: a run held to one thread (runtime/contention.h)
-  // must not wake a second one, which then spins beside the other work.
-  Result<std::shared_ptr<const PoolPrimitive>> primitive(const Shape& x) const {
-    const int threads = static_cast<double>(shape_size(x)) < kParallelMacs ? 1 : available_threads();
-    std::lock_guard lock(mutex_);
-    if (auto it = cache_.find({x, threads}); it != cache_.end()) return it->second;
-    WindowAttributes window = window_;
-    if (global_) window.kernel_shape = {x[2], x[3]};
-    ONNXKIT_ASSIGN(WindowGeometry g, resolve_window(window, {x[2], x[3]}, window.kernel_shape));
-    auto pool = std::make_shared<PoolPrimitive>();
-    try {
-      const auto blocked = static_cast<dnnl::memory::format_tag>(blocked_format());
-      pool->src = dnnl::memory::desc({x[0], x[1], x[2], x[3]}, dnnl::memory::data_type::f32, blocked);
-      pool->dst = dnnl::memory::desc({x[0], x[1], g.out[0], g.out[1]}, dnnl::memory::data_type::f32, blocked);
-      dnnl::memory::dims pad_r(2);
-      for (size_t i = 0; i < 2; ++i)  // ceil_mode's last window may reach past the end pads
-        pad_r[i] = std::max(g.pads_end[i], (g.out[i] - 1) * g.strides[i] + g.kernel[i] - g.in[i] - g.pads_begin[i]);
-      auto algorithm = kind_ == PoolKind::max ? dnnl::algorithm::pooling_max
-                       : include_pad_         ? dnnl::algorithm::pooling_avg_include_padding
-                                              : dnnl::algorithm::pooling_avg_exclude_padding;
-      dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, pool->src, pool->dst,
-                                       {g.strides[0], g.strides[1]}, {g.kernel[0], g.kernel[1]},
-                                       {g.pads_begin[0], g.pads_begin[1]}, pad_r);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const ThreadLimit limit(threads);
-      pool->pd = dnnl::pooling_forward::primitive_desc(desc, attr, cpu_engine());
-      pool->primitive = dnnl::pooling_forward(pool->pd);
-      pool->scratchpad = pool->pd.scratchpad_desc();
-    } catch (const dnnl::error& e) {
-      return make_error("oneDNN has no blocked pooling for {}: {}", shape_to_string(x), e.what());
-    }
-    cache_.emplace(std::make_pair(x, threads), pool);
-    return std::shared_ptr<const PoolPrimitive>(pool);
-  }
-
   PoolKind kind_;
   bool global_;
   WindowAttributes window_;
   bool include_pad_;
   int64_t channels_;
-  mutable std::mutex mutex_;
-  mutable std::map<std::pair<Shape, int>, std::shared_ptr<const PoolPrimitive>> cache_;  // by (input shape, threads)
 };
 
 // y = min(max(x * a + b, lo), hi) lane by lane over `pixels` pixels of
@@ -852,22 +792,6 @@ BatchNormAffine batch_norm_affine(const std::array<const Tensor*, 4>& params, do
   return affine;
 }
 
-namespace {
-
-Result<std::unique_ptr<Kernel>> make_blocked_batch_norm(const KernelInfo& info, int64_t channels) {
-  auto params = batch_norm_params(info.node(), channels, [&](size_t i) { return info.constant_input(i); });
-  if (!params) return make_error("cannot run in the blocked layout");
-  const BatchNormAffine affine = batch_norm_affine(*params, info.attr_float("epsilon", 1e-5f));
-  std::vector<float> a(static_cast<size_t>(blocks(channels) * channel_block()), 0.0f), b(a.size(), 0.0f);
-  std::copy(affine.a.begin(), affine.a.end(), a.begin());
-  std::copy(affine.b.begin(), affine.b.end(), b.begin());
-  return std::unique_ptr<Kernel>(
-      std::make_unique<BlockedBatchNorm>(std::move(a), std::move(b), fused_activation(info), channels));
-}
-
-// The pads [top, left, bottom, right] of a Pad of a 4-D tensor with zeros
-// on H and W only, none negative (pads and constant_value inputs from
-// opset 11, attributes before); none for any other.
 std::optional<std::array<int64_t, 4>> spatial_zero_pads(const ir::Node& node, const InputConstant& constant) {
   if (!node.in_onnx_domain() || node.outputs().size() != 1 || node.attr_string("mode", "constant") != "constant")
     return std::nullopt;
@@ -892,6 +816,19 @@ std::optional<std::array<int64_t, 4>> spatial_zero_pads(const ir::Node& node, co
   return std::array<int64_t, 4>{pads[2], pads[3], pads[6], pads[7]};
 }
 
+namespace {
+
+Result<std::unique_ptr<Kernel>> make_blocked_batch_norm(const KernelInfo& info, int64_t channels) {
+  auto params = batch_norm_params(info.node(), channels, [&](size_t i) { return info.constant_input(i); });
+  if (!params) return make_error("cannot run in the blocked layout");
+  const BatchNormAffine affine = batch_norm_affine(*params, info.attr_float("epsilon", 1e-5f));
+  std::vector<float> a(static_cast<size_t>(blocks(channels) * channel_block()), 0.0f), b(a.size(), 0.0f);
+  std::copy(affine.a.begin(), affine.a.end(), a.begin());
+  std::copy(affine.b.begin(), affine.b.end(), b.begin());
+  return std::unique_ptr<Kernel>(
+      std::make_unique<BlockedBatchNorm>(std::move(a), std::move(b), fused_activation(info), channels));
+}
+
 Result<std::unique_ptr<Kernel>> make_blocked_pool(const KernelInfo& info, int64_t channels) {
   const std::string& op = info.node().op_type();
   const bool global = op.rfind("Global", 0) == 0;
@@ -900,7 +837,8 @@ Result<std::unique_ptr<Kernel>> make_blocked_pool(const KernelInfo& info, int64_
   if (!global) {
     ONNXKIT_ASSIGN(window, read_window_attributes(info));
   }
-  const bool include_pad = info.attr_int("count_include_pad", 0) != 0;
+  bool include_pad = info.attr_int("count_include_pad", 0) != 0;
+  if (kind == PoolKind::average && !global) add_pads_before(info, window, include_pad);
   return std::unique_ptr<Kernel>(std::make_unique<BlockedPool>(kind, global, window, include_pad, channels));
 }
 

@@ -99,6 +99,11 @@ std::vector<int64_t> shuffled_channels(const std::vector<int64_t>& factors, cons
 using InputConstant = std::function<const Tensor*(size_t)>;
 std::optional<std::array<const Tensor*, 4>> batch_norm_params(const ir::Node& node, int64_t channels,
                                                               const InputConstant& constant);
+
+// The pads [top, left, bottom, right] of a Pad of a 4-D tensor with zeros
+// on H and W only, none negative (pads and constant_value inputs from
+// opset 11, attributes before); none for any other.
+std::optional<std::array<int64_t, 4>> spatial_zero_pads(const ir::Node& node, const InputConstant& constant);
 // The per-channel map y = a x + b those parameters (scale, B, mean, var)
 // give: a = scale / sqrt(var + epsilon), b = B - mean a, in double.
 struct BatchNormAffine {

@@ -2,6 +2,7 @@
 // Shared machinery of the neural-network family. Convolution and pooling
 // share the geometry of sliding windows (kernels/window.h).
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,30 @@ void global_average_blocked(const float* x, float* y, int64_t planes, int64_t pi
 // maximum of the input pixels its window covers; padding is never the
 // maximum, and a NaN input never wins, as in the plain kernel.
 void max_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeometry& g, int64_t lanes);
+
+// AveragePool of blocked activations, the same way: the lane-wise mean of
+// the window's input pixels, over all its taps with `count_include_pad`
+// (ceil_mode then unsupported: every window must lie inside the padded
+// input), else over those inside the input (0 for none).
+void average_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeometry& g, bool count_include_pad,
+                          int64_t lanes);
+
+// A Pad of zeros on H and W that the AveragePool reading it takes over
+// (runtime/fusion.h): the session gives the pool the Pad's input and this
+// through KernelInfo::fusion; the pads [top, left, bottom, right] add to
+// the pool's own, and count in its means as the Pad's zeros did.
+struct PadsBefore {
+  std::array<int64_t, 4> pads;
+};
+
+// Whether `pool` can take over a Pad of zeros before it: a 2-D AveragePool
+// with explicit pads (no auto_pad) and no ceil_mode, whose own pads, if
+// any, count in its means too.
+bool average_pool_takes_pads(const ir::Node& pool);
+
+// The window and count_include_pad of a pool built with `info`, with the
+// pads of a PadsBefore the session fused into it added.
+void add_pads_before(const KernelInfo& info, WindowAttributes& window, bool& count_include_pad);
 
 // --- registration ---------------------------------------------------------------
 

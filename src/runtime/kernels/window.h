@@ -17,6 +17,13 @@ namespace onnxkit::runtime {
 inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
+// Whether every entry is 1 (true for none): strides or dilations that change nothing.
+inline bool all_ones(const std::vector<int64_t>& v) {
+  for (int64_t d : v)
+    if (d != 1) return false;
+  return true;
+}
+
 enum class AutoPad { notset, same_upper, same_lower, valid };
 
 Result<AutoPad> parse_auto_pad(const std::string& text);

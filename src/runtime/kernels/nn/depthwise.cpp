@@ -103,10 +103,6 @@ DepthwiseConv::RowKernel row_kernel(int64_t block, int64_t kernel) {
 }
 #endif
 
-bool all_ones(const std::vector<int64_t>& v) {
-  return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; });
-}
-
 // `floats` floats at a 64-byte boundary of `buffer` (whole cache lines:
 // a register load that straddles two costs twice).
 float* aligned_floats(std::vector<float>& buffer, int64_t floats) {

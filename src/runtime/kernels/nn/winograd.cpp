@@ -253,7 +253,6 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
                                                    FusedActivation activation) {
 #if ONNXKIT_WINOGRAD
   const WindowAttributes& win = attrs.window;
-  auto all_ones = [](const std::vector<int64_t>& v) { return std::all_of(v.begin(), v.end(), [](int64_t d) { return d == 1; }); };
   using Kind = FusedActivation::Kind;
   // Relu and Clip bound the outputs in the transform; Swish and HardSwish
   // (YOLO's SiLU; zero at zero, so padded channels stay zero) follow in a

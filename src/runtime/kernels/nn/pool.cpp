@@ -391,7 +391,7 @@ __attribute__((always_inline)) inline void pool_rows(const float* x, float* y, i
     // The rows the next output row adds, asked for ahead: a map that comes
     // from L3 or memory (Inception's first pools, 64 x 147 x 147) otherwise
     // waits on every line.
-    const int64_t next_row = r * sh - ph + (i_end - 1) * dh + 1;
+    const int64_t next_row = std::max<int64_t>(0, r * sh - ph + (i_end - 1) * dh + 1);
     const int64_t rows_ahead = std::clamp<int64_t>(ih - next_row, 0, sh);
     const float* ahead = in + std::min(next_row, ih - 1) * line_floats;
     auto combine_rows = [&](int64_t rows) __attribute__((always_inline)) {
@@ -409,8 +409,8 @@ __attribute__((always_inline)) inline void pool_rows(const float* x, float* y, i
     };
     if (kWidth > 0 && i_end - i_begin == kWidth) combine_rows(kWidth);  // a square window's rows, unrolled
     else combine_rows(i_end - i_begin);
-    // The mean's divisor: without ceil_mode (which the blocked layout
-    // leaves to the plain kernel) every window lies inside the padded input.
+    // The mean's divisor. Counting the pads, every window lies inside the
+    // padded input (ceil_mode, which may reach past it, then runs plain).
     auto reciprocal = [&](int64_t columns) {
       const int64_t count = count_include_pad ? kh * kw : (i_end - i_begin) * columns;
       return count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;

@@ -41,6 +41,13 @@ Tensor random_tensor(runtime::Shape shape, unsigned seed, float scale = 1.0f) {
   return t;
 }
 
+// Values about 4, far from zero: a tap a pool drops or takes twice shows in its result.
+Tensor far_from_zero(runtime::Shape shape, unsigned seed) {
+  Tensor t = random_tensor(std::move(shape), seed);
+  for (int64_t i = 0; i < t.numel(); ++i) t.mutable_data<float>()[i] += 4.0f;
+  return t;
+}
+
 // `text` with its weights (name -> shape) added as random initializers.
 std::shared_ptr<const ir::Model> with_weights(const std::string& text,
                                               const std::vector<std::pair<std::string, runtime::Shape>>& weights) {
@@ -559,9 +566,7 @@ g (float[2,3,63,65] x) => (float[2,40] y, float[2,40,1,1] z) {
   z = GlobalAveragePool(p)
 })",
                             {{"w", {40, 3, 1, 1}}, {"b", {40}}});
-  Tensor x = random_tensor({2, 3, 63, 65}, 3);
-  for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<float>()[i] += 4.0f;
-  expect_blocked_equals_plain(model, x, 0, 0);
+  expect_blocked_equals_plain(model, far_from_zero({2, 3, 63, 65}, 3), 0, 0);
 }
 
 // Windowed pools on blocked planes (kernels/nn/pool.cpp's pool_rows):
@@ -585,9 +590,7 @@ g (float[1,3,35,37] x) => (float[1,40,35,37] a, float[1,40,37,37] b, float[1,40,
   f = MaxPool <kernel_shape = [3,3], strides = [3,3], pads = [1,1,1,1], ceil_mode = 1> (k)
 })",
                             {{"w", {40, 3, 1, 1}}, {"bias", {40}}});
-  Tensor x = random_tensor({1, 3, 35, 37}, 5);
-  for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<float>()[i] += 4.0f;
-  expect_blocked_equals_plain(model, x, 0, 0);
+  expect_blocked_equals_plain(model, far_from_zero({1, 3, 35, 37}, 5), 0, 0);
 }
 
 // A Pad of zeros read only by an AveragePool is taken over by it (runtime/
@@ -620,12 +623,11 @@ g (float[1,3,17,19] x) => (float[1,20,17,19] a1, float[1,20,9,11] a2, float[1,20
   q6 = Relu(p6)
 })",
                             {{"w", {20, 3, 1, 1}}, {"b", {20}}});
-  Tensor x = random_tensor({1, 3, 17, 19}, 9);
-  for (int64_t i = 0; i < x.numel(); ++i) x.mutable_data<float>()[i] += 4.0f;
-  expect_blocked_equals_plain(model, x, 0, 0, std::nullopt, true, [](const runtime::Session& session, bool) {
-    EXPECT_EQ(count_steps(session, "Pad+AveragePool"), 2u);
-    EXPECT_EQ(count_steps(session, "Pad"), 4u);
-  });
+  expect_blocked_equals_plain(model, far_from_zero({1, 3, 17, 19}, 9), 0, 0, std::nullopt, true,
+                              [](const runtime::Session& session, bool) {
+                                EXPECT_EQ(count_steps(session, "Pad+AveragePool"), 2u);
+                                EXPECT_EQ(count_steps(session, "Pad"), 4u);
+                              });
 }
 
 // A blocked Conv keeps what its last input shape resolved to (blocked.cpp's

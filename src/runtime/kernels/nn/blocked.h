@@ -100,10 +100,6 @@ using InputConstant = std::function<const Tensor*(size_t)>;
 std::optional<std::array<const Tensor*, 4>> batch_norm_params(const ir::Node& node, int64_t channels,
                                                               const InputConstant& constant);
 
-// The pads [top, left, bottom, right] of a Pad of a 4-D tensor with zeros
-// on H and W only, none negative (pads and constant_value inputs from
-// opset 11, attributes before); none for any other.
-std::optional<std::array<int64_t, 4>> spatial_zero_pads(const ir::Node& node, const InputConstant& constant);
 // The per-channel map y = a x + b those parameters (scale, B, mean, var)
 // give: a = scale / sqrt(var + epsilon), b = B - mean a, in double.
 struct BatchNormAffine {
@@ -111,10 +107,15 @@ struct BatchNormAffine {
 };
 BatchNormAffine batch_norm_affine(const std::array<const Tensor*, 4>& params, double epsilon);
 
-// Its kernel on blocked tensors. A Conv writes a blocked tensor (the fused
-// activation of `info` applies) from a blocked input or, with `plain_input`
-// (region_entry), a plain one; `channels` is C of input 0; `move` describes
-// a channel move (null for the other ops).
+// The pads [top, left, bottom, right] of a Pad of a 4-D tensor with zeros
+// on H and W only, none negative (pads and constant_value inputs from
+// opset 11, attributes before); none for any other.
+std::optional<std::array<int64_t, 4>> spatial_zero_pads(const ir::Node& node, const InputConstant& constant);
+
+// The kernel on blocked tensors of a node that has one. A Conv writes a
+// blocked tensor (the fused activation of `info` applies) from a blocked
+// input or, with `plain_input` (region_entry), a plain one; `channels` is C
+// of input 0; `move` describes a channel move (null for the other ops).
 Result<std::unique_ptr<Kernel>> make_blocked_kernel(const KernelInfo& info, bool plain_input, int64_t channels,
                                                     const ChannelMove* move = nullptr);
 // In-place Concat: the inputs of a blocked Concat (batch 1) that blocked

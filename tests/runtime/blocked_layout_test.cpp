@@ -572,15 +572,16 @@ g (float[2,3,63,65] x) => (float[2,40] y, float[2,40,1,1] z) {
 // Windowed pools on blocked planes (kernels/nn/pool.cpp's pool_rows):
 // Inception's 3x3 stride-1 average with its padding counted, padding left
 // out of the count (each side of a different width, so a count taken from
-// the wrong side shows), ceil_mode's last window past the end, a window as
-// wide as the padded map, and GlobalMaxPool; 40 channels (partial blocks of
-// 16), maps large enough for both threads, values far from zero so that a
-// dropped or doubled tap shows.
+// the wrong side shows), ceil_mode's last window past the end, counting
+// the pads but not the taps past them, a window as wide as the padded map,
+// and GlobalMaxPool; 40 channels (partial blocks of 16), maps large enough
+// for both threads, values far from zero so that a dropped or doubled tap
+// shows.
 TEST(BlockedLayout, WindowedPoolsMatchPlain) {
   auto model = with_weights(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[1,3,35,37] x) => (float[1,40,35,37] a, float[1,40,37,37] b, float[1,40,18,19] c, float[1,40,4,4] d,
-                           float[1,40,1,1] e, float[1,40,12,13] f) {
+                           float[1,40,1,1] e, float[1,40,12,13] f, float[1,40,18,19] h) {
   k = Conv <kernel_shape = [1,1]> (x, w, bias)
   a = AveragePool <kernel_shape = [3,3], pads = [1,1,1,1], count_include_pad = 1> (k)
   b = AveragePool <kernel_shape = [3,3], pads = [0,2,4,2]> (k)
@@ -588,6 +589,7 @@ g (float[1,3,35,37] x) => (float[1,40,35,37] a, float[1,40,37,37] b, float[1,40,
   d = AveragePool <kernel_shape = [9,11], strides = [9,9], pads = [1,2,1,2], count_include_pad = 1> (k)
   e = GlobalMaxPool(k)
   f = MaxPool <kernel_shape = [3,3], strides = [3,3], pads = [1,1,1,1], ceil_mode = 1> (k)
+  h = AveragePool <kernel_shape = [3,3], strides = [2,2], pads = [1,1,0,0], ceil_mode = 1, count_include_pad = 1> (k)
 })",
                             {{"w", {40, 3, 1, 1}}, {"bias", {40}}});
   expect_blocked_equals_plain(model, far_from_zero({1, 3, 35, 37}, 5), 0, 0);

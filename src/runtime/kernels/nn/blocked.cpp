@@ -706,8 +706,6 @@ bool pool_can_run_blocked(const ir::Node& node) {
   for (int64_t d : node.attr_ints("dilations"))
     if (d != 1) return false;
   if (op == "MaxPool" && node.output(1) != nullptr) return false;  // Indices are defined on the plain layout
-  // Windows past the end pads do not count in ONNX; oneDNN would count them.
-  if (op == "AveragePool" && node.attr_int("count_include_pad", 0) != 0 && node.attr_int("ceil_mode", 0) != 0) return false;
   return node.attr_int("storage_order", 0) == 0;
 }
 

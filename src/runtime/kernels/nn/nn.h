@@ -32,9 +32,9 @@ void global_average_blocked(const float* x, float* y, int64_t planes, int64_t pi
 void max_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeometry& g, int64_t lanes);
 
 // AveragePool of blocked activations, the same way: the lane-wise mean of
-// the window's input pixels, over all its taps with `count_include_pad`
-// (ceil_mode then unsupported: every window must lie inside the padded
-// input), else over those inside the input (0 for none).
+// the window's input pixels, over its taps inside the padded input with
+// `count_include_pad` (ceil_mode's last window may reach past it), else
+// over those inside the input (0 for none).
 void average_pool_blocked(const float* x, float* y, int64_t planes, const WindowGeometry& g, bool count_include_pad,
                           int64_t lanes);
 

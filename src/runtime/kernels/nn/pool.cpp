@@ -387,7 +387,7 @@ __attribute__((always_inline)) inline void pool_rows(const float* x, float* y, i
     int64_t i_begin = 0, i_end = kh;
     while (i_begin < kh && r * sh - ph + i_begin * dh < 0) ++i_begin;
     while (i_end > i_begin && r * sh - ph + (i_end - 1) * dh >= ih) --i_end;
-    const float* top = in + (r * sh - ph + i_begin * dh) * line_floats;
+    const float* top = in + std::clamp<int64_t>(r * sh - ph + i_begin * dh, 0, ih - 1) * line_floats;
     // The rows the next output row adds, asked for ahead: a map that comes
     // from L3 or memory (Inception's first pools, 64 x 147 x 147) otherwise
     // waits on every line.
@@ -409,18 +409,25 @@ __attribute__((always_inline)) inline void pool_rows(const float* x, float* y, i
     };
     if (kWidth > 0 && i_end - i_begin == kWidth) combine_rows(kWidth);  // a square window's rows, unrolled
     else combine_rows(i_end - i_begin);
-    // The mean's divisor. Counting the pads, every window lies inside the
-    // padded input (ceil_mode, which may reach past it, then runs plain).
-    auto reciprocal = [&](int64_t columns) {
-      const int64_t count = count_include_pad ? kh * kw : (i_end - i_begin) * columns;
+    // The mean's divisor: the window's taps inside the input, or with
+    // count_include_pad inside the padded input (ceil_mode's last window
+    // may reach past it, and those taps never count).
+    int64_t padded_rows = 0;
+    for (int64_t i = 0; i < kh; ++i) {
+      const int64_t h = r * sh - ph + i * dh;
+      padded_rows += h >= -ph && h < ih + g.pads_end[0];
+    }
+    auto reciprocal = [&](int64_t columns, int64_t padded_columns) {
+      const int64_t count = count_include_pad ? padded_rows * padded_columns : (i_end - i_begin) * columns;
       return count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;
     };
-    const float inner_scale = kAverage ? reciprocal(kw) : 1.0f;
+    const float inner_scale = kAverage ? reciprocal(kw, kw) : 1.0f;
     auto column = [&](int64_t c, bool checked) __attribute__((always_inline)) {
       Pixel acc = Pixel{} + initial;
-      int64_t columns = 0;  // of the window inside the input
+      int64_t columns = 0, padded_columns = 0;  // of the window inside the input, and inside the padded input
       for (int64_t j = 0; j < kw; ++j) {
         const int64_t w = c * sw - pw + j * dw;
+        padded_columns += w >= -pw && w < iw + g.pads_end[1];
         if (checked && (w < 0 || w >= iw)) continue;
         ++columns;
         Pixel v;
@@ -428,7 +435,7 @@ __attribute__((always_inline)) inline void pool_rows(const float* x, float* y, i
         if constexpr (kAverage) acc += v;
         else acc = v > acc ? v : acc;
       }
-      if constexpr (kAverage) acc *= checked ? reciprocal(columns) : inner_scale;
+      if constexpr (kAverage) acc *= checked ? reciprocal(columns, padded_columns) : inner_scale;
       std::memcpy(out + c * L, &acc, sizeof acc);
     };
     int64_t c = 0;

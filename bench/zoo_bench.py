@@ -3,7 +3,8 @@
 side by side, in the manner of runtime_bench.py: for each model and thread
 count, rounds of `onnxkit bench MODEL --threads T --runs R --json` and
 `bench/ort_bench.py MODEL --threads T --runs R` back to back, taking turns to
-go first, so that the machine's noise hits both. Both read the same inputs,
+go first, so that the machine's noise hits both; at 1 thread both are held
+to the same core, the next core the next round. Both read the same inputs,
 written once per model into MODEL.bench-inputs.npz beside it: the export's
 example inputs, or for a model exported without them random ones (floats
 in [0, 1), integers 0..9, every symbolic dim 1). Delete the .bench-inputs.npz
@@ -90,14 +91,15 @@ def busy_cpu_seconds():
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def run_json(cmd, timeout):
+def run_json(cmd, timeout, cpu=None):
     """(the JSON object cmd prints last, its peak RSS in MiB from wait4, the
-    cores other processes kept busy meanwhile). wait4 covers the process
-    whatever it runs as (onnxkit bench may re-exec itself), so both
-    runtimes' RSS is measured the same way."""
+    cores other processes kept busy meanwhile), run on core `cpu` only when
+    given. wait4 covers the process whatever it runs as (onnxkit bench may
+    re-exec itself), so both runtimes' RSS is measured the same way."""
+    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         busy_before, started = busy_cpu_seconds(), time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, preexec_fn=pin)
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         try:
@@ -247,15 +249,21 @@ def compare(model, threads, rounds, runs, timeout, broken, retries=0):
     commands = {"onnxkit": onnxkit_cmd(model, threads, runs), "ORT": ort_cmd(model, threads, runs)}
     samples = {r: [] for r in RUNTIMES}  # per runtime: (round, JSON, RSS)
     others = 0.0  # the most cores other processes used in a kept round
+    # At one thread, both runtimes of a round run on the same core, a
+    # different one each round: the cores of a VM can run at different
+    # speeds for minutes, and a ratio should not say which core each
+    # process happened to land on.
+    cores = sorted(os.sched_getaffinity(0)) if threads == 1 else []
     for round_index in range(rounds):
         order = RUNTIMES if round_index % 2 == 0 else RUNTIMES[::-1]
+        cpu = cores[round_index % len(cores)] if cores else None
         for attempt in range(retries + 1):
             taken, noise = {}, 0.0
             for runtime in order:
                 if runtime in broken:
                     continue
                 try:
-                    result, rss, busy = run_json(commands[runtime], timeout)
+                    result, rss, busy = run_json(commands[runtime], timeout, cpu)
                     taken[runtime] = (round_index, result, rss)
                     noise = max(noise, busy)
                 except RunFailed as e:

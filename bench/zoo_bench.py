@@ -96,10 +96,11 @@ def run_json(cmd, timeout, cpu=None):
     cores other processes kept busy meanwhile), run on core `cpu` only when
     given. wait4 covers the process whatever it runs as (onnxkit bench may
     re-exec itself), so both runtimes' RSS is measured the same way."""
-    pin = None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+    if cpu is not None:
+        cmd = ["taskset", "--cpu-list", str(cpu)] + cmd  # which execs cmd: wait4 still sees it
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         busy_before, started = busy_cpu_seconds(), time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, preexec_fn=pin)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         try:

@@ -298,16 +298,15 @@ bool WinogradConv::pays_off(const ConvParams& p) const {
   for (size_t a = 0; a < 2; ++a)
     if (win.dilations[a] > 1 && win.out[a] < 4 * win.dilations[a]) return false;
   const int64_t tiles = p.batch * tiles_along(win.out[0], win.dilations[0]) * tiles_along(win.out[1], win.dilations[1]);
-  // The products run on whole register tiles of six tiles, each filter float
-  // used once per tile: below three of them (a 7 x 7 or 8 x 8 map has 16
-  // tiles) the padding rows and streaming the filters' 16/9 more floats
-  // outweigh the saving, by two threads most. Next to oneDNN's AVX-512
-  // direct convolution, twice as fast as its AVX2 one, it takes four
+  // The products run on whole register tiles of six tiles: below two of them
+  // the padding rows and the filters' 16/9 more floats outweigh the saving.
+  // Next to oneDNN's AVX-512 direct convolution, twice as fast as its AVX2
+  // one, streaming the larger filters costs more, so there it takes four
   // register tiles; and with a single block of input channels the transforms
   // outweigh the products (figures in docs/performance.md, "Rules behind the
   // kernels").
   if (products_on_avx512()) return tiles >= 4 * kRows && in_channels_ > channel_block();
-  return tiles >= 3 * kRows;
+  return tiles >= 2 * kRows;
 }
 
 Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const Tensor* residual) const {

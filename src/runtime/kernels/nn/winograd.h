@@ -32,7 +32,7 @@ class WinogradConv {
   static std::shared_ptr<const WinogradConv> shared(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                                     FusedActivation activation);
 
-  // Whether the input of `p` has enough tiles (three register tiles' worth;
+  // Whether the input of `p` has enough tiles (two register tiles' worth;
   // where blocks are 16 channels, four and more than one block of channels)
   // for the transforms and the filters' 16/9 more floats to pay off, and,
   // dilated, few outputs of its tiles unused.

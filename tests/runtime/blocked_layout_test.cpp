@@ -508,6 +508,36 @@ g (float[2,20,13,14] x) => (float[2,20,4,4] y) {{
   }
 }
 
+// On maps as large as MobileNet's first (112 x 112), at one thread, oneDNN
+// runs the pair in its 1x1 kernel alone, which reads the 1x1's bias whether
+// the Conv has one or not: without one the run crashed. Pairs without
+// biases, strides 1 and 2, at one thread and at two.
+TEST(BlockedLayout, PointwiseAndDepthwisePairsWithoutBiasesOnALargeMap) {
+  auto model = with_weights(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,16,112,112] x) => (float[1,32,56,56] y) {
+  c1 = Conv <kernel_shape = [1,1]> (x, w1)
+  d1 = Conv <kernel_shape = [3,3], pads = [1,1,1,1], group = 32> (c1, w2)
+  c2 = Conv <kernel_shape = [1,1]> (d1, w3)
+  y = Conv <kernel_shape = [3,3], pads = [1,1,1,1], strides = [2,2], group = 32> (c2, w4)
+})",
+                            {{"w1", {32, 16, 1, 1}}, {"w2", {32, 1, 3, 3}}, {"w3", {32, 32, 1, 1}}, {"w4", {32, 1, 3, 3}}});
+  const Tensor x = random_tensor({1, 16, 112, 112}, 13);
+  auto reference_session = runtime::Session::create(model, {.threads = 1, .blocked_layout = false, .fuse = false});
+  ASSERT_TRUE(reference_session.ok()) << reference_session.error().message();
+  auto reference = (*reference_session)->run({{"x", x}});
+  ASSERT_TRUE(reference.ok()) << reference.error().message();
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    auto session = runtime::Session::create(model, {.threads = threads, .profile = true});
+    ASSERT_TRUE(session.ok()) << session.error().message();
+    auto ours = (*session)->run({{"x", x}});
+    ASSERT_TRUE(ours.ok()) << ours.error().message();
+    testing::expect_tensor_near((*ours)[0].tensor(), (*reference)[0].tensor(), 1e-5, 1e-5);
+    EXPECT_EQ(count_steps(**session, "(fused into Conv)"), 2u);
+  }
+}
+
 // The pair runs as one primitive wherever oneDNN has its JIT kernels
 // (AVX2 and AVX-512), at one thread and at two: else the fusion would
 // only add a copy.

@@ -360,15 +360,19 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
     // or two runs) costs what the copy made once would.
     const dnnl::memory::desc any_w_md =
         placement == Weights::in_place ? user_w_md : dnnl::memory::desc(dims_of(w_shape), dt::f32, tag::any);
+    // oneDNN 2.6's 1x1 kernel with a depthwise stage reads the 1x1's bias
+    // whether it was given one or not (a crash on MobileNet-sized maps, where
+    // it picks that kernel over the generic pair): zeros stand in for none.
+    const bool zero_bias = bias == nullptr && depthwise != nullptr;
     dnnl::memory::desc bias_md;
-    if (bias != nullptr) bias_md = dnnl::memory::desc({p.out_channels}, dt::f32, tag::a);
+    if (bias != nullptr || zero_bias) bias_md = dnnl::memory::desc({p.out_channels}, dt::f32, tag::a);
 
     dnnl::memory::dims strides(p.window.strides.begin(), p.window.strides.end());
     dnnl::memory::dims dilations, pad_l(p.window.pads_begin.begin(), p.window.pads_begin.end()),
         pad_r(p.window.pads_end.begin(), p.window.pads_end.end());
     for (int64_t d : p.window.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
     dnnl::convolution_forward::desc desc =
-        bias != nullptr
+        bias != nullptr || zero_bias
             ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                               state->src_md, any_w_md, bias_md, state->dst_md, strides, dilations, pad_l, pad_r)
             : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -460,9 +464,14 @@ std::unique_ptr<DnnlConv::State> DnnlConv::make_state(const ConvParams& p, const
       dnnl::memory user_w(user_w_md, engine, const_cast<void*>(weights));
       state->weights = dnnl::memory(state->pd.weights_desc(), engine);
       dnnl::reorder(user_w, state->weights).execute(stream, user_w, state->weights);
-      if (bias != nullptr) {
+      if (bias != nullptr || zero_bias) {
         state->bias = dnnl::memory(bias_md, engine);
-        std::memcpy(state->bias.get_data_handle(), bias->raw(), bias->nbytes());
+        if (zero_bias) {
+          auto* zeros = static_cast<float*>(state->bias.get_data_handle());
+          std::fill(zeros, zeros + p.out_channels, 0.0f);
+        } else {
+          std::memcpy(state->bias.get_data_handle(), bias->raw(), bias->nbytes());
+        }
       }
       stream.wait();
     }

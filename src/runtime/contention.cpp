@@ -69,7 +69,29 @@ void HoldTrial::held_run_finished(bool spread, ContentionClock::duration wall) {
   if (walls.size() < kTrialRuns) walls.push_back(wall);
 }
 
+std::optional<SpreadBudget::Clock::duration> SpreadBudget::budget(size_t spread_key, size_t single_key) const {
+  std::lock_guard lock(mutex_);
+  std::optional<Clock::duration> budget;
+  if (const auto spread = fastest_.find(spread_key); spread != fastest_.end()) budget = 2 * spread->second;
+  if (const auto single = fastest_.find(single_key); single != fastest_.end())
+    budget = budget ? std::min(*budget, single->second) : single->second;
+  if (budget) *budget += kSlack;
+  return budget;
+}
+
+void SpreadBudget::run_finished(size_t key, Clock::duration wall) {
+  std::lock_guard lock(mutex_);
+  if (fastest_.size() >= kMostKeys && !fastest_.count(key)) fastest_.clear();
+  auto [at, added] = fastest_.try_emplace(key, wall);
+  if (!added) at->second = std::min(at->second, wall);
+}
+
 ContentionWatch::ContentionWatch() : ContentionWatch(Sources{}) {}
+
+void ContentionWatch::hold_locked() {
+  held_until_ = sources_.now() + pause_;
+  pause_ = std::min(2 * pause_, kLongestPause);
+}
 
 ContentionWatch::RunStart ContentionWatch::start_run(int wanted, HoldTrial* trial) {
   RunStart start{.threads = std::max(1, wanted), .trial = trial};
@@ -96,8 +118,7 @@ void ContentionWatch::run_finished(const RunStart& start, Clock::duration wall) 
   const double share = static_cast<double>(waited) /
                        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(window_thread_time_).count());
   if (share > kContendedShare) {
-    held_until_ = sources_.now() + pause_;
-    pause_ = std::min(2 * pause_, kLongestPause);
+    hold_locked();
   } else {
     pause_ = std::max(pause_ / 2, kFirstPause);
   }
@@ -110,9 +131,32 @@ void ContentionWatch::run_discarded() {
   window_wait_ns_ = -1;  // the next multi-thread run reads the waits afresh
 }
 
+bool ContentionWatch::contended(const RunStart& start, Clock::duration elapsed) const {
+  std::lock_guard lock(mutex_);
+  if (window_wait_ns_ < 0 || start.threads <= 1) return false;
+  const int64_t waited = sources_.cpu_wait_ns() - window_wait_ns_;
+  const auto thread_time = window_thread_time_ + elapsed * start.threads;
+  return static_cast<double>(waited) >
+         kContendedShare * static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(thread_time).count());
+}
+
+void ContentionWatch::spread_run_cut_short(const RunStart& start, Clock::duration wall) {
+  if (start.held && start.trial != nullptr) start.trial->held_run_finished(true, wall);
+  std::lock_guard lock(mutex_);
+  ++cut_short_runs_;
+  if (sources_.now() >= held_until_) hold_locked();
+  window_thread_time_ = {};
+  window_wait_ns_ = -1;
+}
+
 int64_t ContentionWatch::held_runs() const {
   std::lock_guard lock(mutex_);
   return held_runs_;
+}
+
+int64_t ContentionWatch::cut_short_runs() const {
+  std::lock_guard lock(mutex_);
+  return cut_short_runs_;
 }
 
 ContentionWatch& ContentionWatch::process() {

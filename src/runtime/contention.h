@@ -10,12 +10,16 @@
 // the runs' time, runs use one thread; after a pause that doubles while the
 // contention lasts (and halves once it is gone), they try their threads
 // again. Each session may still take its threads while runs are held, where
-// it has seen that pay (HoldTrial).
+// it has seen that pay (HoldTrial). The waits are read after a run, and a
+// run on a busy machine can take many times its length before that: one
+// that outlasts its SpreadBudget goes on with one thread, and runs are held.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -58,6 +62,34 @@ class HoldTrial {
   bool spread_verdict_ = false;
 };
 
+// How long a run on several threads may go before the rest of it takes one
+// thread: the less of twice its fastest run and the fastest run of the
+// same inputs' shapes on one thread, and kSlack more. Each parallel region
+// waits for all its threads, and with a core taken by other work a region
+// waits up to a scheduler slice for the thread on it: LRASPP at 2 threads,
+// a bursty competitor pinned to one core and a low-priority spinner beside
+// it, had runs of 100 ms against 5 quiet until the watch held runs. A
+// session's first run (one-time work) is not counted. Thread-safe.
+class SpreadBudget {
+ public:
+  using Clock = ContentionClock;
+
+  // The budget of a run of `spread_key` (a thread count above one and the
+  // inputs' shapes, hashed) whose runs on one thread are `single_key`;
+  // none until a run of either has gone through on its threads.
+  std::optional<Clock::duration> budget(size_t spread_key, size_t single_key) const;
+  // A run of `key` went through on the threads it started with in `wall`.
+  void run_finished(size_t key, Clock::duration wall);
+
+  static constexpr Clock::duration kSlack = std::chrono::milliseconds(2);
+  // Keys remembered: past this many the memory starts again.
+  static constexpr size_t kMostKeys = 64;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<size_t, Clock::duration> fastest_;
+};
+
 class ContentionWatch {
  public:
   using Clock = ContentionClock;
@@ -84,9 +116,20 @@ class ContentionWatch {
   // which starts OpenMP's threads (a new thread waits for a core until the
   // scheduler moves it off its parent's: 10-20 ms on an idle 2-core VM).
   void run_discarded();
+  // Whether the run `start` began, `elapsed` into it, waits for cores: its
+  // threads have waited more than kContendedShare of their time since the
+  // window began (asked by a run past its SpreadBudget: a run may be long
+  // for its inputs' values, a Loop's count or the boxes NMS keeps).
+  bool contended(const RunStart& start, Clock::duration elapsed) const;
+  // The run `start` began outlasted its SpreadBudget, went on with one
+  // thread and took `wall` (in place of run_finished): runs are held, as
+  // after a contended window, unless they already are.
+  void spread_run_cut_short(const RunStart& start, Clock::duration wall);
 
   // Runs held to one thread so far because the cores were busy.
   int64_t held_runs() const;
+  // Runs cut short so far (spread_run_cut_short).
+  int64_t cut_short_runs() const;
 
   // The one watch of the process: contention is the machine's.
   static ContentionWatch& process();
@@ -101,13 +144,15 @@ class ContentionWatch {
   static constexpr Clock::duration kLongestPause = std::chrono::seconds(5);
 
  private:
+  void hold_locked();  // runs are held for the next pause, and it doubles
+
   const Sources sources_;
   mutable std::mutex mutex_;
   Clock::time_point held_until_{};        // runs before this use one thread
   Clock::duration pause_ = kFirstPause;   // the next hold's length
   Clock::duration window_thread_time_{};  // multi-thread run time (wall x threads) since window_wait_ns_ was read
   int64_t window_wait_ns_ = -1;
-  int64_t held_runs_ = 0;
+  int64_t held_runs_ = 0, cut_short_runs_ = 0;
 };
 
 }  // namespace onnxkit::runtime

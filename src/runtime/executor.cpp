@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_fusion.h"
 #include "runtime/layout.h"
+#include "runtime/parallel.h"
 #include "runtime/tensor_proto.h"
 
 namespace onnxkit::runtime {
@@ -466,10 +468,28 @@ RunControl::RunControl(const RunLimits& limits) : limits_(limits) {
 }
 
 Status RunControl::check_time() const {
-  if (deadline_ && std::chrono::steady_clock::now() >= *deadline_)
+  if (!deadline_ && !single_thread_switch_) return {};
+  const auto now = std::chrono::steady_clock::now();
+  // Inside a region the setting would be a worker's own: the calling
+  // thread's next step makes it.
+  if (SingleThreadSwitch* to_one = single_thread_switch_.get(); to_one != nullptr && now >= to_one->from &&
+                                                                !inside_parallel_region() && !to_one->asked.exchange(true) &&
+                                                                to_one->confirm()) {
+    omp_set_num_threads(1);
+    to_one->went = true;
+  }
+  if (deadline_ && now >= *deadline_)
     return make_error("stopped at the run's time limit ({:g} s)", std::chrono::duration<double>(limits_.timeout).count());
   return {};
 }
+
+void RunControl::go_single_threaded_at(std::chrono::steady_clock::time_point when, std::function<bool()> confirm) {
+  single_thread_switch_ = std::make_shared<SingleThreadSwitch>();
+  single_thread_switch_->from = when;
+  single_thread_switch_->confirm = std::move(confirm);
+}
+
+bool RunControl::went_single_threaded() const { return single_thread_switch_ && single_thread_switch_->went; }
 
 Status RunControl::count_subgraph_run() const {
   if (usage_ && limits_.max_subgraph_runs > 0 && ++usage_->subgraph_runs > limits_.max_subgraph_runs)

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -78,8 +79,15 @@ class RunControl {
   RunControl() = default;
   explicit RunControl(const RunLimits& limits);
 
-  // An error once the time is up.
+  // An error once the time is up. Past the time given to
+  // go_single_threaded_at, the calling thread's parallel code takes one
+  // thread from here on, if `confirm` says so.
   Status check_time() const;
+  // The first step from `when` on asks `confirm` (once) whether the steps
+  // from there on take one thread (runtime/contention.h's SpreadBudget).
+  void go_single_threaded_at(std::chrono::steady_clock::time_point when, std::function<bool()> confirm);
+  // Whether they did.
+  bool went_single_threaded() const;
   // One more run of a sub-graph; an error past the limit.
   Status count_subgraph_run() const;
   // Counts `elements` about to be allocated; throws BudgetExceeded past the
@@ -92,9 +100,15 @@ class RunControl {
     std::atomic<uint64_t> elements{0};
     std::atomic<uint64_t> subgraph_runs{0};
   };
+  struct SingleThreadSwitch {
+    std::chrono::steady_clock::time_point from;
+    std::function<bool()> confirm;
+    std::atomic<bool> asked{false}, went{false};
+  };
   RunLimits limits_;
   std::optional<std::chrono::steady_clock::time_point> deadline_;
   std::shared_ptr<Usage> usage_;
+  std::shared_ptr<SingleThreadSwitch> single_thread_switch_;  // shared by the frames' copies
 };
 
 struct BudgetExceeded : std::runtime_error {

@@ -152,6 +152,22 @@ namespace {
 // at every barrier.
 std::atomic<int> runs_in_progress{0};
 
+// What a SpreadBudget tells runs apart by: the thread count and the
+// inputs' shapes.
+size_t spread_key(int threads, const std::vector<Datum>& inputs) {
+  size_t key = std::hash<int>{}(threads);
+  auto mix = [&key](int64_t v) { key ^= std::hash<int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (key << 6) + (key >> 2); };
+  for (const Datum& d : inputs) {
+    if (!d.is_tensor()) {
+      mix(-1);
+      continue;
+    }
+    mix(static_cast<int64_t>(d.tensor().rank()));
+    for (int64_t dim : d.tensor().shape()) mix(dim);
+  }
+  return key;
+}
+
 class RunInProgress {
  public:
   RunInProgress() : count_(runs_in_progress.fetch_add(1) + 1) {}
@@ -178,10 +194,27 @@ Result<std::vector<Datum>> Session::run(const NamedValues& feeds, const RunLimit
   // different settings do not disturb each other.
   omp_set_num_threads(start.threads);
   const auto started = ContentionWatch::Clock::now();
-  auto outputs = run_plan(*plan_, std::move(ordered), nullptr, start.threads, RunControl(limits));
+  RunControl control(limits);
+  // Runs that may use more than one thread: the one-thread runs the watch
+  // holds count too, for their budget.
+  const bool budgeted = options_.adapt_to_load && threads > 1;
+  const size_t key = budgeted ? spread_key(start.threads, ordered) : 0;
+  if (budgeted && start.threads > 1)
+    if (const auto budget = spread_budget_.budget(key, spread_key(1, ordered)))
+      control.go_single_threaded_at(started + *budget,
+                                    [&] { return watch.contended(start, ContentionWatch::Clock::now() - started); });
+  auto outputs = run_plan(*plan_, std::move(ordered), nullptr, start.threads, control);
   if (options_.adapt_to_load) {
-    if (plan_->first_run_done.exchange(true)) watch.run_finished(start, ContentionWatch::Clock::now() - started);
-    else watch.run_discarded();
+    const auto wall = ContentionWatch::Clock::now() - started;
+    if (control.went_single_threaded()) {
+      omp_set_num_threads(start.threads);
+      watch.spread_run_cut_short(start, wall);
+    } else if (plan_->first_run_done.exchange(true)) {
+      watch.run_finished(start, wall);
+      if (budgeted && outputs.ok()) spread_budget_.run_finished(key, wall);
+    } else {
+      watch.run_discarded();
+    }
   }
   return outputs;
 }

@@ -119,6 +119,7 @@ class Session {
   std::shared_ptr<const GraphPlan> plan_;
   // Whether runs take their threads while the contention watch holds runs.
   mutable HoldTrial hold_trial_;
+  mutable SpreadBudget spread_budget_;
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
 };

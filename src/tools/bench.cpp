@@ -70,6 +70,7 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
   std::vector<runtime::NodeProfile> before = session->profile();
   const int64_t waited_before = runtime::process_cpu_wait_ns();
   const int64_t held_before = runtime::ContentionWatch::process().held_runs();
+  const int64_t cut_before = runtime::ContentionWatch::process().cut_short_runs();
   for (int i = 0; i < options.runs; ++i) {
     start = Clock::now();
     ONNXKIT_TRY(session->run(feeds));
@@ -78,6 +79,7 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
   if (const int64_t waited_after = runtime::process_cpu_wait_ns(); waited_before >= 0 && waited_after >= waited_before)
     report.cpu_wait_ms = static_cast<double>(waited_after - waited_before) / 1e6 / static_cast<double>(options.runs);
   report.single_thread_runs = runtime::ContentionWatch::process().held_runs() - held_before;
+  report.runs_cut_short = runtime::ContentionWatch::process().cut_short_runs() - cut_before;
   report.nodes = session->profile();
   for (size_t i = 0; i < report.nodes.size() && i < before.size(); ++i) {
     report.nodes[i].total_ms -= before[i].total_ms;
@@ -90,9 +92,13 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
   report.p90_ms = quantile(sorted, 0.9);
   report.mean_ms = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
   if (report.batch > 0) report.throughput = static_cast<double>(report.batch) * 1000.0 / report.median_ms;
-  const std::string held = report.single_thread_runs > 0 ? fmt::format("{} of the {} runs used one thread instead of {}",
-                                                                       report.single_thread_runs, options.runs, report.threads)
-                                                         : "";
+  std::string held = report.single_thread_runs > 0 ? fmt::format("{} of the {} runs used one thread instead of {}",
+                                                                 report.single_thread_runs, options.runs, report.threads)
+                                                   : "";
+  if (report.runs_cut_short > 0)
+    held += fmt::format("{}{} went on with one thread partway", held.empty() ? "" : ", ",
+                        held.empty() ? fmt::format("{} of the {} runs", report.runs_cut_short, options.runs)
+                                     : fmt::format("{} more", report.runs_cut_short));
   if (report.cpu_wait_ms > kContendedShare * report.mean_ms)
     report.warnings.push_back(fmt::format(
         "other work kept the CPUs busy: this process's threads waited {:.2f} ms per run for a core ({:.0f}% of the mean "
@@ -192,6 +198,7 @@ std::string render_bench_json(const BenchReport& r) {
                       {"peak_rss_mb", r.peak_rss_mb},
                       {"cpu_wait_ms", r.cpu_wait_ms},
                       {"single_thread_runs", r.single_thread_runs},
+                      {"runs_cut_short", r.runs_cut_short},
                       {"run_ms", r.run_ms}};
   if (r.batch > 0) {
     j["batch"] = r.batch;

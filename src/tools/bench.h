@@ -39,6 +39,9 @@ struct BenchReport {
   // Measured runs held to one thread because the cores were busy
   // (runtime/contention.h).
   int64_t single_thread_runs = 0;
+  // Measured runs that went on with one thread partway, their threads
+  // waiting for cores past the run's budget (runtime/contention.h).
+  int64_t runs_cut_short = 0;
   std::vector<runtime::NodeProfile> nodes;  // with profile: per node, over the measured runs
 };
 

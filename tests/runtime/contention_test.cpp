@@ -148,6 +148,80 @@ TEST(ContentionWatch, ASessionIsHeldWhenItsThreadsSaveTooLittle) {
   EXPECT_EQ(t.watch.held_runs(), TrialUnderHold::kTrialRuns + 100 + 1);
 }
 
+// One run of `wall` that wanted 2 threads and outlasted its budget; the
+// threads it started with.
+int cut_short_run(FakeMachine& machine, ContentionWatch& watch, microseconds wall, HoldTrial* trial = nullptr) {
+  const ContentionWatch::RunStart start = watch.start_run(2, trial);
+  machine.now += wall;
+  watch.spread_run_cut_short(start, wall);
+  return start.threads;
+}
+
+TEST(ContentionWatch, ARunCutShortHoldsRunsUnlessTheyAreHeld) {
+  FakeMachine machine;
+  ContentionWatch watch = machine.watch();
+  // Cut short at 30 ms, whatever the waits say: held from 30 to 130 ms.
+  EXPECT_EQ(cut_short_run(machine, watch, milliseconds(30)), 2);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 1) << i;
+  // Held still, a session's trial: five held runs of 1 ms, then one with
+  // both threads, cut short at 129 ms: the hold stays as it was.
+  HoldTrial trial;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(machine, watch, milliseconds(1), milliseconds(0), &trial), 1) << i;
+  EXPECT_EQ(cut_short_run(machine, watch, milliseconds(4), &trial), 2);
+  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 1);  // from 129 ms
+  // At 159 ms the try; cut short at 189, it holds for the doubled pause,
+  // 200 ms: seven runs.
+  EXPECT_EQ(cut_short_run(machine, watch, milliseconds(30)), 2);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 1) << i;
+  EXPECT_EQ(run(machine, watch, milliseconds(30), milliseconds(0)), 2);  // at 399 ms
+  EXPECT_EQ(watch.held_runs(), 16);
+  EXPECT_EQ(watch.cut_short_runs(), 3);
+}
+
+TEST(ContentionWatch, ARunPastItsBudgetIsContendedWhenItsWindowsWaitsSaySo) {
+  FakeMachine machine;
+  ContentionWatch watch = machine.watch();
+  EXPECT_EQ(run(machine, watch, milliseconds(10), milliseconds(0)), 2);  // 20 of a 50 ms window
+  const ContentionWatch::RunStart start = watch.start_run(2);
+  // 10 ms in: 40 ms of thread time, 6 ms waited (15%) is not above the
+  // share; 6.5 ms is.
+  machine.now += milliseconds(10);
+  machine.waited_ns += std::chrono::nanoseconds(milliseconds(6)).count();
+  EXPECT_FALSE(watch.contended(start, milliseconds(10)));
+  machine.waited_ns += std::chrono::nanoseconds(microseconds(500)).count();
+  EXPECT_TRUE(watch.contended(start, milliseconds(10)));
+  // A run on one thread never is.
+  EXPECT_FALSE(watch.contended(watch.start_run(1), milliseconds(10)));
+}
+
+TEST(SpreadBudget, TheLessOfTwiceTheFastestSpreadRunAndTheFastestSingleOne) {
+  SpreadBudget budget;
+  constexpr size_t kSpread = 7, kSingle = 70, kOtherSpread = 8, kOtherSingle = 80;
+  EXPECT_EQ(budget.budget(kSpread, kSingle), std::nullopt);  // nothing has run
+  budget.run_finished(kSpread, milliseconds(10));
+  budget.run_finished(kSpread, milliseconds(6));
+  budget.run_finished(kSpread, milliseconds(9));
+  EXPECT_EQ(budget.budget(kSpread, kSingle), milliseconds(14));  // 2 x 6 + 2
+  budget.run_finished(kSingle, milliseconds(11));
+  EXPECT_EQ(budget.budget(kSpread, kSingle), milliseconds(13));  // 11 + 2
+  // Other shapes have their own; one-thread runs alone give a budget.
+  EXPECT_EQ(budget.budget(kOtherSpread, kOtherSingle), std::nullopt);
+  budget.run_finished(kOtherSingle, microseconds(500));
+  EXPECT_EQ(budget.budget(kOtherSpread, kOtherSingle), microseconds(2500));
+  EXPECT_EQ(budget.budget(kSpread, kSingle), milliseconds(13));
+}
+
+TEST(SpreadBudget, PastItsKeysTheMemoryStartsAgain) {
+  SpreadBudget budget;
+  constexpr size_t kNone = SpreadBudget::kMostKeys + 1;  // a key no run has
+  for (size_t key = 0; key < SpreadBudget::kMostKeys; ++key) budget.run_finished(key, milliseconds(1));
+  budget.run_finished(0, milliseconds(2));  // known: kept
+  EXPECT_EQ(budget.budget(SpreadBudget::kMostKeys - 1, kNone), milliseconds(4));
+  budget.run_finished(SpreadBudget::kMostKeys, milliseconds(3));  // one too many
+  EXPECT_EQ(budget.budget(0, kNone), std::nullopt);
+  EXPECT_EQ(budget.budget(SpreadBudget::kMostKeys, kNone), milliseconds(8));
+}
+
 TEST(ContentionWatch, ThisProcessWaitsAreReadable) {
   // Linux keeps them for every thread; the suite runs on Linux.
   EXPECT_GE(process_cpu_wait_ns(), 0);

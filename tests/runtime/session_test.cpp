@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "ir/model.h"
+#include "runtime/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
 #include "support/node_runner.h"
@@ -388,6 +389,44 @@ TEST(Session, RunLimitsStopALoopThatWouldNotEnd) {
   auto budget = (*endless)->run(feeds, {.max_elements = 100});
   ASSERT_FALSE(budget.ok());
   EXPECT_CONTAINS(budget.error().message(), "budget of 100 elements");
+}
+
+// A run past its SpreadBudget (runtime/contention.h): the calling thread's
+// steps take one thread from the time given on, not before, and not from
+// inside a parallel region, where the setting would be a worker's own.
+TEST(RunControl, StepsPastTheTimeGivenTakeOneThread) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  int asked = 0;
+  auto yes = [&asked] { return ++asked > 0; };
+  runtime::RunControl later;
+  later.go_single_threaded_at(std::chrono::steady_clock::now() + std::chrono::hours(1), yes);
+  ASSERT_TRUE(later.check_time().ok());
+  EXPECT_FALSE(later.went_single_threaded());
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  EXPECT_EQ(asked, 0);
+
+  // Past the time, unconfirmed: asked once, and nothing changes.
+  runtime::RunControl declined;
+  declined.go_single_threaded_at(std::chrono::steady_clock::now(), [&asked] { return ++asked < 0; });
+  for (int step = 0; step < 3; ++step) ASSERT_TRUE(declined.check_time().ok());
+  EXPECT_FALSE(declined.went_single_threaded());
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  EXPECT_EQ(asked, 1);
+
+  runtime::RunControl past;
+  past.go_single_threaded_at(std::chrono::steady_clock::now(), yes);
+  const runtime::RunControl frame_copy = past;  // as a sub-graph's frame holds it
+#pragma omp parallel num_threads(2)
+  { EXPECT_TRUE(frame_copy.check_time().ok()); }
+  EXPECT_FALSE(past.went_single_threaded());
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  EXPECT_EQ(asked, 1);
+  ASSERT_TRUE(frame_copy.check_time().ok());
+  EXPECT_TRUE(past.went_single_threaded());
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  EXPECT_EQ(asked, 2);
+  omp_set_num_threads(saved);
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ def main():
         session.run(None, feeds)
         times.append((time.perf_counter() - start) * 1000)
     times.sort()
-    print(json.dumps({"median_ms": statistics.median(times), "min_ms": times[0],
+    print(json.dumps({"median_ms": statistics.median(times), "min_ms": times[0], "max_ms": times[-1],
+                      "mean_ms": statistics.fmean(times),
                       "p90_ms": times[min(len(times) - 1, int(0.9 * len(times)))], "runs": len(times),
                       "threads": args.threads, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "version": ort.__version__}))

@@ -32,7 +32,8 @@ nothing: a browser or a second service on the same cores. --contention
 measures, per model, 1 thread quiet, 2 threads quiet and 2 threads with that
 competitor, and the ratio (2 threads loaded) / (1 thread quiet), for both
 runtimes: above 1, a second thread costs more than it brings when the cores
-are shared.
+are shared; then, loaded, the mean run (the median of the processes' means)
+and the slowest run of all.
 
 Missing models are exported first with Debian's torch (/usr/bin/python3
 tests/models/export_zoo.py). ORT runs from the project's venv (.venv, see
@@ -284,6 +285,8 @@ def summarize(name, threads, samples):
     for runtime, got in samples.items():
         if got:
             row[runtime] = {"median_ms": statistics.median(r["median_ms"] for _, r, _ in got),
+                            "mean_ms": statistics.median(r["mean_ms"] for _, r, _ in got),
+                            "max_ms": max(r["max_ms"] if "max_ms" in r else max(r["run_ms"]) for _, r, _ in got),
                             "peak_rss_mb": max(rss for _, _, rss in got),
                             "rounds_ms": [r["median_ms"] for _, r, _ in got]}
             if runtime == "ORT":
@@ -390,7 +393,8 @@ CONDITIONS = [(1, None), (2, None), (2, "bursty")]  # (threads, load)
 def contention(models, args, failures):
     """Per model and runtime: 1 thread quiet, 2 quiet, 2 with the bursty
     competitor, and (2 loaded) / (1 quiet)."""
-    print(f"{'model':<38} {'runtime':<8} {'1 quiet ms':>11} {'2 quiet ms':>11} {'2 loaded ms':>12} {'2L/1Q':>6}")
+    print(f"{'model':<38} {'runtime':<8} {'1 quiet ms':>11} {'2 quiet ms':>11} {'2 loaded ms':>12} {'2L/1Q':>6} "
+          f"{'2L mean':>8} {'2L max':>8}")
     rows = []
     for model in models:
         broken = {}
@@ -404,9 +408,11 @@ def contention(models, args, failures):
             cells[(threads, kind)] = row
         for runtime in RUNTIMES:
             ms = [cells[c].get(runtime, {}).get("median_ms") for c in CONDITIONS]
+            loaded = cells[CONDITIONS[2]].get(runtime, {})
             ratio = ms[2] / ms[0] if ms[0] and ms[2] else None
             print(f"{model.name:<38} {runtime:<8} {fmt(ms[0], '11.2f'):>11} {fmt(ms[1], '11.2f'):>11} "
-                  f"{fmt(ms[2], '12.2f'):>12} {fmt(ratio, '6.2f'):>6}", flush=True)
+                  f"{fmt(ms[2], '12.2f'):>12} {fmt(ratio, '6.2f'):>6} {fmt(loaded.get('mean_ms'), '8.2f'):>8} "
+                  f"{fmt(loaded.get('max_ms'), '8.1f'):>8}", flush=True)
         failures += [{"model": model.name, "runtime": r, "threads": None, "error": e} for r, e in broken.items()]
     return rows
 

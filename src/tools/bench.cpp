@@ -96,9 +96,8 @@ Result<BenchReport> measure(const std::filesystem::path& path, const BenchOption
                                                                  report.single_thread_runs, options.runs, report.threads)
                                                    : "";
   if (report.runs_cut_short > 0)
-    held += fmt::format("{}{} went on with one thread partway", held.empty() ? "" : ", ",
-                        held.empty() ? fmt::format("{} of the {} runs", report.runs_cut_short, options.runs)
-                                     : fmt::format("{} more", report.runs_cut_short));
+    held += fmt::format("{}{} of the {} runs went on with one thread partway", held.empty() ? "" : ", ", report.runs_cut_short,
+                        options.runs);
   if (report.cpu_wait_ms > kContendedShare * report.mean_ms)
     report.warnings.push_back(fmt::format(
         "other work kept the CPUs busy: this process's threads waited {:.2f} ms per run for a core ({:.0f}% of the mean "

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "runtime/broadcast.h"
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/parallel.h"
 
 #if defined(__SSE2__)
@@ -125,12 +126,50 @@ Result<double> read_float_scalar(KernelContext& ctx, size_t i, std::string_view 
 
 namespace {
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ONNXKIT_TRANSPOSE_AVX2 1
+// out[k * out_stride + r] = in[r * in_stride + k] for r, k < 8, in registers.
+__attribute__((target("avx2"))) void transpose_8x8_avx2(const float* in, int64_t in_stride, float* out, int64_t out_stride) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * in_stride);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(out + i * out_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(out + (i + 4) * out_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#endif
+
 // dst[a * dst_ld + b] = src[b * src_ld + a] for a < rows, b < cols: one
 // tile, small enough that the source lines it reads stay in L1 while all
-// their elements are taken. Four-byte elements go four by four through SSE
-// registers (bit-exact moves, whatever the type).
+// their elements are taken. Four-byte elements go eight by eight through
+// AVX2 registers where the CPU has them, then four by four through SSE
+// ones (bit-exact moves, whatever the type).
 template <class T> void transpose_tile(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t cols) {
   int64_t a = 0;
+#if defined(ONNXKIT_TRANSPOSE_AVX2)
+  if constexpr (sizeof(T) == 4) {
+    if (cpu_has_avx2_fma()) {
+      for (; a + 8 <= rows; a += 8) {
+        int64_t b = 0;
+        for (; b + 8 <= cols; b += 8)
+          transpose_8x8_avx2(reinterpret_cast<const float*>(src + b * src_ld + a), src_ld,
+                             reinterpret_cast<float*>(dst + a * dst_ld + b), dst_ld);
+        for (; b < cols; ++b)
+          for (int64_t k = 0; k < 8; ++k) dst[(a + k) * dst_ld + b] = src[b * src_ld + a + k];
+      }
+    }
+  }
+#endif
 #if defined(__SSE2__)
   if constexpr (sizeof(T) == 4) {
     for (; a + 4 <= rows; a += 4) {
@@ -161,6 +200,14 @@ template <class T> void transpose_tile(const T* src, int64_t src_ld, T* dst, int
 // read lands on another cache line; in tiles the lines a tile reads serve
 // all their elements. Shared among the threads when large. False when the
 // copy is not of that form.
+}  // namespace
+
+void transpose_floats(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols) {
+  transpose_tile(src, src_ld, dst, dst_ld, rows, cols);
+}
+
+namespace {
+
 template <class T> bool copy_transposing(const T* src, const std::vector<int64_t>& strides, T* dst, const Shape& shape) {
   // Most copies (Slice, Split, Concat's parts) read their innermost dim in
   // order: no transposes there, and nothing to build to find that out.

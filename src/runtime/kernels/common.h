@@ -113,6 +113,10 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
 // element type (strings included).
 void copy_strided(const Tensor& src, int64_t offset, const std::vector<int64_t>& strides, Tensor& out);
 
+// dst[a * dst_ld + b] = src[b * src_ld + a] for a < rows, b < cols, in
+// vector registers: one tile, small enough to stay in L1 (the caller tiles).
+void transpose_floats(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols);
+
 // Copies `count` elements between tensors of the same type.
 void copy_elements(const Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count);
 

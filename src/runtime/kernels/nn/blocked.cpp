@@ -349,49 +349,6 @@ class BlockedPad final : public Kernel {
   int64_t channels_;
 };
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define ONNXKIT_TRANSPOSE_X86 1
-// out[k * out_stride + r] = in[r * in_stride + k] for r, k < 8, in registers.
-__attribute__((target("avx2"))) void transpose_8x8_avx2(const float* in, int64_t in_stride, float* out, int64_t out_stride) {
-  __m256 r[8], t[8];
-  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * in_stride);
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    _mm256_storeu_ps(out + i * out_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(out + (i + 4) * out_stride, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-  }
-}
-#endif
-
-// dst[k * dst_stride + r] = src[r * src_stride + k] for r < rows, k < cols:
-// a tile of one channel block between channel planes and pixels of
-// interleaved channels. By 8 x 8 squares in registers where the CPU has
-// AVX2: element by element, a 32-channel 112 x 112 map took 250 us into
-// blocks and 215 out of them, ONNX Runtime's reorders 59 and 49.
-void transpose_tile(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t cols) {
-  int64_t rows8 = 0, cols8 = 0;
-#if defined(ONNXKIT_TRANSPOSE_X86)
-  if (cpu_has_avx2_fma()) {
-    rows8 = rows / 8 * 8;
-    cols8 = cols / 8 * 8;
-    for (int64_t r = 0; r < rows8; r += 8)
-      for (int64_t k = 0; k < cols8; k += 8)
-        transpose_8x8_avx2(src + r * src_stride + k, src_stride, dst + k * dst_stride + r, dst_stride);
-  }
-#endif
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = r < rows8 ? cols8 : 0; k < cols; ++k) dst[k * dst_stride + r] = src[r * src_stride + k];
-}
-
 // Reorders out of the blocked layout go by tiles of 64 pixels of one channel
 // block (4 KiB with blocks of 16), which stay in L1 while their channels
 // are written out: body(image, block, first, end) for each, the pixels
@@ -423,11 +380,13 @@ class ToBlocked final : public Kernel {
     float* dst = y.mutable_data<float>();
     // By tiles of pixels, each channel's run read whole (see ToPlain): pixel
     // by pixel, 16 channels at a time, a DBNet head's 96 x 160 x 160 input
-    // took 3.2 ms.
+    // took 3.2 ms; element by element within the tiles, a 32-channel 112 x
+    // 112 map took 250 us (ONNX Runtime's reorder 59), by squares in
+    // registers 62.
     for_each_pixel_tile(n, cb, hw, n * cb * hw >= (1 << 14), [&](int64_t i, int64_t b, int64_t first, int64_t end) {
       float* out = dst + (i * cb + b) * hw * B;
       const int64_t lanes = std::min(B, c - b * B);
-      transpose_tile(src + (i * c + b * B) * hw + first, hw, out + first * B, B, lanes, end - first);
+      transpose_floats(src + (i * c + b * B) * hw + first, hw, out + first * B, B, end - first, lanes);
       if (lanes < B)
         for (int64_t p = first; p < end; ++p) std::fill(out + p * B + lanes, out + (p + 1) * B, 0.0f);
     });
@@ -454,7 +413,7 @@ class ToPlain final : public Kernel {
     for_each_pixel_tile(n, cb, hw, n * cb * hw >= (1 << 14), [&](int64_t i, int64_t b, int64_t first, int64_t end) {
       const float* in = src + (i * cb + b) * hw * B;
       const int64_t lanes = std::min(B, c - b * B);
-      transpose_tile(in + first * B, B, dst + (i * c + b * B) * hw + first, hw, end - first, lanes);
+      transpose_floats(in + first * B, B, dst + (i * c + b * B) * hw + first, hw, lanes, end - first);
     });
     return {};
   }

@@ -133,17 +133,20 @@ struct Comparison {
     return {};
   }
 
+  // A constant of `model` as its run had it (`values`), or from its data.
+  static Result<Datum> constant_value(const ir::Value* v, const ir::Model& model, const NamedTensors& values) {
+    if (auto it = values.find(v->name()); it != values.end()) return it->second;
+    const onnx::TensorProto* proto = v->constant_tensor();
+    if (proto == nullptr) return make_error("constant '{}' has no data the runtime reads", v->name());
+    auto owner = std::shared_ptr<const void>(std::shared_ptr<const void>{}, &model);
+    ONNXKIT_ASSIGN(runtime::Tensor t, runtime::tensor_from_proto(*proto, model.external_data(), owner));
+    return Datum(std::move(t));
+  }
+
   // A value B's node reads when re-run: its constants as B has them, the rest as A computed them.
   Result<Datum> local_input(const ir::Value* v, const NamedTensors& va, const NamedTensors& vb, bool& from_b) const {
     from_b = false;
-    if (holds_constant(v)) {
-      if (auto it = vb.find(v->name()); it != vb.end()) return it->second;
-      const onnx::TensorProto* proto = v->constant_tensor();
-      if (proto == nullptr) return make_error("constant '{}' has no data the runtime reads", v->name());
-      auto owner = std::shared_ptr<const void>(std::shared_ptr<const void>{}, &model_b);
-      ONNXKIT_ASSIGN(runtime::Tensor t, runtime::tensor_from_proto(*proto, model_b.external_data(), owner));
-      return Datum(std::move(t));
-    }
+    if (holds_constant(v)) return constant_value(v, model_b, vb);
     if (const std::string* a = pairs.a_name(v)) {
       if (auto it = va.find(*a); it != va.end()) return it->second;
     }
@@ -156,6 +159,40 @@ struct Comparison {
       return Datum(std::move(t));
     }
     return make_error("no value for '{}'", v->name());
+  }
+
+  // A's tensor `name` as its producer computes it re-run alone on A's
+  // inputs, as B's node is: in a whole run, a node's kernel depends on what
+  // surrounds it (the layout, the nodes fused into it), sums run in another
+  // order (ResNet-18's last 3x3 Convs, 4608 terms, 1.6e-5 apart on AVX2),
+  // and the same node must not fail against itself. None for a graph input, a node with
+  // sub-graphs, or an input A's run did not keep.
+  std::optional<Datum> a_value_alone(const std::string& name, const NamedTensors& va) const {
+    const ir::Value* value = model_a != nullptr ? model_a->graph().find_value(name) : nullptr;
+    const ir::Node* producer = value != nullptr ? value->producer() : nullptr;
+    if (producer == nullptr || !producer->subgraphs().empty()) return std::nullopt;
+    std::vector<Datum> inputs;
+    for (const ir::Value* v : producer->inputs()) {
+      if (v == nullptr) {
+        inputs.emplace_back();
+        continue;
+      }
+      auto it = va.find(v->name());
+      if (it != va.end()) {
+        inputs.push_back(it->second);
+      } else if (!holds_constant(v)) {
+        return std::nullopt;
+      } else {
+        auto constant = constant_value(v, *model_a, va);
+        if (!constant.ok()) return std::nullopt;
+        inputs.push_back(std::move(constant).value());
+      }
+    }
+    auto results = runtime::evaluate_node(*producer, *model_a, inputs);
+    if (!results.ok()) return std::nullopt;
+    for (size_t i = 0; i < producer->outputs().size() && i < results->size(); ++i)
+      if (producer->output(i) == value) return (*results)[i];
+    return std::nullopt;
   }
 
   // A node holding sub-graphs (If, Loop, Scan) runs as a model of its own:
@@ -218,16 +255,25 @@ struct Comparison {
       return;
     }
     std::optional<TensorStats> worst;
+    bool against_a_alone = false;
     for (size_t i = 0; i < node.outputs().size() && i < results->size(); ++i) {
       const ir::Value* out = node.output(i);
       const std::string* a = out != nullptr ? pairs.a_name(out) : nullptr;
       if (a == nullptr || !va.count(*a)) continue;
       TensorStats s = compare_value_stats(va.at(*a), (*results)[i], options.tolerance);
+      if (!s.passed) {
+        if (std::optional<Datum> alone = a_value_alone(*a, va)) {
+          TensorStats t = compare_value_stats(*alone, (*results)[i], options.tolerance);
+          if (t.passed) s = t, against_a_alone = true;
+        }
+      }
       if (!worst || worse(s, *worst)) worst = s;
     }
     if (!worst) return;
     if (!n.local || worse(*worst, *n.local)) {
       n.local = *worst;
+      if (against_a_alone && worst->passed)
+        n.note = "checked against A's node re-run alone: A's own run computed it with other kernels";
       n.inputs = std::move(input_text);
       n.inputs_from_b = std::move(from_b_names);
       n.sample = sample;

@@ -162,11 +162,11 @@ struct Comparison {
   }
 
   // A's tensor `name` as its producer computes it re-run alone on A's
-  // inputs, as B's node is: in a whole run, a node's kernel depends on what
-  // surrounds it (the layout, the nodes fused into it), sums run in another
-  // order (ResNet-18's last 3x3 Convs, 4608 terms, 1.6e-5 apart on AVX2),
-  // and the same node must not fail against itself. None for a graph input, a node with
-  // sub-graphs, or an input A's run did not keep.
+  // inputs, as B's node is. In a whole run a node's kernel depends on what
+  // surrounds it (the layout, the nodes fused into it) and sums in another
+  // order (ResNet-18's last 3x3 Convs, 4608 terms a sum, 1.6e-5 apart on
+  // AVX2): the same node must not fail against itself. None for a graph
+  // input, a node with sub-graphs, or an input A's run did not keep.
   std::optional<Datum> a_value_alone(const std::string& name, const NamedTensors& va) const {
     const ir::Value* value = model_a != nullptr ? model_a->graph().find_value(name) : nullptr;
     const ir::Node* producer = value != nullptr ? value->producer() : nullptr;

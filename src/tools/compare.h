@@ -104,7 +104,9 @@ struct NodeReport {
   std::vector<std::string> inputs;                       // "name float32[1,64,56,56]" in the local run (A's values where paired)
   std::vector<std::string> outputs;
   // B's node on A's inputs against A's outputs (the worst output, worst
-  // sample); empty when it was not re-run (`note` says why).
+  // sample), or, where that fails, against A's node re-run alone on them
+  // when that passes (`note` says so); empty when it was not re-run
+  // (`note` says why).
   std::optional<TensorStats> local;
   TensorStats output;  // B's own values of those outputs against A's
   // Local and own outputs both fail, and the local error is no less than a

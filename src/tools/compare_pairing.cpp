@@ -156,6 +156,10 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
   // the first node's output name for the fused value (Conv + BatchNorm ->
   // Conv writes 'conv_out', which A computes before the BatchNorm): the
   // Relu after it reads A's BatchNorm output, so that is its partner.
+  // Each B value moves once: consumers that disagree (DenseNet's Concats
+  // read every earlier feature map) would otherwise move it back and forth
+  // for ever.
+  std::unordered_set<const ir::Value*> moved;
   for (bool changed = true; changed;) {
     changed = false;
     for (auto it = order_b.rbegin(); it != order_b.rend(); ++it) {
@@ -181,6 +185,7 @@ Pairs pair_with_model(const ir::Graph& a, const std::vector<ir::Node*>& order_a,
       if (!consistent || moves.empty() || (is_commutative(*nb) && nb->inputs().size() == 2)) continue;
       for (const auto& [vb, va] : moves) {
         if (pairs.used_a.count(va->name())) continue;  // already another's partner
+        if (!moved.insert(vb).second) continue;
         if (const std::string* old = pairs.a_name(vb)) pairs.used_a.erase(*old);
         pairs.add(vb, va->name(), Pairing::structure);
         changed = true;

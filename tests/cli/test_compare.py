@@ -525,9 +525,10 @@ def scale_weight(src, dst, node_name=None, op=None, where="middle", weight=None)
 
 class Zoo(unittest.TestCase):
     """tests/models/export_zoo.py's wider set, exported here: a detector, a segmenter, a GPT-style
-    decoder, an LSTM, and a scripted model whose If and Loop hold the altered weight."""
+    decoder, an LSTM, DenseNet, and a scripted model whose If and Loop hold the altered weight."""
 
-    MODELS = ["lstm", "control_flow", "gpt_decoder", "lraspp_mobilenet_v3_large", "ssdlite320_mobilenet_v3_large"]
+    MODELS = ["lstm", "control_flow", "gpt_decoder", "lraspp_mobilenet_v3_large", "ssdlite320_mobilenet_v3_large",
+              "densenet121"]
 
     @classmethod
     def setUpClass(cls):
@@ -573,6 +574,21 @@ class Zoo(unittest.TestCase):
                 self.assertEqual(code, 0)
                 self.assertIsNone(report["culprit"])
                 self.assertFalse(any(n["suspect"] for n in report["nodes"]))
+
+    def test_simplified_densenet_pairs_every_tensor(self):
+        # simplify folds DenseNet's BatchNormalizations into Convs; the Concats of every dense
+        # block read each earlier feature map, and their consumers' votes on which A tensor a
+        # renamed B value stands for once went back and forth without end.
+        name = "densenet121"
+        simplified = os.path.join(self.tmp, name + ".sim.onnx")
+        self.assertEqual(onnxkit("simplify", self.path(name), simplified).returncode, 0)
+        proc = subprocess.run([ARGS.onnxkit, "compare", self.path(name), simplified, "--json"],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertIsNone(report["culprit"])
+        self.assertEqual(report["pairing"]["unpaired_b"], [])
+        self.assertFalse([n["name"] for n in report["nodes"] if n["local"] is not None and not n["local"]["passed"]])
 
     def test_reduce_a_detector(self):
         # 2506 nodes besides Constants; the Conv's bias reaches it through an Identity of a

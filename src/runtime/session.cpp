@@ -152,21 +152,26 @@ namespace {
 // at every barrier.
 std::atomic<int> runs_in_progress{0};
 
-// What a SpreadBudget tells runs apart by: the thread count and the
-// inputs' shapes.
-size_t spread_key(int threads, const std::vector<Datum>& inputs) {
-  size_t key = std::hash<int>{}(threads);
-  auto mix = [&key](int64_t v) { key ^= std::hash<int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (key << 6) + (key >> 2); };
+// What a SpreadBudget tells runs apart by: the inputs' shapes (hashed once
+// per run) and the thread count.
+size_t mix_hash(size_t key, int64_t v) {
+  return key ^ (std::hash<int64_t>{}(v) + 0x9e3779b97f4a7c15ULL + (key << 6) + (key >> 2));
+}
+
+size_t shapes_key(const std::vector<Datum>& inputs) {
+  size_t key = 0;
   for (const Datum& d : inputs) {
     if (!d.is_tensor()) {
-      mix(-1);
+      key = mix_hash(key, -1);
       continue;
     }
-    mix(static_cast<int64_t>(d.tensor().rank()));
-    for (int64_t dim : d.tensor().shape()) mix(dim);
+    key = mix_hash(key, static_cast<int64_t>(d.tensor().rank()));
+    for (int64_t dim : d.tensor().shape()) key = mix_hash(key, dim);
   }
   return key;
 }
+
+size_t spread_key(size_t shapes, int threads) { return mix_hash(shapes, threads); }
 
 class RunInProgress {
  public:
@@ -198,9 +203,10 @@ Result<std::vector<Datum>> Session::run(const NamedValues& feeds, const RunLimit
   // Runs that may use more than one thread: the one-thread runs the watch
   // holds count too, for their budget.
   const bool budgeted = options_.adapt_to_load && threads > 1;
-  const size_t key = budgeted ? spread_key(start.threads, ordered) : 0;
+  const size_t shapes = budgeted ? shapes_key(ordered) : 0;
+  const size_t key = spread_key(shapes, start.threads);
   if (budgeted && start.threads > 1)
-    if (const auto budget = spread_budget_.budget(key, spread_key(1, ordered)))
+    if (const auto budget = spread_budget_.budget(key, spread_key(shapes, 1)))
       control.go_single_threaded_at(started + *budget,
                                     [&] { return watch.contended(start, ContentionWatch::Clock::now() - started); });
   auto outputs = run_plan(*plan_, std::move(ordered), nullptr, start.threads, control);

@@ -161,18 +161,16 @@ struct Comparison {
     return make_error("no value for '{}'", v->name());
   }
 
-  // A's tensor `name` as its producer computes it re-run alone on A's
-  // inputs, as B's node is. In a whole run a node's kernel depends on what
-  // surrounds it (the layout, the nodes fused into it) and sums in another
-  // order (ResNet-18's last 3x3 Convs, 4608 terms a sum, 1.6e-5 apart on
-  // AVX2): the same node must not fail against itself. None for a graph
-  // input, a node with sub-graphs, or an input A's run did not keep.
-  std::optional<Datum> a_value_alone(const std::string& name, const NamedTensors& va) const {
-    const ir::Value* value = model_a != nullptr ? model_a->graph().find_value(name) : nullptr;
-    const ir::Node* producer = value != nullptr ? value->producer() : nullptr;
-    if (producer == nullptr || !producer->subgraphs().empty()) return std::nullopt;
+  // A's node re-run alone on A's values of its inputs, as B's node is. In
+  // a whole run a node's kernel depends on what surrounds it (the layout,
+  // the nodes fused into it) and sums in another order (ResNet-18's last
+  // 3x3 Convs, 4608 terms a sum, 1.6e-5 apart on AVX2): the same node must
+  // not fail against itself. None for a node with sub-graphs, or an input
+  // A's run did not keep.
+  std::optional<std::vector<Datum>> rerun_alone(const ir::Node& na, const NamedTensors& va) const {
+    if (!na.subgraphs().empty()) return std::nullopt;
     std::vector<Datum> inputs;
-    for (const ir::Value* v : producer->inputs()) {
+    for (const ir::Value* v : na.inputs()) {
       if (v == nullptr) {
         inputs.emplace_back();
         continue;
@@ -188,11 +186,25 @@ struct Comparison {
         inputs.push_back(std::move(constant).value());
       }
     }
-    auto results = runtime::evaluate_node(*producer, *model_a, inputs);
+    auto results = runtime::evaluate_node(na, *model_a, inputs);
     if (!results.ok()) return std::nullopt;
-    for (size_t i = 0; i < producer->outputs().size() && i < results->size(); ++i)
-      if (producer->output(i) == value) return (*results)[i];
-    return std::nullopt;
+    return std::move(results).value();
+  }
+
+  // Each of A's nodes re-run for one node of B, at most once.
+  using Reruns = std::unordered_map<const ir::Node*, std::optional<std::vector<Datum>>>;
+
+  // A's tensor `name` as its producer computes it re-run alone (rerun_alone);
+  // null for a graph input or where the re-run gives none.
+  const Datum* a_value_alone(const std::string& name, const NamedTensors& va, Reruns& reruns) const {
+    const ir::Value* value = model_a != nullptr ? model_a->graph().find_value(name) : nullptr;
+    const ir::Node* producer = value != nullptr ? value->producer() : nullptr;
+    if (producer == nullptr) return nullptr;
+    auto [it, added] = reruns.try_emplace(producer);
+    if (added) it->second = rerun_alone(*producer, va);
+    for (size_t i = 0; it->second && i < producer->outputs().size() && i < it->second->size(); ++i)
+      if (producer->output(i) == value) return &(*it->second)[i];
+    return nullptr;
   }
 
   // A node holding sub-graphs (If, Loop, Scan) runs as a model of its own:
@@ -256,13 +268,14 @@ struct Comparison {
     }
     std::optional<TensorStats> worst;
     bool against_a_alone = false;
+    Reruns reruns;
     for (size_t i = 0; i < node.outputs().size() && i < results->size(); ++i) {
       const ir::Value* out = node.output(i);
       const std::string* a = out != nullptr ? pairs.a_name(out) : nullptr;
       if (a == nullptr || !va.count(*a)) continue;
       TensorStats s = compare_value_stats(va.at(*a), (*results)[i], options.tolerance);
       if (!s.passed) {
-        if (std::optional<Datum> alone = a_value_alone(*a, va)) {
+        if (const Datum* alone = a_value_alone(*a, va, reruns)) {
           TensorStats t = compare_value_stats(*alone, (*results)[i], options.tolerance);
           if (t.passed) s = t, against_a_alone = true;
         }

@@ -25,9 +25,10 @@
 namespace onnxkit::runtime::nn {
 namespace {
 
-constexpr int64_t kLanes = 8;   // channels per AVX register; a block (channel_block()) holds one or two
-constexpr int64_t kPanel = 16;  // output channels per register tile: two AVX registers
-constexpr int64_t kRows = 6;    // tiles per register tile: 12 accumulators of the 16 registers
+constexpr int64_t kLanes = 8;                      // channels per AVX register; a block (channel_block()) holds one or two
+constexpr int64_t kPanel = 16;                     // output channels per register tile: two AVX registers
+constexpr int64_t kRows = 6;                       // tiles per register tile: 12 accumulators of the 16 registers
+constexpr int64_t kWidePanel = 24, kWideRows = 4;  // the other register tile, for channels in 24s
 constexpr int64_t kPoints = 16;
 // Floats of transformed inputs and products held for one chunk of tiles
 // (1 MiB): the products of a chunk are read back while they are still in the
@@ -69,7 +70,8 @@ struct Geometry {
   int64_t tiles_h, tiles_w, tiles;  // tiles over all images
   int64_t block;                    // channel_block(): floats per pixel of a blocked plane
   int64_t in_blocks, out_blocks;
-  int64_t in_groups, out_groups;  // kLanes channels each; the output's cover its padded lanes
+  int64_t in_groups, out_groups;  // per group of the convolution, kLanes channels each; ungrouped, the output's
+                                  // cover its padded lanes
 };
 
 // The first output of the t-th tile along an axis of dilation d.
@@ -82,15 +84,24 @@ int64_t tiles_along(int64_t out, int64_t d) { return out / (2 * d) * d + std::mi
 // V = B^T d B of one tile's 4x4 patch, kLanes channels at once, with
 // B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]].
 // `plane` is one block of one image, from the group's first lane; point xi
-// goes to v + xi * stride.
+// goes to v + xi * stride. Whole: the patch lies inside the input, and no
+// input is checked (most tiles of a map).
+template <bool Whole>
 ONNXKIT_AVX2 void transform_input(const float* plane, const Geometry& g, int64_t top, int64_t left, float* v, int64_t stride) {
+  // Inputs outside load from zeros instead: a patch on the edge has a row
+  // or column of them, and branching on each mispredicted.
+  alignas(32) static constexpr float kZeros[kLanes] = {};
+  bool row_inside[4], col_inside[4];
+  for (int i = 0; i < 4; ++i) {
+    row_inside[i] = Whole || (top + i * g.dh >= 0 && top + i * g.dh < g.h);
+    col_inside[i] = Whole || (left + i * g.dw >= 0 && left + i * g.dw < g.w);
+  }
   __m256 d[4][4];
   for (int i = 0; i < 4; ++i) {
     const int64_t row = top + i * g.dh;
     for (int j = 0; j < 4; ++j) {
       const int64_t col = left + j * g.dw;
-      const bool inside = row >= 0 && row < g.h && col >= 0 && col < g.w;
-      d[i][j] = inside ? _mm256_loadu_ps(plane + (row * g.w + col) * g.block) : _mm256_setzero_ps();
+      d[i][j] = _mm256_loadu_ps(row_inside[i] && col_inside[j] ? plane + (row * g.w + col) * g.block : kZeros);
     }
   }
   __m256 t[4][4];
@@ -143,7 +154,43 @@ ONNXKIT_AVX2 void multiply_six_rows(int64_t depth, const float* a, int64_t lda, 
   }
 }
 
-ONNXKIT_AVX2 void multiply_panel(int64_t rows, int64_t depth, const float* a, const float* panel, float* c, int64_t ldc) {
+// Four rows of C by 24 columns (three AVX registers); otherwise as multiply_six_rows.
+ONNXKIT_AVX2 void multiply_four_rows_wide(int64_t depth, const float* a, int64_t lda, const float* panel, float* c, int64_t ldc) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
+  __m256 c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
+  const float *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda;
+  for (int64_t q = 0; q < depth; ++q) {
+    const float* b = panel + q * kWidePanel;
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16);
+    __m256 x = _mm256_broadcast_ss(a0 + q);
+    c00 = _mm256_fmadd_ps(x, b0, c00);
+    c01 = _mm256_fmadd_ps(x, b1, c01);
+    c02 = _mm256_fmadd_ps(x, b2, c02);
+    x = _mm256_broadcast_ss(a1 + q);
+    c10 = _mm256_fmadd_ps(x, b0, c10);
+    c11 = _mm256_fmadd_ps(x, b1, c11);
+    c12 = _mm256_fmadd_ps(x, b2, c12);
+    x = _mm256_broadcast_ss(a2 + q);
+    c20 = _mm256_fmadd_ps(x, b0, c20);
+    c21 = _mm256_fmadd_ps(x, b1, c21);
+    c22 = _mm256_fmadd_ps(x, b2, c22);
+    x = _mm256_broadcast_ss(a3 + q);
+    c30 = _mm256_fmadd_ps(x, b0, c30);
+    c31 = _mm256_fmadd_ps(x, b1, c31);
+    c32 = _mm256_fmadd_ps(x, b2, c32);
+  }
+  const __m256 rows[kWideRows][3] = {{c00, c01, c02}, {c10, c11, c12}, {c20, c21, c22}, {c30, c31, c32}};
+  for (int64_t r = 0; r < kWideRows; ++r)
+    for (int64_t j = 0; j < 3; ++j) _mm256_storeu_ps(c + r * ldc + j * 8, rows[r][j]);
+}
+
+// One panel of `width` (kPanel or kWidePanel) columns.
+ONNXKIT_AVX2 void multiply_panel(int64_t width, int64_t rows, int64_t depth, const float* a, const float* panel, float* c,
+                                 int64_t ldc) {
+  if (width == kWidePanel) {
+    for (int64_t r = 0; r < rows; r += kWideRows) multiply_four_rows_wide(depth, a + r * depth, depth, panel, c + r * ldc, ldc);
+    return;
+  }
   for (int64_t r = 0; r < rows; r += kRows) multiply_six_rows(depth, a + r * depth, depth, panel, c + r * ldc, ldc);
 }
 
@@ -226,28 +273,37 @@ ONNXKIT_AVX2 void transform_output(const float* m, int64_t stride, const Geometr
 
 void WinogradConv::transform_filters() const {
 #if ONNXKIT_WINOGRAD
-  const int64_t depth = depth_, columns = columns_;
-  filters_.assign(static_cast<size_t>(kPoints * depth * columns), 0.0f);
+  const int64_t depth = depth_, columns = columns_, panel = panel_;
+  filters_.assign(static_cast<size_t>(groups_ * kPoints * depth * columns), 0.0f);
+  bias_.assign(static_cast<size_t>(groups_ * columns), 0.0f);
   const float* g = w_->data<float>();
-  for (int64_t m = 0; m < out_channels_; ++m)
-    for (int64_t c = 0; c < in_channels_; ++c) {
-      double u[kPoints];
-      transform_filter(g + (m * in_channels_ + c) * 9, u);
-      for (int64_t xi = 0; xi < kPoints; ++xi)
-        filters_[static_cast<size_t>(((xi * columns / kPanel + m / kPanel) * depth + c) * kPanel + m % kPanel)] =
-            static_cast<float>(u[xi]);
+  for (int64_t k = 0; k < groups_; ++k)
+    for (int64_t m = 0; m < out_channels_; ++m) {
+      for (int64_t c = 0; c < in_channels_; ++c) {
+        double u[kPoints];
+        transform_filter(g + ((k * out_channels_ + m) * in_channels_ + c) * 9, u);
+        for (int64_t xi = 0; xi < kPoints; ++xi)
+          filters_[static_cast<size_t>((((k * kPoints + xi) * columns / panel + m / panel) * depth + c) * panel + m % panel)] =
+              static_cast<float>(u[xi]);
+      }
+      if (bias_in_ != nullptr) bias_[static_cast<size_t>(k * columns + m)] = bias_in_->data<float>()[k * out_channels_ + m];
     }
-  bias_.assign(static_cast<size_t>(columns), 0.0f);
-  if (bias_in_ != nullptr) std::copy_n(bias_in_->data<float>(), bias_in_->numel(), bias_.begin());
 #endif
 }
 
-WinogradConv::WinogradConv(int64_t in_channels, int64_t out_channels, FusedActivation activation)
-    : in_channels_(in_channels),
-      out_channels_(out_channels),
-      depth_(round_up(in_channels, kLanes)),
-      columns_(round_up(out_channels, kPanel)),
-      activation_(activation) {}
+WinogradConv::WinogradConv(int64_t groups, int64_t in_channels, int64_t out_channels, FusedActivation activation)
+    : groups_(groups), in_channels_(in_channels), out_channels_(out_channels), depth_(round_up(in_channels, kLanes)) {
+  // AVX-512's products take panels of 16 (one register) only.
+#if ONNXKIT_WINOGRAD
+  const bool wide = !products_on_avx512() && round_up(out_channels, kWidePanel) < round_up(out_channels, kPanel);
+#else
+  const bool wide = false;
+#endif
+  panel_ = wide ? kWidePanel : kPanel;
+  rows_ = wide ? kWideRows : kRows;
+  columns_ = round_up(out_channels, panel_);
+  activation_ = activation;
+}
 
 std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, const Tensor& w, const Tensor* bias,
                                                    FusedActivation activation) {
@@ -260,11 +316,18 @@ std::unique_ptr<WinogradConv> WinogradConv::create(const ConvAttributes& attrs, 
   if (activation.kind != Kind::none && activation.kind != Kind::relu && activation.kind != Kind::clip &&
       activation.kind != Kind::swish && activation.kind != Kind::hard_swish)
     return nullptr;
-  if (!cpu_has_avx2_fma() || attrs.group != 1 || w.dtype() != DataType::float32 || w.rank() != 4 || w.dim(2) != 3 ||
-      w.dim(3) != 3 || !all_ones(win.strides) || (!win.kernel_shape.empty() && win.kernel_shape != std::vector<int64_t>{3, 3}))
+  if (!cpu_has_avx2_fma() || w.dtype() != DataType::float32 || w.rank() != 4 || w.dim(2) != 3 || w.dim(3) != 3 ||
+      !all_ones(win.strides) || (!win.kernel_shape.empty() && win.kernel_shape != std::vector<int64_t>{3, 3}))
+    return nullptr;
+  // A group's channels read and written as whole registers of whole blocks:
+  // where blocks are 16 channels a group could end mid-block, beside
+  // padded lanes no group would write.
+  const int64_t groups = attrs.group;
+  if (groups < 1 || w.dim(0) % groups != 0 ||
+      (groups > 1 && (channel_block() != kLanes || w.dim(0) / groups % kLanes != 0 || w.dim(1) % kLanes != 0)))
     return nullptr;
   if (bias != nullptr && (bias->dtype() != DataType::float32 || bias->numel() != w.dim(0))) return nullptr;
-  std::unique_ptr<WinogradConv> conv(new WinogradConv(w.dim(1), w.dim(0), activation));
+  std::unique_ptr<WinogradConv> conv(new WinogradConv(groups, w.dim(1), w.dim(0) / groups, activation));
   conv->w_ = std::make_shared<const Tensor>(w);  // shares w's storage
   if (bias != nullptr) conv->bias_in_ = std::make_shared<const Tensor>(*bias);
   return conv;
@@ -306,17 +369,19 @@ bool WinogradConv::pays_off(const ConvParams& p) const {
   // outweigh the products (figures in docs/performance.md, "Rules behind the
   // kernels").
   if (products_on_avx512()) return tiles >= 4 * kRows && in_channels_ > channel_block();
-  return tiles >= 2 * kRows;
+  return tiles >= 2 * rows_;
 }
 
 Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const Tensor* residual) const {
 #if ONNXKIT_WINOGRAD
   const WindowGeometry& win = p.window;
-  if (p.in_channels != in_channels_ || p.out_channels != out_channels_ || p.group != 1 || win.rank() != 2 ||
+  const int64_t in_total = groups_ * in_channels_, out_total = groups_ * out_channels_;
+  if (p.in_channels != in_total || p.out_channels != out_total || p.group != groups_ || win.rank() != 2 ||
       win.kernel != std::vector<int64_t>{3, 3} || win.strides != std::vector<int64_t>{1, 1})
-    return make_error("the Winograd convolution of {} -> {} channels was given another convolution", in_channels_, out_channels_);
-  const Shape x_shape = blocked_shape(p.batch, in_channels_, win.in[0], win.in[1]);
-  const Shape y_shape = blocked_shape(p.batch, out_channels_, win.out[0], win.out[1]);
+    return make_error("the Winograd convolution of {} -> {} channels in {} groups was given another convolution", in_total,
+                      out_total, groups_);
+  const Shape x_shape = blocked_shape(p.batch, in_total, win.in[0], win.in[1]);
+  const Shape y_shape = blocked_shape(p.batch, out_total, win.out[0], win.out[1]);
   if (x.dtype() != DataType::float32 || x.shape() != x_shape || y.dtype() != DataType::float32 || y.shape() != y_shape)
     return make_error("the Winograd convolution expects float32 {} -> {}, got {} {} -> {} {}", shape_to_string(x_shape),
                       shape_to_string(y_shape), to_string(x.dtype()), shape_to_string(x.shape()), to_string(y.dtype()),
@@ -335,57 +400,75 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
   g.tiles_w = tiles_along(g.ow, g.dw);
   g.tiles = p.batch * g.tiles_h * g.tiles_w;
   g.block = channel_block();
-  g.in_blocks = ceil_div(in_channels_, g.block);
-  g.out_blocks = ceil_div(out_channels_, g.block);
+  g.in_blocks = ceil_div(in_total, g.block);
+  g.out_blocks = ceil_div(out_total, g.block);
   g.in_groups = depth_ / kLanes;
-  g.out_groups = g.out_blocks * g.block / kLanes;
+  // One group covers the last block's padded lanes too; groups are whole blocks (create).
+  g.out_groups = groups_ == 1 ? g.out_blocks * g.block / kLanes : out_channels_ / kLanes;
   if (g.tiles == 0) return {};
   const int64_t per_tile = kPoints * (depth_ + columns_);
-  int64_t chunk = std::max({kRows, kChunkFloats / per_tile / kRows * kRows,
-                            std::min(round_up(depth_ / 2, kRows), kMaxChunkFloats / per_tile / kRows * kRows)});
+  int64_t chunk = std::max({rows_, kChunkFloats / per_tile / rows_ * rows_,
+                            std::min(round_up(depth_ / 2, rows_), kMaxChunkFloats / per_tile / rows_ * rows_)});
   int64_t chunks = ceil_div(g.tiles, chunk);
   const int threads = available_threads();
-  // With two chunks for every thread, each thread takes whole chunks through
-  // all three steps in its own buffers, with no waiting (the chunks shrunk a
-  // little so that every thread gets as many); otherwise the threads share
-  // each step of one chunk at a time.
-  const bool own_chunks = threads > 1 && chunks >= 2 * threads;
-  if (own_chunks) chunks = round_up(chunks, threads);
+  // With two chunks (of any group) for every thread, each thread takes whole
+  // chunks through all three steps in its own buffers, with no waiting (one
+  // group's chunks shrunk a little so that every thread gets as many);
+  // otherwise the threads share each step of one chunk at a time.
+  const bool own_chunks = threads > 1 && chunks * groups_ >= 2 * threads;
+  if (own_chunks && groups_ == 1) chunks = round_up(chunks, threads);
   // The tiles split evenly: a last chunk of a few tiles would stream all the
   // filters again for little work.
-  chunk = round_up(ceil_div(g.tiles, chunks), kRows);
+  chunk = round_up(ceil_div(g.tiles, chunks), rows_);
   chunks = ceil_div(g.tiles, chunk);
   const int64_t buffers = own_chunks ? threads : 1;
   // Per buffer: transformed inputs [16][chunk][depth], then products [16][chunk][columns].
   std::unique_ptr<float[]> scratch(new float[static_cast<size_t>(buffers * chunk * per_tile)]);
-  const int64_t v_stride = chunk * depth_, m_stride = chunk * columns_, panels = columns_ / kPanel;
+  const int64_t v_stride = chunk * depth_, m_stride = chunk * columns_, panels = columns_ / panel_;
   const float* xs = x.data<float>();
   float* ys = y.mutable_data<float>();
   const float* rs = residual != nullptr ? residual->data<float>() : nullptr;
-  const int64_t in_plane = g.h * g.w * g.block, out_plane = g.oh * g.ow * g.block, per_image = g.tiles_h * g.tiles_w;
-  // f(q, offset) for each group q of kLanes channels: offset is where the
-  // group starts from an image's first block (its block's plane, plus its
-  // first lane). Counted, not divided: per group, divisions cost as much as
-  // a transform.
-  auto for_each_group = [&](int64_t groups, int64_t plane_floats, auto&& f) {
-    for (int64_t q = 0, block = 0; q < groups; ++block)
-      for (int64_t lane = 0; lane < g.block && q < groups; lane += kLanes, ++q) f(q, block * plane_floats + lane);
+  const int64_t in_plane = g.h * g.w * g.block, out_plane = g.oh * g.ow * g.block;
+
+  // A piece of work: chunk c of one group's tiles, and where that group's
+  // channels start in an image (block and lane).
+  struct Part {
+    int64_t group, c;
+    int64_t in_block, in_lane, out_block, out_lane;
+  };
+  auto part_of = [&](int64_t index) {
+    const int64_t group = index / chunks, in_first = group * in_channels_, out_first = group * out_channels_;
+    return Part{group, index % chunks, in_first / g.block, in_first % g.block, out_first / g.block, out_first % g.block};
+  };
+  // f(q, offset) for each group q of kLanes channels from `block`'s `lane`
+  // on: offset is where the lanes start from an image's first block (their
+  // block's plane, plus the lane). Counted, not divided: per group,
+  // divisions cost as much as a transform.
+  auto for_each_group = [&](int64_t block, int64_t lane, int64_t groups, int64_t plane_floats, auto&& f) {
+    for (int64_t q = 0; q < groups; ++q) {
+      f(q, block * plane_floats + lane);
+      if ((lane += kLanes) == g.block) lane = 0, ++block;
+    }
   };
 
-  // The three steps on chunk c, by work item (a tile, or a point's panels);
-  // `buffer` is the chunk's scratch.
+  // The three steps on a part, by work item (a tile, or a point's panels);
+  // `buffer` is the part's scratch.
   auto count_of = [&](int64_t c) { return std::min(chunk, g.tiles - c * chunk); };  // its tiles
-  auto rows_of = [&](int64_t c) { return round_up(count_of(c), kRows); };           // in register tiles
-  // Tile t's image and the output row and column of its top left corner.
+  auto rows_of = [&](int64_t c) { return round_up(count_of(c), rows_); };           // in register tiles
+  // Each tile's image and the output row and column of its top left
+  // corner, counted once rather than divided for twice in every group.
   struct Corner {
     int64_t n, row, col;
   };
-  auto corner = [&](int64_t t) {
-    return Corner{t / per_image, tile_start((t % per_image) / g.tiles_w, g.dh), tile_start(t % g.tiles_w, g.dw)};
-  };
-  auto transform_inputs = [&](int64_t c, float* buffer, int64_t local) {
+  std::vector<Corner> corners(static_cast<size_t>(g.tiles));
+  for (int64_t t = 0, n = 0, ty = 0, tx = 0; t < g.tiles; ++t) {
+    corners[static_cast<size_t>(t)] = Corner{n, tile_start(ty, g.dh), tile_start(tx, g.dw)};
+    if (++tx == g.tiles_w && (tx = 0, ++ty == g.tiles_h)) ty = 0, ++n;
+  }
+  auto corner = [&](int64_t t) { return corners[static_cast<size_t>(t)]; };
+  auto transform_inputs = [&](const Part& part, float* buffer, int64_t local) {
     float* dst = buffer + local * depth_;
-    const int64_t t = c * chunk + local;
+    const int64_t t = part.c * chunk + local;
     if (t >= g.tiles) {  // rows past the last tile: zeros, multiplied and never read
       for (int64_t xi = 0; xi < kPoints; ++xi) std::fill_n(dst + xi * v_stride, depth_, 0.0f);
       return;
@@ -393,54 +476,61 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
     const Corner at = corner(t);
     const float* image = xs + at.n * g.in_blocks * in_plane;
     const int64_t top = at.row - g.pad_top, left = at.col - g.pad_left;
-    for_each_group(g.in_groups, in_plane,
-                   [&](int64_t q, int64_t offset) { transform_input(image + offset, g, top, left, dst + q * kLanes, v_stride); });
+    const bool whole = top >= 0 && left >= 0 && top + 3 * g.dh < g.h && left + 3 * g.dw < g.w;
+    for_each_group(part.in_block, part.in_lane, g.in_groups, in_plane, [&](int64_t q, int64_t offset) {
+      if (whole) transform_input<true>(image + offset, g, top, left, dst + q * kLanes, v_stride);
+      else transform_input<false>(image + offset, g, top, left, dst + q * kLanes, v_stride);
+    });
   };
   // A work item is one panel of one point, or two on AVX-512.
   const bool wide = products_on_avx512();
   const int64_t per_item = wide ? 2 : 1, items_per_point = ceil_div(panels, per_item);
-  auto multiply = [&](int64_t c, float* buffer, int64_t item) {
+  auto multiply = [&](const Part& part, float* buffer, int64_t item) {
     const int64_t xi = item / items_per_point, panel = item % items_per_point * per_item;
     const float* a = buffer + xi * v_stride;
-    const float* filters = filters_.data() + (xi * panels + panel) * depth_ * kPanel;
-    float* products = buffer + kPoints * v_stride + xi * m_stride + panel * kPanel;
-    if (wide) multiply_panels_avx512(rows_of(c), depth_, a, filters, std::min(per_item, panels - panel), products, columns_);
-    else multiply_panel(rows_of(c), depth_, a, filters, products, columns_);
+    const float* filters = filters_.data() + ((part.group * kPoints + xi) * panels + panel) * depth_ * panel_;
+    float* products = buffer + kPoints * v_stride + xi * m_stride + panel * panel_;
+    if (wide) multiply_panels_avx512(rows_of(part.c), depth_, a, filters, std::min(per_item, panels - panel), products, columns_);
+    else multiply_panel(panel_, rows_of(part.c), depth_, a, filters, products, columns_);
   };
   using Kind = FusedActivation::Kind;
   const bool bounds = activation_.kind == Kind::relu || activation_.kind == Kind::clip;
   const FusedActivation bound = bounds ? activation_ : FusedActivation{}, after = bounds ? FusedActivation{} : activation_;
-  auto transform_outputs = [&](int64_t c, float* buffer, int64_t local) {
-    const Corner at = corner(c * chunk + local);
+  auto transform_outputs = [&](const Part& part, float* buffer, int64_t local) {
+    const Corner at = corner(part.c * chunk + local);
     const int64_t image = at.n * g.out_blocks * out_plane;
     const float* products = buffer + kPoints * v_stride + local * columns_;
-    for_each_group(g.out_groups, out_plane, [&](int64_t q, int64_t offset) {
-      transform_output(products + q * kLanes, m_stride, g, at.row, at.col, bias_.data() + q * kLanes,
+    const float* bias = bias_.data() + part.group * columns_;
+    for_each_group(part.out_block, part.out_lane, g.out_groups, out_plane, [&](int64_t q, int64_t offset) {
+      transform_output(products + q * kLanes, m_stride, g, at.row, at.col, bias + q * kLanes,
                        rs != nullptr ? rs + image + offset : nullptr, bound, out_channels_ - q * kLanes, ys + image + offset);
     });
   };
 
+  const int64_t parts = chunks * groups_;
   if (own_chunks) {
 #pragma omp parallel num_threads(threads)
     {
       float* buffer = scratch.get() + omp_get_thread_num() * chunk * per_tile;
 #pragma omp for schedule(dynamic)
-      for (int64_t c = 0; c < chunks; ++c) {
-        for (int64_t item = 0; item < rows_of(c); ++item) transform_inputs(c, buffer, item);
-        for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(c, buffer, item);
-        for (int64_t item = 0; item < count_of(c); ++item) transform_outputs(c, buffer, item);
+      for (int64_t index = 0; index < parts; ++index) {
+        const Part part = part_of(index);
+        for (int64_t item = 0; item < rows_of(part.c); ++item) transform_inputs(part, buffer, item);
+        for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(part, buffer, item);
+        for (int64_t item = 0; item < count_of(part.c); ++item) transform_outputs(part, buffer, item);
       }
     }
   } else {
     float* buffer = scratch.get();
 #pragma omp parallel num_threads(threads) if (threads > 1)
-    for (int64_t c = 0; c < chunks; ++c) {
+    for (int64_t index = 0; index < parts; ++index) {
+      const Part part = part_of(index);
 #pragma omp for schedule(static)
-      for (int64_t item = 0; item < rows_of(c); ++item) transform_inputs(c, buffer, item);
+      for (int64_t item = 0; item < rows_of(part.c); ++item) transform_inputs(part, buffer, item);
 #pragma omp for schedule(static)
-      for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(c, buffer, item);
+      for (int64_t item = 0; item < kPoints * items_per_point; ++item) multiply(part, buffer, item);
 #pragma omp for schedule(static)
-      for (int64_t item = 0; item < count_of(c); ++item) transform_outputs(c, buffer, item);
+      for (int64_t item = 0; item < count_of(part.c); ++item) transform_outputs(part, buffer, item);
     }
   }
   activate_floats_shared(after, ys, y.numel(), threads);

@@ -388,13 +388,20 @@ TEST(NnConvTranspose, GroupsStridesDilationsPadsAndOutputPadding) {
 // products), 2-D with groups, bias and a batch of 2, large enough for two
 // threads; 1-D; and the same geometry with output padding (overlap-free but
 // not the path) and with a kernel wider than its stride (the general path).
+// 2x2 of stride 2 takes AVX2 tiles of 3 output channels by 8 inputs (24
+// with one channel), the row's last inputs summed one by one: DBNet's 24 ->
+// 24 and 24 -> 1 heads in small, rows of 21 and 37 inputs, and groups of 5
+// output channels (a tile of 3, then of 2).
 TEST(NnConvTranspose, KernelEqualToStride) {
   struct Case {
     Shape xs, ws;
     ConvCase c;
     Ints out_pad;
   };
-  for (const Case& k : {Case{{2, 6, 40, 48}, {6, 4, 2, 3}, {{2, 3}, {0, 0, 0, 0}, {1, 1}, 2}, {0, 0}},
+  for (const Case& k : {Case{{1, 24, 5, 21}, {24, 24, 2, 2}, {{2, 2}, {0, 0, 0, 0}, {1, 1}, 1}, {0, 0}},
+                        Case{{2, 24, 6, 37}, {24, 1, 2, 2}, {{2, 2}, {0, 0, 0, 0}, {1, 1}, 1}, {0, 0}},
+                        Case{{1, 8, 4, 16}, {8, 5, 2, 2}, {{2, 2}, {0, 0, 0, 0}, {1, 1}, 2}, {0, 0}},
+                        Case{{2, 6, 40, 48}, {6, 4, 2, 3}, {{2, 3}, {0, 0, 0, 0}, {1, 1}, 2}, {0, 0}},
                         Case{{1, 3, 9}, {3, 5, 4}, {{4}, {0, 0}, {1}, 1}, {0}},
                         Case{{1, 2, 5, 4}, {2, 3, 2, 2}, {{2, 2}, {0, 0, 0, 0}, {1, 1}, 1}, {1, 1}},
                         Case{{1, 2, 5, 4}, {2, 3, 3, 3}, {{2, 2}, {1, 1, 1, 1}, {1, 1}, 1}, {0, 0}}}) {

@@ -10,6 +10,11 @@
 #include <mutex>
 #include <optional>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+#include "runtime/kernels/cpu_clones.h"
 #include "runtime/kernels/gemm.h"
 #include "runtime/kernels/nn/blocked.h"
 #include "runtime/kernels/nn/conv_dnnl.h"
@@ -465,6 +470,108 @@ bool patches_do_not_overlap(const ConvTransposeParams& p) {
   return true;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ONNXKIT_PATCHES_AVX2 1
+// v bounded by Relu or Clip; the bound first: max and min return their
+// second operand when one is NaN, and NaN goes through as in activate_floats.
+__attribute__((target("avx2,fma"))) inline __m256 bounded(const FusedActivation& bound, __m256 lower, __m256 upper, __m256 v) {
+  if (bound.kind != FusedActivation::Kind::none) v = _mm256_max_ps(lower, v);
+  if (bound.kind == FusedActivation::Kind::clip) v = _mm256_min_ps(upper, v);
+  return v;
+}
+
+// A 2x2 kernel of stride 2 (DBNet's head, U-Nets' upsampling), on AVX2:
+// each input row gives two output rows. For eight inputs of a row at a time
+// (or 24 with one output channel), a tile of up to three output channels
+// keeps its four taps' sums in registers over the input channels; the two
+// taps of each output row are then interleaved straight into Y, bounded
+// there by Relu or Clip (`bound`; other activations follow). `packed`
+// holds, per group and tile, for each input channel the tile's 3 x 4 weights
+// (zero past the group's channels). DBNet's 24 -> 24 head on 160 x 160,
+// with its Relu, took 2.35 ms against 4.26 by a product per row into a
+// column buffer and a scatter (one thread, AVX2).
+template <int Channels, int Blocks>
+__attribute__((target("avx2,fma"))) void patch_tile_2x2(const float* x, int64_t plane, int64_t cg, const float* packed,
+                                                        const float* bias, const FusedActivation& bound, int64_t channels,
+                                                        float* y, int64_t y_plane, int64_t yw) {
+  __m256 acc[Channels][4][Blocks];
+#pragma GCC unroll 4
+  for (int m = 0; m < Channels; ++m)
+#pragma GCC unroll 4
+    for (int tap = 0; tap < 4; ++tap)
+#pragma GCC unroll 4
+      for (int k = 0; k < Blocks; ++k) acc[m][tap][k] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < cg; ++c) {
+    __m256 xv[Blocks];
+#pragma GCC unroll 4
+    for (int k = 0; k < Blocks; ++k) xv[k] = _mm256_loadu_ps(x + c * plane + 8 * k);
+    const float* w = packed + c * 12;
+#pragma GCC unroll 4
+    for (int m = 0; m < Channels; ++m)
+#pragma GCC unroll 4
+      for (int tap = 0; tap < 4; ++tap) {
+        const __m256 wv = _mm256_broadcast_ss(w + m * 4 + tap);
+#pragma GCC unroll 4
+        for (int k = 0; k < Blocks; ++k) acc[m][tap][k] = _mm256_fmadd_ps(xv[k], wv, acc[m][tap][k]);
+      }
+  }
+  const __m256 lower = _mm256_set1_ps(bound.kind == FusedActivation::Kind::clip ? bound.min : 0.0f);
+  const __m256 upper = _mm256_set1_ps(bound.max);
+#pragma GCC unroll 4
+  for (int m = 0; m < Channels; ++m) {
+    if (m >= channels) break;
+    const __m256 shift = _mm256_set1_ps(bias != nullptr ? bias[m] : 0.0f);
+#pragma GCC unroll 2
+    for (int a = 0; a < 2; ++a) {
+      float* out = y + m * y_plane + a * yw;
+#pragma GCC unroll 4
+      for (int k = 0; k < Blocks; ++k) {
+        const __m256 even = acc[m][a * 2][k], odd = acc[m][a * 2 + 1][k];
+        const __m256 low = _mm256_unpacklo_ps(even, odd), high = _mm256_unpackhi_ps(even, odd);
+        _mm256_storeu_ps(out + 16 * k,
+                         bounded(bound, lower, upper, _mm256_add_ps(_mm256_permute2f128_ps(low, high, 0x20), shift)));
+        _mm256_storeu_ps(out + 16 * k + 8,
+                         bounded(bound, lower, upper, _mm256_add_ps(_mm256_permute2f128_ps(low, high, 0x31), shift)));
+      }
+    }
+  }
+}
+
+// One input row i of image n, group gi, through patch_tile_2x2; the last
+// inputs of a row that fill no register by the scalar sum.
+__attribute__((target("avx2,fma"))) void patch_row_2x2(const ConvTransposeParams& p, const float* x, const float* packed,
+                                                       const float* bias, const FusedActivation& bound, float* y, int64_t n,
+                                                       int64_t gi, int64_t i) {
+  const WindowGeometry& g = p.window;
+  const int64_t xh = g.out[0], xw = g.out[1], yw = 2 * xw, y_plane = 4 * xh * xw;
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group, tiles = ceil_div(mg, 3);
+  const float* row = x + ((n * p.in_channels + gi * cg) * xh + i) * xw;
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t first = gi * mg + t * 3, channels = std::min<int64_t>(3, mg - t * 3);
+    const float* w = packed + (gi * tiles + t) * cg * 12;
+    const float* shift = bias != nullptr ? bias + first : nullptr;
+    float* out = y + (n * p.out_channels + first) * y_plane + 2 * i * yw;
+    int64_t j = 0;
+    if (channels == 1)
+      for (; j + 24 <= xw; j += 24)
+        patch_tile_2x2<1, 3>(row + j, xh * xw, cg, w, shift, bound, channels, out + 2 * j, y_plane, yw);
+    for (; j + 8 <= xw; j += 8) {
+      if (channels == 1) patch_tile_2x2<1, 1>(row + j, xh * xw, cg, w, shift, bound, channels, out + 2 * j, y_plane, yw);
+      else patch_tile_2x2<3, 1>(row + j, xh * xw, cg, w, shift, bound, channels, out + 2 * j, y_plane, yw);
+    }
+    for (; j < xw; ++j)
+      for (int64_t m = 0; m < channels; ++m)
+        for (int64_t tap = 0; tap < 4; ++tap) {
+          float sum = shift != nullptr ? shift[m] : 0.0f;
+          for (int64_t c = 0; c < cg; ++c) sum += row[c * xh * xw + j] * w[c * 12 + m * 4 + tap];
+          out[m * y_plane + tap / 2 * yw + 2 * j + tap % 2] = bound.apply(sum);
+        }
+  }
+}
+#else
+#define ONNXKIT_PATCHES_AVX2 0
+#endif
+
 // Such a ConvTranspose, float32: per input row one product of the weights
 // (`wt`: per group [M/group * kernel x C/group]) by that row gives all its
 // patches, which go into Y with the bias. The general path's image-sized
@@ -479,6 +586,31 @@ void conv_transpose_patches(const ConvTransposeParams& p, const float* x, const 
   const int64_t yw = xw * kw, y_plane = xh * kh * yw;
   const int64_t items = p.batch * groups * xh;
   const double macs = static_cast<double>(items) * static_cast<double>(rows * xw * cg);
+#if ONNXKIT_PATCHES_AVX2
+  if (two_d && kh == 2 && kw == 2 && cpu_has_avx2_fma()) {
+    const int64_t tiles = ceil_div(mg, 3);
+    std::vector<float> packed(static_cast<size_t>(groups * tiles * cg * 12), 0.0f);
+    for (int64_t gi = 0; gi < groups; ++gi)
+      for (int64_t m = 0; m < mg; ++m)
+        for (int64_t tap = 0; tap < 4; ++tap)
+          for (int64_t c = 0; c < cg; ++c)
+            packed[static_cast<size_t>(((gi * tiles + m / 3) * cg + c) * 12 + m % 3 * 4 + tap)] =
+                wt[(gi * rows + m * 4 + tap) * cg + c];
+    using Kind = FusedActivation::Kind;
+    const bool bounds = activation.kind == Kind::relu || activation.kind == Kind::clip;
+    const FusedActivation bound = bounds ? activation : FusedActivation{}, after = bounds ? FusedActivation{} : activation;
+    parallel_ranges(items, macs >= kParallelMacs, [&](int64_t from, int64_t to) {
+      for (int64_t item = from; item < to; ++item) {
+        const int64_t i = item % xh, gi = item / xh % groups, n = item / (xh * groups);
+        patch_row_2x2(p, x, packed.data(), bias, bound, y, n, gi, i);
+        if (after.kind == Kind::none) continue;
+        for (int64_t m = gi * mg; m < (gi + 1) * mg; ++m)
+          activate_floats(after, y + (n * p.out_channels + m) * y_plane + 2 * i * yw, 2 * yw);
+      }
+    });
+    return;
+  }
+#endif
   parallel_ranges(items, macs >= kParallelMacs, [&](int64_t from, int64_t to) {
     thread_local std::vector<float> col;
     col.resize(static_cast<size_t>(rows * xw));

@@ -39,10 +39,14 @@ struct MatMulPlan {
 Result<MatMulPlan> plan_matmul(const Shape& a, const Shape& b, std::string_view a_name = "A", std::string_view b_name = "B");
 
 // Whether threads should take the batch's products one each (small and
-// many) rather than share each product.
+// many, or larger ones that split evenly among them) rather than share each
+// product. ViT-B/16's attention, 12 heads of 197 x 64 x 197 on two threads:
+// 12.8 ms a run sharing each product, 9.2 ms taking six heads each.
 inline bool batch_across_threads(const MatMulPlan& plan) {
   const double work = static_cast<double>(plan.m) * static_cast<double>(plan.n) * static_cast<double>(plan.k);
-  return plan.batch >= 2 && work < 128.0 * 128.0 * 128.0 && work * static_cast<double>(plan.batch) >= 64.0 * 64.0 * 64.0;
+  if (plan.batch < 2 || work * static_cast<double>(plan.batch) < 64.0 * 64.0 * 64.0) return false;
+  const int64_t threads = available_threads();
+  return work < 128.0 * 128.0 * 128.0 || plan.batch % threads == 0 || plan.batch >= 4 * threads;
 }
 
 // Runs plan.batch products C_e = A_e * B_e with `product(e, a_off, b_off,

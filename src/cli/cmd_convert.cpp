@@ -53,9 +53,10 @@ Command add_convert_command(CLI::App& root) {
                   "--dtype: the check fails above this difference, as a fraction of an output's largest value "
                   "(default: only an overflow fails it; above 0.05 is a warning)")
       ->check(CLI::NonNegativeNumber);
-  app->add_option("--shape", flags->shapes,
-                  "NAME:D0,D1,... dims of an input with symbolic dims, for the check (--dtype, --to pytorch) and "
-                  "model.py's example_inputs() (otherwise symbolic dims take 2 in the check, 1 in the example)");
+  app->add_option(
+      "--shape", flags->shapes,
+      "NAME:D0,D1,... dims of an input with symbolic dims, for the check (--dtype, --to pytorch) and "
+      "model.py's example_inputs() (otherwise symbolic dims take 2 in the check, more where the model does not run so, and 1 in the example)");
   app->add_flag("--check", flags->check,
                 "--to pytorch: run the generated module in Python on random inputs and compare it with onnxkit's runtime "
                 "before writing; an error when --python cannot import torch (default: on when it can). --dtype: "

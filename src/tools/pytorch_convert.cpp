@@ -19,6 +19,7 @@
 #include "runtime/session.h"
 #include "tools/compare.h"
 #include "tools/inputs.h"
+#include "tools/runnable_inputs.h"
 #include "util/text.h"
 
 namespace onnxkit::tools {
@@ -220,17 +221,19 @@ Status check_in_python(const ir::Model& model, const PytorchSource& source, cons
                        const PytorchConvertOptions& options, PytorchConvertReport& report) {
   std::shared_ptr<const ir::Model> borrowed(std::shared_ptr<const ir::Model>{}, &model);
   ONNXKIT_ASSIGN(auto session, runtime::Session::create(borrowed));
-  InputOptions inputs;
-  inputs.random = true;
-  inputs.seed = options.seed;
-  inputs.shapes = options.check_shapes;
-  // Symbolic dims take 2 (not 1, which hides batch bugs).
-  inputs.unbound_dims = 2;
-  ONNXKIT_ASSIGN(runtime::NamedValues feeds, prepare_inputs(*session, inputs));
-  auto expected = session->run(feeds);
-  if (!expected.ok())
-    return make_error("onnxkit's runtime fails on the check's random inputs ({}); convert with --no-check",
-                      expected.error().message());
+  // Symbolic dims take 2 (not 1, which hides batch bugs), more where the
+  // model does not run so: a 3x3 window over a height of 2, frames of 256
+  // out of 2 samples (find_runnable_inputs, as simplify's check).
+  RunnableInputOptions search;
+  search.inputs.random = true;
+  search.inputs.seed = options.seed;
+  search.inputs.shapes = options.check_shapes;
+  auto found = find_runnable_inputs(*session, search);
+  if (!found.ok())
+    return make_error("onnxkit's runtime does not run on the check's random inputs: {}; give --shape, or convert with --no-check",
+                      found.error().message());
+  const runtime::NamedValues& feeds = found->feeds.front();
+  const std::vector<runtime::Datum>* expected = &found->outputs.front();
 
   ONNXKIT_ASSIGN(TempDir scratch, TempDir::create(fs::temp_directory_path(), "onnxkit-pytorch-check"));
   std::vector<PytorchTensor> input_tensors;

@@ -411,16 +411,17 @@ TEST(NnConvTranspose, KernelEqualToStride) {
     const int64_t channels = ys[1], plane = product(ys) / (ys[0] * channels);
     const Doubles b = pattern(channels, 11);
     for (int64_t q = 0; q < product(ys); ++q) y[static_cast<size_t>(q)] += b[static_cast<size_t>(q / plane % channels)];
-    for (int threads : {1, 2}) {
-      SCOPED_TRACE(::testing::Message() << "X " << runtime::shape_to_string(k.xs) << ", W " << runtime::shape_to_string(k.ws)
-                                        << ", " << threads << " threads");
-      auto out = run_node({.op_type = "ConvTranspose",
-                           .inputs = {{"x", f32(k.xs, x)}, {"w", f32(k.ws, w), true}, {"b", f32({channels}, b), true}},
-                           .attributes = {attr("strides", k.c.strides), attr("pads", k.c.pads), attr("group", k.c.group),
-                                          attr("output_padding", k.out_pad)},
-                           .threads = threads});
-      expect_tensor_near(out[0].tensor(), f32(ys, y), 1e-4, 1e-5);
-    }
+    for (int threads : {1, 2})
+      for (bool constant : {true, false}) {  // W packed once at build, or on every run
+        SCOPED_TRACE(::testing::Message() << "X " << runtime::shape_to_string(k.xs) << ", W " << runtime::shape_to_string(k.ws)
+                                          << ", " << threads << " threads" << (constant ? "" : ", W an input"));
+        auto out = run_node({.op_type = "ConvTranspose",
+                             .inputs = {{"x", f32(k.xs, x)}, {"w", f32(k.ws, w), constant}, {"b", f32({channels}, b), true}},
+                             .attributes = {attr("strides", k.c.strides), attr("pads", k.c.pads), attr("group", k.c.group),
+                                            attr("output_padding", k.out_pad)},
+                             .threads = threads});
+        expect_tensor_near(out[0].tensor(), f32(ys, y), 1e-4, 1e-5);
+      }
   }
 }
 

@@ -470,6 +470,22 @@ bool patches_do_not_overlap(const ConvTransposeParams& p) {
   return true;
 }
 
+// A 2x2 ConvTranspose's weights, `wt` as conv_transpose_matrices lays them
+// out, as patch_tile_2x2 reads them: per group, tile of three output
+// channels and input channel, the tile's 3 x 4 weights (zero past the
+// group's channels).
+std::vector<float> pack_patches_2x2(const float* wt, int64_t groups, int64_t cg, int64_t mg) {
+  const int64_t tiles = ceil_div(mg, 3), rows = mg * 4;
+  std::vector<float> packed(static_cast<size_t>(groups * tiles * cg * 12), 0.0f);
+  for (int64_t gi = 0; gi < groups; ++gi)
+    for (int64_t m = 0; m < mg; ++m)
+      for (int64_t tap = 0; tap < 4; ++tap)
+        for (int64_t c = 0; c < cg; ++c)
+          packed[static_cast<size_t>(((gi * tiles + m / 3) * cg + c) * 12 + m % 3 * 4 + tap)] =
+              wt[(gi * rows + m * 4 + tap) * cg + c];
+  return packed;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ONNXKIT_PATCHES_AVX2 1
 // v bounded by Relu or Clip; the bound first: max and min return their
@@ -485,9 +501,8 @@ __attribute__((target("avx2,fma"))) inline __m256 bounded(const FusedActivation&
 // (or 24 with one output channel), a tile of up to three output channels
 // keeps its four taps' sums in registers over the input channels; the two
 // taps of each output row are then interleaved straight into Y, bounded
-// there by Relu or Clip (`bound`; other activations follow). `packed`
-// holds, per group and tile, for each input channel the tile's 3 x 4 weights
-// (zero past the group's channels). DBNet's 24 -> 24 head on 160 x 160,
+// there by Relu or Clip (`bound`; other activations follow). `packed` is
+// pack_patches_2x2's. DBNet's 24 -> 24 head on 160 x 160,
 // with its Relu, took 2.35 ms against 4.26 by a product per row into a
 // column buffer and a scatter (one thread, AVX2).
 template <int Channels, int Blocks>
@@ -577,8 +592,9 @@ __attribute__((target("avx2,fma"))) void patch_row_2x2(const ConvTransposeParams
 // patches, which go into Y with the bias. The general path's image-sized
 // column buffer, zeroed Y, col2im and bias passes took DBNet's 24-channel
 // 160 x 160 -> 320 x 320 head 5.2 ms (ORT's 2.8).
-void conv_transpose_patches(const ConvTransposeParams& p, const float* x, const float* wt, const float* bias,
-                            const FusedActivation& activation, float* y) {
+// `packed_2x2`: a constant W packed by pack_patches_2x2 once, or null.
+void conv_transpose_patches(const ConvTransposeParams& p, const float* x, const float* wt, const float* packed_2x2,
+                            const float* bias, const FusedActivation& activation, float* y) {
   const WindowGeometry& g = p.window;
   const bool two_d = g.rank() == 2;
   const int64_t kh = two_d ? g.kernel[0] : 1, kw = g.kernel.back(), xh = two_d ? g.out[0] : 1, xw = g.out.back();
@@ -588,22 +604,18 @@ void conv_transpose_patches(const ConvTransposeParams& p, const float* x, const 
   const double macs = static_cast<double>(items) * static_cast<double>(rows * xw * cg);
 #if ONNXKIT_PATCHES_AVX2
   if (two_d && kh == 2 && kw == 2 && cpu_has_avx2_fma()) {
-    const int64_t tiles = ceil_div(mg, 3);
-    std::vector<float> packed(static_cast<size_t>(groups * tiles * cg * 12), 0.0f);
-    for (int64_t gi = 0; gi < groups; ++gi)
-      for (int64_t m = 0; m < mg; ++m)
-        for (int64_t tap = 0; tap < 4; ++tap)
-          for (int64_t c = 0; c < cg; ++c)
-            packed[static_cast<size_t>(((gi * tiles + m / 3) * cg + c) * 12 + m % 3 * 4 + tap)] =
-                wt[(gi * rows + m * 4 + tap) * cg + c];
-    using Kind = FusedActivation::Kind;
-    const bool bounds = activation.kind == Kind::relu || activation.kind == Kind::clip;
-    const FusedActivation bound = bounds ? activation : FusedActivation{}, after = bounds ? FusedActivation{} : activation;
+    std::vector<float> own;  // W packed for this run when it is not a constant
+    if (packed_2x2 == nullptr) {
+      own = pack_patches_2x2(wt, groups, cg, mg);
+      packed_2x2 = own.data();
+    }
+    const auto split = activation.split_bound();
+    const FusedActivation &bound = split.first, &after = split.second;
     parallel_ranges(items, macs >= kParallelMacs, [&](int64_t from, int64_t to) {
       for (int64_t item = from; item < to; ++item) {
         const int64_t i = item % xh, gi = item / xh % groups, n = item / (xh * groups);
-        patch_row_2x2(p, x, packed.data(), bias, bound, y, n, gi, i);
-        if (after.kind == Kind::none) continue;
+        patch_row_2x2(p, x, packed_2x2, bias, bound, y, n, gi, i);
+        if (after.kind == FusedActivation::Kind::none) continue;
         for (int64_t m = gi * mg; m < (gi + 1) * mg; ++m)
           activate_floats(after, y + (n * p.out_channels + m) * y_plane + 2 * i * yw, 2 * yw);
       }
@@ -646,9 +658,10 @@ template <class T> std::vector<T> conv_transpose_matrices(const T* w, const Shap
   return wt;
 }
 
-// `wt` is W as conv_transpose_matrices lays it out.
+// `wt` is W as conv_transpose_matrices lays it out; `packed_2x2` as
+// conv_transpose_patches takes it.
 template <class T>
-void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* wt, const T* bias,
+void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* wt, const float* packed_2x2, const T* bias,
                             const FusedActivation& activation, T* y) {
   const WindowGeometry& g = p.window;
   const int64_t groups = p.group, cg = p.in_channels / groups, mg = p.out_channels / groups;
@@ -659,7 +672,7 @@ void conv_transpose_compute(const ConvTransposeParams& p, const T* x, const T* w
   const bool parallel = p.batch * p.out_channels * ksize * grid * std::max<int64_t>(cg, 1) >= kParallelWork;
 
   if constexpr (std::is_same_v<T, float>)
-    if (patches_do_not_overlap(p) && cg > 0) return conv_transpose_patches(p, x, wt, bias, activation, y);
+    if (patches_do_not_overlap(p) && cg > 0) return conv_transpose_patches(p, x, wt, packed_2x2, bias, activation, y);
   std::fill(y, y + y_numel, T(0));
 
   std::vector<T> col(static_cast<size_t>(rows * grid));
@@ -754,7 +767,11 @@ KernelFactory conv_transpose_kernel() {
         constant_w->dim(0) % a.group == 0)
       constant_wt = std::make_shared<const std::vector<float>>(
           conv_transpose_matrices(constant_w->data<float>(), constant_w->shape(), a.group));
-    return ComputeFn([a, activation, folded, constant_wt](KernelContext& ctx) -> Status {
+    std::shared_ptr<const std::vector<float>> constant_packed;  // a 2x2 kernel's, for its AVX2 tiles
+    if (constant_wt && constant_w->rank() == 4 && constant_w->dim(2) == 2 && constant_w->dim(3) == 2)
+      constant_packed = std::make_shared<const std::vector<float>>(
+          pack_patches_2x2(constant_wt->data(), a.group, constant_w->dim(0) / a.group, constant_w->dim(1)));
+    return ComputeFn([a, activation, folded, constant_wt, constant_packed](KernelContext& ctx) -> Status {
       ONNXKIT_ASSIGN(const Tensor* x, ctx.tensor(0));
       const Tensor* w = folded ? &folded->first : nullptr;
       if (!folded) {
@@ -772,13 +789,16 @@ KernelFactory conv_transpose_kernel() {
       return compute_in_float({x, w, bias}, y, [&]<class C>(const std::vector<const Tensor*>& in, Tensor& out) -> Status {
         std::vector<C> wt;
         const C* matrices = nullptr;
-        if constexpr (std::is_same_v<C, float>)
+        const float* packed = nullptr;
+        if constexpr (std::is_same_v<C, float>) {
           if (constant_wt) matrices = constant_wt->data();  // W is float32, so is X (checked above)
+          if (constant_packed) packed = constant_packed->data();
+        }
         if (matrices == nullptr) {
           wt = conv_transpose_matrices(in[1]->data<C>(), w->shape(), a.group);
           matrices = wt.data();
         }
-        conv_transpose_compute<C>(p, in[0]->data<C>(), matrices, in[2] ? in[2]->data<C>() : nullptr, activation,
+        conv_transpose_compute<C>(p, in[0]->data<C>(), matrices, packed, in[2] ? in[2]->data<C>() : nullptr, activation,
                                   out.mutable_data<C>());
         return {};
       });

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <tuple>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "runtime/fusion.h"
@@ -39,6 +40,13 @@ struct FusedActivation {
   bool add_residual = false;
   // Everything above, to compare or order activations by.
   auto fields() const { return std::tuple(kind, min, max, alpha, beta, add_residual); }
+  // {bound, after}: Relu and Clip bound a kernel's outputs as it stores
+  // them, the other activations follow in a pass over them; the one this is
+  // not is none.
+  std::pair<FusedActivation, FusedActivation> split_bound() const {
+    if (kind == Kind::relu || kind == Kind::clip) return {*this, FusedActivation{}};
+    return {FusedActivation{}, *this};
+  }
   // In the element's own precision; NaN goes through.
   template <class T> T apply(T v) const {
     switch (kind) {

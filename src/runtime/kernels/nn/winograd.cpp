@@ -488,9 +488,8 @@ Status WinogradConv::run(const ConvParams& p, const Tensor& x, Tensor& y, const 
     if (wide) multiply_panels_avx512(rows_of(part.c), depth_, a, filters, std::min(per_item, panels - panel), products, columns_);
     else multiply_panel(panel_, rows_of(part.c), depth_, a, filters, products, columns_);
   };
-  using Kind = FusedActivation::Kind;
-  const bool bounds = activation_.kind == Kind::relu || activation_.kind == Kind::clip;
-  const FusedActivation bound = bounds ? activation_ : FusedActivation{}, after = bounds ? FusedActivation{} : activation_;
+  const auto split = activation_.split_bound();
+  const FusedActivation &bound = split.first, &after = split.second;
   auto transform_outputs = [&](const Part& part, float* buffer, int64_t local) {
     const Corner at = corner(part.c * chunk + local);
     const int64_t image = at.n * g.out_blocks * out_plane;
